@@ -1,0 +1,243 @@
+// Command harness evaluates coding agents that speak the Agent Client
+// Protocol: it captures trajectories, grades them, and computes pass@k and
+// pass^k over repeated trials. Run "harness help" for the commands.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/pflag"
+	"golang.org/x/term"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
+// Exit codes, documented in the help text and the README.
+const (
+	exitOK          = 0
+	exitGateFailed  = 1
+	exitUsage       = 2
+	exitInfraErrors = 3
+	exitInterrupted = 130
+)
+
+const exitCodesHelp = `Exit status:
+  0    success
+  1    the run completed but a declared gate failed (--min-pass-rate, a misjudged reference)
+  2    usage or input error; nothing was run and no output file was touched
+  3    the run completed with infrastructure errors (agent crash, timeout, grader error)
+  130  interrupted; the output holds every finished record
+`
+
+// env is the outside world a command sees; tests replace every part of it.
+type env struct {
+	stdin     io.Reader
+	stdout    io.Writer
+	stderr    io.Writer
+	getenv    func(string) string
+	stderrTTY bool
+	// signals delivers the second interrupt of a run (the first cancels the
+	// context); nil means none will come.
+	signals <-chan os.Signal
+}
+
+// command is one subcommand: its flags, help text and what it does.
+type command struct {
+	name  string
+	usage string // after "harness ": "capture PROMPTS -- AGENT..."
+	short string
+	long  string // description, examples; exit codes are added for all
+	agent bool   // takes an agent command after --
+	flags *pflag.FlagSet
+	run   func(ctx context.Context, e *env, args, agent []string) error
+}
+
+// exitError carries the process exit status of a failed command.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// usageErrorf reports bad flags, arguments or input: exit 2.
+func usageErrorf(format string, args ...any) error {
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
+}
+
+// inputError marks err as bad input (exit 2).
+func inputError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &exitError{code: exitUsage, err: err}
+}
+
+// withCode returns err with the given exit status.
+func withCode(code int, err error) error { return &exitError{code: code, err: err} }
+
+// commands returns the subcommand table, in the order help lists it.
+func commands() []*command {
+	return []*command{
+		newCaptureCmd(),
+		newTrialsCmd(),
+		newGradeCmd(),
+		newSummarizeCmd(),
+		newCalibrateCmd(),
+		newValidateRefsCmd(),
+		newBalanceCmd(),
+		newCompareCmd(),
+		newReportCmd(),
+		newMergeCmd(),
+		newCheckCmd(),
+		newSchemasCmd(),
+	}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	second := make(chan os.Signal, 1)
+	go func() {
+		<-ctx.Done()
+		stop()
+		signal.Notify(second, os.Interrupt, syscall.SIGTERM)
+	}()
+	e := &env{
+		stdin:     os.Stdin,
+		stdout:    os.Stdout,
+		stderr:    os.Stderr,
+		getenv:    os.Getenv,
+		stderrTTY: term.IsTerminal(int(os.Stderr.Fd())),
+		signals:   second,
+	}
+	os.Exit(runMain(ctx, e, os.Args[1:]))
+}
+
+// runMain runs the command line args and returns the exit status.
+func runMain(ctx context.Context, e *env, args []string) int {
+	cmds := commands()
+	if len(args) == 0 {
+		printOverview(e.stderr, cmds)
+		return exitUsage
+	}
+	switch args[0] {
+	case "-h", "--help", "help":
+		if len(args) > 1 && args[0] == "help" {
+			if c := findCommand(cmds, args[1]); c != nil {
+				printCommandHelp(e.stdout, c)
+				return exitOK
+			}
+			fmt.Fprintf(e.stderr, "harness: unknown command %q\n", args[1])
+			return exitUsage
+		}
+		printOverview(e.stdout, cmds)
+		return exitOK
+	case "-v", "--version", "version":
+		fmt.Fprintf(e.stdout, "harness %s\n", version)
+		return exitOK
+	}
+	c := findCommand(cmds, args[0])
+	if c == nil {
+		fmt.Fprintf(e.stderr, "harness: unknown command %q\nRun 'harness help' for the list of commands.\n", args[0])
+		return exitUsage
+	}
+	c.flags.SetOutput(io.Discard)
+	c.flags.SortFlags = false
+	if err := c.flags.Parse(args[1:]); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			printCommandHelp(e.stdout, c)
+			return exitOK
+		}
+		fmt.Fprintf(e.stderr, "harness %s: %v\nusage: harness %s\nRun 'harness help %s' for details.\n", c.name, err, c.usage, c.name)
+		return exitUsage
+	}
+	pos := c.flags.Args()
+	var agent []string
+	if dash := c.flags.ArgsLenAtDash(); dash >= 0 {
+		pos, agent = pos[:dash], pos[dash:]
+	}
+	if c.agent && len(agent) == 0 {
+		fmt.Fprintf(e.stderr, "harness %s: no agent command: put it after --, as in\n  harness %s\n", c.name, c.usage)
+		return exitUsage
+	}
+	if !c.agent && len(agent) > 0 {
+		pos = append(pos, agent...)
+	}
+	err := c.run(ctx, e, pos, agent)
+	return reportError(e.stderr, c.name, err)
+}
+
+// reportError prints err (if any) and maps it to an exit status.
+func reportError(w io.Writer, name string, err error) int {
+	if err == nil {
+		return exitOK
+	}
+	code := 1
+	var ee *exitError
+	if errors.As(err, &ee) {
+		code = ee.code
+	}
+	if msg := err.Error(); msg != "" {
+		for _, line := range strings.Split(msg, "\n") {
+			fmt.Fprintf(w, "harness %s: %s\n", name, line)
+		}
+	}
+	return code
+}
+
+func findCommand(cmds []*command, name string) *command {
+	for _, c := range cmds {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+func printOverview(w io.Writer, cmds []*command) {
+	fmt.Fprintf(w, "harness %s: evaluate coding agents that speak the Agent Client Protocol.\n\n", version)
+	fmt.Fprintln(w, "Usage: harness <command> [flags] [args] [-- agent command...]")
+	fmt.Fprintln(w, "\nCommands:")
+	width := 0
+	for _, c := range cmds {
+		width = max(width, len(c.name))
+	}
+	for _, c := range cmds {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, c.name, c.short)
+	}
+	fmt.Fprintln(w, "\nRun 'harness help <command>' or 'harness <command> --help' for its flags and examples.")
+	fmt.Fprintln(w, "Durations take Go syntax (90s, 2m); a bare number means milliseconds.")
+	fmt.Fprint(w, "\n"+exitCodesHelp)
+}
+
+func printCommandHelp(w io.Writer, c *command) {
+	fmt.Fprintf(w, "Usage: harness %s\n\n%s\n", c.usage, c.short)
+	if c.long != "" {
+		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(c.long))
+	}
+	if c.flags.HasFlags() {
+		fmt.Fprintf(w, "\nFlags:\n%s", c.flags.FlagUsages())
+	}
+	fmt.Fprint(w, "\n"+exitCodesHelp)
+}
+
+// sortedNames returns the keys of m in order.
+func sortedNames[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,189 @@
+package schemas
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// InputError is bad input: it names the file, the line and the field.
+type InputError struct {
+	File  string
+	Line  int
+	Field string
+	Msg   string
+}
+
+func (e *InputError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d", e.Line)
+	}
+	if e.Field != "" {
+		fmt.Fprintf(&b, ": field %q", e.Field)
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// MaxLineBytes is the longest line the JSONL readers accept.
+const MaxLineBytes = 256 << 20
+
+// ReadPrompts reads a prompts file (JSONL, one case a line). Blank lines are
+// skipped but counted, so line numbers match an editor's. Every case is
+// checked (valid JSON, an id, an input, unique ids) and all problems are
+// returned together, each naming the file, line and field.
+func ReadPrompts(name string, r io.Reader) ([]PromptCase, error) {
+	var (
+		cases []PromptCase
+		errs  []error
+		seen  = map[string]int{}
+	)
+	err := EachLine(r, func(lineNo int, line []byte) error {
+		c, err := ParsePrompt(line)
+		if err != nil {
+			var ie *InputError
+			if errors.As(err, &ie) {
+				ie.File, ie.Line = name, lineNo
+				errs = append(errs, ie)
+			} else {
+				errs = append(errs, &InputError{File: name, Line: lineNo, Msg: err.Error()})
+			}
+			return nil
+		}
+		if first, dup := seen[c.ID]; dup {
+			errs = append(errs, &InputError{File: name, Line: lineNo, Field: "id",
+				Msg: fmt.Sprintf("duplicate id %q (first on line %d)", c.ID, first)})
+			return nil
+		}
+		seen[c.ID] = lineNo
+		cases = append(cases, c)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	if len(cases) == 0 {
+		return nil, &InputError{File: name, Msg: "no prompt cases (the file is empty)"}
+	}
+	return cases, nil
+}
+
+// ParsePrompt decodes and checks one prompt case. Errors are *InputError
+// with the field filled in (file and line are the caller's to add).
+func ParsePrompt(line []byte) (PromptCase, error) {
+	var c PromptCase
+	var probe map[string]json.RawMessage
+	if err := json.Unmarshal(line, &probe); err != nil {
+		return c, &InputError{Msg: "not a JSON object: " + jsonErrText(err)}
+	}
+	if probe == nil {
+		return c, &InputError{Msg: "not a JSON object"}
+	}
+	for _, f := range []string{"id", "input", "expected", "hint", "reference", "negativeReference", "metadata", "timeout", "workspace"} {
+		raw, ok := probe[f]
+		if !ok {
+			continue
+		}
+		var err error
+		switch f {
+		case "id", "expected", "hint", "reference", "negativeReference", "workspace":
+			var s string
+			err = json.Unmarshal(raw, &s)
+			if err != nil {
+				err = fmt.Errorf("must be a string")
+			}
+		case "input":
+			var t Turns
+			err = t.UnmarshalJSON(raw)
+		case "metadata":
+			var m map[string]any
+			if err = json.Unmarshal(raw, &m); err != nil || (m == nil && string(bytes.TrimSpace(raw)) != "null") {
+				err = fmt.Errorf("must be an object")
+			}
+		case "timeout":
+			var d Duration
+			err = d.UnmarshalJSON(raw)
+		}
+		if err != nil {
+			return c, &InputError{Field: f, Msg: err.Error()}
+		}
+	}
+	if err := json.Unmarshal(line, &c); err != nil {
+		return c, &InputError{Msg: jsonErrText(err)}
+	}
+	if _, ok := probe["id"]; !ok || c.ID == "" {
+		return c, &InputError{Field: "id", Msg: "missing (every case needs a non-empty id)"}
+	}
+	if _, ok := probe["input"]; !ok {
+		return c, &InputError{Field: "input", Msg: "missing (every case needs an input)"}
+	}
+	if len(c.Input.List) == 0 {
+		return c, &InputError{Field: "input", Msg: "has no turns"}
+	}
+	return c, nil
+}
+
+func jsonErrText(err error) string {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("invalid JSON at byte %d: %v", se.Offset, err)
+	}
+	return err.Error()
+}
+
+// EachLine calls fn for each non-blank line of r with its 1-based line
+// number. Lines may be up to MaxLineBytes long. A trailing carriage return
+// is dropped. It stops at the first error fn returns.
+func EachLine(r io.Reader, fn func(lineNo int, line []byte) error) error {
+	br := bufio.NewReaderSize(r, 1<<16)
+	lineNo := 0
+	for {
+		line, err := readLine(br)
+		if len(line) > 0 || err == nil {
+			lineNo++
+			trimmed := bytes.TrimSpace(line)
+			if len(trimmed) > 0 {
+				if ferr := fn(lineNo, trimmed); ferr != nil {
+					return ferr
+				}
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("line %d: %w", lineNo+1, err)
+		}
+	}
+}
+
+// readLine returns the next line without its newline; the slice is only
+// valid until the next call.
+func readLine(br *bufio.Reader) ([]byte, error) {
+	line, err := br.ReadSlice('\n')
+	if err == bufio.ErrBufferFull {
+		buf := append([]byte(nil), line...)
+		for err == bufio.ErrBufferFull {
+			if len(buf) > MaxLineBytes {
+				return nil, fmt.Errorf("line longer than %d bytes", MaxLineBytes)
+			}
+			line, err = br.ReadSlice('\n')
+			buf = append(buf, line...)
+		}
+		line = buf
+	}
+	if n := len(line); n > 0 && line[n-1] == '\n' {
+		line = line[:n-1]
+	}
+	return line, err
+}

@@ -1,0 +1,177 @@
+package schemas
+
+import (
+	"encoding/json"
+	"sort"
+)
+
+// Error classes put on a record's Error, one per failure kind.
+const (
+	ErrAgentStart    = "agent_start"    // the agent could not be started or initialized
+	ErrAgentCrash    = "agent_crash"    // the agent process died during the case
+	ErrTimeout       = "timeout"        // a turn exceeded its timeout
+	ErrProtocol      = "protocol"       // the agent broke the protocol (bad version, bad answer)
+	ErrAuthRequired  = "auth_required"  // the agent answered -32000 authentication required
+	ErrAgentError    = "agent_error"    // the agent answered a request with a JSON-RPC error
+	ErrGraderError   = "grader_error"   // the grader crashed or failed
+	ErrGraderTimeout = "grader_timeout" // the grader exceeded its timeout
+	ErrGraderInvalid = "grader_invalid" // the grader's output was not a valid result
+	ErrInterrupted   = "interrupted"    // the run was interrupted by a signal
+)
+
+// CaptureRecord is one line of capture output: what the agent did for one
+// prompt case in one trial.
+type CaptureRecord struct {
+	ID                string          `json:"id"`
+	Trial             int             `json:"trial"`
+	Input             Turns           `json:"input"`
+	Output            string          `json:"output"`
+	Expected          string          `json:"expected,omitempty"`
+	Hint              string          `json:"hint,omitempty"`
+	Reference         string          `json:"reference,omitempty"`
+	Trajectory        []Step          `json:"trajectory"`
+	Plan              json.RawMessage `json:"plan,omitempty"`
+	StopReason        string          `json:"stopReason,omitempty"`
+	StopReasons       []string        `json:"stopReasons,omitempty"`
+	Metadata          map[string]any  `json:"metadata"`
+	Timing            Timing          `json:"timing"`
+	ToolErrors        bool            `json:"toolErrors"`
+	Usage             *Usage          `json:"usage,omitempty"`
+	Errors            []string        `json:"errors,omitempty"`
+	Error             *ErrorInfo      `json:"error,omitempty"`
+	Score             *GraderResult   `json:"score,omitempty"`
+	Scores            []GraderResult  `json:"scores,omitempty"`
+	Workspace         *Workspace      `json:"workspace,omitempty"`
+	Provenance        Provenance      `json:"provenance"`
+	Cwd               string          `json:"cwd,omitempty"`
+	AgentStderrTail   string          `json:"agentStderr,omitempty"`
+	TurnCount         int             `json:"turnCount,omitempty"`
+	NegativeReference string          `json:"negativeReference,omitempty"`
+}
+
+// Timing holds the wall-clock facts of a record. Start and End are epoch
+// milliseconds; the others are durations in milliseconds.
+type Timing struct {
+	Start           int64  `json:"start"`
+	End             int64  `json:"end"`
+	FirstResponse   *int64 `json:"firstResponse,omitempty"`
+	SessionCreation int64  `json:"sessionCreation"`
+	Total           int64  `json:"total"`
+}
+
+// Usage is the token and context usage the agent reported: the latest
+// usage_update (Used, Size, Cost) and the per-turn token counts of prompt
+// responses, summed over turns.
+type Usage struct {
+	Used              *int64          `json:"used,omitempty"`
+	Size              *int64          `json:"size,omitempty"`
+	Cost              json.RawMessage `json:"cost,omitempty"`
+	InputTokens       *int64          `json:"inputTokens,omitempty"`
+	OutputTokens      *int64          `json:"outputTokens,omitempty"`
+	TotalTokens       *int64          `json:"totalTokens,omitempty"`
+	ThoughtTokens     *int64          `json:"thoughtTokens,omitempty"`
+	CachedReadTokens  *int64          `json:"cachedReadTokens,omitempty"`
+	CachedWriteTokens *int64          `json:"cachedWriteTokens,omitempty"`
+}
+
+// ErrorInfo classifies why a record or a grader result is incomplete.
+type ErrorInfo struct {
+	// Class is one of the Err* constants.
+	Class string `json:"class"`
+	// Message says what happened, for people.
+	Message string `json:"message"`
+	// Code is the JSON-RPC error code, when the agent sent one.
+	Code *int64 `json:"code,omitempty"`
+	// Data is the JSON-RPC error data, when the agent sent some.
+	Data json.RawMessage `json:"data,omitempty"`
+	// ExitCode is the exit status of the failed process, when there is one.
+	ExitCode *int `json:"exitCode,omitempty"`
+	// Signal names the signal that ended the failed process.
+	Signal string `json:"signal,omitempty"`
+	// Stderr is the tail of the failed process's standard error.
+	Stderr string `json:"stderr,omitempty"`
+}
+
+// Workspace describes the per-case copy of the workspace template.
+type Workspace struct {
+	// Path is where the copy was made (removed after the case unless kept).
+	Path string `json:"path"`
+	// Template is the directory that was copied.
+	Template string `json:"template,omitempty"`
+	// Kept says the copy was left on disk.
+	Kept bool `json:"kept,omitempty"`
+	// FileChanges lists what the agent added, modified or deleted.
+	FileChanges []FileChange `json:"fileChanges"`
+}
+
+// FileChange is one file the case changed in its workspace.
+type FileChange struct {
+	Path   string `json:"path"`
+	Status string `json:"status"` // added, modified, deleted
+	// Diff is a unified diff for text files (capped in size).
+	Diff string `json:"diff,omitempty"`
+	// Binary marks a file whose content is not text.
+	Binary bool `json:"binary,omitempty"`
+	// Size is the new size in bytes (0 for deleted files).
+	Size int64 `json:"size"`
+}
+
+// Provenance says what produced a record.
+type Provenance struct {
+	Harness         string   `json:"harness"`
+	AgentName       string   `json:"agentName,omitempty"`
+	AgentTitle      string   `json:"agentTitle,omitempty"`
+	AgentVersion    string   `json:"agentVersion,omitempty"`
+	ProtocolVersion int      `json:"protocolVersion,omitempty"`
+	Command         []string `json:"command,omitempty"`
+	Graders         []string `json:"graders,omitempty"`
+}
+
+// GraderResult is what a grader said about a record.
+type GraderResult struct {
+	Pass       bool            `json:"pass"`
+	Score      float64         `json:"score"`
+	Reasoning  string          `json:"reasoning,omitempty"`
+	Checks     []Check         `json:"checks,omitempty"`
+	Outcome    map[string]any  `json:"outcome,omitempty"`
+	Grader     string          `json:"grader,omitempty"`
+	DurationMs int64           `json:"durationMs,omitempty"`
+	Usage      json.RawMessage `json:"usage,omitempty"`
+	Error      *ErrorInfo      `json:"error,omitempty"`
+}
+
+// Check is one aspect of a grader result.
+type Check struct {
+	Text     string   `json:"text"`
+	Pass     bool     `json:"pass"`
+	Score    *float64 `json:"score,omitempty"`
+	Reason   string   `json:"reason,omitempty"`
+	Evidence any      `json:"evidence,omitempty"`
+}
+
+// UnmarshalJSON accepts "reason" as a synonym of "reasoning" (the agentv
+// protocol uses reason).
+func (g *GraderResult) UnmarshalJSON(b []byte) error {
+	type plain GraderResult
+	var v struct {
+		plain
+		Reason string `json:"reason"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*g = GraderResult(v.plain)
+	if g.Reasoning == "" {
+		g.Reasoning = v.Reason
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
