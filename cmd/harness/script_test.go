@@ -1,0 +1,47 @@
+package main
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+	"golang.org/x/term"
+)
+
+// TestMain lets the test binary double as the harness command in scripts.
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"harness": func() {
+			e := &env{
+				stdin:     os.Stdin,
+				stdout:    os.Stdout,
+				stderr:    os.Stderr,
+				getenv:    os.Getenv,
+				stderrTTY: term.IsTerminal(int(os.Stderr.Fd())),
+			}
+			os.Exit(runMain(context.Background(), e, os.Args[1:]))
+		},
+	})
+}
+
+// TestScripts runs the end-to-end CLI scripts in testdata/script.
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 "../../testdata/script",
+		RequireExplicitExec: true,
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("TESTDATA", mustAbs(t, "../../testdata"))
+			return nil
+		},
+	})
+}
+
+func mustAbs(t *testing.T, p string) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wd + "/" + p
+}
