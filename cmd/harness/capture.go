@@ -2,20 +2,207 @@ package main
 
 import (
 	"context"
-	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
 
 	"github.com/spf13/pflag"
+
+	"harness/capture"
+	"harness/internal/jsonl"
+	"harness/schemas"
 )
 
 func newCaptureCmd() *command {
+	var f runFlags
 	c := &command{
 		name:  "capture",
-		usage: "capture",
-		short: "(not available in this build)",
+		usage: "capture PROMPTS [flags] -- AGENT [ARGS...]",
+		short: "run each prompt case once against an ACP agent and record its trajectory (JSONL)",
+		long: `capture starts the agent command, initializes it (ACP v1), and runs every
+case of the prompts file (JSONL: id, input, expected, hint, metadata, timeout,
+workspace) in a fresh session. An input array runs several turns in one
+session. Each case yields one record on the output with the merged
+messages and thoughts, tool calls with their final status and output, plans,
+permission decisions, fs and terminal requests, timing, stopReason and any
+error, written whole as soon as the case is done.
+
+Examples:
+  harness capture prompts.jsonl -- node agent.js
+  harness capture prompts.jsonl -o out.jsonl.zst -j 4 -t 2m -- npx @google/gemini-cli --acp
+  harness capture prompts.jsonl --workspace repo/ --fs --terminal -g check.py -o out.jsonl -- ./my-agent
+  harness capture prompts.jsonl -o out.jsonl --resume -- ./my-agent   # continue an interrupted run`,
+		agent: true,
 		flags: pflag.NewFlagSet("capture", pflag.ContinueOnError),
 	}
+	f.addFlags(c.flags)
 	c.run = func(ctx context.Context, e *env, args, agent []string) error {
-		return errors.New("capture is not available in this build")
+		setup, err := f.prepare(e, args, agent, "capture")
+		if err != nil {
+			return err
+		}
+		return runUnits(ctx, e, &f, setup, 1, nil)
 	}
 	return c
+}
+
+// runUnits runs k trials of every case and writes what collect makes of
+// the records (nil: every record as it comes).
+func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, collect func(*schemas.CaptureRecord, *jsonl.Writer) error) error {
+	done := map[unitKey]bool{}
+	if f.resume {
+		var err error
+		if done, err = readDone(f.output, f.retryErrors, e.stdin); err != nil {
+			return inputError(fmt.Errorf("--resume: %w", err))
+		}
+	}
+	units := setup.units(k, done)
+	log := newProgress(e, f, len(units), setup.redact)
+	if len(units) == 0 {
+		log.printf("nothing to run: all %d units are in %s\n", len(done), f.output)
+		return nil
+	}
+	kill := make(chan struct{})
+	if e.signals != nil {
+		go func() {
+			select {
+			case <-e.signals:
+				close(kill)
+			case <-kill:
+			}
+		}()
+		defer func() {
+			select {
+			case <-kill:
+			default:
+				close(kill)
+			}
+		}()
+	}
+	setup.cfg.Kill = kill
+	runner := capture.NewRunner(setup.cfg)
+	init, err := runner.Preflight(ctx)
+	if err != nil {
+		return inputError(setup.redactErr(err))
+	}
+	if init.AgentInfo != nil {
+		log.printf("agent %s %s (ACP %d); %d units\n", init.AgentInfo.Name, init.AgentInfo.Version, init.ProtocolVersion, len(units))
+	}
+	w, closeOut, err := f.openOutput(e)
+	if err != nil {
+		return err
+	}
+	var mu sync.Mutex
+	emit := func(rec *schemas.CaptureRecord) error {
+		log.record(rec)
+		if collect != nil {
+			mu.Lock()
+			defer mu.Unlock()
+			return collect(rec, w)
+		}
+		return writeRecord(w, setup, rec)
+	}
+	stats, runErr := runner.Run(ctx, units, emit)
+	if err := closeOut(); err != nil && runErr == nil {
+		runErr = fmt.Errorf("output: %w", err)
+	}
+	log.summary(stats)
+	switch {
+	case runErr != nil:
+		return runErr
+	case ctx.Err() != nil:
+		return withCode(exitInterrupted, fmt.Errorf("interrupted; finished records are in the output, continue with --resume"))
+	case stats.InfraErrors() > 0:
+		return withCode(exitInfraErrors, fmt.Errorf("%d records have infrastructure errors", stats.InfraErrors()))
+	}
+	return nil
+}
+
+// writeRecord encodes a record, redacts secrets, and writes it whole.
+func writeRecord(w *jsonl.Writer, setup *runSetup, v any) error {
+	b, err := jsonl.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return w.WriteRaw(setup.redact.Bytes(b))
+}
+
+func (s *runSetup) redactErr(err error) error {
+	return fmt.Errorf("%s", s.redact.String(err.Error()))
+}
+
+// progress prints one line per finished record on stderr.
+type progress struct {
+	mu     sync.Mutex
+	w      io.Writer
+	on     bool
+	quiet  bool
+	total  int
+	done   int
+	redact interface{ String(string) string }
+}
+
+func newProgress(e *env, f *runFlags, total int, red interface{ String(string) string }) *progress {
+	return &progress{w: e.stderr, on: !f.quiet && (f.progress || e.stderrTTY), quiet: f.quiet, total: total, redact: red}
+}
+
+func (p *progress) printf(format string, args ...any) {
+	if p.quiet {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fmt.Fprint(p.w, p.redact.String(fmt.Sprintf(format, args...)))
+}
+
+func (p *progress) record(rec *schemas.CaptureRecord) {
+	p.mu.Lock()
+	p.done++
+	n := p.done
+	p.mu.Unlock()
+	if !p.on {
+		return
+	}
+	mark := "ok"
+	detail := rec.StopReason
+	switch {
+	case rec.Error != nil:
+		mark, detail = "ERR", rec.Error.Class+": "+firstLine(rec.Error.Message)
+	case rec.Score != nil && rec.Score.Error != nil:
+		mark, detail = "ERR", rec.Score.Error.Class+": "+firstLine(rec.Score.Error.Message)
+	case rec.Score != nil && rec.Score.Pass:
+		mark = "pass"
+	case rec.Score != nil:
+		mark = "fail"
+	}
+	p.printf("[%d/%d] %s trial %d: %s %s (%d ms)\n", n, p.total, rec.ID, rec.Trial, mark, detail, rec.Timing.Total)
+}
+
+func (p *progress) summary(s *capture.Stats) {
+	if p.quiet {
+		return
+	}
+	var parts []string
+	for _, class := range sortedNames(s.Errors) {
+		parts = append(parts, fmt.Sprintf("%s %d", class, s.Errors[class]))
+	}
+	line := fmt.Sprintf("%d records", s.Records)
+	if s.Graded+s.GradeErr > 0 {
+		line += fmt.Sprintf(", %d graded, %d passed", s.Graded, s.Passed)
+	}
+	if len(parts) > 0 {
+		sort.Strings(parts)
+		line += ", errors: " + strings.Join(parts, ", ")
+	}
+	if s.GradeErr > 0 {
+		line += fmt.Sprintf(", grader errors %d", s.GradeErr)
+	}
+	p.printf("%s\n", line)
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
 }

@@ -1,0 +1,507 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/sourcegraph/jsonrpc2"
+)
+
+// Observer receives what the agent sends for one session. Update, Notify,
+// RequestStarted and Junk are called on the connection's read goroutine in
+// the order the lines arrived and must return quickly; RequestDone is called
+// from the goroutine that answered the request.
+type Observer interface {
+	// Update is a session/update. err is set when the update's fields do
+	// not decode; u.Raw still holds it.
+	Update(at time.Time, u Update, err error)
+	// Notify is a notification other than session/update.
+	Notify(at time.Time, method string, params json.RawMessage)
+	// RequestStarted is a request from the agent, as it arrived.
+	RequestStarted(r *Request)
+	// RequestDone is the same request once it has been answered.
+	RequestDone(r *Request)
+	// Junk is a line on stdout that is not a JSON-RPC message.
+	Junk(j Junk)
+}
+
+// Request is a request the agent made of the client and the answer given.
+type Request struct {
+	ID        jsonrpc2.ID
+	Method    string
+	SessionID string
+	Params    json.RawMessage
+	At        time.Time
+
+	// Set before RequestDone.
+	DoneAt time.Time
+	Result json.RawMessage // the result sent, encoded
+	Err    *jsonrpc2.Error // the error sent instead
+	Note   string          // why: the policy decision or the denial reason
+}
+
+// Options configure a Client.
+type Options struct {
+	// ClientInfo names this client in initialize.
+	ClientInfo Implementation
+	// Permission is the policy for session/request_permission.
+	Permission PermissionPolicy
+	// FS, when set, serves fs/* inside each session's workspace.
+	FS *FSOptions
+	// Terminal, when set, serves terminal/* inside each session's workspace.
+	Terminal *TerminalOptions
+	// Logger receives jsonrpc2's own diagnostics; nil discards them.
+	Logger jsonrpc2.Logger
+	// Tap, if set, sees every line in both directions (out = written to the
+	// agent), for wire logs.
+	Tap func(out bool, at time.Time, line []byte)
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Client is one connection to an agent.
+type Client struct {
+	conn   *jsonrpc2.Conn
+	stream *lineStream
+	opts   Options
+	now    func() time.Time
+
+	mu        sync.Mutex
+	sessions  map[string]*session
+	active    *session
+	unclaimed []Stray
+	dropped   int
+	inflight  map[string]context.CancelFunc
+	init      *InitializeResponse
+}
+
+// Stray is a message for a session no observer was attached to when it
+// arrived, or a line that belonged to none.
+type Stray struct {
+	At        time.Time
+	SessionID string
+	Update    *Update
+	UpdateErr error
+	Method    string
+	Params    json.RawMessage
+	Junk      *Junk
+}
+
+// maxUnclaimed bounds the messages kept for sessions nobody observes.
+const maxUnclaimed = 10000
+
+type session struct {
+	id        string
+	cwd       string
+	obs       Observer
+	cancelled bool
+	open      map[*Request]context.CancelFunc
+	terms     *terminals
+}
+
+// Connect starts a client on an agent's stdout (r) and stdin (w). It sends
+// nothing; call Initialize first.
+func Connect(ctx context.Context, r io.Reader, w io.WriteCloser, opts Options) *Client {
+	c := &Client{
+		opts:     opts,
+		now:      opts.Now,
+		sessions: map[string]*session{},
+		inflight: map[string]context.CancelFunc{},
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	if c.opts.Permission == "" {
+		c.opts.Permission = PolicyAllow
+	}
+	c.stream = newLineStream(r, w, c.now, c.onJunk, opts.Tap)
+	logger := opts.Logger
+	if logger == nil {
+		logger = discardLogger{}
+	}
+	c.conn = jsonrpc2.NewConn(ctx, c.stream, handlerFunc(c.handle), jsonrpc2.SetLogger(logger))
+	return c
+}
+
+type discardLogger struct{}
+
+func (discardLogger) Printf(string, ...any) {}
+
+// Done is closed when the connection has ended (agent exit or Close).
+func (c *Client) Done() <-chan struct{} { return c.conn.DisconnectNotify() }
+
+// Close closes the connection and the agent's stdin.
+func (c *Client) Close() error { return c.conn.Close() }
+
+// Capabilities returns what this client advertises, from its options.
+func (c *Client) Capabilities() ClientCapabilities {
+	var caps ClientCapabilities
+	if c.opts.FS != nil {
+		caps.FS = FileSystemCapability{ReadTextFile: true, WriteTextFile: true}
+	}
+	caps.Terminal = c.opts.Terminal != nil
+	return caps
+}
+
+// ProtocolError is an agent that answered in a way this client cannot work
+// with, such as another protocol version.
+type ProtocolError struct{ Msg string }
+
+func (e *ProtocolError) Error() string { return e.Msg }
+
+// ErrConnectionClosed is returned by calls cut short because the agent went
+// away (it exited or closed its stdout).
+var ErrConnectionClosed = errors.New("connection to the agent closed")
+
+// Initialize sends initialize and checks the agent's protocol version.
+// Nothing else may be sent before it returns.
+func (c *Client) Initialize(ctx context.Context) (*InitializeResponse, error) {
+	info := c.opts.ClientInfo
+	params := InitializeRequest{
+		ProtocolVersion:    ProtocolVersion,
+		ClientCapabilities: c.Capabilities(),
+		ClientInfo:         &info,
+	}
+	var res InitializeResponse
+	if err := c.call(ctx, MethodInitialize, params, &res); err != nil {
+		return nil, err
+	}
+	if res.ProtocolVersion != ProtocolVersion {
+		return &res, &ProtocolError{Msg: fmt.Sprintf("agent speaks ACP protocol version %d; this client speaks %d", res.ProtocolVersion, ProtocolVersion)}
+	}
+	c.mu.Lock()
+	c.init = &res
+	c.mu.Unlock()
+	return &res, nil
+}
+
+// Authenticate sends authenticate with the given method id.
+func (c *Client) Authenticate(ctx context.Context, methodID string) error {
+	return c.call(ctx, MethodAuthenticate, AuthenticateRequest{MethodID: methodID}, nil)
+}
+
+// NewSession creates a session whose working directory (and workspace, for
+// fs and terminal requests) is cwd, an absolute path. Updates the agent
+// sends before it answers are kept and handed to the observer by Attach.
+func (c *Client) NewSession(ctx context.Context, cwd string, mcpServers []json.RawMessage) (*NewSessionResponse, error) {
+	if mcpServers == nil {
+		mcpServers = []json.RawMessage{}
+	}
+	var res NewSessionResponse
+	if err := c.call(ctx, MethodSessionNew, NewSessionRequest{Cwd: cwd, MCPServers: mcpServers}, &res); err != nil {
+		return nil, err
+	}
+	if res.SessionID == "" {
+		return &res, &ProtocolError{Msg: "session/new answered without a sessionId"}
+	}
+	return &res, nil
+}
+
+// Attach routes the session's messages to obs, first handing it, in order,
+// whatever arrived for the session before it was attached. The session's
+// fs and terminal requests are confined to cwd.
+func (c *Client) Attach(sessionID, cwd string, obs Observer) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := &session{id: sessionID, cwd: cwd, obs: obs, open: map[*Request]context.CancelFunc{}}
+	if c.opts.Terminal != nil {
+		s.terms = newTerminals(*c.opts.Terminal, cwd)
+	}
+	c.sessions[sessionID] = s
+	c.active = s
+	kept := c.unclaimed[:0]
+	for _, m := range c.unclaimed {
+		if m.SessionID == sessionID && m.Update != nil {
+			obs.Update(m.At, *m.Update, m.UpdateErr)
+			continue
+		}
+		kept = append(kept, m)
+	}
+	c.unclaimed = kept
+}
+
+// Detach stops routing the session's messages and releases its terminals.
+// Later messages for it are kept as strays.
+func (c *Client) Detach(sessionID string) {
+	c.mu.Lock()
+	s := c.sessions[sessionID]
+	delete(c.sessions, sessionID)
+	if c.active == s {
+		c.active = nil
+	}
+	c.mu.Unlock()
+	if s != nil && s.terms != nil {
+		s.terms.releaseAll()
+	}
+}
+
+// TakeStrays returns and forgets the messages that reached no observer, and
+// how many more were dropped because too many were kept.
+func (c *Client) TakeStrays() ([]Stray, int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out, n := c.unclaimed, c.dropped
+	c.unclaimed, c.dropped = nil, 0
+	return out, n
+}
+
+// Prompt runs one prompt turn and returns the agent's answer. Every update
+// the agent sent before answering has reached the observer when it
+// returns. To stop a turn, call Cancel and keep waiting; cancelling ctx
+// only abandons the wait.
+func (c *Client) Prompt(ctx context.Context, sessionID string, prompt []ContentBlock) (*PromptResponse, error) {
+	c.mu.Lock()
+	if s := c.sessions[sessionID]; s != nil {
+		s.cancelled = false
+	}
+	c.mu.Unlock()
+	var res PromptResponse
+	if err := c.call(ctx, MethodSessionPrompt, PromptRequest{SessionID: sessionID, Prompt: prompt}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// Cancel sends session/cancel and answers every permission request still
+// open in the session with "cancelled"; later ones are answered the same
+// way until the next prompt.
+func (c *Client) Cancel(ctx context.Context, sessionID string) error {
+	c.mu.Lock()
+	if s := c.sessions[sessionID]; s != nil {
+		s.cancelled = true
+		for _, cancel := range s.open {
+			cancel()
+		}
+	}
+	c.mu.Unlock()
+	return c.conn.Notify(ctx, MethodSessionCancel, CancelNotification{SessionID: sessionID})
+}
+
+// call makes a request and turns transport errors into ErrConnectionClosed.
+// JSON-RPC error answers come back as *jsonrpc2.Error.
+func (c *Client) call(ctx context.Context, method string, params, result any) error {
+	err := c.conn.Call(ctx, method, params, result)
+	if err == nil {
+		return nil
+	}
+	var rpcErr *jsonrpc2.Error
+	if errors.As(err, &rpcErr) {
+		return fmt.Errorf("%s: %w", method, rpcErr)
+	}
+	if errors.Is(err, jsonrpc2.ErrClosed) || errors.Is(err, io.ErrClosedPipe) {
+		return fmt.Errorf("%s: %w", method, ErrConnectionClosed)
+	}
+	return fmt.Errorf("%s: %w", method, err)
+}
+
+// handle runs on the read goroutine for every request and notification.
+func (c *Client) handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	in := c.stream.cur
+	if req.Notif {
+		switch req.Method {
+		case MethodSessionUpdate:
+			c.onUpdate(in)
+		case MethodCancelRequest:
+			c.onCancelRequest(in.params)
+			c.onNotify(in, req.Method)
+		default:
+			c.onNotify(in, req.Method)
+		}
+		return
+	}
+	c.onRequest(ctx, conn, req, in)
+}
+
+func (c *Client) onUpdate(in inbound) {
+	var n SessionNotification
+	if err := json.Unmarshal(in.params, &n); err != nil || n.Update == nil {
+		reason := "session/update without an update"
+		if err != nil {
+			reason = "session/update params do not decode: " + shortErr(err)
+		}
+		c.onJunk(Junk{At: in.at, Line: in.line, Size: len(in.line), Reason: reason})
+		return
+	}
+	u, err := DecodeUpdate(n.Update)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s := c.sessions[n.SessionID]; s != nil {
+		s.obs.Update(in.at, u, err)
+		return
+	}
+	c.keepStray(Stray{At: in.at, SessionID: n.SessionID, Update: &u, UpdateErr: err})
+}
+
+// keepStray stores a message nobody observes; c.mu is held.
+func (c *Client) keepStray(m Stray) {
+	if len(c.unclaimed) >= maxUnclaimed {
+		c.dropped++
+		return
+	}
+	c.unclaimed = append(c.unclaimed, m)
+}
+
+func (c *Client) onNotify(in inbound, method string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s := c.sessionFor(in.params); s != nil {
+		s.obs.Notify(in.at, method, in.params)
+		return
+	}
+	c.keepStray(Stray{At: in.at, Method: method, Params: in.params})
+}
+
+func (c *Client) onJunk(j Junk) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.active != nil {
+		c.active.obs.Junk(j)
+		return
+	}
+	c.keepStray(Stray{At: j.At, Junk: &j})
+}
+
+// sessionFor finds the session a message's params name, else the active
+// one; c.mu is held.
+func (c *Client) sessionFor(params json.RawMessage) *session {
+	var p struct {
+		SessionID string `json:"sessionId"`
+	}
+	json.Unmarshal(params, &p)
+	if s := c.sessions[p.SessionID]; s != nil {
+		return s
+	}
+	return c.active
+}
+
+func (c *Client) onCancelRequest(params json.RawMessage) {
+	var p struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return
+	}
+	c.mu.Lock()
+	cancel := c.inflight[string(p.RequestID)]
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+func (c *Client) onRequest(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request, in inbound) {
+	r := &Request{ID: req.ID, Method: req.Method, Params: in.params, At: in.at}
+	var p struct {
+		SessionID string `json:"sessionId"`
+	}
+	json.Unmarshal(in.params, &p)
+	r.SessionID = p.SessionID
+
+	rctx, cancel := context.WithCancel(ctx)
+	key := string(in.id)
+	c.mu.Lock()
+	s := c.sessions[r.SessionID]
+	target := s
+	if target == nil {
+		target = c.active
+	}
+	c.inflight[key] = cancel
+	if s != nil && r.Method == MethodRequestPermission {
+		s.open[r] = cancel
+		if s.cancelled {
+			cancel()
+		}
+	}
+	if target != nil {
+		target.obs.RequestStarted(r)
+	}
+	c.mu.Unlock()
+
+	go func() {
+		defer cancel()
+		result, rpcErr, note := c.serve(rctx, s, r)
+		r.Note = note
+		if rpcErr == nil && rctx.Err() != nil && r.Method != MethodRequestPermission {
+			rpcErr = &jsonrpc2.Error{Code: CodeRequestCancelled, Message: "request cancelled"}
+		}
+		if rpcErr != nil {
+			r.Err = rpcErr
+			conn.ReplyWithError(ctx, req.ID, rpcErr)
+		} else {
+			b, err := json.Marshal(result)
+			if err != nil {
+				r.Err = &jsonrpc2.Error{Code: CodeInternalError, Message: err.Error()}
+				conn.ReplyWithError(ctx, req.ID, r.Err)
+			} else {
+				r.Result = b
+				conn.Reply(ctx, req.ID, json.RawMessage(b))
+			}
+		}
+		r.DoneAt = c.now()
+		c.mu.Lock()
+		delete(c.inflight, key)
+		if s != nil {
+			delete(s.open, r)
+		}
+		c.mu.Unlock()
+		if target != nil {
+			target.obs.RequestDone(r)
+		}
+	}()
+}
+
+// serve answers one agent request: a result, or an error, and a note for
+// the record.
+func (c *Client) serve(ctx context.Context, s *session, r *Request) (any, *jsonrpc2.Error, string) {
+	switch r.Method {
+	case MethodRequestPermission:
+		var p RequestPermissionRequest
+		if err := json.Unmarshal(r.Params, &p); err != nil {
+			return nil, invalidParams(err), "invalid params"
+		}
+		if ctx.Err() != nil {
+			return RequestPermissionResponse{Outcome: PermissionOutcome{Outcome: "cancelled"}}, nil, "turn cancelled"
+		}
+		out, note := c.opts.Permission.Decide(p.Options)
+		return RequestPermissionResponse{Outcome: out}, nil, note
+	case MethodReadTextFile, MethodWriteTextFile:
+		if c.opts.FS == nil {
+			return nil, methodNotFound(r.Method), "fs is off (enable it with --fs)"
+		}
+		if s == nil {
+			return nil, unknownSession(r.SessionID), "unknown session"
+		}
+		return serveFS(*c.opts.FS, s.cwd, r)
+	case MethodTerminalCreate, MethodTerminalOutput, MethodTerminalWaitForExit, MethodTerminalKill, MethodTerminalRelease:
+		if c.opts.Terminal == nil {
+			return nil, methodNotFound(r.Method), "terminal is off (enable it with --terminal)"
+		}
+		if s == nil {
+			return nil, unknownSession(r.SessionID), "unknown session"
+		}
+		return s.terms.serve(ctx, r)
+	}
+	return nil, methodNotFound(r.Method), "method not supported"
+}
+
+func methodNotFound(method string) *jsonrpc2.Error {
+	return &jsonrpc2.Error{Code: CodeMethodNotFound, Message: "method not found: " + method}
+}
+
+func invalidParams(err error) *jsonrpc2.Error {
+	return &jsonrpc2.Error{Code: CodeInvalidParams, Message: "invalid params: " + err.Error()}
+}
+
+func unknownSession(id string) *jsonrpc2.Error {
+	return &jsonrpc2.Error{Code: CodeResourceNotFound, Message: fmt.Sprintf("unknown session %q", id)}
+}
+
+// handlerFunc adapts a function to jsonrpc2.Handler.
+type handlerFunc func(context.Context, *jsonrpc2.Conn, *jsonrpc2.Request)
+
+func (f handlerFunc) Handle(ctx context.Context, c *jsonrpc2.Conn, r *jsonrpc2.Request) { f(ctx, c, r) }

@@ -1,0 +1,204 @@
+package acp
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+)
+
+// MaxLineBytes is the longest line read from an agent. A longer line is
+// recorded as junk and skipped.
+const MaxLineBytes = 256 << 20
+
+// Junk is a line on the agent's stdout that is not a JSON-RPC message.
+type Junk struct {
+	At     time.Time
+	Line   []byte // possibly cut to its first 64 KiB
+	Size   int    // the whole line's length
+	Reason string
+}
+
+// inbound is the message the read loop is handling: the wire line and its
+// parts, kept raw. It is valid while the handler runs.
+type inbound struct {
+	at     time.Time
+	line   []byte
+	id     json.RawMessage
+	method *string
+	params json.RawMessage
+}
+
+// envelope is the shape shared by every JSON-RPC message.
+type envelope struct {
+	ID     json.RawMessage `json:"id"`
+	Method *string         `json:"method"`
+	Params json.RawMessage `json:"params"`
+	Result json.RawMessage `json:"result"`
+	Error  json.RawMessage `json:"error"`
+}
+
+// lineStream is a jsonrpc2.ObjectStream for newline-delimited JSON that
+// keeps raw lines, never fails on junk, and has no small line cap.
+type lineStream struct {
+	r    *bufio.Reader
+	w    io.WriteCloser
+	wmu  sync.Mutex
+	now  func() time.Time
+	junk func(Junk)
+	tap  func(out bool, at time.Time, line []byte)
+
+	// cur is the message being handled; set by ReadObject, read by the
+	// handler on the same goroutine before the next ReadObject.
+	cur inbound
+}
+
+func newLineStream(r io.Reader, w io.WriteCloser, now func() time.Time, junk func(Junk), tap func(bool, time.Time, []byte)) *lineStream {
+	return &lineStream{r: bufio.NewReaderSize(r, 1<<16), w: w, now: now, junk: junk, tap: tap}
+}
+
+// ReadObject reads lines until one holds a JSON-RPC message and decodes it
+// into v. Junk lines are reported and skipped. Requests and notifications
+// reach jsonrpc2 without their params (the handler reads them raw from
+// cur), which spares jsonrpc2 re-encoding large payloads.
+func (s *lineStream) ReadObject(v any) error {
+	for {
+		line, err := s.readLine()
+		at := s.now()
+		if err != nil && len(line) == 0 {
+			return err
+		}
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		line = append([]byte(nil), line...) // the reader's buffer is reused
+		if s.tap != nil {
+			s.tap(false, at, line)
+		}
+		if reason := s.decode(line, at, v); reason != "" {
+			s.reportJunk(at, line, reason)
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		return nil
+	}
+}
+
+// decode fills v and s.cur from line, or says why the line is junk.
+func (s *lineStream) decode(line []byte, at time.Time, v any) string {
+	var env envelope
+	if err := json.Unmarshal(line, &env); err != nil {
+		if line[0] != '{' {
+			return "not a JSON-RPC message: " + shortErr(err)
+		}
+		return "malformed JSON-RPC message: " + shortErr(err)
+	}
+	isReq := env.Method != nil
+	isResp := env.Result != nil || env.Error != nil
+	switch {
+	case isReq && isResp:
+		return "malformed JSON-RPC message: both method and result/error"
+	case !isReq && !isResp:
+		return "malformed JSON-RPC message: neither method nor result/error"
+	}
+	if isReq {
+		if len(env.Params) > 0 && env.Params[0] != '{' && env.Params[0] != '[' && string(env.Params) != "null" {
+			return "malformed JSON-RPC message: params is not an object"
+		}
+		slim := slimRequest(env.ID, *env.Method)
+		if err := json.Unmarshal(slim, v); err != nil {
+			return "malformed JSON-RPC request: " + shortErr(err)
+		}
+		s.cur = inbound{at: at, line: line, id: env.ID, method: env.Method, params: env.Params}
+		return ""
+	}
+	if err := json.Unmarshal(line, v); err != nil {
+		return "malformed JSON-RPC response: " + shortErr(err)
+	}
+	s.cur = inbound{at: at, line: line, id: env.ID}
+	return ""
+}
+
+func slimRequest(id json.RawMessage, method string) []byte {
+	m, _ := json.Marshal(method)
+	b := make([]byte, 0, 48+len(id)+len(m))
+	b = append(b, `{"jsonrpc":"2.0",`...)
+	if len(id) > 0 {
+		b = append(b, `"id":`...)
+		b = append(b, id...)
+		b = append(b, ',')
+	}
+	b = append(b, `"method":`...)
+	b = append(b, m...)
+	b = append(b, '}')
+	return b
+}
+
+func shortErr(err error) string {
+	s := err.Error()
+	if len(s) > 200 {
+		s = s[:200] + "..."
+	}
+	return s
+}
+
+func (s *lineStream) reportJunk(at time.Time, line []byte, reason string) {
+	if s.junk == nil {
+		return
+	}
+	size := len(line)
+	if len(line) > 64<<10 {
+		line = line[:64<<10]
+	}
+	s.junk(Junk{At: at, Line: append([]byte(nil), line...), Size: size, Reason: reason})
+}
+
+// readLine returns the next line without its newline. A line over
+// MaxLineBytes is consumed whole and reported as junk.
+func (s *lineStream) readLine() ([]byte, error) {
+	line, err := s.r.ReadSlice('\n')
+	if err == nil || !errors.Is(err, bufio.ErrBufferFull) {
+		return bytes.TrimSuffix(line, []byte("\n")), err
+	}
+	buf := append([]byte(nil), line...)
+	for errors.Is(err, bufio.ErrBufferFull) {
+		line, err = s.r.ReadSlice('\n')
+		if len(buf) <= MaxLineBytes {
+			buf = append(buf, line...)
+		}
+	}
+	if len(buf) > MaxLineBytes {
+		s.reportJunk(s.now(), buf[:1024], fmt.Sprintf("line longer than %d bytes", MaxLineBytes))
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf, []byte("\n")), err
+}
+
+// WriteObject writes v as one line.
+func (s *lineStream) WriteObject(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.tap != nil {
+		s.tap(true, s.now(), b[:len(b)-1])
+	}
+	_, err = s.w.Write(b)
+	return err
+}
+
+// Close closes the agent's stdin.
+func (s *lineStream) Close() error { return s.w.Close() }

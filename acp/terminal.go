@@ -1,0 +1,227 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/sourcegraph/jsonrpc2"
+)
+
+// TerminalOptions configure the terminal/* service.
+type TerminalOptions struct {
+	// Timeout kills a command that runs longer; 0 means 5 minutes.
+	Timeout time.Duration
+	// MaxOutput caps the output kept per terminal; 0 means 1 MiB. The
+	// agent's outputByteLimit can only lower it.
+	MaxOutput int64
+	// Env is the base environment of commands; nil means the harness's own.
+	Env []string
+}
+
+// terminals are the commands one session started.
+type terminals struct {
+	opts TerminalOptions
+	root string
+	mu   sync.Mutex
+	next int
+	all  map[string]*terminal
+}
+
+type terminal struct {
+	cmd      *exec.Cmd
+	mu       sync.Mutex
+	out      []byte
+	limit    int64
+	cut      bool
+	done     chan struct{}
+	exit     *ExitStatus
+	timedOut bool
+}
+
+func newTerminals(o TerminalOptions, root string) *terminals {
+	if o.Timeout <= 0 {
+		o.Timeout = 5 * time.Minute
+	}
+	if o.MaxOutput <= 0 {
+		o.MaxOutput = 1 << 20
+	}
+	return &terminals{opts: o, root: root, all: map[string]*terminal{}}
+}
+
+func (ts *terminals) serve(ctx context.Context, r *Request) (any, *jsonrpc2.Error, string) {
+	if r.Method == MethodTerminalCreate {
+		var p CreateTerminalRequest
+		if err := json.Unmarshal(r.Params, &p); err != nil {
+			return nil, invalidParams(err), "invalid params"
+		}
+		return ts.create(p)
+	}
+	var p TerminalRequest
+	if err := json.Unmarshal(r.Params, &p); err != nil {
+		return nil, invalidParams(err), "invalid params"
+	}
+	ts.mu.Lock()
+	t := ts.all[p.TerminalID]
+	ts.mu.Unlock()
+	if t == nil {
+		return nil, &jsonrpc2.Error{Code: CodeResourceNotFound, Message: fmt.Sprintf("unknown terminal %q", p.TerminalID)}, "unknown terminal"
+	}
+	switch r.Method {
+	case MethodTerminalOutput:
+		return t.output(), nil, "output"
+	case MethodTerminalWaitForExit:
+		select {
+		case <-t.done:
+			return *t.exit, nil, "exited"
+		case <-ctx.Done():
+			return nil, &jsonrpc2.Error{Code: CodeRequestCancelled, Message: "request cancelled"}, "cancelled"
+		}
+	case MethodTerminalKill:
+		t.kill()
+		return empty{}, nil, "killed"
+	case MethodTerminalRelease:
+		t.kill()
+		ts.mu.Lock()
+		delete(ts.all, p.TerminalID)
+		ts.mu.Unlock()
+		return empty{}, nil, "released"
+	}
+	return nil, methodNotFound(r.Method), "method not supported"
+}
+
+func (ts *terminals) create(p CreateTerminalRequest) (any, *jsonrpc2.Error, string) {
+	dir := ts.root
+	if p.Cwd != nil && *p.Cwd != "" {
+		d, err := ConfinePath(ts.root, *p.Cwd)
+		if err != nil {
+			return nil, denied(err), "denied: " + err.Error()
+		}
+		dir = d
+	}
+	argv := append([]string{p.Command}, p.Args...)
+	if len(p.Args) == 0 {
+		// Claude Code sends a whole shell line in command, without args.
+		argv = []string{"/bin/sh", "-c", p.Command}
+	}
+	env := ts.opts.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	for _, e := range p.Env {
+		env = append(env, e.Name+"="+e.Value)
+	}
+	limit := ts.opts.MaxOutput
+	if p.OutputByteLimit != nil && *p.OutputByteLimit >= 0 && *p.OutputByteLimit < limit {
+		limit = *p.OutputByteLimit
+	}
+	t := &terminal{limit: limit, done: make(chan struct{})}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Env = env
+	cmd.Stdout = t
+	cmd.Stderr = t
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = time.Second
+	t.cmd = cmd
+	if err := cmd.Start(); err != nil {
+		return nil, &jsonrpc2.Error{Code: CodeInternalError, Message: "cannot start command: " + err.Error()}, err.Error()
+	}
+	ts.mu.Lock()
+	ts.next++
+	id := fmt.Sprintf("term-%d", ts.next)
+	ts.all[id] = t
+	ts.mu.Unlock()
+	timer := time.AfterFunc(ts.opts.Timeout, func() {
+		t.mu.Lock()
+		t.timedOut = true
+		t.mu.Unlock()
+		t.kill()
+	})
+	go func() {
+		err := cmd.Wait()
+		timer.Stop()
+		t.mu.Lock()
+		t.exit = exitStatusOf(cmd, err)
+		t.mu.Unlock()
+		close(t.done)
+	}()
+	return CreateTerminalResponse{TerminalID: id}, nil, fmt.Sprintf("started %q", argv)
+}
+
+func exitStatusOf(cmd *exec.Cmd, err error) *ExitStatus {
+	st := cmd.ProcessState
+	if st == nil {
+		msg := "not started"
+		if err != nil {
+			msg = err.Error()
+		}
+		return &ExitStatus{Signal: &msg}
+	}
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		sig := ws.Signal().String()
+		return &ExitStatus{Signal: &sig}
+	}
+	code := st.ExitCode()
+	return &ExitStatus{ExitCode: &code}
+}
+
+// Write keeps the output, dropping the start when over the limit and
+// cutting on a character boundary.
+func (t *terminal) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.out = append(t.out, p...)
+	if over := int64(len(t.out)) - t.limit; over > 0 {
+		i := int(over)
+		for i < len(t.out) && !utf8.RuneStart(t.out[i]) {
+			i++
+		}
+		t.out = append(t.out[:0], t.out[i:]...)
+		t.cut = true
+	}
+	return len(p), nil
+}
+
+func (t *terminal) output() TerminalOutputResponse {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	res := TerminalOutputResponse{Output: string(t.out), Truncated: t.cut}
+	select {
+	case <-t.done:
+		res.ExitStatus = t.exit
+	default:
+	}
+	return res
+}
+
+func (t *terminal) kill() {
+	select {
+	case <-t.done:
+		return
+	default:
+	}
+	if t.cmd.Process != nil {
+		syscall.Kill(-t.cmd.Process.Pid, syscall.SIGKILL)
+	}
+}
+
+func (ts *terminals) releaseAll() {
+	ts.mu.Lock()
+	all := ts.all
+	ts.all = map[string]*terminal{}
+	ts.mu.Unlock()
+	for _, t := range all {
+		t.kill()
+		select {
+		case <-t.done:
+		case <-time.After(2 * time.Second):
+		}
+	}
+}

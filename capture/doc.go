@@ -1,0 +1,20 @@
+// Package capture runs prompt cases against an ACP agent and records what
+// the agent did as capture records (one JSON object per case and trial; see
+// package schemas for the format).
+//
+// A Runner keeps one agent process per worker and gives every unit (a case
+// and trial) a fresh session and, when a workspace template is set, a fresh
+// copy of the workspace. A Recorder turns the session's protocol traffic
+// into trajectory steps as it arrives: message and thought chunks merged
+// with nothing inserted, tool calls upserted by id, plans replaced, every
+// permission, fs and terminal request with the answer given, and anything
+// unknown kept raw. Updates that arrive before session/new answers, after
+// session/cancel, or after the prompt answers are kept and marked with
+// their phase; a case stays open for late updates until the next case on
+// the same agent has its session or the settle time is up.
+//
+// Failures never lose a record: an agent that crashes, hangs past its
+// timeout and the cancel grace, or answers with an error yields a record
+// with the trajectory so far, an error class and the agent's stderr tail,
+// and the next unit gets a fresh agent process.
+package capture

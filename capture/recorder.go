@@ -1,0 +1,501 @@
+package capture
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"harness/acp"
+	"harness/schemas"
+)
+
+// maxTerminalText caps the command output a terminal step keeps.
+const maxTerminalText = 64 << 10
+
+// Recorder turns the protocol traffic of one session into trajectory steps.
+// It implements acp.Observer. Timestamps are taken when a message arrives:
+// the read loop hands it over at once.
+type Recorder struct {
+	mu sync.Mutex
+
+	caseStart time.Time
+	turnStart time.Time
+	turn      int
+	phase     string
+	sealed    bool
+
+	steps     []*stepState
+	tools     map[string]*stepState
+	requests  map[*acp.Request]*stepState
+	lastChunk *stepState
+
+	outputs       []strings.Builder // agent message text per turn (index 0: setup)
+	firstResponse *time.Time
+	plan          json.RawMessage
+	usage         schemas.Usage
+	hasUsage      bool
+	toolErrors    bool
+}
+
+type stepState struct {
+	step      schemas.Step
+	at        time.Time
+	base      time.Time // what the timestamp counts from
+	text      strings.Builder
+	firstSeen time.Time
+	// rawOutput records that the tool call has sent rawOutput, which wins
+	// over content as the step's output from then on.
+	rawOutput bool
+}
+
+// NewRecorder starts a recorder for a case that began at start. Until
+// BeginTurn is called, steps are marked as setup.
+func NewRecorder(start time.Time) *Recorder {
+	return &Recorder{
+		caseStart: start,
+		turnStart: start,
+		phase:     schemas.PhaseSetup,
+		tools:     map[string]*stepState{},
+		requests:  map[*acp.Request]*stepState{},
+		outputs:   make([]strings.Builder, 1),
+	}
+}
+
+var _ acp.Observer = (*Recorder)(nil)
+
+// BeginTurn starts turn n (1-based) at time at.
+func (r *Recorder) BeginTurn(n int, at time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.turn, r.turnStart, r.phase = n, at, ""
+	for len(r.outputs) <= n {
+		r.outputs = append(r.outputs, strings.Builder{})
+	}
+	r.lastChunk = nil
+}
+
+// MarkCancelled marks the steps that follow as arriving after session/cancel.
+func (r *Recorder) MarkCancelled() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.phase = schemas.PhaseCancel
+}
+
+// EndTurn marks the steps that follow as late: the prompt has answered.
+// A usage report in the answer is added to the record's usage.
+func (r *Recorder) EndTurn(resp *acp.PromptResponse) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.phase != schemas.PhaseCancel {
+		r.phase = schemas.PhaseLate
+	}
+	if resp != nil && len(resp.Usage) > 0 {
+		var u struct {
+			InputTokens, OutputTokens, TotalTokens             *int64
+			ThoughtTokens, CachedReadTokens, CachedWriteTokens *int64
+		}
+		if json.Unmarshal(resp.Usage, &u) == nil {
+			add := func(dst **int64, v *int64) {
+				if v == nil {
+					return
+				}
+				if *dst == nil {
+					*dst = new(int64)
+				}
+				**dst += *v
+				r.hasUsage = true
+			}
+			add(&r.usage.InputTokens, u.InputTokens)
+			add(&r.usage.OutputTokens, u.OutputTokens)
+			add(&r.usage.TotalTokens, u.TotalTokens)
+			add(&r.usage.ThoughtTokens, u.ThoughtTokens)
+			add(&r.usage.CachedReadTokens, u.CachedReadTokens)
+			add(&r.usage.CachedWriteTokens, u.CachedWriteTokens)
+		}
+	}
+}
+
+// newStep appends a step stamped with the arrival time at; r.mu is held.
+func (r *Recorder) newStep(typ string, at time.Time) *stepState {
+	base := r.turnStart
+	if r.turn == 0 {
+		base = r.caseStart
+	}
+	s := &stepState{at: at, base: base, firstSeen: at}
+	s.step.Type = typ
+	s.step.Turn = r.turn
+	s.step.Phase = r.phase
+	r.steps = append(r.steps, s)
+	r.lastChunk = nil
+	if r.turn > 0 && r.phase == "" && r.firstResponse == nil && r.turn == 1 {
+		t := at
+		r.firstResponse = &t
+	}
+	return s
+}
+
+// Update records one session/update.
+func (r *Recorder) Update(at time.Time, u acp.Update, decodeErr error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.sealed {
+		return
+	}
+	if decodeErr != nil {
+		s := r.newStep(schemas.StepEvent, at)
+		s.step.Update = u.Kind
+		s.step.Error = "malformed update: " + decodeErr.Error()
+		s.step.Raw = u.Raw
+		return
+	}
+	switch u.Kind {
+	case acp.UpdateAgentMessageChunk:
+		r.chunk(schemas.StepMessage, at, u.Chunk)
+	case acp.UpdateAgentThoughtChunk:
+		r.chunk(schemas.StepThought, at, u.Chunk)
+	case acp.UpdateUserMessageChunk:
+		r.chunk(schemas.StepUserMessage, at, u.Chunk)
+	case acp.UpdateToolCall, acp.UpdateToolCallUpdate:
+		r.toolCall(at, u.ToolCall)
+	case acp.UpdatePlan:
+		s := r.newStep(schemas.StepPlan, at)
+		s.step.Entries = u.Plan.Entries
+		r.plan = u.Plan.Entries
+	case acp.UpdateUsage:
+		s := r.newStep(schemas.StepUsage, at)
+		s.step.Raw = u.Raw
+		r.usage.Used, r.usage.Size, r.usage.Cost = u.Usage.Used, u.Usage.Size, u.Usage.Cost
+		r.hasUsage = true
+	case acp.UpdateCurrentMode:
+		r.rawStep(schemas.StepMode, at, u)
+	case acp.UpdateNotice:
+		r.rawStep(schemas.StepNotice, at, u)
+	case acp.UpdateSessionInfo:
+		r.rawStep(schemas.StepSessionInfo, at, u)
+	case acp.UpdateConfigOption:
+		r.rawStep(schemas.StepConfig, at, u)
+	case acp.UpdateAvailableCommands:
+		r.rawStep(schemas.StepCommands, at, u)
+	case acp.UpdateCompaction, acp.UpdateCompactionSummaryChunk:
+		r.rawStep(schemas.StepCompaction, at, u)
+	default:
+		r.rawStep(schemas.StepEvent, at, u)
+	}
+}
+
+func (r *Recorder) rawStep(typ string, at time.Time, u acp.Update) {
+	s := r.newStep(typ, at)
+	s.step.Update = u.Kind
+	s.step.Raw = u.Raw
+}
+
+// chunk merges a message, thought or user chunk into the previous step when
+// that step is of the same kind, turn and phase and has the same messageId
+// (or both have none); otherwise it starts a new step. Text is concatenated
+// exactly; non-text blocks are kept in order.
+func (r *Recorder) chunk(typ string, at time.Time, c *acp.ContentChunk) {
+	id := ""
+	if c.MessageID != nil {
+		id = *c.MessageID
+	}
+	s := r.lastChunk
+	if s == nil || s.step.Type != typ || s.step.MessageID != id || s.step.Turn != r.turn || s.step.Phase != r.phase {
+		s = r.newStep(typ, at)
+		s.step.MessageID = id
+	}
+	r.lastChunk = s
+	s.step.Chunks++
+	if c.Type == "text" {
+		s.text.WriteString(c.Text)
+		if typ == schemas.StepMessage {
+			r.outputs[r.turn].WriteString(c.Text)
+		}
+	} else {
+		s.step.Blocks = append(s.step.Blocks, c.Content)
+	}
+}
+
+// toolCall upserts a tool call step by its id: fields present in the
+// update replace the stored ones; absent fields stay.
+func (r *Recorder) toolCall(at time.Time, p *acp.ToolCallPatch) {
+	s := r.tools[p.ToolCallID]
+	if s == nil {
+		s = r.newStep(schemas.StepToolCall, at)
+		s.step.ToolCallID = p.ToolCallID
+		s.step.Status = acp.ToolPending
+		r.tools[p.ToolCallID] = s
+	} else {
+		s.step.Updates++
+	}
+	st := &s.step
+	if p.Title != nil {
+		st.Name = *p.Title
+	}
+	if p.Name != nil {
+		st.ToolName = *p.Name
+	}
+	if p.Kind != nil {
+		st.Kind = *p.Kind
+	}
+	if p.RawInput != nil {
+		st.Input = p.RawInput
+	}
+	if p.Content != nil {
+		st.Content = p.Content
+	}
+	if p.Locations != nil {
+		st.Locations = p.Locations
+	}
+	if p.RawOutput != nil {
+		st.Output, s.rawOutput = p.RawOutput, true
+	} else if p.Content != nil && !s.rawOutput {
+		st.Output = p.Content
+	}
+	if p.Status != nil {
+		st.Status = *p.Status
+		if (st.Status == acp.ToolCompleted || st.Status == acp.ToolFailed) && st.Duration == nil {
+			d := at.Sub(s.firstSeen).Milliseconds()
+			st.Duration = &d
+		}
+		if st.Status == acp.ToolFailed {
+			r.toolErrors = true
+		}
+	}
+}
+
+// Notify records a notification other than session/update.
+func (r *Recorder) Notify(at time.Time, method string, params json.RawMessage) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.sealed {
+		return
+	}
+	s := r.newStep(schemas.StepEvent, at)
+	s.step.Method = method
+	s.step.Raw = params
+}
+
+// Junk records a line on stdout that was not a JSON-RPC message.
+func (r *Recorder) Junk(j acp.Junk) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.sealed {
+		return
+	}
+	r.junkStep(j)
+}
+
+func (r *Recorder) junkStep(j acp.Junk) {
+	s := r.newStep(schemas.StepEvent, j.At)
+	s.step.Update = "stdout_junk"
+	s.step.Error = j.Reason
+	s.step.Text = string(j.Line)
+	if j.Size > len(j.Line) {
+		s.step.Truncated = true
+		b := int64(j.Size)
+		s.step.Bytes = &b
+	}
+}
+
+// RequestStarted records an agent request as it arrives.
+func (r *Recorder) RequestStarted(req *acp.Request) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.sealed {
+		return
+	}
+	var s *stepState
+	switch req.Method {
+	case acp.MethodRequestPermission:
+		s = r.newStep(schemas.StepPermission, req.At)
+		var p struct {
+			ToolCall json.RawMessage `json:"toolCall"`
+			Options  json.RawMessage `json:"options"`
+		}
+		json.Unmarshal(req.Params, &p)
+		s.step.ToolCall, s.step.Options = p.ToolCall, p.Options
+		var tc struct {
+			ID string `json:"toolCallId"`
+		}
+		json.Unmarshal(p.ToolCall, &tc)
+		s.step.ToolCallID = tc.ID
+	case acp.MethodReadTextFile, acp.MethodWriteTextFile:
+		typ := schemas.StepFSRead
+		if req.Method == acp.MethodWriteTextFile {
+			typ = schemas.StepFSWrite
+		}
+		s = r.newStep(typ, req.At)
+		var p struct {
+			Path    string  `json:"path"`
+			Content *string `json:"content"`
+		}
+		json.Unmarshal(req.Params, &p)
+		s.step.Path = p.Path
+		if p.Content != nil {
+			n := int64(len(*p.Content))
+			s.step.Bytes = &n
+		}
+	case acp.MethodTerminalCreate, acp.MethodTerminalOutput, acp.MethodTerminalWaitForExit,
+		acp.MethodTerminalKill, acp.MethodTerminalRelease:
+		s = r.newStep(schemas.StepTerminal, req.At)
+		var p acp.CreateTerminalRequest
+		var t acp.TerminalRequest
+		json.Unmarshal(req.Params, &p)
+		json.Unmarshal(req.Params, &t)
+		s.step.Command, s.step.Args, s.step.TerminalID = p.Command, p.Args, t.TerminalID
+		if p.Cwd != nil {
+			s.step.Cwd = *p.Cwd
+		}
+	default:
+		s = r.newStep(schemas.StepEvent, req.At)
+		s.step.Raw = req.Params
+	}
+	s.step.Method = req.Method
+	r.requests[req] = s
+}
+
+// RequestDone records the answer given to an agent request.
+func (r *Recorder) RequestDone(req *acp.Request) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.requests[req]
+	if s == nil {
+		return
+	}
+	delete(r.requests, req)
+	allowed := req.Err == nil
+	s.step.Reason = req.Note
+	if req.Err != nil {
+		s.step.Error = fmt.Sprintf("%d %s", req.Err.Code, req.Err.Message)
+	}
+	switch s.step.Type {
+	case schemas.StepPermission:
+		var res acp.RequestPermissionResponse
+		json.Unmarshal(req.Result, &res)
+		s.step.Outcome, s.step.OptionID = res.Outcome.Outcome, res.Outcome.OptionID
+		if req.Err != nil {
+			s.step.Outcome = "error"
+		}
+		return
+	case schemas.StepFSRead:
+		var res acp.ReadTextFileResponse
+		if json.Unmarshal(req.Result, &res) == nil && allowed {
+			n := int64(len(res.Content))
+			s.step.Bytes = &n
+		}
+	case schemas.StepTerminal:
+		var res struct {
+			TerminalID string           `json:"terminalId"`
+			Output     *string          `json:"output"`
+			Truncated  bool             `json:"truncated"`
+			ExitStatus json.RawMessage  `json:"exitStatus"`
+			ExitCode   *json.RawMessage `json:"exitCode"`
+			Signal     *json.RawMessage `json:"signal"`
+		}
+		json.Unmarshal(req.Result, &res)
+		if res.TerminalID != "" {
+			s.step.TerminalID = res.TerminalID
+		}
+		if res.Output != nil {
+			out := *res.Output
+			if len(out) > maxTerminalText {
+				out = out[len(out)-maxTerminalText:]
+				s.step.Truncated = true
+			}
+			s.step.Text = out
+			s.step.Truncated = s.step.Truncated || res.Truncated
+			n := int64(len(*res.Output))
+			s.step.Bytes = &n
+		}
+		if len(res.ExitStatus) > 0 {
+			s.step.ExitStatus = res.ExitStatus
+		} else if req.Method == acp.MethodTerminalWaitForExit && allowed {
+			s.step.ExitStatus = req.Result
+		}
+	case schemas.StepEvent:
+		return
+	}
+	s.step.Allowed = &allowed
+}
+
+// AddStrays records messages that reached no session, such as updates for
+// an unknown session id.
+func (r *Recorder) AddStrays(strays []acp.Stray, dropped int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, m := range strays {
+		switch {
+		case m.Junk != nil:
+			r.junkStep(*m.Junk)
+		case m.Update != nil:
+			s := r.newStep(schemas.StepEvent, m.At)
+			s.step.Update = m.Update.Kind
+			s.step.Raw = m.Update.Raw
+			s.step.Error = fmt.Sprintf("update for session %q, which is not this case's", m.SessionID)
+		default:
+			s := r.newStep(schemas.StepEvent, m.At)
+			s.step.Method = m.Method
+			s.step.Raw = m.Params
+		}
+		r.steps[len(r.steps)-1].step.Phase = "stray"
+	}
+	if dropped > 0 {
+		s := r.newStep(schemas.StepEvent, time.Now())
+		s.step.Error = fmt.Sprintf("%d more messages for unknown sessions were dropped", dropped)
+	}
+}
+
+// Result is what a sealed recorder hands back.
+type Result struct {
+	Steps         []schemas.Step
+	Output        string
+	Plan          json.RawMessage
+	Usage         *schemas.Usage
+	ToolErrors    bool
+	FirstResponse *time.Time
+}
+
+// Seal ends the recording and returns the trajectory, with step ids
+// "<prefix>-s<n>". Later messages are ignored.
+func (r *Recorder) Seal(prefix string) Result {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sealed = true
+	steps := make([]schemas.Step, len(r.steps))
+	for i, s := range r.steps {
+		st := s.step
+		st.StepID = fmt.Sprintf("%s-s%d", prefix, i+1)
+		st.Timestamp = s.at.Sub(s.base).Milliseconds()
+		switch st.Type {
+		case schemas.StepMessage, schemas.StepThought, schemas.StepUserMessage:
+			st.Content = marshalText(s.text.String())
+		}
+		steps[i] = st
+	}
+	res := Result{
+		Steps:         steps,
+		Plan:          r.plan,
+		ToolErrors:    r.toolErrors,
+		FirstResponse: r.firstResponse,
+	}
+	last := len(r.outputs) - 1
+	res.Output = r.outputs[last].String()
+	if r.hasUsage {
+		u := r.usage
+		res.Usage = &u
+	}
+	return res
+}
+
+// marshalText encodes s as a JSON string without HTML escaping, so agent
+// text keeps its "<", ">" and "&".
+func marshalText(s string) json.RawMessage {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.Encode(s)
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}

@@ -1,0 +1,349 @@
+package capture
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sourcegraph/jsonrpc2"
+
+	"harness/acp"
+	"harness/schemas"
+)
+
+// Config says how to run cases against an agent.
+type Config struct {
+	// Agent is the agent command line.
+	Agent []string
+	// AgentEnv is the agent's whole environment.
+	AgentEnv []string
+	// AgentDir is the agent process's working directory ("" = inherit).
+	AgentDir string
+	// Cwd is the absolute session directory when no workspace is used.
+	Cwd string
+	// Workspace is a template directory copied fresh for every unit.
+	Workspace string
+	// WorkspaceTmp is where copies go ("" = the system temp dir).
+	WorkspaceTmp string
+	// KeepWorkspaces leaves the copies on disk.
+	KeepWorkspaces bool
+	// TurnTimeout bounds each prompt turn, unless the case sets its own.
+	TurnTimeout time.Duration
+	// StartupTimeout bounds initialize and session/new.
+	StartupTimeout time.Duration
+	// CancelGrace is how long a cancelled turn may take to stop before the
+	// agent's process group is killed.
+	CancelGrace time.Duration
+	// Settle is how long updates are still collected after the last prompt
+	// answered, unless the next case on the same agent starts first.
+	Settle time.Duration
+	// Concurrency is the number of agent processes run at once.
+	Concurrency int
+	// FreshProcess starts a new agent process for every unit.
+	FreshProcess bool
+	// Auth, if set, is the method id sent with authenticate after
+	// initialize.
+	Auth string
+	// MCPServers are passed to session/new.
+	MCPServers []json.RawMessage
+	// Client configures the protocol client (policy, fs, terminal).
+	Client acp.Options
+	// Grade, if set, grades each finished record.
+	Grade func(ctx context.Context, rec *schemas.CaptureRecord, c *schemas.PromptCase) []schemas.GraderResult
+	// GraderNames go into each record's provenance.
+	GraderNames []string
+	// HarnessVersion goes into each record's provenance.
+	HarnessVersion string
+	// StderrCopy, if set, also receives the agents' stderr.
+	StderrCopy io.Writer
+	// Kill, when closed, kills every agent at once (a second interrupt).
+	Kill <-chan struct{}
+}
+
+func (c *Config) defaults() {
+	if c.TurnTimeout <= 0 {
+		c.TurnTimeout = 60 * time.Second
+	}
+	if c.StartupTimeout <= 0 {
+		c.StartupTimeout = 60 * time.Second
+	}
+	if c.CancelGrace <= 0 {
+		c.CancelGrace = 5 * time.Second
+	}
+	if c.Settle < 0 {
+		c.Settle = 0
+	}
+	if c.Concurrency <= 0 {
+		c.Concurrency = 1
+	}
+	if c.Kill == nil {
+		c.Kill = make(chan struct{})
+	}
+}
+
+// Unit is one trial of one case.
+type Unit struct {
+	Case  *schemas.PromptCase
+	Trial int
+}
+
+// Stats counts what a run produced.
+type Stats struct {
+	mu       sync.Mutex
+	Records  int
+	Errors   map[string]int // by error class
+	Graded   int
+	Passed   int
+	GradeErr int
+}
+
+func (s *Stats) add(rec *schemas.CaptureRecord) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.Records++
+	if rec.Error != nil {
+		s.Errors[rec.Error.Class]++
+	}
+	if rec.Score != nil {
+		if rec.Score.Error != nil {
+			s.GradeErr++
+		} else {
+			s.Graded++
+			if rec.Score.Pass {
+				s.Passed++
+			}
+		}
+	}
+}
+
+// InfraErrors is the number of records with an error of any class.
+func (s *Stats) InfraErrors() int {
+	n := 0
+	for _, v := range s.Errors {
+		n += v
+	}
+	return n + s.GradeErr
+}
+
+// Runner runs units against agent processes.
+type Runner struct {
+	cfg   Config
+	ready chan *agent // agents started by Preflight, adopted by workers
+	stats Stats
+}
+
+// NewRunner returns a runner for cfg.
+func NewRunner(cfg Config) *Runner {
+	cfg.defaults()
+	return &Runner{cfg: cfg, ready: make(chan *agent, 1), stats: Stats{Errors: map[string]int{}}}
+}
+
+// AgentError is an agent that could not be brought up to a usable state.
+type AgentError struct{ Info schemas.ErrorInfo }
+
+func (e *AgentError) Error() string {
+	msg := e.Info.Message
+	if s := strings.TrimSpace(e.Info.Stderr); s != "" {
+		msg += "\nagent stderr (last lines):\n" + lastLines(s, 10)
+	}
+	return msg
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return "  " + strings.Join(lines, "\n  ")
+}
+
+// Preflight starts one agent and initializes it, so that an agent that
+// cannot run is reported before any output is written. The agent is kept
+// for the run.
+func (r *Runner) Preflight(ctx context.Context) (*acp.InitializeResponse, error) {
+	ag, info := r.startAgent(ctx)
+	if info != nil {
+		return nil, &AgentError{Info: *info}
+	}
+	r.ready <- ag
+	return ag.init, nil
+}
+
+// Run runs every unit, calling emit with each finished record (from
+// several goroutines at once, in completion order). When ctx is cancelled
+// it starts no new unit, cancels the turns in flight, and emits their
+// records with error class "interrupted". It returns the run's counts and
+// the first error emit returned.
+func (r *Runner) Run(ctx context.Context, units []Unit, emit func(*schemas.CaptureRecord) error) (*Stats, error) {
+	work := make(chan Unit)
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	var (
+		emitErr  error
+		emitOnce sync.Once
+	)
+	safeEmit := func(rec *schemas.CaptureRecord) {
+		r.stats.add(rec)
+		if err := emit(rec); err != nil {
+			emitOnce.Do(func() { emitErr = err; stop() })
+		}
+	}
+	var wg sync.WaitGroup
+	n := min(r.cfg.Concurrency, len(units))
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := &worker{r: r, emit: safeEmit}
+			select {
+			case ag := <-r.ready:
+				w.ag = ag
+			default:
+			}
+			w.loop(runCtx, work)
+		}()
+	}
+feed:
+	for _, u := range units {
+		select {
+		case work <- u:
+		case <-runCtx.Done():
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait()
+	select {
+	case ag := <-r.ready:
+		ag.shutdown(r.cfg.CancelGrace)
+	default:
+	}
+	return &r.stats, emitErr
+}
+
+// agent is one running agent process and its connection.
+type agent struct {
+	proc   *acp.Process
+	client *acp.Client
+	init   *acp.InitializeResponse
+	dead   bool
+}
+
+func (a *agent) kill() {
+	a.dead = true
+	a.proc.Kill()
+	a.client.Close()
+}
+
+func (a *agent) shutdown(grace time.Duration) {
+	a.dead = true
+	a.client.Close()
+	a.proc.Shutdown(grace)
+}
+
+// exited reports whether the process has ended, waiting up to d for it.
+func (a *agent) exited(d time.Duration) bool {
+	select {
+	case <-a.proc.Exited():
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+func (a *agent) exitInfo(class, msg string) *schemas.ErrorInfo {
+	info := &schemas.ErrorInfo{Class: class, Message: msg, Stderr: a.proc.StderrTail()}
+	select {
+	case <-a.proc.Exited():
+		code, sig := a.proc.ExitStatus()
+		if sig != "" {
+			info.Signal = sig
+			info.Message += fmt.Sprintf(" (killed by %s)", sig)
+		} else {
+			info.ExitCode = &code
+			info.Message += fmt.Sprintf(" (exit status %d)", code)
+		}
+	default:
+	}
+	return info
+}
+
+// startAgent starts the agent and initializes it.
+func (r *Runner) startAgent(ctx context.Context) (*agent, *schemas.ErrorInfo) {
+	proc, err := acp.StartProcess(r.cfg.Agent, acp.ProcessOptions{
+		Dir: r.cfg.AgentDir, Env: r.cfg.AgentEnv, StderrCopy: r.cfg.StderrCopy,
+	})
+	if err != nil {
+		return nil, &schemas.ErrorInfo{Class: schemas.ErrAgentStart, Message: err.Error()}
+	}
+	ag := &agent{proc: proc, client: acp.Connect(context.Background(), proc.Stdout(), proc.Stdin(), r.cfg.Client)}
+	ictx, cancel := context.WithTimeout(ctx, r.cfg.StartupTimeout)
+	defer cancel()
+	init, err := ag.client.Initialize(ictx)
+	if err != nil {
+		var info *schemas.ErrorInfo
+		var perr *acp.ProtocolError
+		switch {
+		case errors.As(err, &perr):
+			info = ag.exitInfo(schemas.ErrProtocol, fmt.Sprintf("agent %q: %v", r.cfg.Agent[0], perr))
+		case ag.exited(2 * time.Second):
+			info = ag.exitInfo(schemas.ErrAgentStart, fmt.Sprintf("agent %q exited before answering initialize", r.cfg.Agent[0]))
+		case ictx.Err() != nil:
+			info = ag.exitInfo(schemas.ErrAgentStart, fmt.Sprintf("agent %q did not answer initialize within %s", r.cfg.Agent[0], r.cfg.StartupTimeout))
+		default:
+			info = rpcErrorInfo(ag, schemas.ErrAgentStart, err)
+			info.Message = fmt.Sprintf("agent %q: %s", r.cfg.Agent[0], info.Message)
+		}
+		ag.kill()
+		return nil, info
+	}
+	ag.init = init
+	if r.cfg.Auth != "" {
+		if err := ag.client.Authenticate(ictx, r.cfg.Auth); err != nil {
+			info := rpcErrorInfo(ag, schemas.ErrAuthRequired, err)
+			info.Message = fmt.Sprintf("agent %q: authenticate with method %q: %s", r.cfg.Agent[0], r.cfg.Auth, info.Message)
+			ag.kill()
+			return nil, info
+		}
+	}
+	return ag, nil
+}
+
+// rpcErrorInfo classifies an error returned by a call to the agent.
+func rpcErrorInfo(ag *agent, class string, err error) *schemas.ErrorInfo {
+	var rpcErr *jsonrpc2.Error
+	if errors.As(err, &rpcErr) {
+		code := rpcErr.Code
+		info := &schemas.ErrorInfo{Class: class, Code: &code,
+			Message: fmt.Sprintf("%s (JSON-RPC error %d)", rpcErr.Message, rpcErr.Code)}
+		if rpcErr.Data != nil {
+			info.Data = *rpcErr.Data
+		}
+		if code == acp.CodeAuthRequired {
+			info.Class = schemas.ErrAuthRequired
+			info.Message += authHint(ag)
+		}
+		return info
+	}
+	if errors.Is(err, acp.ErrConnectionClosed) {
+		ag.exited(2 * time.Second)
+		return ag.exitInfo(schemas.ErrAgentCrash, "the agent closed the connection")
+	}
+	return &schemas.ErrorInfo{Class: class, Message: err.Error()}
+}
+
+func authHint(ag *agent) string {
+	if ag == nil || ag.init == nil || len(ag.init.AuthMethods) == 0 {
+		return ""
+	}
+	var ids []string
+	for _, m := range ag.init.AuthMethods {
+		ids = append(ids, m.ID)
+	}
+	return fmt.Sprintf("; the agent offers auth methods %s: choose one with --auth", strings.Join(ids, ", "))
+}

@@ -1,0 +1,394 @@
+package capture
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+	"time"
+
+	"harness/acp"
+	"harness/schemas"
+)
+
+// worker owns one agent process at a time and runs units on it, one after
+// another, each in a fresh session.
+type worker struct {
+	r    *Runner
+	ag   *agent
+	emit func(*schemas.CaptureRecord)
+	// prev is the last case, kept open for late updates until the next
+	// case's session exists or its settle time is up.
+	prev *caseRun
+}
+
+// caseRun is one unit in progress.
+type caseRun struct {
+	unit       Unit
+	rec        *Recorder
+	record     *schemas.CaptureRecord
+	start      time.Time
+	end        time.Time
+	sessionID  string
+	ws         *Workspace
+	ag         *agent
+	stops      []string
+	err        *schemas.ErrorInfo
+	settle     *time.Timer
+	sessionDur time.Duration
+}
+
+func (w *worker) loop(ctx context.Context, work <-chan Unit) {
+	defer func() {
+		w.finishPrev()
+		if w.ag != nil {
+			w.ag.shutdown(w.r.cfg.CancelGrace)
+		}
+	}()
+	for {
+		var settle <-chan time.Time
+		if w.prev != nil && w.prev.settle != nil {
+			settle = w.prev.settle.C
+		}
+		select {
+		case u, ok := <-work:
+			if !ok {
+				// Give the last case its settle time for late updates.
+				if settle != nil {
+					select {
+					case <-settle:
+					case <-ctx.Done():
+					case <-w.r.cfg.Kill:
+					}
+				}
+				return
+			}
+			w.run(ctx, u)
+		case <-settle:
+			w.finishPrev()
+		}
+	}
+}
+
+func (w *worker) finishPrev() {
+	if w.prev != nil {
+		w.finish(w.prev)
+		w.prev = nil
+	}
+}
+
+// run runs one unit.
+func (w *worker) run(ctx context.Context, u Unit) {
+	cfg := &w.r.cfg
+	c := u.Case
+	run := &caseRun{unit: u, start: time.Now()}
+	run.rec = NewRecorder(run.start)
+	run.record = newRecord(cfg, u, run.start)
+
+	if ctx.Err() != nil {
+		w.fail(run, &schemas.ErrorInfo{Class: schemas.ErrInterrupted, Message: "interrupted before the case started"})
+		return
+	}
+	if w.ag != nil && (w.ag.dead || cfg.FreshProcess) {
+		w.finishPrev()
+		w.ag.shutdown(cfg.CancelGrace)
+		w.ag = nil
+	}
+	if w.ag == nil {
+		w.finishPrev()
+		ag, info := w.r.startAgent(ctx)
+		if info != nil {
+			w.fail(run, info)
+			return
+		}
+		w.ag = ag
+	}
+	run.ag = w.ag
+	setProvenance(run.record, w.ag)
+
+	cwd := cfg.Cwd
+	template := cfg.Workspace
+	if c.Workspace != "" {
+		template = c.Workspace
+	}
+	if template != "" {
+		ws, err := NewWorkspace(template, cfg.WorkspaceTmp, fmt.Sprintf("%s-t%d", c.ID, u.Trial))
+		if err != nil {
+			w.finishPrev()
+			w.fail(run, &schemas.ErrorInfo{Class: schemas.ErrAgentStart, Message: err.Error()})
+			return
+		}
+		run.ws, cwd = ws, ws.Path
+	}
+	run.record.Cwd = cwd
+
+	sctx, cancel := context.WithTimeout(ctx, cfg.StartupTimeout)
+	sess, err := w.ag.client.NewSession(sctx, cwd, cfg.MCPServers)
+	cancel()
+	run.sessionDur = time.Since(run.start)
+	// The previous case's session is over once this one exists.
+	w.finishPrev()
+	if err != nil {
+		var info *schemas.ErrorInfo
+		switch {
+		case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
+			if ctx.Err() != nil {
+				info = &schemas.ErrorInfo{Class: schemas.ErrInterrupted, Message: "interrupted during session/new"}
+			} else {
+				info = &schemas.ErrorInfo{Class: schemas.ErrTimeout, Message: fmt.Sprintf("session/new did not answer within %s", cfg.StartupTimeout)}
+			}
+			w.ag.kill()
+		default:
+			var perr *acp.ProtocolError
+			if errors.As(err, &perr) {
+				info = &schemas.ErrorInfo{Class: schemas.ErrProtocol, Message: perr.Error()}
+			} else {
+				info = rpcErrorInfo(w.ag, schemas.ErrAgentError, err)
+				info.Message = "session/new: " + info.Message
+			}
+		}
+		w.fail(run, info)
+		return
+	}
+	run.sessionID = sess.SessionID
+	w.ag.client.Attach(sess.SessionID, cwd, run.rec)
+
+	timeout := cfg.TurnTimeout
+	if c.Timeout > 0 {
+		timeout = time.Duration(c.Timeout)
+	}
+	for i, text := range c.Input.List {
+		run.rec.BeginTurn(i+1, time.Now())
+		resp, info := w.turn(ctx, run, i+1, text, timeout)
+		run.rec.EndTurn(resp)
+		if resp != nil {
+			run.stops = append(run.stops, resp.StopReason)
+		}
+		if info != nil {
+			run.err = info
+			break
+		}
+	}
+	run.end = time.Now()
+	if w.ag.dead || run.err != nil && run.err.Class != schemas.ErrAgentError && run.err.Class != schemas.ErrAuthRequired {
+		w.finish(run)
+		return
+	}
+	run.settle = time.NewTimer(cfg.Settle)
+	w.prev = run
+}
+
+// turn runs one prompt turn with its timeout. On timeout or interrupt it
+// sends session/cancel and waits the grace period for the answer, then
+// kills the agent's process group.
+func (w *worker) turn(ctx context.Context, run *caseRun, n int, text string, timeout time.Duration) (*acp.PromptResponse, *schemas.ErrorInfo) {
+	type result struct {
+		resp *acp.PromptResponse
+		err  error
+	}
+	ag := w.ag
+	done := make(chan result, 1)
+	go func() {
+		resp, err := ag.client.Prompt(context.Background(), run.sessionID, []acp.ContentBlock{acp.TextBlock(text)})
+		done <- result{resp, err}
+	}()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	var why *schemas.ErrorInfo
+	select {
+	case res := <-done:
+		if res.err != nil {
+			return nil, w.turnError(run, n, res.err)
+		}
+		return res.resp, nil
+	case <-ag.proc.Exited():
+		ag.kill()
+		<-done
+		return nil, ag.exitInfo(schemas.ErrAgentCrash, fmt.Sprintf("the agent exited during turn %d", n))
+	case <-timer.C:
+		why = &schemas.ErrorInfo{Class: schemas.ErrTimeout, Message: fmt.Sprintf("turn %d exceeded its %s timeout", n, timeout)}
+	case <-ctx.Done():
+		why = &schemas.ErrorInfo{Class: schemas.ErrInterrupted, Message: fmt.Sprintf("interrupted during turn %d", n)}
+	case <-w.r.cfg.Kill:
+		ag.kill()
+		<-done
+		return nil, &schemas.ErrorInfo{Class: schemas.ErrInterrupted, Message: fmt.Sprintf("killed during turn %d", n)}
+	}
+	run.rec.MarkCancelled()
+	ag.client.Cancel(context.Background(), run.sessionID)
+	grace := time.NewTimer(w.r.cfg.CancelGrace)
+	defer grace.Stop()
+	select {
+	case res := <-done:
+		if res.err != nil {
+			why.Message += "; after session/cancel: " + w.turnError(run, n, res.err).Message
+			return nil, why
+		}
+		why.Message += fmt.Sprintf("; the agent stopped with %q after session/cancel", res.resp.StopReason)
+		return res.resp, why
+	case <-ag.proc.Exited():
+		why.Message += "; the agent exited after session/cancel"
+	case <-grace.C:
+		why.Message += fmt.Sprintf("; the agent did not answer session/cancel within %s and was killed", w.r.cfg.CancelGrace)
+	case <-w.r.cfg.Kill:
+		why.Message += "; killed"
+	}
+	ag.kill()
+	<-done
+	why.Stderr = ag.proc.StderrTail()
+	return nil, why
+}
+
+func (w *worker) turnError(run *caseRun, n int, err error) *schemas.ErrorInfo {
+	info := rpcErrorInfo(w.ag, schemas.ErrAgentError, err)
+	if info.Class == schemas.ErrAgentCrash {
+		w.ag.kill()
+		info.Message = fmt.Sprintf("the agent exited during turn %d", n) + strings.TrimPrefix(info.Message, "the agent closed the connection")
+	} else {
+		info.Message = fmt.Sprintf("turn %d: session/prompt: %s", n, info.Message)
+	}
+	return info
+}
+
+// fail emits a record for a unit that could not run.
+func (w *worker) fail(run *caseRun, info *schemas.ErrorInfo) {
+	run.err = info
+	run.end = time.Now()
+	w.finish(run)
+}
+
+// finish seals a case: the trajectory, the workspace changes, the grade,
+// and hands the record on.
+func (w *worker) finish(run *caseRun) {
+	cfg := &w.r.cfg
+	if run.settle != nil {
+		run.settle.Stop()
+	}
+	if run.ag != nil && run.sessionID != "" {
+		run.ag.client.Detach(run.sessionID)
+		strays, dropped := run.ag.client.TakeStrays()
+		run.rec.AddStrays(strays, dropped)
+	}
+	res := run.rec.Seal(fmt.Sprintf("%s-t%d", run.unit.Case.ID, run.unit.Trial))
+	rec := run.record
+	rec.Trajectory = res.Steps
+	rec.Output = res.Output
+	rec.Plan = res.Plan
+	rec.Usage = res.Usage
+	rec.ToolErrors = res.ToolErrors
+	if len(run.stops) > 0 {
+		rec.StopReason = run.stops[len(run.stops)-1]
+		if len(run.unit.Case.Input.List) > 1 {
+			rec.StopReasons = run.stops
+		}
+	}
+	rec.Timing.End = run.end.UnixMilli()
+	rec.Timing.Total = run.end.Sub(run.start).Milliseconds()
+	rec.Timing.SessionCreation = run.sessionDur.Milliseconds()
+	if res.FirstResponse != nil {
+		d := res.FirstResponse.Sub(run.start).Milliseconds() - rec.Timing.SessionCreation
+		d = max(d, 0)
+		rec.Timing.FirstResponse = &d
+	}
+	if run.err != nil {
+		rec.Error = run.err
+		rec.Errors = []string{run.err.Message}
+	}
+	if run.ag != nil && rec.Error != nil && rec.Error.Stderr == "" && rec.Error.Class != schemas.ErrAgentError {
+		rec.Error.Stderr = run.ag.proc.StderrTail()
+	}
+	if run.ws != nil {
+		changes, err := run.ws.Changes()
+		if err != nil {
+			changes = nil
+			rec.Errors = append(rec.Errors, "workspace changes: "+err.Error())
+		}
+		rec.Workspace = &schemas.Workspace{Path: run.ws.Path, Template: run.ws.Template, Kept: cfg.KeepWorkspaces, FileChanges: changes}
+		if rec.Workspace.FileChanges == nil {
+			rec.Workspace.FileChanges = []schemas.FileChange{}
+		}
+	}
+	if cfg.Grade != nil && (rec.Error == nil || rec.Error.Class == schemas.ErrAgentError) {
+		results := cfg.Grade(context.Background(), rec, run.unit.Case)
+		if len(results) == 1 {
+			rec.Score = &results[0]
+		} else if len(results) > 1 {
+			rec.Scores = results
+			rec.Score = combine(results)
+		}
+	}
+	if run.ws != nil && !cfg.KeepWorkspaces {
+		run.ws.Remove()
+	}
+	w.emit(rec)
+}
+
+// combine sums up several grader results: it passes when all pass, its
+// score is the mean, and any grader error makes it an error.
+func combine(results []schemas.GraderResult) *schemas.GraderResult {
+	out := &schemas.GraderResult{Pass: true, Grader: "all"}
+	var reasons []string
+	for _, r := range results {
+		out.Score += r.Score / float64(len(results))
+		out.Pass = out.Pass && r.Pass && r.Error == nil
+		if r.Error != nil && out.Error == nil {
+			e := *r.Error
+			out.Error = &e
+		}
+		reasons = append(reasons, fmt.Sprintf("%s: %s", r.Grader, r.Reasoning))
+		out.DurationMs += r.DurationMs
+	}
+	out.Reasoning = strings.Join(reasons, "; ")
+	return out
+}
+
+// newRecord starts the record of a unit with what is known up front.
+func newRecord(cfg *Config, u Unit, start time.Time) *schemas.CaptureRecord {
+	c := u.Case
+	meta := map[string]any{}
+	maps.Copy(meta, c.Metadata)
+	for k, raw := range c.Extra {
+		if _, ok := meta[k]; !ok {
+			var v any
+			if json.Unmarshal(raw, &v) == nil {
+				meta[k] = v
+			}
+		}
+	}
+	meta["agent"] = strings.Join(cfg.Agent, " ")
+	rec := &schemas.CaptureRecord{
+		ID:                c.ID,
+		Trial:             u.Trial,
+		Input:             c.Input,
+		Expected:          c.Expected,
+		Hint:              c.Hint,
+		Reference:         c.Reference,
+		NegativeReference: c.NegativeReference,
+		Trajectory:        []schemas.Step{},
+		Metadata:          meta,
+		Timing:            schemas.Timing{Start: start.UnixMilli()},
+		Provenance: schemas.Provenance{
+			Harness: cfg.HarnessVersion,
+			Command: cfg.Agent,
+			Graders: cfg.GraderNames,
+		},
+	}
+	if len(c.Input.List) > 1 {
+		rec.TurnCount = len(c.Input.List)
+	}
+	return rec
+}
+
+func setProvenance(rec *schemas.CaptureRecord, ag *agent) {
+	if ag == nil || ag.init == nil {
+		return
+	}
+	rec.Provenance.ProtocolVersion = ag.init.ProtocolVersion
+	if info := ag.init.AgentInfo; info != nil {
+		rec.Provenance.AgentName = info.Name
+		rec.Provenance.AgentTitle = info.Title
+		rec.Provenance.AgentVersion = info.Version
+	}
+}

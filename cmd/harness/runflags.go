@@ -1,0 +1,381 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"harness/acp"
+	"harness/capture"
+	"harness/graders"
+	"harness/internal/jsonl"
+	"harness/internal/redact"
+	"harness/schemas"
+)
+
+// runFlags are the flags capture and trials share.
+type runFlags struct {
+	output         string
+	graders        []string
+	concurrency    int
+	timeout        string
+	cwd            string
+	workspace      string
+	keepWorkspaces bool
+	resume         bool
+	retryErrors    bool
+	force          bool
+	permission     string
+	fs             bool
+	fsMaxBytes     int64
+	terminal       bool
+	terminalTO     string
+	terminalMax    int64
+	env            []string
+	secretEnv      []string
+	mcpServers     []string
+	auth           string
+	startupTimeout string
+	cancelGrace    string
+	settle         string
+	freshProcess   bool
+	graderTimeout  string
+	agentStderr    bool
+	progress       bool
+	quiet          bool
+	shard          string
+}
+
+func (f *runFlags) addFlags(fs *pflag.FlagSet) {
+	fs.StringVarP(&f.output, "output", "o", "", "write records to `file` (default stdout); a .zst or .gz suffix compresses")
+	fs.StringArrayVarP(&f.graders, "grader", "g", nil, "grade each record with `grader` (executable, .js/.ts module, or .json/.yaml config); repeatable")
+	fs.IntVarP(&f.concurrency, "concurrency", "j", 1, "run `n` agent processes at once")
+	fs.StringVarP(&f.timeout, "timeout", "t", "60s", "per-turn `timeout` (Go duration, or milliseconds); a case's timeout field overrides it")
+	fs.StringVarP(&f.cwd, "cwd", "c", "", "working `dir` of the agent and of its sessions (default: current directory)")
+	fs.StringVar(&f.workspace, "workspace", "", "template `dir` copied fresh for every case and trial; the copy is the session's cwd, and its file changes go on the record")
+	fs.BoolVar(&f.keepWorkspaces, "keep-workspaces", false, "keep the workspace copies on disk")
+	fs.BoolVar(&f.resume, "resume", false, "append to an existing output and run only the units it does not hold yet")
+	fs.BoolVar(&f.retryErrors, "retry-errors", false, "with --resume, also rerun units whose record has an error")
+	fs.BoolVar(&f.force, "force", false, "overwrite an existing output file")
+	fs.StringVar(&f.permission, "permission", "allow", "answer permission requests by `policy`: allow (allow_once, else allow_always), deny (reject_once, else reject_always), or cancel")
+	fs.BoolVar(&f.fs, "fs", false, "serve fs/read_text_file and fs/write_text_file inside the session's workspace")
+	fs.Int64Var(&f.fsMaxBytes, "fs-max-bytes", 10<<20, "largest file `bytes` --fs reads or writes")
+	fs.BoolVar(&f.terminal, "terminal", false, "serve terminal/* commands inside the session's workspace")
+	fs.StringVar(&f.terminalTO, "terminal-timeout", "5m", "kill a terminal command after this `duration`")
+	fs.Int64Var(&f.terminalMax, "terminal-max-output", 1<<20, "keep at most `bytes` of a terminal command's output")
+	fs.StringArrayVar(&f.env, "env", nil, "set `KEY=VALUE` in the agent's environment; repeatable")
+	fs.StringArrayVar(&f.secretEnv, "secret-env", nil, "redact the value of environment variable `NAME` from all output; repeatable (API key variables are redacted anyway)")
+	fs.StringArrayVar(&f.mcpServers, "mcp-server", nil, "pass an MCP server `json` config to session/new; repeatable")
+	fs.StringVar(&f.auth, "auth", "", "call authenticate with this `method` id after initialize")
+	fs.StringVar(&f.startupTimeout, "startup-timeout", "60s", "`timeout` for initialize and session/new")
+	fs.StringVar(&f.cancelGrace, "cancel-grace", "5s", "after session/cancel, wait this `long` for the turn to end before killing the agent")
+	fs.StringVar(&f.settle, "settle", "250ms", "keep collecting updates this `long` after the last prompt answers")
+	fs.BoolVar(&f.freshProcess, "fresh-process", false, "start a new agent process for every case and trial")
+	fs.StringVar(&f.graderTimeout, "grader-timeout", "", "`timeout` for each grading call (default 60s; 5s for in-process JavaScript)")
+	fs.BoolVar(&f.agentStderr, "agent-stderr", false, "copy the agent's stderr to harness's stderr")
+	fs.BoolVar(&f.progress, "progress", false, "print a line per finished record on stderr (default on a terminal)")
+	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors on stderr")
+	fs.StringVar(&f.shard, "shard", "", "run only share `I/N` of the units (1-based I), for spreading a run over machines")
+}
+
+// runSetup is everything a run needs, checked before any agent starts.
+type runSetup struct {
+	cases   []schemas.PromptCase
+	file    string
+	cfg     capture.Config
+	redact  *redact.Redactor
+	graders []graders.Grader
+	shard   [2]int
+}
+
+// prepare checks the flags and the prompts file and builds the run config.
+// Every problem is an input error: nothing has run yet.
+func (f *runFlags) prepare(e *env, args, agent []string, cmdName string) (*runSetup, error) {
+	if len(args) != 1 {
+		return nil, usageErrorf("want exactly one prompts file, got %d arguments", len(args))
+	}
+	s := &runSetup{file: args[0]}
+	r, err := jsonl.Open(args[0], e.stdin)
+	if err != nil {
+		return nil, inputError(fmt.Errorf("prompts: %w", err))
+	}
+	s.cases, err = schemas.ReadPrompts(args[0], r)
+	r.Close()
+	if err != nil {
+		return nil, inputError(err)
+	}
+	if f.concurrency < 1 {
+		return nil, usageErrorf("--concurrency must be at least 1")
+	}
+	durations := map[string]*time.Duration{}
+	var turnTO, startTO, grace, settle, termTO, graderTO time.Duration
+	durations["--timeout"], durations["--startup-timeout"], durations["--cancel-grace"] = &turnTO, &startTO, &grace
+	durations["--settle"], durations["--terminal-timeout"] = &settle, &termTO
+	values := map[string]string{"--timeout": f.timeout, "--startup-timeout": f.startupTimeout,
+		"--cancel-grace": f.cancelGrace, "--settle": f.settle, "--terminal-timeout": f.terminalTO}
+	if f.graderTimeout != "" {
+		durations["--grader-timeout"], values["--grader-timeout"] = &graderTO, f.graderTimeout
+	}
+	for name, dst := range durations {
+		d, err := schemas.ParseDuration(values[name])
+		if err != nil {
+			return nil, usageErrorf("%s: %v", name, err)
+		}
+		*dst = d
+	}
+	if turnTO <= 0 {
+		return nil, usageErrorf("--timeout must be positive")
+	}
+	policy, err := acp.ParsePermissionPolicy(f.permission)
+	if err != nil {
+		return nil, usageErrorf("--permission: %v", err)
+	}
+	if f.shard != "" {
+		if _, err := fmt.Sscanf(f.shard, "%d/%d", &s.shard[0], &s.shard[1]); err != nil || s.shard[1] < 1 || s.shard[0] < 1 || s.shard[0] > s.shard[1] {
+			return nil, usageErrorf("--shard %q: want I/N with 1 <= I <= N", f.shard)
+		}
+	}
+	wd, _ := os.Getwd()
+	cwd := wd
+	if f.cwd != "" {
+		cwd, err = filepath.Abs(f.cwd)
+		if err != nil {
+			return nil, usageErrorf("--cwd: %v", err)
+		}
+		if st, err := os.Stat(cwd); err != nil || !st.IsDir() {
+			return nil, usageErrorf("--cwd %s: not a directory", f.cwd)
+		}
+	}
+	workspace := ""
+	if f.workspace != "" {
+		workspace, _ = filepath.Abs(f.workspace)
+		if st, err := os.Stat(workspace); err != nil || !st.IsDir() {
+			return nil, usageErrorf("--workspace %s: not a directory", f.workspace)
+		}
+	}
+	for i, c := range s.cases {
+		if c.Workspace != "" {
+			p := c.Workspace
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(filepath.Dir(args[0]), p)
+			}
+			if st, err := os.Stat(p); err != nil || !st.IsDir() {
+				return nil, inputError(&schemas.InputError{File: args[0], Field: "workspace", Msg: fmt.Sprintf("case %q: %s is not a directory", c.ID, c.Workspace)})
+			}
+			s.cases[i].Workspace = p
+		}
+	}
+	agentEnv := os.Environ()
+	var secrets []string
+	for _, kv := range f.env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, usageErrorf("--env %q: want KEY=VALUE", kv)
+		}
+		agentEnv = append(agentEnv, kv)
+		for _, name := range f.secretEnv {
+			if name == k {
+				secrets = append(secrets, v)
+			}
+		}
+	}
+	for _, name := range f.secretEnv {
+		if v := e.getenv(name); v != "" {
+			secrets = append(secrets, v)
+		}
+	}
+	s.redact = redact.New(secrets, agentEnv)
+	var mcp []json.RawMessage
+	for _, m := range f.mcpServers {
+		if !json.Valid([]byte(m)) || !strings.HasPrefix(strings.TrimSpace(m), "{") {
+			return nil, usageErrorf("--mcp-server %q: not a JSON object", m)
+		}
+		mcp = append(mcp, json.RawMessage(m))
+	}
+	gopts := graders.Options{Timeout: graderTO, Getenv: e.getenv, Dir: wd}
+	for _, spec := range f.graders {
+		g, err := graders.Load(spec, gopts)
+		if err != nil {
+			return nil, inputError(fmt.Errorf("grader %s: %w", spec, err))
+		}
+		s.graders = append(s.graders, g)
+	}
+	copts := acp.Options{
+		ClientInfo: acp.Implementation{Name: "harness", Title: "harness", Version: version},
+		Permission: policy,
+	}
+	if f.fs {
+		copts.FS = &acp.FSOptions{MaxBytes: f.fsMaxBytes}
+	}
+	if f.terminal {
+		copts.Terminal = &acp.TerminalOptions{Timeout: termTO, MaxOutput: f.terminalMax, Env: agentEnv}
+	}
+	s.cfg = capture.Config{
+		Agent:          agent,
+		AgentEnv:       agentEnv,
+		AgentDir:       cwd,
+		Cwd:            cwd,
+		Workspace:      workspace,
+		KeepWorkspaces: f.keepWorkspaces,
+		TurnTimeout:    turnTO,
+		StartupTimeout: startTO,
+		CancelGrace:    grace,
+		Settle:         settle,
+		Concurrency:    f.concurrency,
+		FreshProcess:   f.freshProcess,
+		Auth:           f.auth,
+		MCPServers:     mcp,
+		Client:         copts,
+		HarnessVersion: version,
+	}
+	if f.agentStderr {
+		s.cfg.StderrCopy = e.stderr
+	}
+	if len(s.graders) > 0 {
+		gs := s.graders
+		for _, g := range gs {
+			s.cfg.GraderNames = append(s.cfg.GraderNames, g.Name())
+		}
+		s.cfg.Grade = func(ctx context.Context, rec *schemas.CaptureRecord, c *schemas.PromptCase) []schemas.GraderResult {
+			out := make([]schemas.GraderResult, len(gs))
+			for i, g := range gs {
+				out[i] = g.Grade(ctx, &graders.Input{Record: rec, Case: c})
+			}
+			return out
+		}
+	}
+	if err := f.checkOutput(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// checkOutput refuses to touch an existing output without --resume or
+// --force.
+func (f *runFlags) checkOutput() error {
+	if f.resume && f.force {
+		return usageErrorf("--resume and --force contradict each other")
+	}
+	if f.retryErrors && !f.resume {
+		return usageErrorf("--retry-errors needs --resume")
+	}
+	if f.output == "" || f.output == "-" {
+		if f.resume {
+			return usageErrorf("--resume needs an output file (-o)")
+		}
+		return nil
+	}
+	st, err := os.Stat(f.output)
+	if err == nil && st.Size() > 0 && !f.resume && !f.force {
+		return usageErrorf("output %s already exists; use --resume to continue it or --force to overwrite it", f.output)
+	}
+	return nil
+}
+
+// openOutput opens the record output: stdout, a new file, the end of an
+// existing one (--resume), or a truncated one (--force).
+func (f *runFlags) openOutput(e *env) (*jsonl.Writer, func() error, error) {
+	if f.output == "" || f.output == "-" {
+		w, err := jsonl.NewWriter("", e.stdout)
+		return w, w.Close, err
+	}
+	flags := os.O_CREATE | os.O_WRONLY | os.O_APPEND
+	if f.force {
+		flags = os.O_CREATE | os.O_WRONLY | os.O_TRUNC
+	}
+	file, err := os.OpenFile(f.output, flags, 0o644)
+	if err != nil {
+		return nil, nil, fmt.Errorf("output: %w", err)
+	}
+	w, err := jsonl.NewWriter(f.output, file)
+	if err != nil {
+		file.Close()
+		return nil, nil, err
+	}
+	return w, func() error { return errors.Join(w.Close(), file.Sync(), file.Close()) }, nil
+}
+
+// readDone reads an existing output for --resume: the (id, trial) units
+// already finished. Errored records count as finished unless retryErrors;
+// interrupted ones never do.
+func readDone(name string, retryErrors bool, stdin io.Reader) (map[unitKey]bool, error) {
+	done := map[unitKey]bool{}
+	r, err := jsonl.Open(name, stdin)
+	if errors.Is(err, os.ErrNotExist) {
+		return done, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	err = schemas.EachLine(r, func(n int, line []byte) error {
+		var rec struct {
+			ID     string             `json:"id"`
+			Trial  int                `json:"trial"`
+			Error  *schemas.ErrorInfo `json:"error"`
+			Trials []struct {
+				Trial    int                `json:"trial"`
+				TrialNum int                `json:"trialNum"`
+				Error    *schemas.ErrorInfo `json:"error"`
+			} `json:"trials"`
+			K *int `json:"k"`
+		}
+		if err := json.Unmarshal(line, &rec); err != nil {
+			// A crash can cut the last line short; it is rerun.
+			return nil
+		}
+		ok := func(e *schemas.ErrorInfo) bool {
+			return e == nil || (!retryErrors && e.Class != schemas.ErrInterrupted)
+		}
+		if rec.K != nil {
+			for _, t := range rec.Trials {
+				n := max(t.Trial, t.TrialNum)
+				if ok(t.Error) {
+					done[unitKey{rec.ID, n}] = true
+				}
+			}
+			return nil
+		}
+		if rec.ID != "" && ok(rec.Error) {
+			done[unitKey{rec.ID, max(rec.Trial, 1)}] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return done, nil
+}
+
+type unitKey struct {
+	id    string
+	trial int
+}
+
+// units lists the (case, trial) units of a run, in case order, less those
+// already done and those of other shards.
+func (s *runSetup) units(k int, done map[unitKey]bool) []capture.Unit {
+	var out []capture.Unit
+	i := 0
+	for ci := range s.cases {
+		for t := 1; t <= k; t++ {
+			i++
+			if s.shard[1] > 0 && (i-1)%s.shard[1] != s.shard[0]-1 {
+				continue
+			}
+			if done[unitKey{s.cases[ci].ID, t}] {
+				continue
+			}
+			out = append(out, capture.Unit{Case: &s.cases[ci], Trial: t})
+		}
+	}
+	return out
+}
