@@ -1,0 +1,597 @@
+package capture
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"harness/acp"
+	"harness/internal/fakeagent"
+	"harness/schemas"
+)
+
+// The test binary doubles as the fixture agent when this variable is set.
+const agentEnvVar = "HARNESS_TEST_FAKEAGENT"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(agentEnvVar) == "1" {
+		fakeagent.Run()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// testConfig is a config running the fixture agent with the given flags.
+func testConfig(t *testing.T, agentArgs ...string) Config {
+	t.Helper()
+	return Config{
+		Agent:          append([]string{os.Args[0]}, agentArgs...),
+		AgentEnv:       append(os.Environ(), agentEnvVar+"=1"),
+		Cwd:            t.TempDir(),
+		TurnTimeout:    10 * time.Second,
+		StartupTimeout: 10 * time.Second,
+		CancelGrace:    2 * time.Second,
+		Settle:         100 * time.Millisecond,
+		HarnessVersion: "test",
+		Client:         acp.Options{ClientInfo: acp.Implementation{Name: "harness-test", Version: "0"}},
+	}
+}
+
+func cases(inputs ...string) []Unit {
+	var us []Unit
+	for i, in := range inputs {
+		c := &schemas.PromptCase{ID: string(rune('a' + i)), Input: schemas.SingleTurn(in)}
+		us = append(us, Unit{Case: c, Trial: 1})
+	}
+	return us
+}
+
+// run runs the units and returns the records in unit order.
+func run(t *testing.T, cfg Config, units []Unit) []*schemas.CaptureRecord {
+	t.Helper()
+	r := NewRunner(cfg)
+	if _, err := r.Preflight(context.Background()); err != nil {
+		t.Fatalf("preflight: %v", err)
+	}
+	var mu sync.Mutex
+	var recs []*schemas.CaptureRecord
+	_, err := r.Run(context.Background(), units, func(rec *schemas.CaptureRecord) error {
+		// Every record must encode.
+		if _, err := json.Marshal(rec); err != nil {
+			t.Errorf("record %s does not encode: %v", rec.ID, err)
+		}
+		mu.Lock()
+		recs = append(recs, rec)
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if len(recs) != len(units) {
+		t.Fatalf("got %d records for %d units", len(recs), len(units))
+	}
+	order := map[string]int{}
+	for i, u := range units {
+		order[u.Case.ID+"/"+string(rune('0'+u.Trial))] = i
+	}
+	sort.Slice(recs, func(i, j int) bool {
+		return order[recs[i].ID+"/"+string(rune('0'+recs[i].Trial))] < order[recs[j].ID+"/"+string(rune('0'+recs[j].Trial))]
+	})
+	return recs
+}
+
+func one(t *testing.T, cfg Config, input string) *schemas.CaptureRecord {
+	t.Helper()
+	return run(t, cfg, cases(input))[0]
+}
+
+func stepsOf(rec *schemas.CaptureRecord, typ string) []schemas.Step {
+	var out []schemas.Step
+	for _, s := range rec.Trajectory {
+		if s.Type == typ {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func TestEchoMergesChunksExactly(t *testing.T) {
+	t.Parallel()
+	rec := one(t, testConfig(t), "echo héllo, wörld <&>")
+	if rec.Output != "héllo, wörld <&>" {
+		t.Errorf("output = %q", rec.Output)
+	}
+	msgs := stepsOf(rec, schemas.StepMessage)
+	if len(msgs) != 1 {
+		t.Fatalf("want one merged message step, got %d: %+v", len(msgs), rec.Trajectory)
+	}
+	if got := msgs[0].TextContent(); got != rec.Output || msgs[0].MessageID != "m1" || msgs[0].Chunks < 6 {
+		t.Errorf("message step = %q id %q chunks %d", got, msgs[0].MessageID, msgs[0].Chunks)
+	}
+	if rec.StopReason != "end_turn" || rec.Error != nil {
+		t.Errorf("stopReason %q error %+v", rec.StopReason, rec.Error)
+	}
+	if rec.Provenance.AgentName != "fakeagent" || rec.Provenance.AgentVersion != "1.2.3" || rec.Provenance.ProtocolVersion != 1 {
+		t.Errorf("provenance = %+v", rec.Provenance)
+	}
+	if msgs[0].StepID != "a-t1-s1" {
+		t.Errorf("stepId = %q", msgs[0].StepID)
+	}
+}
+
+func TestFullTrajectory(t *testing.T) {
+	t.Parallel()
+	rec := one(t, testConfig(t), "full")
+	var kinds []string
+	for _, s := range rec.Trajectory {
+		kinds = append(kinds, s.Type)
+	}
+	want := "thought tool_call tool_call plan plan message user_message usage mode session_info config notice commands event"
+	if got := strings.Join(kinds, " "); got != want {
+		t.Errorf("step types:\n got %s\nwant %s", got, want)
+	}
+	th := stepsOf(rec, schemas.StepThought)[0]
+	if th.TextContent() != "Let me look at the file." || th.Chunks != 2 {
+		t.Errorf("thought = %q (%d chunks)", th.TextContent(), th.Chunks)
+	}
+	tools := stepsOf(rec, schemas.StepToolCall)
+	if tools[0].ToolCallID != "call-1" || tools[0].Status != "completed" || tools[0].Kind != "read" ||
+		string(tools[0].Output) != `{"bytes":8}` || tools[0].Name != "Read README.md" || tools[0].Updates != 2 {
+		t.Errorf("tool call 1 = %+v", tools[0])
+	}
+	if tools[0].Duration == nil || *tools[0].Duration < 3 {
+		t.Errorf("tool call 1 duration = %v, want the time from first sight to completion", tools[0].Duration)
+	}
+	if tools[1].Status != "failed" || !rec.ToolErrors {
+		t.Errorf("tool call 2 status %q toolErrors %v", tools[1].Status, rec.ToolErrors)
+	}
+	var plan []map[string]any
+	json.Unmarshal(rec.Plan, &plan)
+	if len(plan) != 3 || len(stepsOf(rec, schemas.StepPlan)) != 2 {
+		t.Errorf("latest plan has %d entries (want 3); %d plan steps (want 2)", len(plan), len(stepsOf(rec, schemas.StepPlan)))
+	}
+	if rec.Usage == nil || rec.Usage.Used == nil || *rec.Usage.Used != 1234 || *rec.Usage.Size != 200000 {
+		t.Errorf("usage = %+v", rec.Usage)
+	}
+	ev := stepsOf(rec, schemas.StepEvent)[0]
+	if ev.Update != "future_thing" || !strings.Contains(string(ev.Raw), `"x":1`) {
+		t.Errorf("unknown variant not kept raw: %+v", ev)
+	}
+	// Timestamps are taken on arrival: increasing, and spread over the turn.
+	last := int64(-1)
+	for _, s := range rec.Trajectory {
+		if s.Timestamp < last {
+			t.Errorf("timestamps go back: %d after %d", s.Timestamp, last)
+		}
+		last = s.Timestamp
+	}
+	if last < 30 {
+		t.Errorf("last step at %d ms: timestamps were not taken on arrival (the agent spreads 19 updates 3 ms apart)", last)
+	}
+	if rec.Timing.FirstResponse == nil || rec.Timing.Total < last {
+		t.Errorf("timing = %+v", rec.Timing)
+	}
+}
+
+func TestMessagesMergeByMessageIDAndKind(t *testing.T) {
+	t.Parallel()
+	rec := one(t, testConfig(t), "messages")
+	var got []string
+	for _, s := range rec.Trajectory {
+		got = append(got, s.Type+":"+s.MessageID+":"+s.TextContent())
+	}
+	want := "message:m1:Hel thought::thinking message:m1:lo message:m2:World"
+	if strings.Join(got, " ") != want {
+		t.Errorf("steps:\n got %s\nwant %s", strings.Join(got, " "), want)
+	}
+	if rec.Output != "HelloWorld" {
+		t.Errorf("output = %q", rec.Output)
+	}
+	rec = one(t, testConfig(t), "empty-chunks")
+	if rec.Output != "ab" || len(rec.Trajectory) != 1 || rec.Trajectory[0].Chunks != 4 {
+		t.Errorf("empty chunks: output %q, %d steps", rec.Output, len(rec.Trajectory))
+	}
+}
+
+func TestMultiTurn(t *testing.T) {
+	t.Parallel()
+	c := &schemas.PromptCase{ID: "mt", Input: schemas.Turns{List: []string{"echo one", "turn", "echo three"}, Multi: true}}
+	rec := run(t, testConfig(t), []Unit{{Case: c, Trial: 2}})[0]
+	if rec.Output != "three" || rec.TurnCount != 3 || len(rec.StopReasons) != 3 || rec.Trial != 2 {
+		t.Errorf("output %q turnCount %d stops %v trial %d", rec.Output, rec.TurnCount, rec.StopReasons, rec.Trial)
+	}
+	var turns []int
+	for _, s := range rec.Trajectory {
+		turns = append(turns, s.Turn)
+	}
+	if len(turns) != 3 || turns[0] != 1 || turns[1] != 2 || turns[2] != 3 {
+		t.Errorf("turns = %v", turns)
+	}
+	if got := rec.Trajectory[1].TextContent(); got != "turn 2" {
+		t.Errorf("second turn ran in another session: %q", got)
+	}
+	if rec.Trajectory[2].StepID != "mt-t2-s3" {
+		t.Errorf("stepId = %q", rec.Trajectory[2].StepID)
+	}
+}
+
+func TestFreshSessionPerCase(t *testing.T) {
+	t.Parallel()
+	recs := run(t, testConfig(t), cases("turn", "turn", "turn"))
+	for _, r := range recs {
+		if r.Output != "turn 1" {
+			t.Errorf("case %s saw another case's session: %q", r.ID, r.Output)
+		}
+	}
+}
+
+func TestPermissionPolicyByKind(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		policy acp.PermissionPolicy
+		want   string
+		status string
+	}{
+		{acp.PolicyAllow, "permission outcome=selected optionId=once", "completed"},
+		{acp.PolicyDeny, "permission outcome=selected optionId=reject", "failed"},
+		{acp.PolicyCancel, "permission outcome=cancelled", "failed"},
+	} {
+		cfg := testConfig(t)
+		cfg.Client.Permission = tc.policy
+		rec := one(t, cfg, "permission")
+		if rec.Output != tc.want {
+			t.Errorf("%s: output %q, want %q", tc.policy, rec.Output, tc.want)
+		}
+		p := stepsOf(rec, schemas.StepPermission)
+		if len(p) != 1 || p[0].ToolCallID != "call-1" || !strings.Contains(string(p[0].Options), "allow_always") || p[0].Reason == "" {
+			t.Fatalf("%s: permission step = %+v", tc.policy, p)
+		}
+		if tools := stepsOf(rec, schemas.StepToolCall); tools[0].Status != tc.status {
+			t.Errorf("%s: tool status %q", tc.policy, tools[0].Status)
+		}
+	}
+}
+
+func TestStringRequestIDs(t *testing.T) {
+	t.Parallel()
+	rec := one(t, testConfig(t, "--string-ids"), "permission")
+	if rec.Output != "permission outcome=selected optionId=once" {
+		t.Errorf("output %q", rec.Output)
+	}
+}
+
+func TestFSOffAnswersMethodNotFound(t *testing.T) {
+	t.Parallel()
+	rec := one(t, testConfig(t), "fs-read /etc/hostname")
+	if !strings.HasPrefix(rec.Output, "fs-read error -32601") {
+		t.Errorf("output %q", rec.Output)
+	}
+	s := stepsOf(rec, schemas.StepFSRead)
+	if len(s) != 1 || s[0].Allowed == nil || *s[0].Allowed || s[0].Path != "/etc/hostname" {
+		t.Errorf("fs step = %+v", s)
+	}
+}
+
+func TestFSConfinedToWorkspace(t *testing.T) {
+	t.Parallel()
+	outside := t.TempDir()
+	os.WriteFile(filepath.Join(outside, "secret.txt"), []byte("top secret"), 0o644)
+	cfg := testConfig(t)
+	cfg.Client.FS = &acp.FSOptions{MaxBytes: 1 << 10}
+	os.WriteFile(filepath.Join(cfg.Cwd, "in.txt"), []byte("inside"), 0o644)
+	os.Symlink(filepath.Join(outside, "secret.txt"), filepath.Join(cfg.Cwd, "link.txt"))
+	os.Symlink(outside, filepath.Join(cfg.Cwd, "linkdir"))
+	os.WriteFile(filepath.Join(cfg.Cwd, "big.txt"), []byte(strings.Repeat("x", 2<<10)), 0o644)
+	rel, _ := filepath.Rel(cfg.Cwd, filepath.Join(outside, "secret.txt"))
+	recs := run(t, cfg, cases(
+		"fs-read in.txt",
+		"fs-read "+filepath.Join(outside, "secret.txt"),
+		"fs-read "+rel,
+		"fs-read link.txt",
+		"fs-write linkdir/new.txt pwned",
+		"fs-write sub/out.txt hello",
+		"fs-read big.txt",
+		"fs-write ../escape.txt x",
+	))
+	want := []string{"fs-read ok: inside", "fs-read error", "fs-read error", "fs-read error", "fs-write error", "fs-write ok", "fs-read error", "fs-write error"}
+	for i, r := range recs {
+		if !strings.HasPrefix(r.Output, want[i]) || strings.Contains(r.Output, "top secret") {
+			t.Errorf("%s: output %q, want prefix %q", r.Trajectory[0].Path, r.Output, want[i])
+		}
+	}
+	if _, err := os.Stat(filepath.Join(outside, "new.txt")); err == nil {
+		t.Error("a write through a symlink escaped the workspace")
+	}
+	if b, _ := os.ReadFile(filepath.Join(cfg.Cwd, "sub/out.txt")); string(b) != "hello" {
+		t.Errorf("write inside the workspace: %q", b)
+	}
+}
+
+func TestTerminal(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	rec := one(t, cfg, "terminal echo hi; exit 3")
+	if !strings.HasPrefix(rec.Output, "terminal/create error -32601") {
+		t.Errorf("without --terminal: %q", rec.Output)
+	}
+	cfg.Client.Terminal = &acp.TerminalOptions{Timeout: 5 * time.Second}
+	rec = one(t, cfg, "terminal echo hi $PWD; exit 3")
+	if rec.Output != "terminal exit=3 truncated=false output=hi "+cfg.Cwd+"\n" {
+		t.Errorf("output %q", rec.Output)
+	}
+	var methods []string
+	for _, s := range stepsOf(rec, schemas.StepTerminal) {
+		methods = append(methods, s.Method)
+	}
+	if strings.Join(methods, " ") != "terminal/create terminal/wait_for_exit terminal/output terminal/release" {
+		t.Errorf("terminal steps: %v", methods)
+	}
+	out := stepsOf(rec, schemas.StepTerminal)[2]
+	if out.Text != "hi "+cfg.Cwd+"\n" || string(out.ExitStatus) == "" {
+		t.Errorf("terminal/output step = %+v", out)
+	}
+	cfg.Client.Terminal = &acp.TerminalOptions{Timeout: 200 * time.Millisecond, MaxOutput: 4}
+	rec = one(t, cfg, "terminal echo 123456789; sleep 30")
+	if !strings.HasPrefix(rec.Output, "terminal exit=signal:killed truncated=true output=789\n") {
+		t.Errorf("timeout and output cap: %q", rec.Output)
+	}
+}
+
+func TestCrashKeepsTrajectoryAndRecovers(t *testing.T) {
+	t.Parallel()
+	recs := run(t, testConfig(t), cases("crash", "echo after"))
+	c := recs[0]
+	if c.Error == nil || c.Error.Class != schemas.ErrAgentCrash {
+		t.Fatalf("crash error = %+v", c.Error)
+	}
+	if c.Error.ExitCode == nil || *c.Error.ExitCode != 3 || !strings.Contains(c.Error.Stderr, "panic: simulated crash") {
+		t.Errorf("exit code %v stderr %q", c.Error.ExitCode, c.Error.Stderr)
+	}
+	if len(stepsOf(c, schemas.StepThought)) != 1 || c.Output != "about to crash" {
+		t.Errorf("trajectory so far lost: %+v", c.Trajectory)
+	}
+	if recs[1].Output != "after" || recs[1].Error != nil {
+		t.Errorf("case after the crash: %q %+v", recs[1].Output, recs[1].Error)
+	}
+}
+
+func TestHangTimesOutKillsAndRecovers(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	cfg.TurnTimeout = 300 * time.Millisecond
+	cfg.CancelGrace = 200 * time.Millisecond
+	start := time.Now()
+	recs := run(t, cfg, cases("hang", "echo next"))
+	if recs[0].Error == nil || recs[0].Error.Class != schemas.ErrTimeout || !strings.Contains(recs[0].Error.Message, "killed") {
+		t.Fatalf("hang error = %+v", recs[0].Error)
+	}
+	if recs[0].Output != "hanging" {
+		t.Errorf("partial output lost: %q", recs[0].Output)
+	}
+	if recs[1].Output != "next" {
+		t.Errorf("next case: %q %+v", recs[1].Output, recs[1].Error)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("took %s", d)
+	}
+}
+
+func TestCancelHonoured(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	cfg.TurnTimeout = 100 * time.Millisecond
+	rec := one(t, cfg, "slow 5000")
+	if rec.StopReason != "cancelled" || rec.Error == nil || rec.Error.Class != schemas.ErrTimeout {
+		t.Errorf("stopReason %q error %+v", rec.StopReason, rec.Error)
+	}
+	// An open permission request is answered cancelled on cancel.
+	rec = one(t, cfg, `{"script":[{"ignoreCancel":true},{"sleep":300},{"request":{"method":"session/request_permission","params":{"toolCall":{"toolCallId":"x"},"options":[{"optionId":"o","name":"ok","kind":"allow_once"}]}}},{"reportLastAnswer":true},{"stop":"cancelled"}]}`)
+	if !strings.Contains(rec.Output, `"outcome":"cancelled"`) {
+		t.Errorf("permission after cancel answered %q", rec.Output)
+	}
+	for _, s := range rec.Trajectory {
+		if s.Type == schemas.StepPermission && s.Phase != schemas.PhaseCancel {
+			t.Errorf("permission step phase %q", s.Phase)
+		}
+	}
+}
+
+func TestAgentErrorResponses(t *testing.T) {
+	t.Parallel()
+	recs := run(t, testConfig(t), cases("error", "auth", "echo fine"))
+	e := recs[0].Error
+	if e == nil || e.Class != schemas.ErrAgentError || e.Code == nil || *e.Code != -32603 ||
+		!strings.Contains(e.Message, "simulated failure") || string(e.Data) != `{"detail":"x"}` {
+		t.Errorf("error = %+v", e)
+	}
+	if a := recs[1].Error; a == nil || a.Class != schemas.ErrAuthRequired || !strings.Contains(a.Message, "test-key") {
+		t.Errorf("auth error = %+v", a)
+	}
+	if recs[2].Output != "fine" {
+		t.Errorf("after errors: %q", recs[2].Output)
+	}
+}
+
+func TestJunkIsRecordedAndSkipped(t *testing.T) {
+	t.Parallel()
+	recs := run(t, testConfig(t, "--banner"), cases("junk", "echo still here"))
+	r := recs[0]
+	if r.Output != "before junkok" || r.Error != nil {
+		t.Errorf("output %q error %+v", r.Output, r.Error)
+	}
+	var junk []string
+	for _, s := range stepsOf(r, schemas.StepEvent) {
+		junk = append(junk, s.Update)
+	}
+	if len(junk) < 3 {
+		t.Errorf("junk lines not recorded: %v", junk)
+	}
+	if recs[1].Output != "still here" {
+		t.Errorf("connection did not survive junk: %q", recs[1].Output)
+	}
+}
+
+func TestHugeMessage(t *testing.T) {
+	t.Parallel()
+	rec := one(t, testConfig(t), "big 33554432")
+	if len(rec.Output) != 32<<20 || strings.Trim(rec.Output, "x") != "" {
+		t.Errorf("32 MiB message: got %d bytes", len(rec.Output))
+	}
+}
+
+func TestLateAndEarlyUpdates(t *testing.T) {
+	t.Parallel()
+	rec := one(t, testConfig(t, "--early-updates"), "late")
+	if rec.Output != "main tail" {
+		t.Errorf("output %q: the late chunk is lost", rec.Output)
+	}
+	var phases []string
+	for _, s := range rec.Trajectory {
+		phases = append(phases, s.Type+"/"+s.Phase)
+	}
+	want := "commands/setup message/ message/late tool_call/late"
+	if strings.Join(phases, " ") != want {
+		t.Errorf("phases:\n got %s\nwant %s", strings.Join(phases, " "), want)
+	}
+}
+
+func TestStraysAndDuplicates(t *testing.T) {
+	t.Parallel()
+	rec := one(t, testConfig(t), "unknown-session")
+	var stray bool
+	for _, s := range rec.Trajectory {
+		if s.Phase == "stray" && strings.Contains(s.Error, `"nope"`) {
+			stray = true
+		}
+	}
+	if !stray || rec.Output != "ok" {
+		t.Errorf("update for an unknown session not recorded: %+v", rec.Trajectory)
+	}
+	rec = one(t, testConfig(t), "dup-tool")
+	tools := stepsOf(rec, schemas.StepToolCall)
+	if len(tools) != 2 || tools[0].Name != "Second title" || tools[0].Updates != 1 || tools[1].ToolCallID != "t9" || tools[1].Status != "completed" {
+		t.Errorf("tool calls = %+v", tools)
+	}
+}
+
+func TestPromptUsage(t *testing.T) {
+	t.Parallel()
+	rec := one(t, testConfig(t), "usage")
+	if rec.Usage == nil || rec.Usage.InputTokens == nil || *rec.Usage.InputTokens != 10 || *rec.Usage.TotalTokens != 15 {
+		t.Errorf("usage = %+v", rec.Usage)
+	}
+}
+
+func TestStopReasons(t *testing.T) {
+	t.Parallel()
+	recs := run(t, testConfig(t), cases("refusal", "max-tokens"))
+	if recs[0].StopReason != "refusal" || recs[1].StopReason != "max_tokens" {
+		t.Errorf("stop reasons %q %q", recs[0].StopReason, recs[1].StopReason)
+	}
+}
+
+func TestAuthenticate(t *testing.T) {
+	t.Parallel()
+	rec := one(t, testConfig(t, "--auth-required"), "echo x")
+	if rec.Error == nil || rec.Error.Class != schemas.ErrAuthRequired || !strings.Contains(rec.Error.Message, "--auth") {
+		t.Errorf("error = %+v", rec.Error)
+	}
+	cfg := testConfig(t, "--auth-required")
+	cfg.Auth = "test-key"
+	if rec := one(t, cfg, "echo x"); rec.Output != "x" {
+		t.Errorf("with --auth: %q %+v", rec.Output, rec.Error)
+	}
+}
+
+func TestStartupFailures(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		argv  []string
+		class string
+		text  string
+	}{
+		{"exits", []string{"--exit-before-init"}, schemas.ErrAgentStart, "fatal: cannot start"},
+		{"version", []string{"--protocol", "2"}, schemas.ErrProtocol, "protocol version 2"},
+		{"hangs", []string{"--hang-init"}, schemas.ErrAgentStart, "did not answer initialize"},
+	} {
+		cfg := testConfig(t, tc.argv...)
+		cfg.StartupTimeout = 300 * time.Millisecond
+		_, err := NewRunner(cfg).Preflight(context.Background())
+		ae, ok := err.(*AgentError)
+		if !ok || ae.Info.Class != tc.class || !strings.Contains(ae.Error(), tc.text) {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+	}
+	cfg := testConfig(t)
+	cfg.Agent = []string{"/nonexistent/agent"}
+	if _, err := NewRunner(cfg).Preflight(context.Background()); err == nil || !strings.Contains(err.Error(), "/nonexistent/agent") {
+		t.Errorf("unknown command: %v", err)
+	}
+	noexec := filepath.Join(t.TempDir(), "agent")
+	os.WriteFile(noexec, []byte("#!/bin/sh\n"), 0o644)
+	cfg.Agent = []string{noexec}
+	if _, err := NewRunner(cfg).Preflight(context.Background()); err == nil || !strings.Contains(err.Error(), "permission denied") {
+		t.Errorf("not executable: %v", err)
+	}
+}
+
+func TestWorkspaceCopiesAndDiffs(t *testing.T) {
+	t.Parallel()
+	tmpl := t.TempDir()
+	os.WriteFile(filepath.Join(tmpl, "keep.txt"), []byte("same\n"), 0o644)
+	os.WriteFile(filepath.Join(tmpl, "edit.txt"), []byte("old\n"), 0o644)
+	cfg := testConfig(t)
+	cfg.Workspace = tmpl
+	c := &schemas.PromptCase{ID: "ws", Input: schemas.SingleTurn("write-file edit.txt new")}
+	c2 := &schemas.PromptCase{ID: "ws2", Input: schemas.SingleTurn("write-file added.txt hello")}
+	recs := run(t, cfg, []Unit{{Case: c, Trial: 1}, {Case: c, Trial: 2}, {Case: c2, Trial: 1}})
+	for _, r := range recs[:2] {
+		if r.Workspace == nil || len(r.Workspace.FileChanges) != 1 {
+			t.Fatalf("%s: workspace = %+v", r.ID, r.Workspace)
+		}
+		fc := r.Workspace.FileChanges[0]
+		if fc.Path != "edit.txt" || fc.Status != "modified" || !strings.Contains(fc.Diff, "-old") || !strings.Contains(fc.Diff, "+new") {
+			t.Errorf("change = %+v", fc)
+		}
+		if r.Cwd == tmpl {
+			t.Error("the template itself was used as the workspace")
+		}
+		if _, err := os.Stat(r.Workspace.Path); err == nil {
+			t.Error("workspace copy left behind")
+		}
+	}
+	if recs[0].Cwd == recs[1].Cwd {
+		t.Error("two trials shared a workspace")
+	}
+	if fc := recs[2].Workspace.FileChanges; len(fc) != 1 || fc[0].Status != "added" || fc[0].Path != "added.txt" {
+		t.Errorf("added file: %+v", fc)
+	}
+	if b, _ := os.ReadFile(filepath.Join(tmpl, "edit.txt")); string(b) != "old\n" {
+		t.Errorf("template modified: %q", b)
+	}
+}
+
+func TestConcurrency(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	cfg.Concurrency = 4
+	var us []Unit
+	for i := 0; i < 20; i++ {
+		c := &schemas.PromptCase{ID: "c" + string(rune('A'+i)), Input: schemas.SingleTurn("echo " + string(rune('A'+i)))}
+		us = append(us, Unit{Case: c, Trial: 1})
+	}
+	recs := run(t, cfg, us)
+	for i, r := range recs {
+		if r.Output != string(rune('A'+i)) {
+			t.Errorf("%s: output %q", r.ID, r.Output)
+		}
+	}
+}
