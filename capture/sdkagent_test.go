@@ -1,0 +1,66 @@
+package capture
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"harness/acp"
+	"harness/schemas"
+)
+
+// nodeAgent returns the path of a script in the test agents' node_modules,
+// installed by scripts/test. Without it the test is skipped, unless
+// HARNESS_REQUIRE_AGENTS is set (as in CI), where it fails.
+func nodeAgent(t *testing.T, rel string) string {
+	t.Helper()
+	p, _ := filepath.Abs(filepath.Join("..", "testdata", "agents", "node_modules", rel))
+	_, err := os.Stat(p)
+	_, nodeErr := exec.LookPath("node")
+	if err != nil || nodeErr != nil {
+		msg := "real agent not installed (run scripts/test to install it): " + p
+		if os.Getenv("HARNESS_REQUIRE_AGENTS") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return p
+}
+
+// TestSDKExampleAgent drives the example agent shipped in
+// @agentclientprotocol/sdk@1.9.0, an agent nobody here wrote.
+func TestSDKExampleAgent(t *testing.T) {
+	t.Parallel()
+	script := nodeAgent(t, "@agentclientprotocol/sdk/dist/examples/agent.js")
+	for _, policy := range []acp.PermissionPolicy{acp.PolicyAllow, acp.PolicyDeny} {
+		cfg := testConfig(t)
+		cfg.Agent = []string{"node", script}
+		cfg.Client.Permission = policy
+		var wire wireLog
+		cfg.Client.Tap = wire.tap
+		rec := one(t, cfg, "Hello, agent!")
+		if rec.Error != nil || rec.StopReason != "end_turn" {
+			t.Fatalf("%s: error %+v stopReason %q", policy, rec.Error, rec.StopReason)
+		}
+		if !strings.HasPrefix(rec.Output, "I'll help you with that. Let me start by reading some files") {
+			t.Errorf("%s: output %q", policy, rec.Output)
+		}
+		tools := stepsOf(rec, schemas.StepToolCall)
+		if len(tools) != 2 || tools[0].ToolCallID != "call_1" || tools[0].Status != "completed" || tools[0].Kind != "read" ||
+			!strings.Contains(string(tools[0].Output), "My Project") || tools[0].Duration == nil || *tools[0].Duration < 500 {
+			t.Errorf("%s: first tool call = %+v", policy, tools)
+		}
+		perm := stepsOf(rec, schemas.StepPermission)
+		wantOpt := map[acp.PermissionPolicy]string{acp.PolicyAllow: "allow", acp.PolicyDeny: "reject"}[policy]
+		if len(perm) != 1 || perm[0].OptionID != wantOpt || perm[0].ToolCallID != "call_2" {
+			t.Errorf("%s: permission = %+v", policy, perm)
+		}
+		// The agent sleeps about a second between steps: arrival timestamps show it.
+		if n := len(rec.Trajectory); n < 4 || rec.Trajectory[n-1].Timestamp-rec.Trajectory[0].Timestamp < 2000 {
+			t.Errorf("%s: timestamps not spread over the turn: %d steps", policy, n)
+		}
+		validateClientMessages(t, &wire)
+	}
+}
