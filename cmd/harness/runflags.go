@@ -295,6 +295,10 @@ func (f *runFlags) openOutput(e *env) (*jsonl.Writer, func() error, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("output: %w", err)
 	}
+	if err := endLine(file); err != nil {
+		file.Close()
+		return nil, nil, fmt.Errorf("output: %w", err)
+	}
 	w, err := jsonl.NewWriter(f.output, file)
 	if err != nil {
 		file.Close()
@@ -378,4 +382,30 @@ func (s *runSetup) units(k int, done map[unitKey]bool) []capture.Unit {
 		}
 	}
 	return out
+}
+
+// endLine makes sure a plain-text output ends with a newline before records
+// are appended, so a line torn by a crash stays a line of its own and the
+// next record is not glued to it.
+func endLine(f *os.File) error {
+	st, err := f.Stat()
+	if err != nil || st.Size() == 0 || strings.HasSuffix(f.Name(), ".zst") || strings.HasSuffix(f.Name(), ".gz") {
+		return err
+	}
+	last := make([]byte, 1)
+	if _, err := f.ReadAt(last, st.Size()-1); err != nil {
+		// Opened write-only: read through a second handle.
+		r, err := os.Open(f.Name())
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		if _, err := r.ReadAt(last, st.Size()-1); err != nil {
+			return err
+		}
+	}
+	if last[0] != '\n' {
+		_, err = f.Write([]byte("\n"))
+	}
+	return err
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 	"golang.org/x/term"
+
+	"harness/internal/fakeagent"
 )
 
 // TestMain lets the test binary double as the harness command in scripts.
@@ -22,6 +24,7 @@ func TestMain(m *testing.M) {
 			}
 			os.Exit(runMain(context.Background(), e, os.Args[1:]))
 		},
+		"fakeagent": fakeagent.Run,
 	})
 }
 
