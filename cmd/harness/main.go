@@ -104,7 +104,12 @@ func commands() []*command {
 	}
 }
 
-func main() {
+func main() { os.Exit(mainExit()) }
+
+// mainExit runs harness with the process's arguments, streams and signals:
+// the first SIGINT or SIGTERM cancels the run's context, a second one kills
+// the agents at once.
+func mainExit() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	second := make(chan os.Signal, 1)
@@ -121,7 +126,7 @@ func main() {
 		stderrTTY: term.IsTerminal(int(os.Stderr.Fd())),
 		signals:   second,
 	}
-	os.Exit(runMain(ctx, e, os.Args[1:]))
+	return runMain(ctx, e, os.Args[1:])
 }
 
 // runMain runs the command line args and returns the exit status.

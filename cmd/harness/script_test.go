@@ -1,12 +1,10 @@
 package main
 
 import (
-	"context"
 	"os"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
-	"golang.org/x/term"
 
 	"harness/internal/fakeagent"
 )
@@ -14,16 +12,7 @@ import (
 // TestMain lets the test binary double as the harness command in scripts.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"harness": func() {
-			e := &env{
-				stdin:     os.Stdin,
-				stdout:    os.Stdout,
-				stderr:    os.Stderr,
-				getenv:    os.Getenv,
-				stderrTTY: term.IsTerminal(int(os.Stderr.Fd())),
-			}
-			os.Exit(runMain(context.Background(), e, os.Args[1:]))
-		},
+		"harness":   main,
 		"fakeagent": fakeagent.Run,
 	})
 }
