@@ -120,6 +120,7 @@ func Connect(ctx context.Context, r io.Reader, w io.WriteCloser, opts Options) *
 		c.opts.Permission = PolicyAllow
 	}
 	c.stream = newLineStream(r, w, c.now, c.onJunk, opts.Tap)
+	c.stream.notify = c.onNotification
 	logger := opts.Logger
 	if logger == nil {
 		logger = discardLogger{}
@@ -299,19 +300,25 @@ func (c *Client) call(ctx context.Context, method string, params, result any) er
 	return fmt.Errorf("%s: %w", method, err)
 }
 
-// handle runs on the read goroutine for every request and notification.
+// onNotification runs on the read goroutine for every notification, in
+// wire order.
+func (c *Client) onNotification(in inbound) {
+	switch *in.method {
+	case MethodSessionUpdate:
+		c.onUpdate(in)
+	case MethodCancelRequest:
+		c.onCancelRequest(in.params)
+		c.onNotify(in, *in.method)
+	default:
+		c.onNotify(in, *in.method)
+	}
+}
+
+// handle runs on the read goroutine for every request.
 func (c *Client) handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
 	in := c.stream.cur
 	if req.Notif {
-		switch req.Method {
-		case MethodSessionUpdate:
-			c.onUpdate(in)
-		case MethodCancelRequest:
-			c.onCancelRequest(in.params)
-			c.onNotify(in, req.Method)
-		default:
-			c.onNotify(in, req.Method)
-		}
+		c.onNotification(in)
 		return
 	}
 	c.onRequest(ctx, conn, req, in)

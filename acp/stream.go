@@ -51,6 +51,9 @@ type lineStream struct {
 	now  func() time.Time
 	junk func(Junk)
 	tap  func(out bool, at time.Time, line []byte)
+	// notify handles notifications on the read goroutine, in order; they
+	// never reach jsonrpc2, which has nothing to do for them.
+	notify func(in inbound)
 
 	// cur is the message being handled; set by ReadObject, read by the
 	// handler on the same goroutine before the next ReadObject.
@@ -83,50 +86,57 @@ func (s *lineStream) ReadObject(v any) error {
 		if s.tap != nil {
 			s.tap(false, at, line)
 		}
-		if reason := s.decode(line, at, v); reason != "" {
+		notif, reason := s.decode(line, at, v)
+		if reason != "" {
 			s.reportJunk(at, line, reason)
-			if err != nil {
-				return err
-			}
-			continue
+		} else if notif {
+			s.notify(s.cur)
+		} else {
+			return nil
 		}
-		return nil
+		if err != nil {
+			return err
+		}
 	}
 }
 
-// decode fills v and s.cur from line, or says why the line is junk.
-func (s *lineStream) decode(line []byte, at time.Time, v any) string {
+// decode fills s.cur from line and, unless the line is a notification, v;
+// or it says why the line is junk.
+func (s *lineStream) decode(line []byte, at time.Time, v any) (notif bool, junk string) {
 	var env envelope
 	if err := json.Unmarshal(line, &env); err != nil {
 		if line[0] != '{' {
-			return "not a JSON-RPC message: " + shortErr(err)
+			return false, "not a JSON-RPC message: " + shortErr(err)
 		}
-		return "malformed JSON-RPC message: " + shortErr(err)
+		return false, "malformed JSON-RPC message: " + shortErr(err)
 	}
 	isReq := env.Method != nil
 	isResp := env.Result != nil || env.Error != nil
 	switch {
 	case isReq && isResp:
-		return "malformed JSON-RPC message: both method and result/error"
+		return false, "malformed JSON-RPC message: both method and result/error"
 	case !isReq && !isResp:
-		return "malformed JSON-RPC message: neither method nor result/error"
+		return false, "malformed JSON-RPC message: neither method nor result/error"
 	}
 	if isReq {
 		if len(env.Params) > 0 && env.Params[0] != '{' && env.Params[0] != '[' && string(env.Params) != "null" {
-			return "malformed JSON-RPC message: params is not an object"
-		}
-		slim := slimRequest(env.ID, *env.Method)
-		if err := json.Unmarshal(slim, v); err != nil {
-			return "malformed JSON-RPC request: " + shortErr(err)
+			return false, "malformed JSON-RPC message: params is not an object"
 		}
 		s.cur = inbound{at: at, line: line, id: env.ID, method: env.Method, params: env.Params}
-		return ""
+		// "id": null is a notification to jsonrpc2 as well.
+		if len(env.ID) == 0 || string(env.ID) == "null" {
+			return true, ""
+		}
+		if err := json.Unmarshal(slimRequest(env.ID, *env.Method), v); err != nil {
+			return false, "malformed JSON-RPC request: " + shortErr(err)
+		}
+		return false, ""
 	}
 	if err := json.Unmarshal(line, v); err != nil {
-		return "malformed JSON-RPC response: " + shortErr(err)
+		return false, "malformed JSON-RPC response: " + shortErr(err)
 	}
 	s.cur = inbound{at: at, line: line, id: env.ID}
-	return ""
+	return false, ""
 }
 
 func slimRequest(id json.RawMessage, method string) []byte {

@@ -1,0 +1,109 @@
+package capture
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"testing"
+
+	"harness/schemas"
+)
+
+// echoUnits returns n one-turn units that the fixture agent answers at once.
+func echoUnits(n int, text string) []Unit {
+	us := make([]Unit, n)
+	for i := range us {
+		c := &schemas.PromptCase{ID: fmt.Sprintf("c%d", i), Input: schemas.SingleTurn(text)}
+		us[i] = Unit{Case: c, Trial: 1}
+	}
+	return us
+}
+
+func benchRun(b *testing.B, cfg Config, units []Unit) {
+	r := NewRunner(cfg)
+	if _, err := r.Preflight(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	stats, err := r.Run(context.Background(), units, func(*schemas.CaptureRecord) error { return nil })
+	b.StopTimer()
+	if err != nil || stats.Records != len(units) || stats.InfraErrors() != 0 {
+		b.Fatalf("run: %v, %d records, %d errors", err, stats.Records, stats.InfraErrors())
+	}
+}
+
+func benchConfig(b *testing.B) Config {
+	return Config{
+		Agent:    []string{os.Args[0]},
+		AgentEnv: append(os.Environ(), agentEnvVar+"=1"),
+		Cwd:      b.TempDir(),
+		Settle:   0,
+	}
+}
+
+// BenchmarkCaptureCase is the cost of one case through the whole harness
+// (session/new, prompt, recorder, record) on an agent that answers at once.
+func BenchmarkCaptureCase(b *testing.B) {
+	benchRun(b, benchConfig(b), echoUnits(b.N, "echo hello world, this is an instant agent"))
+}
+
+// BenchmarkMinimalDriver is the floor for BenchmarkCaptureCase: the same
+// agent and the same messages driven by a bare loop that writes requests
+// and reads lines, with no recording. The difference is harness overhead.
+func BenchmarkMinimalDriver(b *testing.B) {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), agentEnvVar+"=1")
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer in.Close()
+	r := bufio.NewReaderSize(out, 1<<16)
+	id := 0
+	call := func(method string, params any) json.RawMessage {
+		id++
+		msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+		in.Write(append(msg, '\n'))
+		for {
+			line, err := r.ReadBytes('\n')
+			if err != nil {
+				b.Fatal(err)
+			}
+			var m struct {
+				ID     *int            `json:"id"`
+				Method string          `json:"method"`
+				Result json.RawMessage `json:"result"`
+			}
+			json.Unmarshal(line, &m)
+			if m.Method == "" && m.ID != nil && *m.ID == id {
+				return m.Result
+			}
+		}
+	}
+	call("initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}})
+	cwd := b.TempDir()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		var s struct{ SessionID string }
+		json.Unmarshal(call("session/new", map[string]any{"cwd": cwd, "mcpServers": []any{}}), &s)
+		call("session/prompt", map[string]any{"sessionId": s.SessionID,
+			"prompt": []any{map[string]any{"type": "text", "text": "echo hello world, this is an instant agent"}}})
+	}
+}
+
+// BenchmarkConcurrency runs cases on an agent that sleeps 50 ms per turn
+// with 1, 4 and 16 agent processes: ns/op should fall about in proportion.
+func BenchmarkConcurrency(b *testing.B) {
+	for _, j := range []int{1, 4, 16} {
+		b.Run(fmt.Sprintf("j=%d", j), func(b *testing.B) {
+			cfg := benchConfig(b)
+			cfg.Concurrency = j
+			benchRun(b, cfg, echoUnits(b.N, "sleep 50"))
+		})
+	}
+}
