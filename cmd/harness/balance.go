@@ -2,20 +2,90 @@ package main
 
 import (
 	"context"
-	"errors"
+	"strconv"
 
 	"github.com/spf13/pflag"
+
+	"harness/review"
+	"harness/schemas"
+	"harness/trials"
 )
 
 func newBalanceCmd() *command {
+	var (
+		output, key, results, threshold string
+		force, quiet                    bool
+	)
 	c := &command{
 		name:  "balance",
-		usage: "balance",
-		short: "(not available in this build)",
+		usage: "balance PROMPTS [-k KEY] [-t PERCENT] [--results FILE]",
+		short: "category coverage of a prompt set (and pass rate per category)",
+		long: `Counts the cases of a prompt set per value of metadata.KEY (default
+category; a dotted key reaches into nested objects) and writes the
+acp-harness BalanceAnalysis as JSON: totalCases, categories (name, count,
+percentage), underrepresented (below PERCENT of an even share) and
+suggestions. A bar chart goes to stderr (-q hides it).
+
+With --results FILE (a capture or trials file of these prompts), each
+category also gets its pass rate: trials pooled over its cases, with a
+Wilson 95% interval; trials with infrastructure errors are excluded.
+
+Examples:
+  harness balance prompts.jsonl
+  harness balance prompts.jsonl -k difficulty --results trials.jsonl`,
 		flags: pflag.NewFlagSet("balance", pflag.ContinueOnError),
 	}
+	c.flags.StringVarP(&key, "key", "k", "category", "metadata `key` to group by")
+	c.flags.StringVarP(&threshold, "threshold", "t", "50", "underrepresented below this `percent` of an even share")
+	c.flags.StringVar(&results, "results", "", "add pass rates per category from this results `file`")
+	c.flags.StringVarP(&output, "output", "o", "", "write the JSON to `file` (default stdout)")
+	c.flags.BoolVar(&force, "force", false, "overwrite an existing output file")
+	c.flags.BoolVarP(&quiet, "quiet", "q", false, "no chart on stderr")
 	c.run = func(ctx context.Context, e *env, args, agent []string) error {
-		return errors.New("balance is not available in this build")
+		if len(args) != 1 {
+			return usageErrorf("want one prompts file, got %d arguments", len(args))
+		}
+		th, err := strconv.ParseFloat(threshold, 64)
+		if err != nil || th < 0 || th != th {
+			return usageErrorf("--threshold %q: want a percentage ≥ 0", threshold)
+		}
+		in, err := reviewInput(e, args[0])
+		if err != nil {
+			return err
+		}
+		cases, err := schemas.ReadPrompts(args[0], in)
+		in.Close()
+		if err != nil {
+			return inputError(err)
+		}
+		a := review.Balance(cases, key, th)
+		if results != "" {
+			rin, err := reviewInput(e, results)
+			if err != nil {
+				return err
+			}
+			run, err := trials.ReadRun(results, rin)
+			rin.Close()
+			if err != nil {
+				return reviewInputErr(err)
+			}
+			review.AddResults(&a, cases, run)
+		}
+		out, err := reviewOutput(e, output, force)
+		if err != nil {
+			return err
+		}
+		if err := writePrettyJSON(out, a); err != nil {
+			out.abort()
+			return err
+		}
+		if err := out.commit(); err != nil {
+			return err
+		}
+		if !quiet {
+			return review.WriteBalanceChart(e.stderr, a)
+		}
+		return nil
 	}
 	return c
 }

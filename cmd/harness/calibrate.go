@@ -2,20 +2,127 @@ package main
 
 import (
 	"context"
-	"errors"
+	"strconv"
+	"time"
 
 	"github.com/spf13/pflag"
+
+	"harness/review"
 )
 
 func newCalibrateCmd() *command {
+	var (
+		output, seed, grader, graderTO, labels string
+		sample, repeat                         int
+		js, force                              bool
+	)
 	c := &command{
 		name:  "calibrate",
-		usage: "calibrate",
-		short: "(not available in this build)",
+		usage: "calibrate RESULTS [-s N] [-g GRADER [--repeat M]] [--labels FILE]",
+		short: "sample failures for human review; grader health and agreement",
+		long: `Reads graded results (capture or trials file) and writes a markdown review
+sheet (or JSON with --json):
+
+  - a seeded sample of N failures (--seed; reservoir sampling with PCG), each
+    with input, expected, output, score, reasoning, a trajectory snippet and
+    three checkboxes: valid failure / grader bug / ambiguous
+  - grader health over all graded trials: score histogram, mean and std, and
+    flags for too lenient (most scores > 0.9), too strict (most < 0.1) and
+    no variance (std < 0.1)
+  - with -g GRADER: each sampled failure re-scored by GRADER; with --repeat M
+    (M ≥ 2) a sample of N graded trials is graded M times each and the flip
+    rate (trials whose verdicts disagree) is reported
+  - with --labels FILE: human verdicts (JSONL {"id", "trial"?, "pass": bool}
+    or {"id", "trial"?, "label": "pass"|"fail"|"valid_failure"|"grader_bug"|
+    "ambiguous"}) compared with the grader's: confusion table and Cohen's
+    kappa. A label for a case or trial not in RESULTS is an input error.
+
+Trials with infrastructure errors have no verdict and are never sampled.
+The "Generated" time is taken from SOURCE_DATE_EPOCH when it is set.
+
+Examples:
+  harness calibrate results.jsonl -s 20 -o review.md
+  harness calibrate results.jsonl -g judge.yaml --repeat 5
+  harness calibrate results.jsonl --labels labels.jsonl --json | jq .agreement.kappa`,
 		flags: pflag.NewFlagSet("calibrate", pflag.ContinueOnError),
 	}
+	c.flags.IntVarP(&sample, "sample", "s", review.DefaultSampleSize, "sample `n` failures")
+	c.flags.StringVar(&seed, "seed", "1", "sampling `seed`")
+	c.flags.StringVarP(&grader, "grader", "g", "", "re-score the samples with `grader`")
+	c.flags.StringVar(&graderTO, "grader-timeout", "", "`timeout` for each grading call")
+	c.flags.IntVar(&repeat, "repeat", 0, "with -g: grade a sample of graded trials `m` times each and report the flip rate")
+	c.flags.StringVar(&labels, "labels", "", "human labels `file` (JSONL) to compare with the grader's verdicts")
+	c.flags.BoolVar(&js, "json", false, "write the report as JSON")
+	c.flags.StringVarP(&output, "output", "o", "", "write to `file` (default stdout)")
+	c.flags.BoolVar(&force, "force", false, "overwrite an existing output file")
 	c.run = func(ctx context.Context, e *env, args, agent []string) error {
-		return errors.New("calibrate is not available in this build")
+		if len(args) != 1 {
+			return usageErrorf("want one results file, got %d arguments", len(args))
+		}
+		if sample < 1 {
+			return usageErrorf("--sample %d: want at least 1", sample)
+		}
+		if repeat != 0 && (repeat < 2 || grader == "") {
+			return usageErrorf("--repeat needs -g and a count of at least 2")
+		}
+		sd, err := parseSeed(seed)
+		if err != nil {
+			return err
+		}
+		opt := review.CalibrateOptions{Sample: sample, Seed: sd, Repeat: repeat, Generated: generatedTime(e)}
+		if labels != "" {
+			lin, err := reviewInput(e, labels)
+			if err != nil {
+				return err
+			}
+			opt.Labels, err = review.ReadLabels(labels, lin)
+			lin.Close()
+			if err != nil {
+				return inputError(err)
+			}
+		}
+		if grader != "" {
+			g, fn, err := loadReviewGrader(e, grader, graderTO)
+			if err != nil {
+				return err
+			}
+			opt.Grade, opt.GraderName = fn, g.Name()
+		}
+		in, err := reviewInput(e, args[0])
+		if err != nil {
+			return err
+		}
+		rep, err := review.Calibrate(ctx, args[0], in, opt)
+		in.Close()
+		if err != nil {
+			return reviewInputErr(err)
+		}
+		out, err := reviewOutput(e, output, force)
+		if err != nil {
+			return err
+		}
+		if js {
+			err = writePrettyJSON(out, rep)
+		} else {
+			err = review.WriteCalibrationMarkdown(out, rep)
+		}
+		if err != nil {
+			out.abort()
+			return err
+		}
+		return out.commit()
 	}
 	return c
+}
+
+// generatedTime is now in RFC 3339 UTC, or SOURCE_DATE_EPOCH when set (for
+// reproducible output).
+func generatedTime(e *env) string {
+	t := time.Now()
+	if s := e.getenv("SOURCE_DATE_EPOCH"); s != "" {
+		if sec, err := strconv.ParseInt(s, 10, 64); err == nil {
+			t = time.Unix(sec, 0)
+		}
+	}
+	return t.UTC().Format(time.RFC3339)
 }

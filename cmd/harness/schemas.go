@@ -2,20 +2,146 @@ package main
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/spf13/pflag"
+
+	"harness/schemas"
 )
 
 func newSchemasCmd() *command {
+	var (
+		output           string
+		list, all, split bool
+		force            bool
+	)
 	c := &command{
 		name:  "schemas",
-		usage: "schemas",
-		short: "(not available in this build)",
+		usage: "schemas [NAME] [--list | --json | --split -o DIR]",
+		short: "JSON Schema (2020-12) of every data format",
+		long: `Prints the JSON Schema (draft 2020-12) of harness's data formats. Each
+schema stands alone: the schemas it refers to are bundled under $defs.
+acp-harness's names CaptureResult and TrialResult are accepted too.
+
+  harness schemas                  list the names
+  harness schemas --list           names with what each describes
+  harness schemas TrialsRecord     one schema
+  harness schemas --json           every schema, one object keyed by name
+  harness schemas --split -o DIR   one DIR/<Name>.json per schema`,
 		flags: pflag.NewFlagSet("schemas", pflag.ContinueOnError),
 	}
+	c.flags.BoolVarP(&list, "list", "l", false, "list the names with a description")
+	c.flags.BoolVarP(&all, "json", "j", false, "print every schema as one JSON object keyed by name")
+	c.flags.BoolVarP(&split, "split", "s", false, "write one <Name>.json per schema into the directory -o names")
+	c.flags.StringVarP(&output, "output", "o", "", "write to `file` (directory with --split; default stdout)")
+	c.flags.BoolVar(&force, "force", false, "overwrite existing files")
 	c.run = func(ctx context.Context, e *env, args, agent []string) error {
-		return errors.New("schemas is not available in this build")
+		if len(args) > 1 {
+			return usageErrorf("want at most one schema name, got %d", len(args))
+		}
+		modes := 0
+		for _, b := range []bool{list, all, split, len(args) == 1} {
+			if b {
+				modes++
+			}
+		}
+		if modes > 1 {
+			return usageErrorf("NAME, --list, --json and --split are different outputs: choose one")
+		}
+		names := schemas.SchemaNames()
+		if split {
+			return writeSplitSchemas(output, names, force)
+		}
+		out, err := reviewOutput(e, output, force)
+		if err != nil {
+			return err
+		}
+		err = func() error {
+			switch {
+			case len(args) == 1:
+				b, err := schemas.Schema(args[0])
+				if err != nil {
+					return inputError(err)
+				}
+				_, err = out.Write(b)
+				return err
+			case all:
+				obj := map[string]json.RawMessage{}
+				for _, n := range names {
+					b, err := schemas.Schema(n)
+					if err != nil {
+						return err
+					}
+					obj[n] = b
+				}
+				return writePrettyJSON(out, obj)
+			case list:
+				width := 0
+				for _, n := range names {
+					width = max(width, len(n))
+				}
+				for _, n := range names {
+					fmt.Fprintf(out, "%-*s  %s\n", width, n, schemaSummary(n))
+				}
+				aliases := schemas.SchemaAliases()
+				for _, alias := range sortedNames(aliases) {
+					fmt.Fprintf(out, "%-*s  acp-harness name of %s\n", width, alias, aliases[alias])
+				}
+				return nil
+			}
+			for _, n := range names {
+				fmt.Fprintln(out, n)
+			}
+			return nil
+		}()
+		if err != nil {
+			out.abort()
+			return err
+		}
+		return out.commit()
 	}
 	return c
+}
+
+// schemaSummary is the first sentence of a schema's description.
+func schemaSummary(name string) string {
+	b, err := schemas.SchemaDoc(name)
+	if err != nil {
+		return ""
+	}
+	var d struct {
+		Description string `json:"description"`
+	}
+	_ = json.Unmarshal(b, &d)
+	s, _, _ := strings.Cut(d.Description, ". ")
+	return strings.TrimSuffix(s, ".")
+}
+
+func writeSplitSchemas(dir string, names []string, force bool) error {
+	if dir == "" || dir == "-" {
+		return usageErrorf("--split needs a directory: -o DIR")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return inputError(fmt.Errorf("--split: %w", err))
+	}
+	for _, n := range names {
+		p := filepath.Join(dir, n+".json")
+		if _, err := os.Stat(p); err == nil && !force {
+			return usageErrorf("%s already exists; use --force to overwrite it", p)
+		}
+	}
+	for _, n := range names {
+		b, err := schemas.Schema(n)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, n+".json"), b, 0o644); err != nil {
+			return fmt.Errorf("--split: %w", err)
+		}
+	}
+	return nil
 }

@@ -2,20 +2,248 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
+
+	"harness/graders"
+	"harness/internal/jsonl"
+	"harness/review"
+	"harness/schemas"
+	"harness/trials"
 )
 
+// Helpers shared by the offline commands (summarize, calibrate,
+// validate-refs, balance, compare, schemas).
+
+// reviewInput opens an input file ("-" for stdin), decompressing by name.
+// A missing file is an input error (exit 2).
+func reviewInput(e *env, name string) (io.ReadCloser, error) {
+	r, err := jsonl.Open(name, e.stdin)
+	if err != nil {
+		return nil, inputError(err)
+	}
+	return r, nil
+}
+
+// reviewOut is the output of an offline command: stdout, or a file written
+// under a temporary name and renamed into place by commit, so a failed
+// command leaves no partial file and never touches an existing one without
+// --force.
+type reviewOut struct {
+	io.Writer
+	file *os.File
+	path string
+}
+
+// reviewOutput opens path for writing ("" or "-" is stdout). An existing
+// non-empty file is refused without force.
+func reviewOutput(e *env, path string, force bool) (*reviewOut, error) {
+	if path == "" || path == "-" {
+		return &reviewOut{Writer: e.stdout}, nil
+	}
+	if st, err := os.Stat(path); err == nil && st.Size() > 0 && !force {
+		return nil, usageErrorf("output %s already exists; use --force to overwrite it", path)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return nil, inputError(fmt.Errorf("output: %w", err))
+	}
+	return &reviewOut{Writer: f, file: f, path: path}, nil
+}
+
+// commit puts a file output in place; abort removes it. Both are no-ops for
+// stdout.
+func (o *reviewOut) commit() error {
+	if o.file == nil {
+		return nil
+	}
+	if err := o.file.Close(); err != nil {
+		os.Remove(o.file.Name())
+		return fmt.Errorf("output %s: %w", o.path, err)
+	}
+	if err := os.Rename(o.file.Name(), o.path); err != nil {
+		os.Remove(o.file.Name())
+		return fmt.Errorf("output %s: %w", o.path, err)
+	}
+	return nil
+}
+
+func (o *reviewOut) abort() {
+	if o.file != nil {
+		o.file.Close()
+		os.Remove(o.file.Name())
+	}
+}
+
+// writePrettyJSON writes v as indented JSON (2 spaces, no HTML escaping)
+// with a final newline.
+func writePrettyJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// reviewInputErr marks schema-level input errors (bad lines, mixed formats)
+// as exit 2 and leaves other errors alone.
+func reviewInputErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ie *schemas.InputError
+	if errors.As(err, &ie) {
+		return inputError(err)
+	}
+	return err
+}
+
+// loadReviewGrader loads -g for calibrate and validate-refs.
+func loadReviewGrader(e *env, spec, timeout string) (graders.Grader, review.GradeFunc, error) {
+	var to time.Duration
+	if timeout != "" {
+		d, err := schemas.ParseDuration(timeout)
+		if err != nil {
+			return nil, nil, usageErrorf("--grader-timeout: %v", err)
+		}
+		to = d
+	}
+	wd, _ := os.Getwd()
+	g, err := graders.Load(spec, graders.Options{Timeout: to, Getenv: e.getenv, Dir: wd})
+	if err != nil {
+		return nil, nil, inputError(err)
+	}
+	fn := func(ctx context.Context, rec *schemas.CaptureRecord, c *schemas.PromptCase) schemas.GraderResult {
+		return g.Grade(ctx, &graders.Input{Record: rec, Case: c})
+	}
+	return g, fn, nil
+}
+
+// parseSeed reads a --seed value (any unsigned 64-bit integer).
+func parseSeed(s string) (uint64, error) {
+	v, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
+	if err != nil {
+		return 0, usageErrorf("--seed %q: want a whole number ≥ 0", s)
+	}
+	return v, nil
+}
+
 func newSummarizeCmd() *command {
+	var (
+		output, seed      string
+		markdown, agg, js bool
+		force             bool
+		resamples         int
+	)
 	c := &command{
 		name:  "summarize",
-		usage: "summarize",
-		short: "(not available in this build)",
+		usage: "summarize RESULTS [-m | -a] [-o FILE]",
+		short: "compact JSONL, markdown (-m) or aggregate (-a) views of results",
+		long: `Reads a capture or trials file (.zst/.gz too; - for stdin) and writes one
+of three views:
+
+  (default)  compact JSONL, one line per trial: id, input, output, toolCalls,
+             duration (the acp-harness SummaryResult) plus trial, turns, steps,
+             stopReason, toolErrors, pass, score, excluded and error.
+  -m         markdown per trial for people or an LLM judge: each step with its
+             stepId, tool file previews, output, metadata, score.
+  -a         an aggregate table: per case (trials, graded, passed, pass rate with
+             a Wilson 95% interval, mean duration, tool calls, excluded trials),
+             then pass@k / pass^k for k = 1..n with bootstrap intervals.
+             With --json, the trials summary record instead (JSON).
+
+Trials that failed for infrastructure reasons (an error on the record or the
+grader) are excluded from n and counted by class, never counted as failures.
+
+Examples:
+  harness summarize results.jsonl | jq -r '.toolCalls | length'
+  harness summarize results.jsonl -m -o results.md
+  harness summarize trials.jsonl -a`,
 		flags: pflag.NewFlagSet("summarize", pflag.ContinueOnError),
 	}
+	c.flags.StringVarP(&output, "output", "o", "", "write to `file` (default stdout); a .zst or .gz suffix compresses JSONL")
+	c.flags.BoolVarP(&markdown, "markdown", "m", false, "write markdown instead of JSONL")
+	c.flags.BoolVarP(&agg, "aggregate", "a", false, "write the aggregate table (per case and pass@k)")
+	c.flags.BoolVar(&js, "json", false, "with -a: write the trials summary record as JSON")
+	c.flags.StringVar(&seed, "seed", "1", "bootstrap `seed` for -a")
+	c.flags.IntVar(&resamples, "resamples", trials.DefaultResamples, "bootstrap `resamples` for -a")
+	c.flags.BoolVar(&force, "force", false, "overwrite an existing output file")
 	c.run = func(ctx context.Context, e *env, args, agent []string) error {
-		return errors.New("summarize is not available in this build")
+		if len(args) != 1 {
+			return usageErrorf("want one results file, got %d arguments", len(args))
+		}
+		if markdown && agg {
+			return usageErrorf("-m and -a are different views: choose one")
+		}
+		if js && !agg {
+			return usageErrorf("--json goes with -a")
+		}
+		sd, err := parseSeed(seed)
+		if err != nil {
+			return err
+		}
+		in, err := reviewInput(e, args[0])
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		out, err := reviewOutput(e, output, force)
+		if err != nil {
+			return err
+		}
+		if err := runSummarize(in, args[0], out, output, markdown, agg, js, sd, resamples); err != nil {
+			out.abort()
+			return err
+		}
+		return out.commit()
 	}
 	return c
+}
+
+func runSummarize(in io.Reader, name string, out io.Writer, outName string, markdown, agg, js bool, seed uint64, resamples int) error {
+	switch {
+	case agg:
+		rows, sum, _, err := review.Aggregate(name, in, seed, resamples)
+		if err != nil {
+			return reviewInputErr(err)
+		}
+		if js {
+			return writePrettyJSON(out, sum)
+		}
+		return review.WriteAggregate(out, rows, sum)
+	case markdown:
+		n := 0
+		_, err := review.EachRecord(name, in, func(_ int, rec *schemas.CaptureRecord) error {
+			n++
+			return review.WriteMarkdown(out, rec)
+		})
+		if err == nil && n == 0 {
+			err = &schemas.InputError{File: name, Msg: "no records (the file is empty)"}
+		}
+		return reviewInputErr(err)
+	}
+	w, err := jsonl.NewWriter(outName, out)
+	if err != nil {
+		return err
+	}
+	n := 0
+	_, err = review.EachRecord(name, in, func(_ int, rec *schemas.CaptureRecord) error {
+		n++
+		return w.Write(review.Summarize(rec))
+	})
+	if err == nil && n == 0 {
+		err = &schemas.InputError{File: name, Msg: "no records (the file is empty)"}
+	}
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	return reviewInputErr(err)
 }

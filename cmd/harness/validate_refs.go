@@ -2,20 +2,135 @@ package main
 
 import (
 	"context"
-	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/spf13/pflag"
+
+	"harness/internal/jsonl"
+	"harness/review"
+	"harness/schemas"
 )
 
 func newValidateRefsCmd() *command {
+	var (
+		output, grader, graderTO string
+		force, quiet             bool
+	)
 	c := &command{
 		name:  "validate-refs",
-		usage: "validate-refs",
-		short: "(not available in this build)",
+		usage: "validate-refs PROMPTS -g GRADER [-o FILE]",
+		short: "check that reference answers pass and negative references fail",
+		long: `Grades each case's reference answer (it must pass) and negativeReference
+(it must fail) with GRADER, as if the agent had answered it (output = the
+answer, an empty trajectory). Cases with neither are skipped.
+
+Writes one JSON line per answer, a superset of acp-harness's
+ValidationResult: id, reference (the answer graded), passes (the grader's
+verdict), graderResult, kind (reference or negativeReference), want (pass or
+fail) and correct. Progress and the list of misjudged answers go to stderr.
+
+Exit status 1 when the grader misjudged any answer (unlike acp-harness,
+which exits 0); 3 when it only failed to grade some (grader errors).
+
+Example:
+  harness validate-refs prompts.jsonl -g ./grader.py -o refs.jsonl`,
 		flags: pflag.NewFlagSet("validate-refs", pflag.ContinueOnError),
 	}
+	c.flags.StringVarP(&grader, "grader", "g", "", "the `grader` to check (executable, .js/.ts module, or .json/.yaml config); required")
+	c.flags.StringVar(&graderTO, "grader-timeout", "", "`timeout` for each grading call")
+	c.flags.StringVarP(&output, "output", "o", "", "write results to `file` (default stdout); a .zst or .gz suffix compresses")
+	c.flags.BoolVar(&force, "force", false, "overwrite an existing output file")
+	c.flags.BoolVarP(&quiet, "quiet", "q", false, "no progress on stderr")
 	c.run = func(ctx context.Context, e *env, args, agent []string) error {
-		return errors.New("validate-refs is not available in this build")
+		if len(args) != 1 {
+			return usageErrorf("want one prompts file, got %d arguments", len(args))
+		}
+		if grader == "" {
+			return usageErrorf("--grader (-g) is required")
+		}
+		in, err := reviewInput(e, args[0])
+		if err != nil {
+			return err
+		}
+		cases, err := schemas.ReadPrompts(args[0], in)
+		in.Close()
+		if err != nil {
+			return inputError(err)
+		}
+		total := 0
+		for _, c := range cases {
+			if c.Reference != "" {
+				total++
+			}
+			if c.NegativeReference != "" {
+				total++
+			}
+		}
+		if total == 0 {
+			return inputError(fmt.Errorf("%s: no case has a reference or negativeReference to validate", args[0]))
+		}
+		_, grade, err := loadReviewGrader(e, grader, graderTO)
+		if err != nil {
+			return err
+		}
+		out, err := reviewOutput(e, output, force)
+		if err != nil {
+			return err
+		}
+		w, err := jsonl.NewWriter(output, out)
+		if err != nil {
+			out.abort()
+			return err
+		}
+		if !quiet {
+			fmt.Fprintf(e.stderr, "Validating %d reference solutions...\n", total)
+		}
+		graderErrors := 0
+		st, err := review.ValidateRefs(ctx, cases, grade, func(v schemas.ValidationResult) error {
+			if v.GraderResult.Error != nil {
+				graderErrors++
+			}
+			if !quiet {
+				mark := "✓"
+				if !v.Correct {
+					mark = "✗"
+				}
+				note := ""
+				if v.Kind == schemas.RefNegative {
+					note = " (negative)"
+				}
+				if v.GraderResult.Error != nil {
+					msg, _, _ := strings.Cut(v.GraderResult.Error.Message, "\n")
+					note += fmt.Sprintf(": grader error (%s): %s", v.GraderResult.Error.Class, msg)
+				}
+				fmt.Fprintf(e.stderr, "  %s %s%s\n", mark, v.ID, note)
+			}
+			return w.Write(v)
+		})
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			out.abort()
+			return err
+		}
+		if err := out.commit(); err != nil {
+			return err
+		}
+		if !quiet {
+			fmt.Fprintf(e.stderr, "\nResults: %d passed, %d failed\n", st.Checked-st.Misjudged, st.Misjudged)
+			if st.Skipped > 0 {
+				fmt.Fprintf(e.stderr, "Skipped %d case(s) without reference or negativeReference\n", st.Skipped)
+			}
+		}
+		if st.Misjudged > graderErrors {
+			return withCode(exitGateFailed, fmt.Errorf("%d of %d answers misjudged: %s", st.Misjudged, st.Checked, strings.Join(st.Failing, ", ")))
+		}
+		if graderErrors > 0 {
+			return withCode(exitInfraErrors, fmt.Errorf("the grader failed on %d of %d answers: %s", graderErrors, st.Checked, strings.Join(st.Failing, ", ")))
+		}
+		return nil
 	}
 	return c
 }

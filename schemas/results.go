@@ -1,0 +1,142 @@
+package schemas
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+)
+
+// Kinds of results files and lines.
+const (
+	KindCapture = "capture"   // capture records, one per case per trial
+	KindTrials  = "trials"    // trials records, one per case
+	KindSummary = SummaryType // a TrialsSummary line (allowed in a trials file)
+)
+
+// ResultLine is one decoded line of a results file: exactly one of Capture,
+// Trials and Summary is set, as Kind says.
+type ResultLine struct {
+	Line    int
+	Kind    string
+	Capture *CaptureRecord
+	Trials  *TrialsRecord
+	Summary *TrialsSummary
+}
+
+// ReadResults streams the lines of a results file (capture records, or
+// trials records optionally followed by summary lines) to fn, and returns
+// the file's kind (KindCapture or KindTrials; "" for a file with no
+// records). A line that is not a record, or a record of the other kind than
+// the lines before it, stops the read with an *InputError naming the file,
+// the line and the field.
+func ReadResults(name string, r io.Reader, fn func(ResultLine) error) (string, error) {
+	kind := ""
+	firstLine := 0
+	err := EachLine(r, func(lineNo int, line []byte) error {
+		rl, err := ParseResultLine(line)
+		if err != nil {
+			var ie *InputError
+			if errors.As(err, &ie) {
+				ie.File, ie.Line = name, lineNo
+				return ie
+			}
+			return &InputError{File: name, Line: lineNo, Msg: err.Error()}
+		}
+		rl.Line = lineNo
+		if rl.Kind != KindSummary {
+			switch {
+			case kind == "":
+				kind, firstLine = rl.Kind, lineNo
+			case kind != rl.Kind:
+				return &InputError{File: name, Line: lineNo, Msg: fmt.Sprintf(
+					"mixed formats: this line is a %s record but line %d is a %s record; a results file holds one kind",
+					rl.Kind, firstLine, kind)}
+			}
+		} else if kind == KindCapture {
+			return &InputError{File: name, Line: lineNo, Field: "type",
+				Msg: fmt.Sprintf("a trials summary in a file of capture records (line %d)", firstLine)}
+		}
+		return fn(rl)
+	})
+	if err != nil {
+		var ie *InputError
+		if errors.As(err, &ie) {
+			return kind, err
+		}
+		return kind, fmt.Errorf("%s: %w", name, err)
+	}
+	return kind, nil
+}
+
+// ParseResultLine decodes one line of a results file, telling the kinds
+// apart: "type":"trials-summary" is a summary; an object with a "trials"
+// array and no "trajectory" is a trials record; anything else with an id is
+// a capture record.
+func ParseResultLine(line []byte) (ResultLine, error) {
+	var probe map[string]json.RawMessage
+	if err := json.Unmarshal(line, &probe); err != nil {
+		return ResultLine{}, &InputError{Msg: "not a JSON object: " + jsonErrText(err)}
+	}
+	if probe == nil {
+		return ResultLine{}, &InputError{Msg: "not a JSON object"}
+	}
+	if t, ok := probe["type"]; ok && string(bytes.TrimSpace(t)) == `"`+SummaryType+`"` {
+		var s TrialsSummary
+		if err := json.Unmarshal(line, &s); err != nil {
+			return ResultLine{}, decodeErr("trials summary", err)
+		}
+		return ResultLine{Kind: KindSummary, Summary: &s}, nil
+	}
+	idRaw, ok := probe["id"]
+	var id string
+	if !ok || json.Unmarshal(idRaw, &id) != nil || id == "" {
+		return ResultLine{}, &InputError{Field: "id", Msg: "missing or not a non-empty string (is this a results file?)"}
+	}
+	_, hasTraj := probe["trajectory"]
+	if raw, ok := probe["trials"]; ok && !hasTraj {
+		if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '[' {
+			return ResultLine{}, &InputError{Field: "trials", Msg: "must be an array of trial entries"}
+		}
+		var tr TrialsRecord
+		if err := json.Unmarshal(line, &tr); err != nil {
+			return ResultLine{}, decodeErr("trials record", err)
+		}
+		return ResultLine{Kind: KindTrials, Trials: &tr}, nil
+	}
+	var cr CaptureRecord
+	if err := json.Unmarshal(line, &cr); err != nil {
+		return ResultLine{}, decodeErr("capture record", err)
+	}
+	return ResultLine{Kind: KindCapture, Capture: &cr}, nil
+}
+
+func decodeErr(what string, err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		return &InputError{Field: te.Field, Msg: fmt.Sprintf("%s: must be %s, not a JSON %s", what, jsonKind(te.Type), te.Value)}
+	}
+	return &InputError{Msg: what + ": " + jsonErrText(err)}
+}
+
+// jsonKind says which JSON value a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	}
+	return "an object"
+}

@@ -1,0 +1,324 @@
+package schemas
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// TrialsRecord is one line of trials output: every trial of one prompt case
+// and what they say together.
+//
+// It is a superset of acp-harness's TrialResult (id, input, expected, k,
+// trials, passRate, passAtK, passExpK). n counts the trials that produced a
+// gradable result: trials that failed for infrastructure reasons (an Error
+// on the record, or a grader that failed) are left out of n and counted in
+// Errors by class; trials run without a grader are counted in Ungraded.
+//
+// PassAtK and PassExpK are the unbiased estimators at the asked K. They are
+// defined only when N ≥ K; when fewer trials were graded they are absent
+// (never NaN) and Warnings says why; PassAt and PassExp still hold the
+// curves for k = 1..N.
+type TrialsRecord struct {
+	ID       string         `json:"id"`
+	Input    Turns          `json:"input"`
+	Expected string         `json:"expected,omitempty"`
+	Hint     string         `json:"hint,omitempty"`
+	Metadata map[string]any `json:"metadata,omitempty"`
+	// K is the number of trials asked for.
+	K int `json:"k"`
+	// N is the number of trials with a grader verdict.
+	N int `json:"n"`
+	// C is the number of those that passed.
+	C int `json:"c"`
+	// Trials holds every trial, graded or not, in trial order.
+	Trials []TrialEntry `json:"trials"`
+	// PassRate is C/N; absent when N is 0.
+	PassRate *float64 `json:"passRate,omitempty"`
+	// PassAtK is pass@K; absent when N < K.
+	PassAtK *float64 `json:"passAtK,omitempty"`
+	// PassExpK is pass^K; absent when N < K.
+	PassExpK *float64 `json:"passExpK,omitempty"`
+	// PassAt holds pass@k for k = 1..N, keyed "1".."N".
+	PassAt map[string]float64 `json:"passAt"`
+	// PassExp holds pass^k for k = 1..N, keyed "1".."N".
+	PassExp map[string]float64 `json:"passExp"`
+	// PassRateCI is the Wilson 95% interval of PassRate; absent when N is 0.
+	PassRateCI *Interval `json:"passRateCI,omitempty"`
+	// Errors counts the trials left out of N, by error class.
+	Errors map[string]int `json:"errors,omitempty"`
+	// Ungraded counts trials that ran without a grader (also left out of N).
+	Ungraded int `json:"ungraded,omitempty"`
+	// Missing counts asked trials that have no record at all.
+	Missing int `json:"missing,omitempty"`
+	// Warnings says, for people, why a metric is absent or partial.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Interval is a confidence interval.
+type Interval struct {
+	Low  float64 `json:"low"`
+	High float64 `json:"high"`
+}
+
+// TrialEntry is one trial inside a TrialsRecord: the capture record of that
+// trial plus the flat fields of acp-harness's TrialEntry.
+//
+// Both views live in one JSON object. All capture record fields are there
+// as in a capture file (id, trial, output, trajectory, timing, error, ...),
+// except "score": acp-harness's TrialEntry has score as a number, so here
+// "score" is the number and the full grader result moves to "graderResult".
+// The acp-harness fields are trialNum (= trial), duration (ms), pass, score
+// and reasoning; pass, score and reasoning are absent when the trial has no
+// grader verdict, and Excluded then names why (an error class, or
+// "ungraded").
+type TrialEntry struct {
+	// Record is the capture record of this trial; Record.Score is encoded as
+	// graderResult.
+	Record       CaptureRecord
+	TrialNum     int
+	Duration     int64
+	Pass         *bool
+	Score        *float64
+	Reasoning    string
+	GraderResult *GraderResult
+	Excluded     string
+}
+
+// NewTrialEntry builds the entry for one capture record: the flat fields are
+// filled from the record's timing and grader result. excluded is the reason
+// the trial is not in n ("" when it is graded).
+func NewTrialEntry(rec CaptureRecord, excluded string) TrialEntry {
+	e := TrialEntry{Record: rec, TrialNum: rec.Trial, Duration: RecordDuration(&rec), Excluded: excluded}
+	e.GraderResult = rec.Score
+	if rec.Score != nil && excluded == "" {
+		pass, score := rec.Score.Pass, rec.Score.Score
+		e.Pass, e.Score, e.Reasoning = &pass, &score, rec.Score.Reasoning
+	}
+	return e
+}
+
+// RecordDuration is how long a record took in milliseconds: timing.total
+// when set, else end − start.
+func RecordDuration(r *CaptureRecord) int64 {
+	if r.Timing.Total > 0 {
+		return r.Timing.Total
+	}
+	if d := r.Timing.End - r.Timing.Start; d > 0 {
+		return d
+	}
+	return 0
+}
+
+// Capture returns the trial as a capture record, with the grader result put
+// back in Score. Entries written by acp-harness (no graderResult, only the
+// flat pass/score/reasoning) get a grader result built from those.
+func (e *TrialEntry) Capture() CaptureRecord {
+	r := e.Record
+	if r.Trial == 0 {
+		r.Trial = e.TrialNum
+	}
+	r.Score = e.GraderResult
+	if r.Score == nil && e.Pass != nil {
+		g := GraderResult{Pass: *e.Pass, Reasoning: e.Reasoning}
+		if e.Score != nil {
+			g.Score = *e.Score
+		} else if *e.Pass {
+			g.Score = 1
+		}
+		r.Score = &g
+	}
+	if r.Timing.Total == 0 && r.Timing.End == 0 && e.Duration > 0 {
+		r.Timing.Total = e.Duration
+	}
+	return r
+}
+
+// MarshalJSON writes the capture record's fields followed by trialNum,
+// duration, pass, score, reasoning, graderResult and excluded.
+func (e TrialEntry) MarshalJSON() ([]byte, error) {
+	rec := e.Record
+	rec.Score = nil
+	if rec.Trajectory == nil {
+		rec.Trajectory = []Step{}
+	}
+	base, err := json.Marshal(rec)
+	if err != nil {
+		return nil, err
+	}
+	if len(base) < 2 || base[len(base)-1] != '}' {
+		return nil, fmt.Errorf("trial entry: capture record did not encode as an object")
+	}
+	var buf bytes.Buffer
+	buf.Write(base[:len(base)-1])
+	sep := len(base) > 2
+	add := func(key string, v any) error {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("trial entry field %s: %w", key, err)
+		}
+		if sep {
+			buf.WriteByte(',')
+		}
+		sep = true
+		fmt.Fprintf(&buf, "%q:", key)
+		buf.Write(b)
+		return nil
+	}
+	fields := []struct {
+		key  string
+		v    any
+		skip bool
+	}{
+		{"trialNum", e.TrialNum, false},
+		{"duration", e.Duration, false},
+		{"pass", e.Pass, e.Pass == nil},
+		{"score", e.Score, e.Score == nil},
+		{"reasoning", e.Reasoning, e.Reasoning == ""},
+		{"graderResult", e.GraderResult, e.GraderResult == nil},
+		{"excluded", e.Excluded, e.Excluded == ""},
+	}
+	for _, f := range fields {
+		if f.skip {
+			continue
+		}
+		if err := add(f.key, f.v); err != nil {
+			return nil, err
+		}
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+// UnmarshalJSON reads an entry written by harness or by acp-harness. A
+// "score" that is an object (a capture record put in verbatim) is taken as
+// the grader result.
+func (e *TrialEntry) UnmarshalJSON(b []byte) error {
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(b, &all); err != nil {
+		return err
+	}
+	if all == nil {
+		return fmt.Errorf("trial entry must be an object")
+	}
+	var out TrialEntry
+	scoreRaw, hasScore := all["score"]
+	delete(all, "score")
+	rest, err := json.Marshal(all)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(rest, &out.Record); err != nil {
+		return err
+	}
+	var flat struct {
+		TrialNum     int           `json:"trialNum"`
+		Duration     float64       `json:"duration"`
+		Pass         *bool         `json:"pass"`
+		Reasoning    string        `json:"reasoning"`
+		GraderResult *GraderResult `json:"graderResult"`
+		Excluded     string        `json:"excluded"`
+	}
+	if err := json.Unmarshal(rest, &flat); err != nil {
+		return err
+	}
+	out.TrialNum, out.Duration, out.Pass = flat.TrialNum, int64(flat.Duration), flat.Pass
+	out.Reasoning, out.GraderResult, out.Excluded = flat.Reasoning, flat.GraderResult, flat.Excluded
+	if hasScore && string(bytes.TrimSpace(scoreRaw)) != "null" {
+		s := bytes.TrimSpace(scoreRaw)
+		if len(s) > 0 && s[0] == '{' {
+			var g GraderResult
+			if err := json.Unmarshal(s, &g); err != nil {
+				return fmt.Errorf("field \"score\": %w", err)
+			}
+			if out.GraderResult == nil {
+				out.GraderResult = &g
+			}
+			if g.Error == nil {
+				pass, score := g.Pass, g.Score
+				if out.Pass == nil {
+					out.Pass = &pass
+				}
+				out.Score = &score
+				if out.Reasoning == "" {
+					out.Reasoning = g.Reasoning
+				}
+			}
+		} else {
+			var f float64
+			if err := json.Unmarshal(s, &f); err != nil {
+				return fmt.Errorf("field \"score\": must be a number or a grader result object")
+			}
+			out.Score = &f
+		}
+	}
+	out.Record.Score = nil
+	if out.Record.Trial == 0 {
+		out.Record.Trial = out.TrialNum
+	}
+	if out.TrialNum == 0 {
+		out.TrialNum = out.Record.Trial
+	}
+	*e = out
+	return nil
+}
+
+// SummaryType is the "type" of a TrialsSummary record, which tells it apart
+// from trials records when it ends a trials file.
+const SummaryType = "trials-summary"
+
+// TrialsSummary aggregates the trials records of a run: means over cases of
+// pass@k and pass^k with percentile bootstrap intervals (cases resampled
+// with replacement, a seeded PCG generator), the pooled pass rate, and the
+// trials left out of n.
+type TrialsSummary struct {
+	// Type is always SummaryType.
+	Type string `json:"type"`
+	// K is the number of trials asked per case (the largest seen).
+	K int `json:"k"`
+	// Cases counts the trials records added.
+	Cases int `json:"cases"`
+	// ScoredCases counts cases with at least one graded trial (n ≥ 1); only
+	// these enter the means.
+	ScoredCases int `json:"scoredCases"`
+	// UnscoredCases lists the ids of cases with n = 0.
+	UnscoredCases []string `json:"unscoredCases,omitempty"`
+	// Trials counts every trial record; Graded sums n; Passes sums c.
+	Trials int `json:"trials"`
+	Graded int `json:"graded"`
+	Passes int `json:"passes"`
+	// Ungraded counts trials run without a grader.
+	Ungraded int `json:"ungraded,omitempty"`
+	// Missing counts asked trials with no record.
+	Missing int `json:"missing,omitempty"`
+	// Errors counts trials left out of n, by class.
+	Errors map[string]int `json:"errors,omitempty"`
+	// PassRate is Passes/Graded (pooled over trials); absent when nothing
+	// was graded.
+	PassRate *float64 `json:"passRate,omitempty"`
+	// PassRateCI is a bootstrap interval of PassRate, resampling cases.
+	PassRateCI *Interval `json:"passRateCI,omitempty"`
+	// PassAtK and PassExpK are the means at the asked K, over the cases with
+	// n ≥ K; absent when no case has that many graded trials.
+	PassAtK  *Estimate `json:"passAtK,omitempty"`
+	PassExpK *Estimate `json:"passExpK,omitempty"`
+	// PassAt and PassExp hold the mean curves keyed "1".."max n"; each point
+	// averages the cases with n ≥ k (Cases says how many).
+	PassAt  map[string]Estimate `json:"passAt"`
+	PassExp map[string]Estimate `json:"passExp"`
+	// Confidence, Seed and Resamples describe the bootstrap.
+	Confidence float64 `json:"confidence"`
+	Seed       uint64  `json:"seed"`
+	Resamples  int     `json:"resamples"`
+	// Warnings says which numbers are partial and why.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Estimate is a mean over cases with its bootstrap interval.
+type Estimate struct {
+	K     int     `json:"k"`
+	Mean  float64 `json:"mean"`
+	Low   float64 `json:"low"`
+	High  float64 `json:"high"`
+	Cases int     `json:"cases"`
+}

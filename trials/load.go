@@ -1,0 +1,130 @@
+package trials
+
+import (
+	"fmt"
+	"io"
+
+	"harness/schemas"
+)
+
+// CaseCount is what one run says about one case: how many trials it has,
+// how many were graded (n) and passed (c), and why the others were left out.
+type CaseCount struct {
+	ID       string
+	Trials   int
+	N, C     int
+	Ungraded int
+	Errors   map[string]int
+}
+
+func (cc *CaseCount) add(r *schemas.CaptureRecord) {
+	cc.Trials++
+	pass, excluded := Outcome(r)
+	switch excluded {
+	case "":
+		cc.N++
+		if pass {
+			cc.C++
+		}
+	case Ungraded:
+		cc.Ungraded++
+	default:
+		if cc.Errors == nil {
+			cc.Errors = map[string]int{}
+		}
+		cc.Errors[excluded]++
+	}
+}
+
+// Run is a results file reduced to per-case counts, in the order cases first
+// appear.
+type Run struct {
+	File  string
+	Kind  string
+	Cases []*CaseCount
+	index map[string]int
+}
+
+// Case returns the counts of case id, or nil.
+func (r *Run) Case(id string) *CaseCount {
+	if i, ok := r.index[id]; ok {
+		return r.Cases[i]
+	}
+	return nil
+}
+
+// ReadRun reads a capture file (pass from each record's score; several
+// records of one case are its trials) or a trials file (the trials are
+// recounted from the entries, so acp-harness files load too) into per-case
+// counts. Summary lines are skipped. A capture record repeating a case and
+// trial already seen, or a trials record repeating a case, is an input
+// error.
+func ReadRun(name string, r io.Reader) (*Run, error) {
+	run := &Run{File: name, index: map[string]int{}}
+	type key struct {
+		id    string
+		trial int
+	}
+	seenTrial := map[key]int{}
+	seenCase := map[string]int{}
+	get := func(id string) *CaseCount {
+		if i, ok := run.index[id]; ok {
+			return run.Cases[i]
+		}
+		cc := &CaseCount{ID: id}
+		run.index[id] = len(run.Cases)
+		run.Cases = append(run.Cases, cc)
+		return cc
+	}
+	kind, err := schemas.ReadResults(name, r, func(l schemas.ResultLine) error {
+		switch l.Kind {
+		case schemas.KindCapture:
+			k := key{l.Capture.ID, l.Capture.Trial}
+			if first, dup := seenTrial[k]; dup && l.Capture.Trial != 0 {
+				return &schemas.InputError{File: name, Line: l.Line, Field: "trial", Msg: fmt.Sprintf(
+					"case %q trial %d appears twice (first on line %d)", l.Capture.ID, l.Capture.Trial, first)}
+			}
+			seenTrial[k] = l.Line
+			get(l.Capture.ID).add(l.Capture)
+		case schemas.KindTrials:
+			if first, dup := seenCase[l.Trials.ID]; dup {
+				return &schemas.InputError{File: name, Line: l.Line, Field: "id", Msg: fmt.Sprintf(
+					"case %q appears twice (first on line %d)", l.Trials.ID, first)}
+			}
+			seenCase[l.Trials.ID] = l.Line
+			cc := get(l.Trials.ID)
+			for i := range l.Trials.Trials {
+				rec := l.Trials.Trials[i].Capture()
+				cc.add(&rec)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	run.Kind = kind
+	if len(run.Cases) == 0 {
+		return nil, &schemas.InputError{File: name, Msg: "no records (the file is empty)"}
+	}
+	return run, nil
+}
+
+// Recount sets N, C, Errors and Ungraded of a trials record from its
+// entries and recomputes its metrics (FillMetrics), clearing old warnings.
+func Recount(tr *schemas.TrialsRecord) {
+	cc := &CaseCount{ID: tr.ID}
+	for i := range tr.Trials {
+		rec := tr.Trials[i].Capture()
+		cc.add(&rec)
+	}
+	tr.N, tr.C, tr.Ungraded, tr.Errors = cc.N, cc.C, cc.Ungraded, cc.Errors
+	if tr.K < 1 {
+		tr.K = len(tr.Trials)
+	}
+	tr.Warnings = nil
+	if tr.Missing > 0 {
+		tr.Warnings = append(tr.Warnings, fmt.Sprintf("%d of %d asked trials have no record", tr.Missing, tr.K))
+	}
+	FillMetrics(tr)
+}

@@ -1,0 +1,290 @@
+package trials
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"harness/schemas"
+)
+
+// Defaults of the bootstrap in summaries and comparisons.
+const (
+	DefaultSeed       uint64 = 1
+	DefaultResamples         = 1000
+	DefaultConfidence        = 0.95
+)
+
+// Summary aggregates trials records as they stream by. It keeps two small
+// counts per case (n and c), never the records themselves, so memory stays
+// small however many trials a case has. The zero value is not ready: use
+// NewSummary. A Summary is not safe for concurrent use: call Add from one
+// goroutine (or under a lock).
+type Summary struct {
+	k        int
+	fixedK   bool
+	cases    int
+	n, c     []int
+	unscored []string
+	trials   int
+	ungraded int
+	missing  int
+	errors   map[string]int
+	last     *schemas.TrialsSummary
+}
+
+// NewSummary returns an empty summary for a run that asked k trials per case
+// (k is what PassAtK and PassExpK of the result are computed at; 0 takes the
+// largest K of the records added).
+func NewSummary(k int) *Summary {
+	return &Summary{k: max(k, 0), fixedK: k > 0, errors: map[string]int{}}
+}
+
+// Add counts one case's trials record.
+func (s *Summary) Add(r schemas.TrialsRecord) {
+	s.add(r.ID, r.K, len(r.Trials), r.N, r.C, r.Ungraded, r.Missing, r.Errors)
+}
+
+func (s *Summary) add(id string, k, trials, n, c, ungraded, missing int, errors map[string]int) {
+	s.last = nil
+	s.cases++
+	if !s.fixedK {
+		s.k = max(s.k, k)
+	}
+	s.trials += trials
+	s.ungraded += ungraded
+	s.missing += missing
+	for class, v := range errors {
+		s.errors[class] += v
+	}
+	if n < 1 {
+		s.unscored = append(s.unscored, id)
+		return
+	}
+	s.n = append(s.n, n)
+	s.c = append(s.c, c)
+}
+
+// Cases returns how many records were added.
+func (s *Summary) Cases() int { return s.cases }
+
+// Result computes the summary: the means over cases of pass@k and pass^k for
+// k = 1..(largest n), each over the cases with n ≥ k, with percentile
+// bootstrap intervals at 95% from resamples resamples of the cases drawn by
+// a PCG generator seeded with seed (resamples < 1 gives intervals of zero
+// width and a warning). Every number in it is finite.
+func (s *Summary) Result(seed uint64, resamples int) schemas.TrialsSummary {
+	out := schemas.TrialsSummary{
+		Type:          schemas.SummaryType,
+		K:             s.k,
+		Cases:         s.cases,
+		ScoredCases:   len(s.n),
+		UnscoredCases: slices.Clone(s.unscored),
+		Trials:        s.trials,
+		Ungraded:      s.ungraded,
+		Missing:       s.missing,
+		PassAt:        map[string]schemas.Estimate{},
+		PassExp:       map[string]schemas.Estimate{},
+		Confidence:    DefaultConfidence,
+		Seed:          seed,
+		Resamples:     resamples,
+	}
+	if len(s.errors) > 0 {
+		out.Errors = maps.Clone(s.errors)
+	}
+	for i := range s.n {
+		out.Graded += s.n[i]
+		out.Passes += s.c[i]
+	}
+	if resamples < 1 {
+		out.Warnings = append(out.Warnings, "bootstrap disabled (resamples < 1): intervals have zero width")
+	}
+	if len(s.unscored) > 0 {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("%d case(s) had no graded trial and are left out of every mean: %s",
+			len(s.unscored), idList(s.unscored, 10)))
+	}
+	if out.Graded == 0 {
+		if s.cases > 0 {
+			out.Warnings = append(out.Warnings, "no graded trial in the run: there are no pass metrics (run with a grader, -g)")
+		}
+		s.last = &out
+		return out
+	}
+	rate := float64(out.Passes) / float64(out.Graded)
+	out.PassRate = &rate
+	lo, hi := rate, rate
+	if l, h, ok := bootstrapRatio(s.c, s.n, seed, resamples, DefaultConfidence); ok {
+		lo, hi = l, h
+	}
+	out.PassRateCI = &schemas.Interval{Low: lo, High: hi}
+
+	maxN := slices.Max(s.n)
+	for k := 1; k <= maxN; k++ {
+		var at, exp []float64
+		for i := range s.n {
+			if s.n[i] < k {
+				continue
+			}
+			a, _ := PassAtK(s.n[i], s.c[i], k)
+			e, _ := PassExpK(s.n[i], s.c[i], k)
+			at = append(at, a)
+			exp = append(exp, e)
+		}
+		key := strconv.Itoa(k)
+		out.PassAt[key] = estimate(k, at, seed, resamples)
+		out.PassExp[key] = estimate(k, exp, seed, resamples)
+	}
+	if s.k >= 1 {
+		if e, ok := out.PassAt[strconv.Itoa(s.k)]; ok {
+			ee := out.PassExp[strconv.Itoa(s.k)]
+			out.PassAtK, out.PassExpK = &e, &ee
+			if e.Cases < out.ScoredCases {
+				out.Warnings = append(out.Warnings, fmt.Sprintf(
+					"passAtK and passExpK (k=%d) average only the %d of %d scored cases with n ≥ %d graded trials",
+					s.k, e.Cases, out.ScoredCases, s.k))
+			}
+		} else {
+			out.Warnings = append(out.Warnings, fmt.Sprintf(
+				"passAtK and passExpK (k=%d) are absent: no case has %d graded trials (largest n is %d)", s.k, s.k, maxN))
+		}
+	}
+	if minN := slices.Min(s.n); minN < maxN {
+		out.Warnings = append(out.Warnings, fmt.Sprintf(
+			"cases have between %d and %d graded trials: curve points above k=%d average fewer cases (see cases)", minN, maxN, minN))
+	}
+	s.last = &out
+	return out
+}
+
+func estimate(k int, values []float64, seed uint64, resamples int) schemas.Estimate {
+	e := schemas.Estimate{K: k, Cases: len(values), Mean: mean(values)}
+	e.Low, e.High = e.Mean, e.Mean
+	if lo, hi, ok := BootstrapMean(values, seed, resamples, DefaultConfidence); ok {
+		e.Low, e.High = lo, hi
+	}
+	return e
+}
+
+// bootstrapRatio is the percentile bootstrap of Σc/Σn over cases.
+func bootstrapRatio(c, n []int, seed uint64, resamples int, conf float64) (low, high float64, ok bool) {
+	if len(n) == 0 || resamples < 1 {
+		return 0, 0, false
+	}
+	r := NewRand(seed)
+	ratios := make([]float64, resamples)
+	for b := range ratios {
+		sc, sn := 0, 0
+		for range n {
+			i := r.IntN(len(n))
+			sc += c[i]
+			sn += n[i]
+		}
+		ratios[b] = float64(sc) / float64(sn)
+	}
+	slices.Sort(ratios)
+	alpha := (1 - conf) / 2
+	return Percentile(ratios, alpha), Percentile(ratios, 1-alpha), true
+}
+
+func mean(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := 0.0
+	for _, x := range v {
+		s += x
+	}
+	return s / float64(len(v))
+}
+
+func idList(ids []string, limit int) string {
+	if len(ids) <= limit {
+		return strings.Join(ids, ", ")
+	}
+	return strings.Join(ids[:limit], ", ") + fmt.Sprintf(", … (%d more)", len(ids)-limit)
+}
+
+// WriteTable writes the end-of-run table of the summary for people: counts,
+// the pooled pass rate, and pass@k / pass^k with intervals for each k. It
+// uses the last Result computed, or computes one with DefaultSeed and
+// DefaultResamples.
+func (s *Summary) WriteTable(w io.Writer) error {
+	r := s.last
+	if r == nil {
+		res := s.Result(DefaultSeed, DefaultResamples)
+		r = &res
+	}
+	return WriteSummaryTable(w, *r)
+}
+
+// WriteSummaryTable writes a summary as the table WriteTable prints.
+func WriteSummaryTable(w io.Writer, r schemas.TrialsSummary) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "cases: %d (%d with graded trials)   trials: %d   graded: %d   passed: %d",
+		r.Cases, r.ScoredCases, r.Trials, r.Graded, r.Passes)
+	if r.Ungraded > 0 {
+		fmt.Fprintf(&b, "   ungraded: %d", r.Ungraded)
+	}
+	if r.Missing > 0 {
+		fmt.Fprintf(&b, "   missing: %d", r.Missing)
+	}
+	b.WriteString("\n")
+	if len(r.Errors) > 0 {
+		total := 0
+		var parts []string
+		for _, class := range slices.Sorted(maps.Keys(r.Errors)) {
+			total += r.Errors[class]
+			parts = append(parts, fmt.Sprintf("%s %d", class, r.Errors[class]))
+		}
+		fmt.Fprintf(&b, "excluded from n (infrastructure errors): %d (%s)\n", total, strings.Join(parts, ", "))
+	}
+	if r.PassRate != nil {
+		fmt.Fprintf(&b, "pass rate: %.3f", *r.PassRate)
+		if r.PassRateCI != nil {
+			fmt.Fprintf(&b, " [%.3f, %.3f]", r.PassRateCI.Low, r.PassRateCI.High)
+		}
+		fmt.Fprintf(&b, " (%d/%d graded trials; %.0f%% bootstrap over cases, %d resamples, seed %d)\n",
+			r.Passes, r.Graded, 100*r.Confidence, r.Resamples, r.Seed)
+	} else {
+		b.WriteString("pass rate: n/a (no graded trial)\n")
+	}
+	if len(r.PassAt) > 0 {
+		b.WriteString("\n")
+		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "k\tpass@k\t95% CI\tpass^k\t95% CI\tcases")
+		for k := 1; k <= len(r.PassAt); k++ {
+			key := strconv.Itoa(k)
+			a, ok := r.PassAt[key]
+			if !ok {
+				continue
+			}
+			e := r.PassExp[key]
+			mark := ""
+			if k == r.K {
+				mark = " *"
+			}
+			fmt.Fprintf(tw, "%d%s\t%.3f\t[%.3f, %.3f]\t%.3f\t[%.3f, %.3f]\t%d\n",
+				k, mark, a.Mean, a.Low, a.High, e.Mean, e.Low, e.High, a.Cases)
+		}
+		tw.Flush()
+		if r.PassAtK != nil {
+			fmt.Fprintf(&b, "* k=%d, the trials asked per case\n", r.K)
+		}
+	}
+	for _, warn := range r.Warnings {
+		fmt.Fprintf(&b, "note: %s\n", warn)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// AddCount counts one case from its per-case counts (as ReadRun returns
+// them), for summaries of files rather than of live runs; k is the number of
+// trials asked for the case.
+func (s *Summary) AddCount(cc *CaseCount, k int) {
+	s.add(cc.ID, k, cc.Trials, cc.N, cc.C, cc.Ungraded, max(0, k-cc.Trials), cc.Errors)
+}
