@@ -150,8 +150,20 @@ func (p *Process) ExitStatus() (code int, signal string) {
 	return st.ExitCode(), ""
 }
 
-// StderrTail returns the last bytes the agent wrote to stderr.
-func (p *Process) StderrTail() string { return p.tail.String() }
+// StderrTail returns the last bytes the agent wrote to stderr. Once the
+// agent has exited it first lets the drain catch up (briefly: a child that
+// inherited stderr may keep it open).
+func (p *Process) StderrTail() string {
+	select {
+	case <-p.done:
+		select {
+		case <-p.drained:
+		case <-time.After(500 * time.Millisecond):
+		}
+	default:
+	}
+	return p.tail.String()
+}
 
 // Signal sends sig to the agent's whole process group.
 func (p *Process) Signal(sig syscall.Signal) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"testing"
 
 	"harness/schemas"
@@ -28,7 +29,7 @@ func benchRun(b *testing.B, cfg Config, units []Unit) {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
-	stats, err := r.Run(context.Background(), units, func(*schemas.CaptureRecord) error { return nil })
+	stats, err := r.Run(context.Background(), slices.Values(units), func(*schemas.CaptureRecord) error { return nil })
 	b.StopTimer()
 	if err != nil || stats.Records != len(units) || stats.InfraErrors() != 0 {
 		b.Fatalf("run: %v, %d records, %d errors", err, stats.Records, stats.InfraErrors())

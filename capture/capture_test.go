@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -61,7 +62,7 @@ func run(t *testing.T, cfg Config, units []Unit) []*schemas.CaptureRecord {
 	}
 	var mu sync.Mutex
 	var recs []*schemas.CaptureRecord
-	_, err := r.Run(context.Background(), units, func(rec *schemas.CaptureRecord) error {
+	_, err := r.Run(context.Background(), slices.Values(units), func(rec *schemas.CaptureRecord) error {
 		// Every record must encode.
 		if _, err := json.Marshal(rec); err != nil {
 			t.Errorf("record %s does not encode: %v", rec.ID, err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"strings"
 	"sync"
 	"time"
@@ -174,12 +175,13 @@ func (r *Runner) Preflight(ctx context.Context) (*acp.InitializeResponse, error)
 	return ag.init, nil
 }
 
-// Run runs every unit, calling emit with each finished record (from
+// Run runs every unit units yields (read as they are needed, so a run of any
+// size keeps little in memory), calling emit with each finished record (from
 // several goroutines at once, in completion order). When ctx is cancelled
 // it starts no new unit, cancels the turns in flight, and emits their
 // records with error class "interrupted". It returns the run's counts and
 // the first error emit returned.
-func (r *Runner) Run(ctx context.Context, units []Unit, emit func(*schemas.CaptureRecord) error) (*Stats, error) {
+func (r *Runner) Run(ctx context.Context, units iter.Seq[Unit], emit func(*schemas.CaptureRecord) error) (*Stats, error) {
 	work := make(chan Unit)
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -194,8 +196,7 @@ func (r *Runner) Run(ctx context.Context, units []Unit, emit func(*schemas.Captu
 		}
 	}
 	var wg sync.WaitGroup
-	n := min(r.cfg.Concurrency, len(units))
-	for i := 0; i < n; i++ {
+	for i := 0; i < r.cfg.Concurrency; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -208,13 +209,13 @@ func (r *Runner) Run(ctx context.Context, units []Unit, emit func(*schemas.Captu
 			w.loop(runCtx, work)
 		}()
 	}
-feed:
-	for _, u := range units {
+	for u := range units {
 		select {
 		case work <- u:
+			continue
 		case <-runCtx.Done():
-			break feed
 		}
+		break
 	}
 	close(work)
 	wg.Wait()

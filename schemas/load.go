@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"strings"
 )
@@ -35,15 +36,28 @@ func (e *InputError) Error() string {
 // MaxLineBytes is the longest line the JSONL readers accept.
 const MaxLineBytes = 256 << 20
 
-// ReadPrompts reads a prompts file (JSONL, one case a line). Blank lines are
-// skipped but counted, so line numbers match an editor's. Every case is
-// checked (valid JSON, an id, an input, unique ids) and all problems are
-// returned together, each naming the file, line and field.
+// ReadPrompts reads a whole prompts file (JSONL, one case a line) into
+// memory; see ScanPrompts for the checks.
 func ReadPrompts(name string, r io.Reader) ([]PromptCase, error) {
+	var cases []PromptCase
+	err := ScanPrompts(name, r, func(_ int, c PromptCase) error {
+		cases = append(cases, c)
+		return nil
+	})
+	return cases, err
+}
+
+// ScanPrompts reads a prompts file line by line and calls fn with each good
+// case and its line number. Blank lines are skipped but counted, so line
+// numbers match an editor's. Every case is checked (valid JSON, an id, an
+// input, unique ids) and all problems are returned together, each naming
+// the file, line and field; fn is still called for the good cases. Memory
+// stays small: only a 64-bit hash and a line number are kept per id.
+func ScanPrompts(name string, r io.Reader, fn func(lineNo int, c PromptCase) error) error {
 	var (
-		cases []PromptCase
 		errs  []error
-		seen  = map[string]int{}
+		seen  = map[uint64]int{}
+		count int
 	)
 	err := EachLine(r, func(lineNo int, line []byte) error {
 		c, err := ParsePrompt(line)
@@ -57,25 +71,28 @@ func ReadPrompts(name string, r io.Reader) ([]PromptCase, error) {
 			}
 			return nil
 		}
-		if first, dup := seen[c.ID]; dup {
+		h := fnv.New64a()
+		h.Write([]byte(c.ID))
+		key := h.Sum64()
+		if first, dup := seen[key]; dup {
 			errs = append(errs, &InputError{File: name, Line: lineNo, Field: "id",
 				Msg: fmt.Sprintf("duplicate id %q (first on line %d)", c.ID, first)})
 			return nil
 		}
-		seen[c.ID] = lineNo
-		cases = append(cases, c)
-		return nil
+		seen[key] = lineNo
+		count++
+		return fn(lineNo, c)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return fmt.Errorf("%s: %w", name, err)
 	}
 	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+		return errors.Join(errs...)
 	}
-	if len(cases) == 0 {
-		return nil, &InputError{File: name, Msg: "no prompt cases (the file is empty)"}
+	if count == 0 {
+		return &InputError{File: name, Msg: "no prompt cases (the file is empty)"}
 	}
-	return cases, nil
+	return nil
 }
 
 // ParsePrompt decodes and checks one prompt case. Errors are *InputError

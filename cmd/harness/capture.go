@@ -58,9 +58,10 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 			return inputError(fmt.Errorf("--resume: %w", err))
 		}
 	}
-	units := setup.units(k, done)
-	log := newProgress(e, f, len(units), setup.redact)
-	if len(units) == 0 {
+	defer setup.cleanup()
+	units, total := setup.units(k, done)
+	log := newProgress(e, f, total, setup.redact)
+	if total == 0 {
 		log.printf("nothing to run: all %d units are in %s\n", len(done), f.output)
 		return nil
 	}
@@ -88,7 +89,7 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 		return inputError(setup.redactErr(err))
 	}
 	if init.AgentInfo != nil {
-		log.printf("agent %s %s (ACP %d); %d units\n", init.AgentInfo.Name, init.AgentInfo.Version, init.ProtocolVersion, len(units))
+		log.printf("agent %s %s (ACP %d); %d units\n", init.AgentInfo.Name, init.AgentInfo.Version, init.ProtocolVersion, total)
 	}
 	w, closeOut, err := f.openOutput(e)
 	if err != nil {

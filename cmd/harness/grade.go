@@ -187,6 +187,9 @@ func mustMarshal(v any) json.RawMessage {
 	return b
 }
 
+// errGradeInterrupted marks a record whose grading was cut short.
+var errGradeInterrupted = errors.New("interrupted")
+
 // gradeJob is one record to grade, in input order.
 type gradeJob struct {
 	seq  int
@@ -267,6 +270,7 @@ func gradeFiles(ctx context.Context, e *env, f *gradeFlags, files []string, gs [
 	g := graders.Many(gs)
 	namesJSON := mustMarshal(names)
 
+	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	window := 2 * f.concurrency
@@ -332,6 +336,9 @@ func gradeFiles(ctx context.Context, e *env, f *gradeFlags, files []string, gs [
 			delete(pending, next)
 			next++
 			<-slots
+			if errors.Is(p.err, errGradeInterrupted) {
+				continue
+			}
 			if p.err != nil {
 				if firstErr == nil {
 					firstErr = p.err
@@ -381,7 +388,7 @@ func gradeFiles(ctx context.Context, e *env, f *gradeFlags, files []string, gs [
 		}
 		fmt.Fprintln(e.stderr, "harness grade: "+msg)
 	}
-	if ctx.Err() != nil {
+	if parent.Err() != nil {
 		return withCode(exitInterrupted, errors.New("interrupted; the output holds every finished record"))
 	}
 	if errored > 0 {
@@ -460,6 +467,12 @@ func gradeOne(ctx context.Context, j gradeJob, g graders.Grader, n int, cases ma
 		c = cases[rec.ID]
 	}
 	res := g.Grade(ctx, &graders.Input{Record: rec, Case: c})
+	if ctx.Err() != nil {
+		// Interrupted: the result is not the grader's verdict; leave the
+		// record out rather than write a spurious grader error.
+		d.err = errGradeInterrupted
+		return d
+	}
 	d.graded = true
 	d.pass = res.Pass
 	set := map[string]json.RawMessage{}

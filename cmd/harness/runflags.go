@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"path/filepath"
 	"strings"
@@ -88,8 +89,10 @@ func (f *runFlags) addFlags(fs *pflag.FlagSet) {
 
 // runSetup is everything a run needs, checked before any agent starts.
 type runSetup struct {
-	cases   []schemas.PromptCase
-	file    string
+	file    string // the prompts file as named on the command line
+	path    string // where to read it (a copy, for standard input)
+	cleanup func()
+	cases   int
 	cfg     capture.Config
 	redact  *redact.Redactor
 	graders []graders.Grader
@@ -102,14 +105,36 @@ func (f *runFlags) prepare(e *env, args, agent []string, cmdName string) (*runSe
 	if len(args) != 1 {
 		return nil, usageErrorf("want exactly one prompts file, got %d arguments", len(args))
 	}
-	s := &runSetup{file: args[0]}
-	r, err := jsonl.Open(args[0], e.stdin)
-	if err != nil {
-		return nil, inputError(fmt.Errorf("prompts: %w", err))
+	s := &runSetup{file: args[0], path: args[0], cleanup: func() {}}
+	if args[0] == "-" {
+		tmp, err := os.CreateTemp("", "harness-prompts-*.jsonl")
+		if err != nil {
+			return nil, err
+		}
+		s.path, s.cleanup = tmp.Name(), func() { os.Remove(tmp.Name()) }
+		_, err = io.Copy(tmp, e.stdin)
+		tmp.Close()
+		if err != nil {
+			s.cleanup()
+			return nil, inputError(fmt.Errorf("prompts from stdin: %w", err))
+		}
 	}
-	s.cases, err = schemas.ReadPrompts(args[0], r)
-	r.Close()
+	var caseErrs []error
+	err := s.scan(func(lineNo int, c *schemas.PromptCase) error {
+		s.cases++
+		if c.Workspace != "" {
+			if st, err := os.Stat(c.Workspace); err != nil || !st.IsDir() {
+				caseErrs = append(caseErrs, &schemas.InputError{File: s.file, Line: lineNo, Field: "workspace",
+					Msg: fmt.Sprintf("%s is not a directory", c.Workspace)})
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		err = errors.Join(caseErrs...)
+	}
 	if err != nil {
+		s.cleanup()
 		return nil, inputError(err)
 	}
 	if f.concurrency < 1 {
@@ -159,18 +184,6 @@ func (f *runFlags) prepare(e *env, args, agent []string, cmdName string) (*runSe
 		workspace, _ = filepath.Abs(f.workspace)
 		if st, err := os.Stat(workspace); err != nil || !st.IsDir() {
 			return nil, usageErrorf("--workspace %s: not a directory", f.workspace)
-		}
-	}
-	for i, c := range s.cases {
-		if c.Workspace != "" {
-			p := c.Workspace
-			if !filepath.IsAbs(p) {
-				p = filepath.Join(filepath.Dir(args[0]), p)
-			}
-			if st, err := os.Stat(p); err != nil || !st.IsDir() {
-				return nil, inputError(&schemas.InputError{File: args[0], Field: "workspace", Msg: fmt.Sprintf("case %q: %s is not a directory", c.ID, c.Workspace)})
-			}
-			s.cases[i].Workspace = p
 		}
 	}
 	agentEnv := os.Environ()
@@ -364,25 +377,52 @@ type unitKey struct {
 	trial int
 }
 
-// units lists the (case, trial) units of a run, in case order, less those
-// already done and those of other shards.
-func (s *runSetup) units(k int, done map[unitKey]bool) []capture.Unit {
-	var out []capture.Unit
-	i := 0
-	for ci := range s.cases {
-		for t := 1; t <= k; t++ {
-			i++
-			if s.shard[1] > 0 && (i-1)%s.shard[1] != s.shard[0]-1 {
-				continue
-			}
-			if done[unitKey{s.cases[ci].ID, t}] {
-				continue
-			}
-			out = append(out, capture.Unit{Case: &s.cases[ci], Trial: t})
-		}
+// scan reads the prompts file, calling fn with each case, its relative
+// workspace path resolved against the prompts file's directory.
+func (s *runSetup) scan(fn func(lineNo int, c *schemas.PromptCase) error) error {
+	r, err := jsonl.Open(s.path, nil)
+	if err != nil {
+		return fmt.Errorf("prompts: %w", err)
 	}
-	return out
+	defer r.Close()
+	return schemas.ScanPrompts(s.file, r, func(lineNo int, c schemas.PromptCase) error {
+		if c.Workspace != "" && !filepath.IsAbs(c.Workspace) && s.file != "-" {
+			c.Workspace = filepath.Join(filepath.Dir(s.file), c.Workspace)
+		}
+		return fn(lineNo, &c)
+	})
 }
+
+// units yields the (case, trial) units of a run in case order, less those
+// already done and those of other shards, reading the prompts file as it
+// goes; total is how many it will yield.
+func (s *runSetup) units(k int, done map[unitKey]bool) (seq iter.Seq[capture.Unit], total int) {
+	each := func(yield func(capture.Unit) bool) {
+		i := 0
+		s.scan(func(_ int, c *schemas.PromptCase) error {
+			for t := 1; t <= k; t++ {
+				i++
+				if s.shard[1] > 0 && (i-1)%s.shard[1] != s.shard[0]-1 {
+					continue
+				}
+				if done[unitKey{c.ID, t}] {
+					continue
+				}
+				if !yield(capture.Unit{Case: c, Trial: t}) {
+					return errStop
+				}
+			}
+			return nil
+		})
+	}
+	for range each {
+		total++
+	}
+	return each, total
+}
+
+// errStop ends a scan early.
+var errStop = errors.New("stop")
 
 // endLine makes sure a plain-text output ends with a newline before records
 // are appended, so a line torn by a crash stays a line of its own and the

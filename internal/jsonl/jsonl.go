@@ -99,7 +99,7 @@ func NewWriter(name string, w io.Writer) (*Writer, error) {
 	jw := &Writer{out: w}
 	switch {
 	case strings.HasSuffix(name, ".zst"):
-		z, err := zstd.NewWriter(w, zstd.WithEncoderConcurrency(1))
+		z, err := zstd.NewWriter(w, zstd.WithEncoderConcurrency(1), zstd.WithLowerEncoderMem(true), zstd.WithWindowSize(1<<20))
 		if err != nil {
 			return nil, err
 		}

@@ -1,0 +1,442 @@
+package graders
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dop251/goja"
+	"github.com/evanw/esbuild/pkg/api"
+
+	"harness/schemas"
+)
+
+// jsGrader runs a JavaScript grade(input) in-process with goja, so no
+// Node.js is needed. See jsRuntime for how state is kept apart between
+// records.
+type jsGrader struct {
+	name      string
+	file      string // for messages: the file or config the code came from
+	prog      *goja.Program
+	timeout   time.Duration
+	threshold float64
+	pool      sync.Pool // of *jsRuntime
+}
+
+// moduleWrapper turns CommonJS output into an expression whose value is a
+// function returning the grade function.
+const (
+	moduleHead = "(function(exports, require, module, __filename, __dirname) {\n"
+	moduleTail = "\n;var __m = module.exports, __d = __m && __m.default;\n" +
+		"if (__m && typeof __m.grade === 'function') return __m.grade;\n" +
+		"if (typeof __d === 'function') return __d;\n" +
+		"if (__d && typeof __d.grade === 'function') return __d.grade;\n" +
+		"if (typeof __m === 'function') return __m;\n" +
+		"if (typeof grade === 'function') return grade;\n" +
+		"return undefined;\n})"
+)
+
+// newJSModule builds a grader from a JS/TS file (acp-harness module
+// exporting grade, or an RFT-style script defining grade).
+func newJSModule(name, file, src, ext string, timeout time.Duration, threshold float64) (*jsGrader, error) {
+	loader := api.LoaderJS
+	switch ext {
+	case ".ts", ".mts", ".cts":
+		loader = api.LoaderTS
+	}
+	res := api.Transform(src, api.TransformOptions{
+		Loader:     loader,
+		Format:     api.FormatCommonJS,
+		Target:     api.ES2017,
+		Sourcefile: file,
+		Platform:   api.PlatformNeutral,
+	})
+	if len(res.Errors) > 0 {
+		var msgs []string
+		for _, m := range res.Errors {
+			loc := ""
+			if m.Location != nil {
+				loc = fmt.Sprintf("%d:%d: ", m.Location.Line, m.Location.Column)
+			}
+			msgs = append(msgs, loc+m.Text)
+		}
+		return nil, fmt.Errorf("grader %s: %s", file, strings.Join(msgs, "; "))
+	}
+	code := moduleHead + string(res.Code) + moduleTail
+	prog, err := goja.Compile(file, code, false)
+	if err != nil {
+		return nil, fmt.Errorf("grader %s: %w", file, err)
+	}
+	g := &jsGrader{name: name, file: file, prog: prog, timeout: timeout, threshold: threshold}
+	if err := g.check(); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// newJSScript builds a grader from RFT-style script text: code defining a
+// function grade(input), or just the body of such a function.
+func newJSScript(name, file, src string, timeout time.Duration, threshold float64) (*jsGrader, error) {
+	wrap := func(body string) string {
+		return "(function() {\n" + body + "\n;if (typeof grade === 'function') return grade; return undefined;\n})"
+	}
+	code := src
+	if _, err := goja.Compile(file, src, false); err != nil {
+		// Not a valid script on its own (a top-level return): treat it as
+		// the body of grade(input).
+		code = "function grade(input) {\n" + src + "\n}"
+		if _, err2 := goja.Compile(file, code, false); err2 != nil {
+			return nil, fmt.Errorf("grader %s: %w", file, err)
+		}
+	}
+	prog, err := goja.Compile(file, wrap(code), false)
+	if err != nil {
+		return nil, fmt.Errorf("grader %s: %w", file, err)
+	}
+	g := &jsGrader{name: name, file: file, prog: prog, timeout: timeout, threshold: threshold}
+	if err := g.check(); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// Name implements Grader.
+func (g *jsGrader) Name() string { return g.name }
+
+// jsRuntime is a goja runtime prepared for one grader: console and
+// require installed, the program compiled in. Runtimes are pooled; every
+// call re-evaluates the module body inside its wrapper function, so
+// top-level declarations (var, let, const, function) start fresh for each
+// record. Only implicit globals (globalThis.x = ...) could survive from one
+// call to the next. A runtime that was interrupted or threw is dropped.
+type jsRuntime struct {
+	vm      *goja.Runtime
+	outer   goja.Callable // the module wrapper
+	console tailBuffer    // what the current call logged
+}
+
+func (g *jsGrader) newRuntime() (*jsRuntime, error) {
+	rt := &jsRuntime{vm: goja.New(), console: tailBuffer{n: stderrTail}}
+	vm := rt.vm
+	logf := func(call goja.FunctionCall) goja.Value {
+		parts := make([]string, len(call.Arguments))
+		for i, a := range call.Arguments {
+			parts[i] = a.String()
+		}
+		rt.console.Write([]byte(strings.Join(parts, " ") + "\n"))
+		return goja.Undefined()
+	}
+	console := vm.NewObject()
+	for _, k := range []string{"log", "error", "warn", "info", "debug"} {
+		_ = console.Set(k, logf)
+	}
+	_ = vm.Set("console", console)
+	v, err := vm.RunProgram(g.prog)
+	if err != nil {
+		return nil, err
+	}
+	outer, ok := goja.AssertFunction(v)
+	if !ok {
+		return nil, fmt.Errorf("grader %s: internal: wrapper is not a function", g.file)
+	}
+	rt.outer = outer
+	return rt, nil
+}
+
+// instance evaluates the module body afresh and returns its grade function.
+func (g *jsGrader) instance(rt *jsRuntime) (goja.Callable, error) {
+	vm := rt.vm
+	file := g.file
+	require := func(call goja.FunctionCall) goja.Value {
+		mod := call.Argument(0).String()
+		panic(vm.NewGoError(fmt.Errorf("grader %s imports %q: the in-process JavaScript runtime cannot load npm packages, Node built-ins or other files (type-only imports are fine); bundle the grader into one file, or make it an executable grader (e.g. a script starting with #!/usr/bin/env bun or node)", file, mod)))
+	}
+	module := vm.NewObject()
+	exports := vm.NewObject()
+	_ = module.Set("exports", exports)
+	gv, err := rt.outer(goja.Undefined(), exports, vm.ToValue(require), module, vm.ToValue(g.file), vm.ToValue("."))
+	if err != nil {
+		return nil, err
+	}
+	fn, ok := goja.AssertFunction(gv)
+	if !ok {
+		return nil, fmt.Errorf("grader %s: does not define grade (want `export function grade(input)`, `export const grade = ...`, a default export, or a top-level `function grade(input)`)", g.file)
+	}
+	return fn, nil
+}
+
+// check evaluates the program once at load time so a missing grade, a
+// syntax error or an npm import is reported before any agent runs.
+func (g *jsGrader) check() error {
+	rt, err := g.newRuntime()
+	if err == nil {
+		t := time.AfterFunc(g.timeout, func() { rt.vm.Interrupt("timeout") })
+		_, err = g.instance(rt)
+		t.Stop()
+		if err == nil {
+			g.pool.Put(rt)
+		}
+	}
+	if err != nil {
+		var ie *goja.InterruptedError
+		if errors.As(err, &ie) {
+			return fmt.Errorf("grader %s: top-level code did not finish within %v", g.file, g.timeout)
+		}
+		if strings.HasPrefix(err.Error(), "grader ") {
+			return err
+		}
+		return fmt.Errorf("grader %s: %w", g.file, err)
+	}
+	return nil
+}
+
+// Grade implements Grader.
+func (g *jsGrader) Grade(ctx context.Context, in *Input) schemas.GraderResult {
+	start := time.Now()
+	return finish(g.grade(ctx, in), g.name, start)
+}
+
+func (g *jsGrader) grade(ctx context.Context, in *Input) schemas.GraderResult {
+	rt, _ := g.pool.Get().(*jsRuntime)
+	if rt == nil {
+		var err error
+		if rt, err = g.newRuntime(); err != nil {
+			return failure(schemas.ErrGraderError, "starting JavaScript runtime: %v", err)
+		}
+	}
+	vm := rt.vm
+	rt.console = tailBuffer{n: stderrTail}
+	cons := &rt.console
+	reuse := false
+	timedOut := make(chan struct{})
+	t := time.AfterFunc(g.timeout, func() { close(timedOut); vm.Interrupt("timeout") })
+	stop := context.AfterFunc(ctx, func() { vm.Interrupt("cancelled") })
+	defer func() {
+		// Pool the runtime only after a clean call whose interrupts were
+		// disarmed before they could fire.
+		stopped, unhooked := t.Stop(), stop()
+		if reuse && stopped && unhooked {
+			vm.ClearInterrupt()
+			g.pool.Put(rt)
+		}
+	}()
+	jsErr := func(err error) schemas.GraderResult {
+		var ie *goja.InterruptedError
+		if errors.As(err, &ie) {
+			select {
+			case <-timedOut:
+				return schemas.GraderResult{Error: &schemas.ErrorInfo{Class: schemas.ErrGraderTimeout,
+					Message: fmt.Sprintf("grade(input) did not finish within %v", g.timeout), Stderr: tail(cons.String(), 2000)}}
+			default:
+				return failure(schemas.ErrGraderError, "grading cancelled: %v", ctx.Err())
+			}
+		}
+		msg := err.Error()
+		var ex *goja.Exception
+		if errors.As(err, &ex) {
+			msg = ex.String()
+		}
+		return schemas.GraderResult{Error: &schemas.ErrorInfo{Class: schemas.ErrGraderError,
+			Message: "grade(input) threw: " + truncate(msg, 1000), Stderr: tail(cons.String(), 2000)}}
+	}
+	fn, err := g.instance(rt)
+	if err != nil {
+		return jsErr(err)
+	}
+	jsonObj := vm.Get("JSON").ToObject(vm)
+	arg, err := inputValue(vm, jsPayload(in))
+	if err != nil {
+		return failure(schemas.ErrGraderError, "encoding grader input: %v", err)
+	}
+	v, err := fn(goja.Undefined(), arg)
+	if err != nil {
+		return jsErr(err)
+	}
+	if p, ok := v.Export().(*goja.Promise); ok {
+		switch p.State() {
+		case goja.PromiseStatePending:
+			return failure(schemas.ErrGraderError, "grade(input) returned a promise that never settled (there is no event loop: timers and I/O are not available)")
+		case goja.PromiseStateRejected:
+			r := p.Result()
+			msg := r.String()
+			if o, ok := r.(*goja.Object); ok {
+				if st := o.Get("stack"); st != nil && !goja.IsUndefined(st) {
+					msg = st.String()
+				}
+			}
+			return schemas.GraderResult{Error: &schemas.ErrorInfo{Class: schemas.ErrGraderError,
+				Message: "grade(input) rejected: " + truncate(msg, 1000), Stderr: tail(cons.String(), 2000)}}
+		}
+		v = p.Result()
+	}
+	res := g.convert(vm, jsonObj, v)
+	reuse = true
+	return res
+}
+
+// convert turns grade's return value into a result: a number is the score,
+// a boolean is pass, an object is a grader result.
+func (g *jsGrader) convert(vm *goja.Runtime, jsonObj *goja.Object, v goja.Value) schemas.GraderResult {
+	if v == nil || goja.IsUndefined(v) || goja.IsNull(v) {
+		return failure(schemas.ErrGraderInvalid, "grade(input) returned %v (want a number 0..1 or a result object)", v)
+	}
+	switch x := v.Export().(type) {
+	case int64:
+		r, ei := scoreResult(float64(x), g.threshold)
+		r.Error = ei
+		return r
+	case float64:
+		r, ei := scoreResult(x, g.threshold)
+		r.Error = ei
+		return r
+	case bool:
+		if x {
+			return schemas.GraderResult{Pass: true, Score: 1}
+		}
+		return schemas.GraderResult{Pass: false, Score: 0}
+	case string:
+		return failure(schemas.ErrGraderInvalid, "grade(input) returned a string %q (want a number 0..1 or a result object)", truncate(x, 100))
+	}
+	stringify, _ := goja.AssertFunction(jsonObj.Get("stringify"))
+	s, err := stringify(jsonObj, v)
+	if err != nil {
+		return failure(schemas.ErrGraderInvalid, "grade(input) returned a value that is not JSON: %v", err)
+	}
+	r, ei := parseResult([]byte(s.String()), g.threshold)
+	if ei != nil {
+		ei.Message = "grade(input) returned an invalid result: " + ei.Message
+		return schemas.GraderResult{Error: ei}
+	}
+	return r
+}
+
+// inputValue builds the JS object grade(input) receives: plain JS objects
+// and arrays (keys in sorted order, so graders are deterministic), built
+// directly from Go values, which is several times faster than JSON.parse.
+// The trajectory, the biggest part and one most graders never read, is
+// converted on first access.
+func inputValue(vm *goja.Runtime, p map[string]any) (_ goja.Value, err error) {
+	defer func() {
+		// toJS reports conversion failures by panicking with a JS error.
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	obj := vm.NewObject()
+	keys := make([]string, 0, len(p))
+	for k := range p {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if k == "trajectory" {
+			var cached goja.Value
+			raw := p[k]
+			get := vm.ToValue(func(goja.FunctionCall) goja.Value {
+				if cached == nil {
+					v, err := goValueToJS(vm, raw)
+					if err != nil {
+						panic(vm.NewGoError(err))
+					}
+					cached = v
+				}
+				return cached
+			})
+			set := vm.ToValue(func(c goja.FunctionCall) goja.Value {
+				cached = c.Argument(0)
+				return goja.Undefined()
+			})
+			if err := obj.DefineAccessorProperty(k, get, set, goja.FLAG_TRUE, goja.FLAG_TRUE); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		v, err := goValueToJS(vm, p[k])
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", k, err)
+		}
+		_ = obj.Set(k, v)
+	}
+	return obj, nil
+}
+
+// goValueToJS converts a Go value to plain JS values; maps and slices of
+// any are walked directly, anything else goes through its JSON encoding.
+func goValueToJS(vm *goja.Runtime, v any) (goja.Value, error) {
+	switch x := v.(type) {
+	case map[string]any, []any, string, bool, float64, int, int64, nil:
+		return toJS(vm, x), nil
+	case schemas.Turns:
+		if !x.Multi && len(x.List) == 1 {
+			return vm.ToValue(x.List[0]), nil
+		}
+		items := make([]any, len(x.List))
+		for i, t := range x.List {
+			items[i] = t
+		}
+		return vm.NewArray(items...), nil
+	case schemas.Timing:
+		o := vm.NewObject()
+		_ = o.Set("start", x.Start)
+		_ = o.Set("end", x.End)
+		if x.FirstResponse != nil {
+			_ = o.Set("firstResponse", *x.FirstResponse)
+		}
+		_ = o.Set("sessionCreation", x.SessionCreation)
+		_ = o.Set("total", x.Total)
+		return o, nil
+	case *schemas.Usage:
+		if x == nil {
+			return goja.Null(), nil
+		}
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var data any
+	if err := json.Unmarshal(b, &data); err != nil {
+		return nil, err
+	}
+	return toJS(vm, data), nil
+}
+
+// toJS converts a decoded JSON value into plain JS values: objects with
+// their keys in sorted order, real arrays.
+func toJS(vm *goja.Runtime, v any) goja.Value {
+	switch x := v.(type) {
+	case map[string]any:
+		o := vm.NewObject()
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			e, err := goValueToJS(vm, x[k])
+			if err != nil {
+				panic(vm.NewGoError(err))
+			}
+			_ = o.Set(k, e)
+		}
+		return o
+	case []any:
+		items := make([]any, len(x))
+		for i, e := range x {
+			v, err := goValueToJS(vm, e)
+			if err != nil {
+				panic(vm.NewGoError(err))
+			}
+			items[i] = v
+		}
+		return vm.NewArray(items...)
+	case nil:
+		return goja.Null()
+	}
+	return vm.ToValue(v)
+}

@@ -1,0 +1,3 @@
+#!/bin/sh
+echo "output lacks the answer"
+exit 1

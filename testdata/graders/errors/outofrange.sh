@@ -1,0 +1,2 @@
+#!/bin/sh
+echo "{\"pass\": true, \"score\": 1.5}"
