@@ -33,6 +33,7 @@ type Recorder struct {
 	lastChunk *stepState
 
 	outputs       []strings.Builder // agent message text per turn (index 0: setup)
+	firstTurn     time.Time         // when turn 1 began
 	firstResponse *time.Time
 	plan          json.RawMessage
 	usage         schemas.Usage
@@ -71,6 +72,9 @@ func (r *Recorder) BeginTurn(n int, at time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.turn, r.turnStart, r.phase = n, at, ""
+	if n == 1 {
+		r.firstTurn = at
+	}
 	for len(r.outputs) <= n {
 		r.outputs = append(r.outputs, strings.Builder{})
 	}
@@ -450,12 +454,14 @@ func (r *Recorder) AddStrays(strays []acp.Stray, dropped int) {
 
 // Result is what a sealed recorder hands back.
 type Result struct {
-	Steps         []schemas.Step
-	Output        string
-	Plan          json.RawMessage
-	Usage         *schemas.Usage
-	ToolErrors    bool
-	FirstResponse *time.Time
+	Steps      []schemas.Step
+	Output     string
+	Plan       json.RawMessage
+	Usage      *schemas.Usage
+	ToolErrors bool
+	// FirstResponse is the time from the first prompt to the agent's first
+	// update of that turn, when there was one.
+	FirstResponse *time.Duration
 }
 
 // Seal ends the recording and returns the trajectory, with step ids
@@ -476,10 +482,13 @@ func (r *Recorder) Seal(prefix string) Result {
 		steps[i] = st
 	}
 	res := Result{
-		Steps:         steps,
-		Plan:          r.plan,
-		ToolErrors:    r.toolErrors,
-		FirstResponse: r.firstResponse,
+		Steps:      steps,
+		Plan:       r.plan,
+		ToolErrors: r.toolErrors,
+	}
+	if r.firstResponse != nil {
+		d := r.firstResponse.Sub(r.firstTurn)
+		res.FirstResponse = &d
 	}
 	last := len(r.outputs) - 1
 	res.Output = r.outputs[last].String()

@@ -189,11 +189,31 @@ func (r *Runner) Run(ctx context.Context, units iter.Seq[Unit], emit func(*schem
 		emitErr  error
 		emitOnce sync.Once
 	)
-	safeEmit := func(rec *schemas.CaptureRecord) {
-		r.stats.add(rec)
-		if err := emit(rec); err != nil {
-			emitOnce.Do(func() { emitErr = err; stop() })
-		}
+	// Finished records are graded and emitted off the workers, so a slow
+	// grader never delays the next case's prompt or skews its timing.
+	type finished struct {
+		rec  *schemas.CaptureRecord
+		c    *schemas.PromptCase
+		done func()
+	}
+	graded := make(chan finished)
+	var gwg sync.WaitGroup
+	for i := 0; i < r.cfg.Concurrency; i++ {
+		gwg.Add(1)
+		go func() {
+			defer gwg.Done()
+			for f := range graded {
+				r.grade(f.rec, f.c)
+				f.done()
+				r.stats.add(f.rec)
+				if err := emit(f.rec); err != nil {
+					emitOnce.Do(func() { emitErr = err; stop() })
+				}
+			}
+		}()
+	}
+	safeEmit := func(rec *schemas.CaptureRecord, c *schemas.PromptCase, done func()) {
+		graded <- finished{rec, c, done}
 	}
 	var wg sync.WaitGroup
 	for i := 0; i < r.cfg.Concurrency; i++ {
@@ -219,6 +239,8 @@ func (r *Runner) Run(ctx context.Context, units iter.Seq[Unit], emit func(*schem
 	}
 	close(work)
 	wg.Wait()
+	close(graded)
+	gwg.Wait()
 	select {
 	case ag := <-r.ready:
 		ag.shutdown(r.cfg.CancelGrace)
@@ -347,4 +369,19 @@ func authHint(ag *agent) string {
 		ids = append(ids, m.ID)
 	}
 	return fmt.Sprintf("; the agent offers auth methods %s: choose one with --auth", strings.Join(ids, ", "))
+}
+
+// grade puts the graders' verdict on a record whose run got far enough to
+// be graded.
+func (r *Runner) grade(rec *schemas.CaptureRecord, c *schemas.PromptCase) {
+	if r.cfg.Grade == nil || (rec.Error != nil && rec.Error.Class != schemas.ErrAgentError) {
+		return
+	}
+	results := r.cfg.Grade(context.Background(), rec, c)
+	if len(results) == 1 {
+		rec.Score = &results[0]
+	} else if len(results) > 1 {
+		rec.Scores = results
+		rec.Score = combine(results)
+	}
 }

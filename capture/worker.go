@@ -18,7 +18,7 @@ import (
 type worker struct {
 	r    *Runner
 	ag   *agent
-	emit func(*schemas.CaptureRecord)
+	emit func(rec *schemas.CaptureRecord, c *schemas.PromptCase, done func())
 	// prev is the last case, kept open for late updates until the next
 	// case's session exists or its settle time is up.
 	prev *caseRun
@@ -288,8 +288,7 @@ func (w *worker) finish(run *caseRun) {
 	rec.Timing.Total = run.end.Sub(run.start).Milliseconds()
 	rec.Timing.SessionCreation = run.sessionDur.Milliseconds()
 	if res.FirstResponse != nil {
-		d := res.FirstResponse.Sub(run.start).Milliseconds() - rec.Timing.SessionCreation
-		d = max(d, 0)
+		d := res.FirstResponse.Milliseconds()
 		rec.Timing.FirstResponse = &d
 	}
 	if run.err != nil {
@@ -310,19 +309,13 @@ func (w *worker) finish(run *caseRun) {
 			rec.Workspace.FileChanges = []schemas.FileChange{}
 		}
 	}
-	if cfg.Grade != nil && (rec.Error == nil || rec.Error.Class == schemas.ErrAgentError) {
-		results := cfg.Grade(context.Background(), rec, run.unit.Case)
-		if len(results) == 1 {
-			rec.Score = &results[0]
-		} else if len(results) > 1 {
-			rec.Scores = results
-			rec.Score = combine(results)
+	// Grading goes on beside the next case; it may read the workspace, which
+	// is removed once it is done.
+	w.emit(rec, run.unit.Case, func() {
+		if run.ws != nil && !cfg.KeepWorkspaces {
+			run.ws.Remove()
 		}
-	}
-	if run.ws != nil && !cfg.KeepWorkspaces {
-		run.ws.Remove()
-	}
-	w.emit(rec)
+	})
 }
 
 // combine sums up several grader results: it passes when all pass, its

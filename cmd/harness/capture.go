@@ -43,23 +43,41 @@ Examples:
 		if err != nil {
 			return err
 		}
-		return runUnits(ctx, e, &f, setup, 1, nil)
+		return runUnits(ctx, e, &f, setup, 1, runHooks{})
 	}
 	return c
 }
 
-// runUnits runs k trials of every case and writes what collect makes of
-// the records (nil: every record as it comes).
-func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, collect func(*schemas.CaptureRecord, *jsonl.Writer) error) error {
-	done := map[unitKey]bool{}
-	if f.resume {
-		var err error
-		if done, err = readDone(f.output, f.retryErrors, e.stdin); err != nil {
-			return inputError(fmt.Errorf("--resume: %w", err))
+// runHooks let trials change how runUnits treats records.
+type runHooks struct {
+	// done lists the units not to run; nil reads them from the output
+	// with --resume.
+	done map[unitKey]bool
+	// onCase sees every case as the run reaches it, in file order.
+	onCase func(*schemas.PromptCase)
+	// collect takes each finished record instead of writing it.
+	collect func(*schemas.CaptureRecord, *jsonl.Writer) error
+	// finish runs after the last record, before the output is closed.
+	finish func(w *jsonl.Writer, stats *capture.Stats, interrupted bool) error
+}
+
+// runUnits runs k trials of every case and writes each record as it
+// comes, or hands it to hooks.collect.
+func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, hooks runHooks) error {
+	defer setup.cleanup()
+	done := hooks.done
+	if done == nil {
+		done = map[unitKey]bool{}
+		if f.resume {
+			var err error
+			if done, err = readDone(f.output, f.retryErrors, e.stdin); err != nil {
+				return inputError(fmt.Errorf("--resume: %w", err))
+			}
 		}
 	}
-	defer setup.cleanup()
-	units, total := setup.units(k, done)
+	_, total := setup.units(k, done, nil)
+	units, _ := setup.units(k, done, hooks.onCase)
+	collect := hooks.collect
 	log := newProgress(e, f, total, setup.redact)
 	if total == 0 {
 		log.printf("nothing to run: all %d units are in %s\n", len(done), f.output)
@@ -106,6 +124,10 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 		return writeRecord(w, setup, rec)
 	}
 	stats, runErr := runner.Run(ctx, units, emit)
+	var gateErr error
+	if hooks.finish != nil && runErr == nil {
+		gateErr = hooks.finish(w, stats, ctx.Err() != nil)
+	}
 	if err := closeOut(); err != nil && runErr == nil {
 		runErr = fmt.Errorf("output: %w", err)
 	}
@@ -115,6 +137,8 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 		return runErr
 	case ctx.Err() != nil:
 		return withCode(exitInterrupted, fmt.Errorf("interrupted; finished records are in the output, continue with --resume"))
+	case gateErr != nil:
+		return gateErr
 	case stats.InfraErrors() > 0:
 		return withCode(exitInfraErrors, fmt.Errorf("%d records have infrastructure errors", stats.InfraErrors()))
 	}

@@ -217,7 +217,7 @@ func (f *runFlags) prepare(e *env, args, agent []string, cmdName string) (*runSe
 	for _, spec := range f.graders {
 		g, err := graders.Load(spec, gopts)
 		if err != nil {
-			return nil, inputError(fmt.Errorf("grader %s: %w", spec, err))
+			return nil, inputError(err)
 		}
 		s.graders = append(s.graders, g)
 	}
@@ -396,10 +396,13 @@ func (s *runSetup) scan(fn func(lineNo int, c *schemas.PromptCase) error) error 
 // units yields the (case, trial) units of a run in case order, less those
 // already done and those of other shards, reading the prompts file as it
 // goes; total is how many it will yield.
-func (s *runSetup) units(k int, done map[unitKey]bool) (seq iter.Seq[capture.Unit], total int) {
+func (s *runSetup) units(k int, done map[unitKey]bool, onCase func(*schemas.PromptCase)) (seq iter.Seq[capture.Unit], total int) {
 	each := func(yield func(capture.Unit) bool) {
 		i := 0
 		s.scan(func(_ int, c *schemas.PromptCase) error {
+			if onCase != nil {
+				onCase(c)
+			}
 			for t := 1; t <= k; t++ {
 				i++
 				if s.shard[1] > 0 && (i-1)%s.shard[1] != s.shard[0]-1 {
@@ -415,8 +418,10 @@ func (s *runSetup) units(k int, done map[unitKey]bool) (seq iter.Seq[capture.Uni
 			return nil
 		})
 	}
-	for range each {
-		total++
+	if onCase == nil {
+		for range each {
+			total++
+		}
 	}
 	return each, total
 }

@@ -2,20 +2,307 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
 
 	"github.com/spf13/pflag"
+
+	"harness/capture"
+	"harness/internal/jsonl"
+	"harness/schemas"
+	"harness/trials"
 )
 
 func newTrialsCmd() *command {
+	var (
+		f           runFlags
+		k           int
+		seed        uint64
+		resamples   int
+		summaryPath string
+		minRate     string
+		minAt       []string
+		minExp      []string
+	)
 	c := &command{
 		name:  "trials",
-		usage: "trials",
-		short: "(not available in this build)",
+		usage: "trials PROMPTS -k N [flags] -- AGENT [ARGS...]",
+		short: "run each case k times, grade every trial, and compute pass@k and pass^k",
+		long: `trials runs k trials of every case, each in a fresh session (and a fresh
+workspace copy with --workspace), grades them with -g, and writes one trials
+record per case: n (graded trials), c (passes), passRate with its Wilson 95%
+interval, the unbiased pass@k = 1 - C(n-c,k)/C(n,k) and pass^k = C(c,k)/C(n,k)
+at k = 1..n (passAt, passExp), and passAtK / passExpK at the asked k. Trials
+that failed for infrastructure reasons (agent crash, timeout, grader error)
+are left out of n and counted by class. The last line (or --summary FILE) is
+the run summary: means over cases with bootstrap 95% intervals; a table of
+it is printed on stderr.
+
+-j schedules (case, trial) units over agent processes; two trials of one
+case never share a session or a workspace. While cases are in progress their
+finished trials are kept in OUTPUT.partial, so --resume reruns only the
+trials that had not finished.
+
+Examples:
+  harness trials prompts.jsonl -k 5 -g grader.py -o trials.jsonl -- ./my-agent
+  harness trials prompts.jsonl -k 10 -j 8 -g judge.yaml --min-pass-at 1=0.6 -o t.jsonl -- npx @google/gemini-cli --acp
+  harness trials prompts.jsonl -k 5 -g grader.py -o t.jsonl --resume -- ./my-agent`,
+		agent: true,
 		flags: pflag.NewFlagSet("trials", pflag.ContinueOnError),
 	}
+	c.flags.IntVarP(&k, "k", "k", 5, "trials per case")
+	f.addFlags(c.flags)
+	c.flags.Uint64Var(&seed, "seed", trials.DefaultSeed, "seed of the bootstrap intervals")
+	c.flags.IntVar(&resamples, "resamples", trials.DefaultResamples, "bootstrap resamples")
+	c.flags.StringVar(&summaryPath, "summary", "", "write the run summary (JSON) to `file` instead of as the last output line")
+	c.flags.StringVar(&minRate, "min-pass-rate", "", "exit 1 unless the pass rate is at least `x` (0..1)")
+	c.flags.StringArrayVar(&minAt, "min-pass-at", nil, "exit 1 unless mean pass@K is at least X (`K=X`); repeatable")
+	c.flags.StringArrayVar(&minExp, "min-pass-exp", nil, "exit 1 unless mean pass^K is at least X (`K=X`); repeatable")
 	c.run = func(ctx context.Context, e *env, args, agent []string) error {
-		return errors.New("trials is not available in this build")
+		if k < 1 {
+			return usageErrorf("-k must be at least 1")
+		}
+		gates, err := trials.ParseGates(minRate, minAt, minExp)
+		if err != nil {
+			return usageErrorf("%v", err)
+		}
+		if summaryPath != "" {
+			if _, err := os.Stat(summaryPath); err == nil && !f.force {
+				return usageErrorf("--summary %s already exists; use --force to overwrite it", summaryPath)
+			}
+		}
+		setup, err := f.prepare(e, args, agent, "trials")
+		if err != nil {
+			return err
+		}
+		if setup.shard[1] > 0 {
+			// A shard holds only some trials of a case: it writes capture
+			// records, and merge builds the trials records.
+			return runUnits(ctx, e, &f, setup, k, runHooks{})
+		}
+		col := &trialsCollector{k: k, open: map[string]*pendingCase{}, summary: trials.NewSummary(k), setup: setup}
+		if f.output != "" && f.output != "-" {
+			col.partialPath = f.output + ".partial"
+		}
+		done := map[unitKey]bool{}
+		if f.resume {
+			if err := col.resume(f.output, f.retryErrors, done); err != nil {
+				setup.cleanup()
+				return inputError(fmt.Errorf("--resume: %w", err))
+			}
+		} else if col.partialPath != "" {
+			os.Remove(col.partialPath)
+		}
+		if len(setup.graders) == 0 && !f.quiet {
+			fmt.Fprintln(e.stderr, "harness trials: no grader (-g): trials are recorded but nothing is scored")
+		}
+		return runUnits(ctx, e, &f, setup, k, runHooks{
+			done:    done,
+			onCase:  col.seeCase,
+			collect: col.add,
+			finish: func(w *jsonl.Writer, stats *capture.Stats, interrupted bool) error {
+				return col.finish(e, &f, w, interrupted, summaryPath, seed, resamples, gates)
+			},
+		})
 	}
 	return c
+}
+
+// trialsCollector gathers the trials of each case until all k are in, then
+// writes the case's trials record. Only cases in progress are held.
+type trialsCollector struct {
+	mu          sync.Mutex
+	k           int
+	open        map[string]*pendingCase
+	summary     *trials.Summary
+	setup       *runSetup
+	partialPath string
+	partial     *jsonl.Writer
+	partialFile *os.File
+	w           *jsonl.Writer
+}
+
+type pendingCase struct {
+	c    *schemas.PromptCase
+	recs []schemas.CaptureRecord
+}
+
+// resume loads what an earlier run left: whole cases in the output (their
+// units are done and they count in the summary) and finished trials of
+// unfinished cases in the partial file.
+func (t *trialsCollector) resume(output string, retryErrors bool, done map[unitKey]bool) error {
+	complete := map[string]bool{}
+	err := eachJSONLine(output, func(line []byte) error {
+		var probe struct {
+			Type string `json:"type"`
+			K    *int   `json:"k"`
+		}
+		json.Unmarshal(line, &probe)
+		if probe.Type == schemas.SummaryType || probe.K == nil {
+			return nil
+		}
+		var tr schemas.TrialsRecord
+		if err := json.Unmarshal(line, &tr); err != nil {
+			return nil // a line torn by a crash: the case is rerun
+		}
+		if retryErrors && len(tr.Errors) > 0 {
+			return nil
+		}
+		complete[tr.ID] = true
+		t.summary.Add(tr)
+		for i := 1; i <= t.k; i++ {
+			done[unitKey{tr.ID, i}] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if t.partialPath == "" {
+		return nil
+	}
+	return eachJSONLine(t.partialPath, func(line []byte) error {
+		var rec schemas.CaptureRecord
+		if json.Unmarshal(line, &rec) != nil || complete[rec.ID] || done[unitKey{rec.ID, rec.Trial}] {
+			return nil
+		}
+		if rec.Error != nil && (retryErrors || rec.Error.Class == schemas.ErrInterrupted) {
+			return nil
+		}
+		p := t.open[rec.ID]
+		if p == nil {
+			p = &pendingCase{}
+			t.open[rec.ID] = p
+		}
+		p.recs = append(p.recs, rec)
+		done[unitKey{rec.ID, rec.Trial}] = true
+		return nil
+	})
+}
+
+func eachJSONLine(name string, fn func([]byte) error) error {
+	r, err := jsonl.Open(name, nil)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if err := schemas.EachLine(r, func(_ int, line []byte) error { return fn(line) }); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
+}
+
+// seeCase is called as the run reaches each case: a case whose trials all
+// came from the partial file is complete already.
+func (t *trialsCollector) seeCase(c *schemas.PromptCase) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p := t.open[c.ID]
+	if p == nil {
+		p = &pendingCase{}
+		t.open[c.ID] = p
+	}
+	p.c = c
+	if len(p.recs) >= t.k && t.w != nil {
+		t.complete(p)
+	}
+}
+
+// add takes one finished trial.
+func (t *trialsCollector) add(rec *schemas.CaptureRecord, w *jsonl.Writer) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.w = w
+	if err := t.keepPartial(rec); err != nil {
+		return err
+	}
+	p := t.open[rec.ID]
+	if p == nil {
+		p = &pendingCase{}
+		t.open[rec.ID] = p
+	}
+	p.recs = append(p.recs, *rec)
+	if len(p.recs) >= t.k && p.c != nil {
+		return t.complete(p)
+	}
+	return nil
+}
+
+// keepPartial appends a finished trial to the partial file; t.mu is held.
+func (t *trialsCollector) keepPartial(rec *schemas.CaptureRecord) error {
+	if t.partialPath == "" {
+		return nil
+	}
+	if t.partial == nil {
+		f, err := os.OpenFile(t.partialPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("partial trials: %w", err)
+		}
+		if err := endLine(f); err != nil {
+			f.Close()
+			return err
+		}
+		t.partialFile = f
+		t.partial, _ = jsonl.NewWriter("", f)
+	}
+	return writeRecord(t.partial, t.setup, rec)
+}
+
+// complete writes a case's trials record; t.mu is held.
+func (t *trialsCollector) complete(p *pendingCase) error {
+	tr := trials.BuildRecord(*p.c, t.k, p.recs)
+	delete(t.open, p.c.ID)
+	t.summary.Add(tr)
+	return writeRecord(t.w, t.setup, tr)
+}
+
+// finish writes the cases that completed from the partial file alone, then
+// (unless interrupted) the summary, prints its table and checks the gates.
+func (t *trialsCollector) finish(e *env, f *runFlags, w *jsonl.Writer, interrupted bool, summaryPath string, seed uint64, resamples int, gates []trials.Gate) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.w = w
+	for _, p := range t.open {
+		if p.c != nil && len(p.recs) >= t.k {
+			if err := t.complete(p); err != nil {
+				return err
+			}
+		}
+	}
+	if t.partial != nil {
+		t.partial.Close()
+		t.partialFile.Close()
+	}
+	if interrupted {
+		return nil
+	}
+	if len(t.open) == 0 && t.partialPath != "" {
+		os.Remove(t.partialPath)
+	}
+	sum := t.summary.Result(seed, resamples)
+	if summaryPath != "" {
+		b, err := json.MarshalIndent(sum, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(summaryPath, append(b, '\n'), 0o644); err != nil {
+			return fmt.Errorf("summary: %w", err)
+		}
+	} else if err := writeRecord(w, t.setup, sum); err != nil {
+		return err
+	}
+	if !f.quiet {
+		trials.WriteSummaryTable(e.stderr, sum)
+	}
+	if failed := trials.CheckGates(gates, sum); len(failed) > 0 {
+		return withCode(exitGateFailed, fmt.Errorf("gate failed: %s", strings.Join(failed, "; ")))
+	}
+	return nil
 }
