@@ -223,6 +223,9 @@ func (t *trialsCollector) add(rec *schemas.CaptureRecord, w *jsonl.Writer) error
 	if err := t.keepPartial(rec); err != nil {
 		return err
 	}
+	if rec.Error != nil && rec.Error.Class == schemas.ErrInterrupted {
+		return nil // not finished: --resume runs it again
+	}
 	p := t.open[rec.ID]
 	if p == nil {
 		p = &pendingCase{}
