@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	fastjson "github.com/segmentio/encoding/json"
 	"io"
 	"reflect"
 )
@@ -76,41 +77,63 @@ func ReadResults(name string, r io.Reader, fn func(ResultLine) error) (string, e
 // array and no "trajectory" is a trials record; anything else with an id is
 // a capture record.
 func ParseResultLine(line []byte) (ResultLine, error) {
-	var probe map[string]json.RawMessage
-	if err := json.Unmarshal(line, &probe); err != nil {
-		return ResultLine{}, &InputError{Msg: "not a JSON object: " + jsonErrText(err)}
-	}
-	if probe == nil {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 || line[0] != '{' {
 		return ResultLine{}, &InputError{Msg: "not a JSON object"}
 	}
-	if t, ok := probe["type"]; ok && string(bytes.TrimSpace(t)) == `"`+SummaryType+`"` {
+	// Fast path: every capture record has a trajectory, and trials records
+	// and summaries have none.
+	var cr CaptureRecord
+	if err := fastjson.Unmarshal(line, &cr); err == nil && cr.Trajectory != nil && cr.ID != "" {
+		return ResultLine{Kind: KindCapture, Capture: &cr}, nil
+	}
+	var probe struct {
+		Type       string          `json:"type"`
+		ID         json.RawMessage `json:"id"`
+		Trials     presence        `json:"trials"`
+		Trajectory presence        `json:"trajectory"`
+	}
+	if err := fastjson.Unmarshal(line, &probe); err != nil {
+		return ResultLine{}, &InputError{Msg: "not a JSON object: " + jsonErrText(err)}
+	}
+	if probe.Type == SummaryType {
 		var s TrialsSummary
-		if err := json.Unmarshal(line, &s); err != nil {
+		if err := fastjson.Unmarshal(line, &s); err != nil {
 			return ResultLine{}, decodeErr("trials summary", err)
 		}
 		return ResultLine{Kind: KindSummary, Summary: &s}, nil
 	}
-	idRaw, ok := probe["id"]
 	var id string
-	if !ok || json.Unmarshal(idRaw, &id) != nil || id == "" {
+	if json.Unmarshal(probe.ID, &id) != nil || id == "" {
 		return ResultLine{}, &InputError{Field: "id", Msg: "missing or not a non-empty string (is this a results file?)"}
 	}
-	_, hasTraj := probe["trajectory"]
-	if raw, ok := probe["trials"]; ok && !hasTraj {
-		if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '[' {
+	if probe.Trials.set && !probe.Trajectory.set {
+		if probe.Trials.first != '[' {
 			return ResultLine{}, &InputError{Field: "trials", Msg: "must be an array of trial entries"}
 		}
 		var tr TrialsRecord
-		if err := json.Unmarshal(line, &tr); err != nil {
+		if err := fastjson.Unmarshal(line, &tr); err != nil {
 			return ResultLine{}, decodeErr("trials record", err)
 		}
 		return ResultLine{Kind: KindTrials, Trials: &tr}, nil
 	}
-	var cr CaptureRecord
 	if err := json.Unmarshal(line, &cr); err != nil {
 		return ResultLine{}, decodeErr("capture record", err)
 	}
 	return ResultLine{Kind: KindCapture, Capture: &cr}, nil
+}
+
+// presence notes that a field was there, and its first byte, without
+// keeping its value.
+type presence struct {
+	set   bool
+	first byte
+}
+
+// UnmarshalJSON records the field's presence.
+func (p *presence) UnmarshalJSON(b []byte) error {
+	p.set, p.first = true, b[0]
+	return nil
 }
 
 func decodeErr(what string, err error) error {
