@@ -1,0 +1,76 @@
+package capture
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"harness/internal/jsonl"
+	"harness/schemas"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// normalize zeroes what changes from run to run: times and commands.
+func normalize(rec *schemas.CaptureRecord) {
+	rec.Timing = schemas.Timing{}
+	for i := range rec.Trajectory {
+		s := &rec.Trajectory[i]
+		s.Timestamp = 0
+		if s.Duration != nil {
+			s.Duration = new(int64)
+		}
+	}
+	rec.Metadata["agent"] = "fakeagent"
+	rec.Provenance.Command = []string{"fakeagent"}
+}
+
+// TestGoldenRecords pins the capture record format: every field of the
+// records of a few scenarios, byte for byte, once times and paths are
+// normalized. Run with -update to rewrite them after a deliberate change.
+func TestGoldenRecords(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	units := cases("full", "permission", "late", "messages", "junk", "crash")
+	units[0].Case.Expected = "looks fine"
+	units[0].Case.Metadata = map[string]any{"category": "tools"}
+	units[0].Case.Extra = map[string]json.RawMessage{"owner": json.RawMessage(`"team-a"`)}
+	recs := run(t, cfg, units)
+	var buf bytes.Buffer
+	for _, r := range recs {
+		normalize(r)
+		if r.Error != nil {
+			r.Error.Stderr = "STDERR"
+		}
+		b, err := jsonl.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf.Write(bytes.ReplaceAll(b, []byte(cfg.Cwd), []byte("CWD")))
+		buf.WriteByte('\n')
+	}
+	golden := filepath.Join("testdata", "golden.jsonl")
+	if *update {
+		if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test -run TestGoldenRecords -update ./capture to create it)", err)
+	}
+	if !bytes.Equal(buf.Bytes(), want) {
+		gotLines, wantLines := bytes.Split(buf.Bytes(), []byte("\n")), bytes.Split(want, []byte("\n"))
+		for i := range min(len(gotLines), len(wantLines)) {
+			if !bytes.Equal(gotLines[i], wantLines[i]) {
+				t.Errorf("record %d differs from %s:\n got %s\nwant %s", i+1, golden, gotLines[i], wantLines[i])
+			}
+		}
+		if len(gotLines) != len(wantLines) {
+			t.Errorf("%d records, golden has %d", len(gotLines)-1, len(wantLines)-1)
+		}
+	}
+}
