@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"sort"
 	"strings"
 	"sync"
 
@@ -79,6 +77,7 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 	units, _ := setup.units(k, done, hooks.onCase)
 	collect := hooks.collect
 	log := newProgress(e, f, total, setup.redact)
+	defer log.stop()
 	if total == 0 {
 		log.printf("nothing to run: all %d units are in %s\n", len(done), f.output)
 		return nil
@@ -131,6 +130,7 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 	if err := closeOut(); err != nil && runErr == nil {
 		runErr = fmt.Errorf("output: %w", err)
 	}
+	log.stop()
 	log.summary(stats)
 	switch {
 	case runErr != nil:
@@ -156,75 +156,6 @@ func writeRecord(w *jsonl.Writer, setup *runSetup, v any) error {
 
 func (s *runSetup) redactErr(err error) error {
 	return fmt.Errorf("%s", s.redact.String(err.Error()))
-}
-
-// progress prints one line per finished record on stderr.
-type progress struct {
-	mu     sync.Mutex
-	w      io.Writer
-	on     bool
-	quiet  bool
-	total  int
-	done   int
-	redact interface{ String(string) string }
-}
-
-func newProgress(e *env, f *runFlags, total int, red interface{ String(string) string }) *progress {
-	return &progress{w: e.stderr, on: !f.quiet && (f.progress || e.stderrTTY), quiet: f.quiet, total: total, redact: red}
-}
-
-func (p *progress) printf(format string, args ...any) {
-	if p.quiet {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	fmt.Fprint(p.w, p.redact.String(fmt.Sprintf(format, args...)))
-}
-
-func (p *progress) record(rec *schemas.CaptureRecord) {
-	p.mu.Lock()
-	p.done++
-	n := p.done
-	p.mu.Unlock()
-	if !p.on {
-		return
-	}
-	mark := "ok"
-	detail := rec.StopReason
-	switch {
-	case rec.Error != nil:
-		mark, detail = "ERR", rec.Error.Class+": "+firstLine(rec.Error.Message)
-	case rec.Score != nil && rec.Score.Error != nil:
-		mark, detail = "ERR", rec.Score.Error.Class+": "+firstLine(rec.Score.Error.Message)
-	case rec.Score != nil && rec.Score.Pass:
-		mark = "pass"
-	case rec.Score != nil:
-		mark = "fail"
-	}
-	p.printf("[%d/%d] %s trial %d: %s %s (%d ms)\n", n, p.total, rec.ID, rec.Trial, mark, detail, rec.Timing.Total)
-}
-
-func (p *progress) summary(s *capture.Stats) {
-	if p.quiet {
-		return
-	}
-	var parts []string
-	for _, class := range sortedNames(s.Errors) {
-		parts = append(parts, fmt.Sprintf("%s %d", class, s.Errors[class]))
-	}
-	line := fmt.Sprintf("%d records", s.Records)
-	if s.Graded+s.GradeErr > 0 {
-		line += fmt.Sprintf(", %d graded, %d passed", s.Graded, s.Passed)
-	}
-	if len(parts) > 0 {
-		sort.Strings(parts)
-		line += ", errors: " + strings.Join(parts, ", ")
-	}
-	if s.GradeErr > 0 {
-		line += fmt.Sprintf(", grader errors %d", s.GradeErr)
-	}
-	p.printf("%s\n", line)
 }
 
 func firstLine(s string) string {

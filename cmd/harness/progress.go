@@ -1,0 +1,177 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"harness/capture"
+	"harness/schemas"
+)
+
+// progress reports a run on stderr. On a terminal it keeps a live status
+// line (done/total, passed, failed, errors, elapsed, ETA) under the lines
+// of finished records; elsewhere it prints plain lines, one per finished
+// record, when asked to (--progress); with -q it prints nothing.
+type progress struct {
+	mu      sync.Mutex
+	w       io.Writer
+	tty     bool // redraw a status line
+	lines   bool // a line per finished record
+	quiet   bool
+	total   int
+	done    int
+	passed  int
+	failed  int
+	errors  int
+	start   time.Time
+	now     func() time.Time
+	redact  interface{ String(string) string }
+	ticker  *time.Ticker
+	stopped chan struct{}
+	once    sync.Once
+	drawn   bool
+}
+
+func newProgress(e *env, f *runFlags, total int, red interface{ String(string) string }) *progress {
+	p := &progress{
+		w:       e.stderr,
+		quiet:   f.quiet,
+		tty:     !f.quiet && e.stderrTTY,
+		lines:   !f.quiet && (f.progress || e.stderrTTY),
+		total:   total,
+		start:   time.Now(),
+		now:     time.Now,
+		redact:  red,
+		stopped: make(chan struct{}),
+	}
+	if p.tty {
+		p.ticker = time.NewTicker(time.Second)
+		go func() {
+			for {
+				select {
+				case <-p.ticker.C:
+					p.mu.Lock()
+					p.drawStatus()
+					p.mu.Unlock()
+				case <-p.stopped:
+					return
+				}
+			}
+		}()
+	}
+	return p
+}
+
+// stop ends the status line; it is safe to call more than once.
+func (p *progress) stop() {
+	p.once.Do(func() {
+		close(p.stopped)
+		if p.ticker != nil {
+			p.ticker.Stop()
+		}
+		p.mu.Lock()
+		p.clearStatus()
+		p.tty = false // nothing is redrawn after the run
+		p.mu.Unlock()
+	})
+}
+
+// printf prints a message line (not with -q).
+func (p *progress) printf(format string, args ...any) {
+	if p.quiet {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.clearStatus()
+	fmt.Fprint(p.w, p.redact.String(fmt.Sprintf(format, args...)))
+	p.drawStatus()
+}
+
+// record counts a finished record and prints its line.
+func (p *progress) record(rec *schemas.CaptureRecord) {
+	mark, detail := "ok", rec.StopReason
+	switch {
+	case rec.Error != nil:
+		mark, detail = "ERR", rec.Error.Class+": "+firstLine(rec.Error.Message)
+	case rec.Score != nil && rec.Score.Error != nil:
+		mark, detail = "ERR", rec.Score.Error.Class+": "+firstLine(rec.Score.Error.Message)
+	case rec.Score != nil && rec.Score.Pass:
+		mark = "pass"
+	case rec.Score != nil:
+		mark = "fail"
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.done++
+	switch mark {
+	case "pass":
+		p.passed++
+	case "fail":
+		p.failed++
+	case "ERR":
+		p.errors++
+	}
+	if !p.lines {
+		return
+	}
+	p.clearStatus()
+	fmt.Fprint(p.w, p.redact.String(fmt.Sprintf("[%d/%d] %s trial %d: %s %s (%d ms)\n",
+		p.done, p.total, rec.ID, rec.Trial, mark, detail, rec.Timing.Total)))
+	p.drawStatus()
+}
+
+// statusLine is the live line: counts, elapsed time and an estimate of
+// the time left from the pace so far.
+func (p *progress) statusLine() string {
+	elapsed := p.now().Sub(p.start).Round(time.Second)
+	eta := "?"
+	if p.done > 0 && p.done <= p.total {
+		left := time.Duration(float64(p.now().Sub(p.start)) / float64(p.done) * float64(p.total-p.done))
+		eta = left.Round(time.Second).String()
+	}
+	return fmt.Sprintf("%d/%d done, %d passed, %d failed, %d errors, %s elapsed, ETA %s",
+		p.done, p.total, p.passed, p.failed, p.errors, elapsed, eta)
+}
+
+// drawStatus redraws the status line; p.mu is held.
+func (p *progress) drawStatus() {
+	if !p.tty {
+		return
+	}
+	fmt.Fprint(p.w, "\r\033[K"+p.statusLine())
+	p.drawn = true
+}
+
+// clearStatus erases the status line; p.mu is held.
+func (p *progress) clearStatus() {
+	if p.tty && p.drawn {
+		fmt.Fprint(p.w, "\r\033[K")
+		p.drawn = false
+	}
+}
+
+// summary prints the final counts.
+func (p *progress) summary(s *capture.Stats) {
+	if p.quiet {
+		return
+	}
+	line := fmt.Sprintf("%d records", s.Records)
+	if s.Graded+s.GradeErr > 0 {
+		line += fmt.Sprintf(", %d graded, %d passed", s.Graded, s.Passed)
+	}
+	var parts []string
+	for _, class := range sortedNames(s.Errors) {
+		parts = append(parts, fmt.Sprintf("%s %d", class, s.Errors[class]))
+	}
+	if len(parts) > 0 {
+		line += ", errors: " + strings.Join(parts, ", ")
+	}
+	if s.GradeErr > 0 {
+		line += fmt.Sprintf(", grader errors %d", s.GradeErr)
+	}
+	p.printf("%s\n", line)
+}

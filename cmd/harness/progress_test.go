@@ -1,0 +1,60 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"harness/capture"
+	"harness/internal/redact"
+	"harness/schemas"
+)
+
+func TestProgressModes(t *testing.T) {
+	rec := func(id string, pass bool) *schemas.CaptureRecord {
+		return &schemas.CaptureRecord{ID: id, Trial: 1, StopReason: "end_turn", Score: &schemas.GraderResult{Pass: pass}}
+	}
+	errRec := &schemas.CaptureRecord{ID: "e", Trial: 1, Error: &schemas.ErrorInfo{Class: "timeout", Message: "slow"}}
+	stats := &capture.Stats{Records: 3, Graded: 2, Passed: 1, Errors: map[string]int{"timeout": 1}}
+	for _, tc := range []struct {
+		name          string
+		tty, progress bool
+		quiet         bool
+		want, notWant []string
+	}{
+		{"terminal", true, false, false,
+			[]string{"\r\033[K", "3/3 done, 1 passed, 1 failed, 1 errors", "ETA", "[2/3] b trial 1: fail", "3 records, 2 graded, 1 passed, errors: timeout 1"}, nil},
+		{"plain", false, true, false,
+			[]string{"[1/3] a trial 1: pass end_turn", "[3/3] e trial 1: ERR timeout: slow", "3 records"}, []string{"\r", "\033"}},
+		{"silent pipe", false, false, false, []string{"3 records"}, []string{"[1/3]", "\r"}},
+		{"quiet", true, true, true, nil, []string{"records", "[1/3]", "\r"}},
+	} {
+		var buf bytes.Buffer
+		e := &env{stderr: &buf, stderrTTY: tc.tty}
+		p := newProgress(e, &runFlags{progress: tc.progress, quiet: tc.quiet}, 3, redact.New(nil, nil))
+		p.now = func() time.Time { return p.start.Add(3 * time.Second) }
+		p.record(rec("a", true))
+		p.record(rec("b", false))
+		p.record(errRec)
+		p.mu.Lock()
+		p.drawStatus()
+		p.mu.Unlock()
+		p.stop()
+		p.summary(stats)
+		out := buf.String()
+		for _, w := range tc.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s: output lacks %q:\n%q", tc.name, w, out)
+			}
+		}
+		for _, w := range tc.notWant {
+			if strings.Contains(out, w) {
+				t.Errorf("%s: output has %q:\n%q", tc.name, w, out)
+			}
+		}
+		if tc.tty && !tc.quiet && !strings.HasSuffix(out, "errors: timeout 1\n") {
+			t.Errorf("%s: the status line was drawn after the summary: %q", tc.name, out)
+		}
+	}
+}
