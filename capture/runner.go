@@ -54,8 +54,9 @@ type Config struct {
 	MCPServers []json.RawMessage
 	// Client configures the protocol client (policy, fs, terminal).
 	Client acp.Options
-	// Grade, if set, grades each finished record.
-	Grade func(ctx context.Context, rec *schemas.CaptureRecord, c *schemas.PromptCase) []schemas.GraderResult
+	// Grade, if set, grades each finished record: score is the verdict,
+	// scores each grader's result when there are several.
+	Grade func(ctx context.Context, rec *schemas.CaptureRecord, c *schemas.PromptCase) (score *schemas.GraderResult, scores []schemas.GraderResult)
 	// GraderNames go into each record's provenance.
 	GraderNames []string
 	// HarnessVersion goes into each record's provenance.
@@ -377,11 +378,5 @@ func (r *Runner) grade(rec *schemas.CaptureRecord, c *schemas.PromptCase) {
 	if r.cfg.Grade == nil || (rec.Error != nil && rec.Error.Class != schemas.ErrAgentError) {
 		return
 	}
-	results := r.cfg.Grade(context.Background(), rec, c)
-	if len(results) == 1 {
-		rec.Score = &results[0]
-	} else if len(results) > 1 {
-		rec.Scores = results
-		rec.Score = combine(results)
-	}
+	rec.Score, rec.Scores = r.cfg.Grade(context.Background(), rec, c)
 }

@@ -318,25 +318,6 @@ func (w *worker) finish(run *caseRun) {
 	})
 }
 
-// combine sums up several grader results: it passes when all pass, its
-// score is the mean, and any grader error makes it an error.
-func combine(results []schemas.GraderResult) *schemas.GraderResult {
-	out := &schemas.GraderResult{Pass: true, Grader: "all"}
-	var reasons []string
-	for _, r := range results {
-		out.Score += r.Score / float64(len(results))
-		out.Pass = out.Pass && r.Pass && r.Error == nil
-		if r.Error != nil && out.Error == nil {
-			e := *r.Error
-			out.Error = &e
-		}
-		reasons = append(reasons, fmt.Sprintf("%s: %s", r.Grader, r.Reasoning))
-		out.DurationMs += r.DurationMs
-	}
-	out.Reasoning = strings.Join(reasons, "; ")
-	return out
-}
-
 // newRecord starts the record of a unit with what is known up front.
 func newRecord(cfg *Config, u Unit, start time.Time) *schemas.CaptureRecord {
 	c := u.Case

@@ -257,12 +257,16 @@ func (f *runFlags) prepare(e *env, args, agent []string, cmdName string) (*runSe
 		for _, g := range gs {
 			s.cfg.GraderNames = append(s.cfg.GraderNames, g.Name())
 		}
-		s.cfg.Grade = func(ctx context.Context, rec *schemas.CaptureRecord, c *schemas.PromptCase) []schemas.GraderResult {
+		s.cfg.Grade = func(ctx context.Context, rec *schemas.CaptureRecord, c *schemas.PromptCase) (*schemas.GraderResult, []schemas.GraderResult) {
 			out := make([]schemas.GraderResult, len(gs))
 			for i, g := range gs {
 				out[i] = g.Grade(ctx, &graders.Input{Record: rec, Case: c})
 			}
-			return out
+			score := graders.Combine(out)
+			if len(out) == 1 {
+				out = nil
+			}
+			return &score, out
 		}
 	}
 	if err := f.checkOutput(); err != nil {
