@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -1080,8 +1083,14 @@ func TestExitBeforeInit(t *testing.T) {
 }
 
 func TestEOFExitsZero(t *testing.T) {
-	code := fakeagent.Main(nil, strings.NewReader(""), io.Discard, io.Discard)
-	eq(t, "exit code", code, 0)
+	done := make(chan int, 1)
+	go func() { done <- fakeagent.Main(nil, strings.NewReader(""), io.Discard, io.Discard) }()
+	select {
+	case code := <-done:
+		eq(t, "exit code", code, 0)
+	case <-time.After(5 * time.Second):
+		t.Fatal("no exit on stdin EOF")
+	}
 }
 
 func TestBannerEarlyUpdatesSpamAndLog(t *testing.T) {
@@ -1256,4 +1265,72 @@ func TestScriptMode(t *testing.T) {
 
 	c.request(6, "session/prompt", promptParams(sid, `{"script":[{"message":"bye"},{"exit":7}]}`))
 	eq(t, "script exit", c.wait(5*time.Second), 7)
+}
+
+// TestBinary builds testdata/fakeagent and checks what only a real process
+// shows: exit codes through os.Exit and --ignore-eof surviving stdin EOF.
+func TestBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a binary")
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("go tool not found: %v", err)
+	}
+	bin := filepath.Join(t.TempDir(), "fakeagent")
+	build := exec.Command(goTool, "build", "-o", bin, "../../testdata/fakeagent")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+
+	// crash: exit code 3 after a normal handshake. Stdin stays open, so only
+	// the crash can end the process.
+	cmd := exec.Command(bin)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}
+{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}
+{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"sess-1","prompt":[{"type":"text","text":"crash"}]}}
+`)
+	timer := time.AfterFunc(10*time.Second, func() { cmd.Process.Kill() })
+	err = cmd.Wait()
+	timer.Stop()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Errorf("crash: err=%v stderr=%q", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "panic: simulated crash") || !strings.Contains(stdout.String(), "about to crash") {
+		t.Errorf("crash output: stdout=%q stderr=%q", stdout.String(), stderr.String())
+	}
+
+	// --ignore-eof: still alive after stdin closed; a signal ends it.
+	cmd = exec.Command(bin, "--ignore-eof")
+	cmd.Stdin = strings.NewReader("")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		t.Fatalf("--ignore-eof exited on EOF: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-exited:
+		if !errors.As(err, &ee) || ee.ExitCode() != -1 {
+			t.Errorf("want death by signal, got %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("SIGTERM did not end --ignore-eof")
+	}
 }
