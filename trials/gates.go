@@ -66,7 +66,7 @@ func parseKX(s string) (int, float64, error) {
 	}
 	k, err := strconv.Atoi(strings.TrimSpace(ks))
 	if err != nil || k < 1 {
-		return 0, 0, fmt.Errorf("K must be a whole number ≥ 1, got %q", ks)
+		return 0, 0, fmt.Errorf("k must be a whole number ≥ 1, got %q", ks)
 	}
 	x, err := parseFraction(xs)
 	if err != nil {

@@ -14,9 +14,9 @@ import (
 
 // Defaults of the bootstrap in summaries and comparisons.
 const (
-	DefaultSeed       uint64 = 1
-	DefaultResamples         = 1000
-	DefaultConfidence        = 0.95
+	DefaultSeed       uint64  = 1
+	DefaultResamples  int     = 1000
+	DefaultConfidence float64 = 0.95
 )
 
 // Summary aggregates trials records as they stream by. It keeps two small
