@@ -27,6 +27,8 @@ func newSchemasCmd() *command {
 schema stands alone: the schemas it refers to are bundled under $defs.
 acp-harness's names CaptureResult and TrialResult are accepted too.
 
+Examples:
+
   harness schemas                  list the names
   harness schemas --list           names with what each describes
   harness schemas TrialsRecord     one schema
