@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
 	"harness/internal/jsonl"
 	"harness/schemas"
 )
@@ -72,5 +74,45 @@ func TestGoldenRecords(t *testing.T) {
 		if len(gotLines) != len(wantLines) {
 			t.Errorf("%d records, golden has %d", len(gotLines)-1, len(wantLines)-1)
 		}
+	}
+}
+
+// TestGoldenRecordsMatchJSONSchema validates real records against the
+// CaptureRecord schema that `harness schemas` prints.
+func TestGoldenRecordsMatchJSONSchema(t *testing.T) {
+	doc, err := schemas.Schema("CaptureRecord")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("mem:///CaptureRecord.json", v); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := c.Compile("mem:///CaptureRecord.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join("testdata", "golden.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sch.Validate(inst); err != nil {
+			t.Errorf("record %d fails the CaptureRecord schema: %v", n+1, err)
+		}
+		n++
+	}
+	bad, _ := jsonschema.UnmarshalJSON(bytes.NewReader([]byte(`{"id":5,"trajectory":"x"}`)))
+	if sch.Validate(bad) == nil {
+		t.Error("the schema accepts a record with a numeric id")
 	}
 }
