@@ -158,7 +158,7 @@ func (p *Process) StderrTail() string {
 	case <-p.done:
 		select {
 		case <-p.drained:
-		case <-time.After(500 * time.Millisecond):
+		case <-time.After(2 * time.Second):
 		}
 	default:
 	}

@@ -441,7 +441,9 @@ func TestJunkIsRecordedAndSkipped(t *testing.T) {
 
 func TestHugeMessage(t *testing.T) {
 	t.Parallel()
-	rec := one(t, testConfig(t), "big 33554432")
+	cfg := testConfig(t)
+	cfg.TurnTimeout = time.Minute // 32 MiB each way on a loaded machine
+	rec := one(t, cfg, "big 33554432")
 	if len(rec.Output) != 32<<20 || strings.Trim(rec.Output, "x") != "" {
 		t.Errorf("32 MiB message: got %d bytes", len(rec.Output))
 	}

@@ -169,8 +169,7 @@ func (r *Recorder) Update(at time.Time, u acp.Update, decodeErr error) {
 		s.step.Entries = u.Plan.Entries
 		r.plan = u.Plan.Entries
 	case acp.UpdateUsage:
-		s := r.newStep(schemas.StepUsage, at)
-		s.step.Raw = u.Raw
+		r.rawStep(schemas.StepUsage, at, u)
 		r.usage.Used, r.usage.Size, r.usage.Cost = u.Usage.Used, u.Usage.Size, u.Usage.Cost
 		r.hasUsage = true
 	case acp.UpdateCurrentMode:

@@ -355,7 +355,7 @@ func rpcErrorInfo(ag *agent, class string, err error) *schemas.ErrorInfo {
 		return info
 	}
 	if errors.Is(err, acp.ErrConnectionClosed) {
-		ag.exited(2 * time.Second)
+		ag.exited(5 * time.Second)
 		return ag.exitInfo(schemas.ErrAgentCrash, "the agent closed the connection")
 	}
 	return &schemas.ErrorInfo{Class: class, Message: err.Error()}

@@ -2,20 +2,213 @@ package main
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
+
+	"harness/acp"
+	"harness/compliance"
+	"harness/internal/redact"
+	"harness/schemas"
 )
 
+// checkFlags are the flags of harness check.
+type checkFlags struct {
+	jsonOut      bool
+	prompt       string
+	cancelPrompt string
+	noCancel     bool
+	auth         string
+	timeout      string
+	cancelGrace  string
+	cancelAfter  string
+	settle       string
+	eofGrace     string
+	cwd          string
+	permission   string
+	env          []string
+	secretEnv    []string
+	verbose      bool
+}
+
 func newCheckCmd() *command {
+	var f checkFlags
 	c := &command{
 		name:  "check",
-		usage: "check",
-		short: "(not available in this build)",
+		usage: "check [flags] -- AGENT [ARGS...]",
+		short: "probe an agent's ACP compliance and print what it supports",
+		long: `check starts the agent and walks it through what a run needs: initialize
+(name, version, protocol version, capabilities, auth methods), authenticate
+(with --auth), session/new with an absolute cwd, a prompt turn and its
+stopReason, a second turn cancelled with session/cancel, and closing stdin.
+It prints a checklist (✓ passed, ✗ failed with the reason, – skipped or
+worth a note), or with --json a machine-readable report.
+
+The agent is usable when the required checks pass: it starts, answers
+initialize with protocol version 1, accepts session/new, and ends a prompt
+turn. Junk on stdout, a cancel that is not answered "cancelled", or an agent
+that outlives its stdin are reported but do not make it unusable. Updates
+before session/new answers or after a prompt answers are allowed by ACP and
+only counted. A turn that ends before the cancel lands is not a failure.
+
+Permission requests are denied by default (--permission), so the probe does
+not change anything.
+
+Examples:
+  harness check -- npx @zed-industries/claude-code-acp
+  harness check --auth gemini-api-key -- gemini --acp
+  harness check --json --cancel-prompt "Count slowly to 100." -- ./my-agent`,
+		agent: true,
 		flags: pflag.NewFlagSet("check", pflag.ContinueOnError),
 	}
+	fs := c.flags
+	fs.BoolVar(&f.jsonOut, "json", false, "print the report as JSON")
+	fs.StringVar(&f.prompt, "prompt", compliance.DefaultPrompt, "`text` of the prompt turn")
+	fs.StringVar(&f.cancelPrompt, "cancel-prompt", "", "`text` of the turn that is cancelled (default: --prompt)")
+	fs.BoolVar(&f.noCancel, "no-cancel", false, "skip the cancelled turn")
+	fs.StringVar(&f.auth, "auth", "", "call authenticate with this `method` id after initialize")
+	fs.StringVarP(&f.timeout, "timeout", "t", "60s", "`timeout` for initialize, authenticate, session/new and each turn")
+	fs.StringVar(&f.cancelGrace, "cancel-grace", "5s", "how `long` a cancelled turn may take to answer")
+	fs.StringVar(&f.cancelAfter, "cancel-after", "500ms", "send session/cancel at the turn's first update, or after this `long` at the latest")
+	fs.StringVar(&f.settle, "settle", "500ms", "watch this `long` for updates after the prompt answered")
+	fs.StringVar(&f.eofGrace, "eof-grace", "5s", "how `long` the agent may take to exit once its stdin is closed")
+	fs.StringVarP(&f.cwd, "cwd", "c", "", "working `dir` of the agent and of its session (default: current directory)")
+	fs.StringVar(&f.permission, "permission", "deny", "answer permission requests by `policy`: allow, deny or cancel")
+	fs.StringArrayVar(&f.env, "env", nil, "set `KEY=VALUE` in the agent's environment; repeatable")
+	fs.StringArrayVar(&f.secretEnv, "secret-env", nil, "redact the value of environment variable `NAME` from the output; repeatable")
+	fs.BoolVarP(&f.verbose, "verbose", "v", false, "print every protocol line on stderr")
+	c.long += "\n\nExit status of check: 0 the agent is usable, 1 a required check failed, 2 usage error."
 	c.run = func(ctx context.Context, e *env, args, agent []string) error {
-		return errors.New("check is not available in this build")
+		if len(args) > 0 {
+			return usageErrorf("unexpected arguments %q: the agent command goes after --", args)
+		}
+		opts, red, err := f.options(e, agent)
+		if err != nil {
+			return err
+		}
+		rep := compliance.Run(ctx, opts)
+		var out []byte
+		if f.jsonOut {
+			out, err = json.MarshalIndent(rep, "", "  ")
+			if err != nil {
+				return fmt.Errorf("check: encode report: %w", err)
+			}
+			out = append(out, '\n')
+		} else {
+			var b strings.Builder
+			compliance.WriteText(&b, rep)
+			out = []byte(b.String())
+		}
+		if _, err := e.stdout.Write(red.Bytes(out)); err != nil {
+			return fmt.Errorf("check: write report: %w", err)
+		}
+		if ctx.Err() != nil {
+			return withCode(exitInterrupted, fmt.Errorf("interrupted"))
+		}
+		if !rep.Usable {
+			return withCode(exitGateFailed, fmt.Errorf("the agent is not usable: a required check failed"))
+		}
+		return nil
 	}
 	return c
+}
+
+// options checks the flags and builds the probe's options.
+func (f *checkFlags) options(e *env, agent []string) (compliance.Options, *redact.Redactor, error) {
+	var o compliance.Options
+	durations := []struct {
+		name string
+		val  string
+		dst  *time.Duration
+	}{
+		{"--timeout", f.timeout, &o.Timeout},
+		{"--cancel-grace", f.cancelGrace, &o.CancelGrace},
+		{"--cancel-after", f.cancelAfter, &o.CancelAfter},
+		{"--settle", f.settle, &o.Settle},
+		{"--eof-grace", f.eofGrace, &o.EOFGrace},
+	}
+	for _, d := range durations {
+		v, err := schemas.ParseDuration(d.val)
+		if err != nil {
+			return o, nil, usageErrorf("%s: %v", d.name, err)
+		}
+		if v <= 0 && d.name != "--settle" {
+			return o, nil, usageErrorf("%s must be positive", d.name)
+		}
+		*d.dst = v
+	}
+	if strings.TrimSpace(f.prompt) == "" {
+		return o, nil, usageErrorf("--prompt must not be empty")
+	}
+	policy, err := acp.ParsePermissionPolicy(f.permission)
+	if err != nil {
+		return o, nil, usageErrorf("--permission: %v", err)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return o, nil, fmt.Errorf("check: working directory: %w", err)
+	}
+	cwd := wd
+	if f.cwd != "" {
+		if cwd, err = filepath.Abs(f.cwd); err != nil {
+			return o, nil, usageErrorf("--cwd: %v", err)
+		}
+		if st, err := os.Stat(cwd); err != nil || !st.IsDir() {
+			return o, nil, usageErrorf("--cwd %s: not a directory", f.cwd)
+		}
+	}
+	agentEnv := os.Environ()
+	var secrets []string
+	for _, kv := range f.env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return o, nil, usageErrorf("--env %q: want KEY=VALUE", kv)
+		}
+		agentEnv = append(agentEnv, kv)
+		for _, name := range f.secretEnv {
+			if name == k {
+				secrets = append(secrets, v)
+			}
+		}
+	}
+	for _, name := range f.secretEnv {
+		if v := e.getenv(name); v != "" {
+			secrets = append(secrets, v)
+		}
+	}
+	o.Agent = agent
+	o.Env = agentEnv
+	o.Dir = cwd
+	o.Cwd = cwd
+	o.Prompt = f.prompt
+	o.CancelPrompt = f.cancelPrompt
+	o.SkipCancel = f.noCancel
+	o.Auth = f.auth
+	o.Client = acp.Options{
+		ClientInfo: acp.Implementation{Name: "harness", Title: "harness check", Version: version},
+		Permission: policy,
+	}
+	red := redact.New(secrets, agentEnv)
+	if f.verbose {
+		o.Wire = redactWriter{w: e.stderr, red: red}
+	}
+	return o, red, nil
+}
+
+// redactWriter removes secrets from what it passes on.
+type redactWriter struct {
+	w   interface{ Write([]byte) (int, error) }
+	red *redact.Redactor
+}
+
+func (r redactWriter) Write(b []byte) (int, error) {
+	if _, err := r.w.Write(r.red.Bytes(b)); err != nil {
+		return 0, err
+	}
+	return len(b), nil
 }

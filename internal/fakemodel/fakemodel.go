@@ -1,0 +1,327 @@
+// Package fakemodel serves scripted stand-ins for the model APIs real coding
+// agents call: Anthropic Messages (Claude Code), Gemini generateContent
+// (Gemini CLI) and OpenAI Responses (Codex). Tests point an unmodified agent
+// at one of them, on 127.0.0.1, and drive it through a whole prompt turn
+// offline.
+//
+// Every handler scripts its reply from the conversation state of the
+// request, never from how many calls came before, so that the side calls
+// agents make to the same endpoint (titles, routers, summaries) and retries
+// cannot derail it:
+//
+//   - the last user turn carries a tool result: reply with the final text
+//     FinalPrefix + the tool's output;
+//   - tools are offered and the last user turn is text: reply with a thought,
+//     a short text (Preamble) and one tool call chosen by ParseCommand from
+//     the prompt text;
+//   - no tools offered, or JSON output requested: reply with short text, or
+//     JSON built from the requested schema.
+//
+// A prompt with a line starting with "slow" makes the tool-call reply wait
+// Options.Slow (or until the client goes away or the server closes), which
+// is how tests exercise session/cancel.
+//
+// Servers listen on 127.0.0.1 only (httptest), record every request in a
+// bounded Log, and stop with Close.
+package fakemodel
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Texts the fake models put in their replies, for tests to look for.
+const (
+	// FinalPrefix starts the final answer given after a tool result.
+	FinalPrefix = "Done. The tool returned: "
+	// Preamble is the short text sent with a tool call.
+	Preamble = "Let me check."
+	// SideReply is the answer to requests that offer no tools.
+	SideReply = "Fake summary."
+	// ThoughtMarker is part of every scripted thought.
+	ThoughtMarker = "fake model is thinking"
+)
+
+// Options tunes the scripted replies.
+type Options struct {
+	// Slow is how long a tool-call reply to a slow prompt (see
+	// ParseCommand) waits; 0 means 30 s. The wait ends early when the
+	// client disconnects or the server closes.
+	Slow time.Duration
+	// MaxRequests bounds the requests served; later ones get 503. 0 means
+	// 1000.
+	MaxRequests int
+	// MaxBody bounds a request body; 0 means 32 MiB.
+	MaxBody int64
+}
+
+func (o Options) slow() time.Duration {
+	if o.Slow <= 0 {
+		return 30 * time.Second
+	}
+	return o.Slow
+}
+
+func (o Options) maxRequests() int {
+	if o.MaxRequests <= 0 {
+		return 1000
+	}
+	return o.MaxRequests
+}
+
+func (o Options) maxBody() int64 {
+	if o.MaxBody <= 0 {
+		return 32 << 20
+	}
+	return o.MaxBody
+}
+
+// Request is one HTTP request a fake model received, with what it replied.
+type Request struct {
+	// At is when the request arrived.
+	At time.Time
+	// Method, Path and Query are those of the request line.
+	Method string
+	Path   string
+	Query  string
+	// Header holds the request headers.
+	Header http.Header
+	// Body is the request body as sent.
+	Body []byte
+	// Reply says what the fake scripted: "tool:<name>", "final", "side",
+	// "json", "count_tokens", "cancelled", "other" or "error: ...".
+	Reply string
+	// Prompt is the prompt text the reply was chosen from, if any.
+	Prompt string
+}
+
+// Log records the requests a fake model received. It is safe for
+// concurrent use.
+type Log struct {
+	mu   sync.Mutex
+	reqs []*Request
+}
+
+// Requests returns a copy of every request received so far, in arrival
+// order.
+func (l *Log) Requests() []Request {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]Request, len(l.reqs))
+	for i, r := range l.reqs {
+		out[i] = *r
+	}
+	return out
+}
+
+// add records r, unless the log already holds limit requests.
+func (l *Log) add(r *Request, limit int) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.reqs) >= limit {
+		return false
+	}
+	l.reqs = append(l.reqs, r)
+	return true
+}
+
+func (l *Log) setReply(r *Request, reply, prompt string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r.Reply, r.Prompt = reply, prompt
+}
+
+// Server is a fake model API on 127.0.0.1.
+type Server struct {
+	// URL is the server's base URL, http://127.0.0.1:PORT, with no path.
+	URL string
+	// Log holds the requests received.
+	Log  *Log
+	srv  *httptest.Server
+	done chan struct{}
+	once sync.Once
+}
+
+// API builds one model API's handler. It must record every request in log
+// and give up slow replies when done is closed.
+type API func(log *Log, opts Options, done <-chan struct{}) http.Handler
+
+// Start serves api on a fresh 127.0.0.1 port. Close stops it.
+func Start(api API, opts Options) *Server {
+	s := &Server{Log: &Log{}, done: make(chan struct{})}
+	s.srv = httptest.NewServer(api(s.Log, opts, s.done))
+	s.URL = s.srv.URL
+	return s
+}
+
+// Requests returns the requests received so far.
+func (s *Server) Requests() []Request { return s.Log.Requests() }
+
+// Close ends any slow reply in progress and stops the server.
+func (s *Server) Close() {
+	s.once.Do(func() {
+		close(s.done)
+		s.srv.CloseClientConnections()
+		s.srv.Close()
+	})
+}
+
+// base reads and records a request. It returns nil when it has answered
+// the request itself (too many requests, unreadable body).
+func base(log *Log, opts Options, w http.ResponseWriter, r *http.Request) *Request {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, opts.maxBody()))
+	req := &Request{At: time.Now(), Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery,
+		Header: r.Header.Clone(), Body: body}
+	if !log.add(req, opts.maxRequests()) {
+		http.Error(w, "fakemodel: request limit reached", http.StatusServiceUnavailable)
+		return nil
+	}
+	if err != nil {
+		log.setReply(req, "error: "+err.Error(), "")
+		http.Error(w, "fakemodel: reading body: "+err.Error(), http.StatusRequestEntityTooLarge)
+		return nil
+	}
+	return req
+}
+
+// Command is the tool call a prompt asks for.
+type Command struct {
+	// Op is "read", "write", "bash", "plan" or "echo" (anything else).
+	Op string
+	// Path is the file of read and write.
+	Path string
+	// Text is what write writes.
+	Text string
+	// Shell is the command line to run when the agent has no better tool:
+	// the bash command, "cat PATH" for read, "echo hi" for echo and plan,
+	// empty for write.
+	Shell string
+	// Slow says a line of the prompt starts with "slow".
+	Slow bool
+}
+
+// ParseCommand picks the tool call for a prompt. The first line that starts
+// with "read PATH", "write PATH TEXT", "bash CMD" or "plan" decides;
+// otherwise the call is the harmless shell "echo hi". A line that starts
+// with "slow" marks the prompt slow (and may go on with a command, as in
+// "slow bash sleep 1").
+func ParseCommand(prompt string) Command {
+	c := Command{Op: "echo", Shell: "echo hi"}
+	found := false
+	for _, line := range strings.Split(prompt, "\n") {
+		line = strings.TrimSpace(line)
+		if rest, ok := strings.CutPrefix(line, "slow"); ok && (rest == "" || rest[0] == ' ') {
+			c.Slow = true
+			line = strings.TrimSpace(rest)
+		}
+		if found {
+			continue
+		}
+		op, rest, _ := strings.Cut(line, " ")
+		rest = strings.TrimSpace(rest)
+		switch op {
+		case "read":
+			if rest != "" {
+				c.Op, c.Path, c.Shell = "read", rest, "cat "+rest
+				found = true
+			}
+		case "write":
+			if path, text, _ := strings.Cut(rest, " "); path != "" {
+				c.Op, c.Path, c.Text, c.Shell = "write", path, text, ""
+				found = true
+			}
+		case "bash":
+			if rest != "" {
+				c.Op, c.Shell = "bash", rest
+				found = true
+			}
+		case "plan":
+			c.Op = "plan"
+			found = true
+		}
+	}
+	return c
+}
+
+// thought is the scripted thinking text for a tool call.
+func thought(c Command, tool string) string {
+	return fmt.Sprintf("The %s: the prompt asks for %s, so it will call %s.", ThoughtMarker, c.Op, tool)
+}
+
+// final is the scripted answer to a tool result.
+func final(result string) string {
+	return FinalPrefix + strings.TrimSpace(result)
+}
+
+// planStep is one step of the scripted plan.
+type planStep struct{ Step, Status string }
+
+// planSteps returns the steps of the scripted plan.
+func planSteps() []planStep {
+	return []planStep{
+		{"Inspect files", "completed"},
+		{"Make the change", "in_progress"},
+		{"Run the tests", "pending"},
+	}
+}
+
+// waitSlow waits the slow delay, or until the request or the server ends.
+// It reports whether the full delay passed.
+func waitSlow(ctx context.Context, opts Options, done <-chan struct{}) bool {
+	t := time.NewTimer(opts.slow())
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-done:
+		return false
+	}
+}
+
+// sse writes server-sent events and flushes each.
+type sse struct {
+	w    http.ResponseWriter
+	err  error
+	crlf bool
+}
+
+func newSSE(w http.ResponseWriter, crlf bool) *sse {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	return &sse{w: w, crlf: crlf}
+}
+
+// event writes one event; name may be empty.
+func (s *sse) event(name string, data []byte) {
+	if s.err != nil {
+		return
+	}
+	var b bytes.Buffer
+	nl := "\n"
+	if s.crlf {
+		nl = "\r\n"
+	}
+	if name != "" {
+		b.WriteString("event: " + name + nl)
+	}
+	b.WriteString("data: ")
+	b.Write(data)
+	b.WriteString(nl + nl)
+	if _, err := s.w.Write(b.Bytes()); err != nil {
+		s.err = fmt.Errorf("writing event %q: %w", name, err)
+		return
+	}
+	if f, ok := s.w.(http.Flusher); ok {
+		f.Flush()
+	}
+}

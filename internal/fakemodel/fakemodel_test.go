@@ -1,0 +1,208 @@
+package fakemodel
+
+import (
+	"bufio"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// post sends body to srv and returns the status and the body (for SSE,
+// the data lines joined by newlines).
+func post(t *testing.T, srv *Server, path, body string) (int, string) {
+	t.Helper()
+	resp, err := http.Post(srv.URL+path, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("POST %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	var out []string
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimRight(sc.Text(), "\r")
+		if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+			if d, ok := strings.CutPrefix(line, "data: "); ok {
+				out = append(out, d)
+			}
+			continue
+		}
+		out = append(out, line)
+	}
+	return resp.StatusCode, strings.Join(out, "\n")
+}
+
+func TestParseCommand(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in   string
+		want Command
+	}{
+		{"read /a/b.txt", Command{Op: "read", Path: "/a/b.txt", Shell: "cat /a/b.txt"}},
+		{"write /a/b.txt hello there", Command{Op: "write", Path: "/a/b.txt", Text: "hello there"}},
+		{"bash ls -l", Command{Op: "bash", Shell: "ls -l"}},
+		{"<context>\nslow bash sleep 1", Command{Op: "bash", Shell: "sleep 1", Slow: true}},
+		{"plan the work", Command{Op: "plan", Shell: "echo hi"}},
+		{"what is slowness? hello", Command{Op: "echo", Shell: "echo hi"}},
+		{"slow", Command{Op: "echo", Shell: "echo hi", Slow: true}},
+	} {
+		if got := ParseCommand(tc.in); got != tc.want {
+			t.Errorf("ParseCommand(%q) = %+v, want %+v", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestAnthropicScriptsFromState checks that the reply depends on the
+// conversation, not on the order of calls: a side call in between, or the
+// same request twice, changes nothing.
+func TestAnthropicScriptsFromState(t *testing.T) {
+	t.Parallel()
+	srv := Start(Anthropic, Options{})
+	defer srv.Close()
+	first := `{"model":"m","stream":true,"tools":[{"name":"Bash"},{"name":"Read"}],"messages":[{"role":"user","content":[{"type":"text","text":"<system-reminder>x</system-reminder>"},{"type":"text","text":"read /tmp/x"}]}]}`
+	side := `{"model":"haiku","stream":true,"messages":[{"role":"user","content":"Command: echo hi"}]}`
+	result := `{"model":"m","stream":true,"tools":[{"name":"Bash"}],"messages":[{"role":"user","content":"read /tmp/x"},{"role":"assistant","content":[]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"file body"}]}]}]}`
+	for _, body := range []string{first, side, first, result, side} {
+		if code, _ := post(t, srv, "/v1/messages?beta=true", body); code != 200 {
+			t.Fatalf("status %d", code)
+		}
+	}
+	_, out := post(t, srv, "/v1/messages?beta=true", first)
+	for _, want := range []string{`"type":"thinking_delta"`, `"name":"Read"`, `"partial_json"`, `"stop_reason":"tool_use"`, "message_stop"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("tool-call stream lacks %s:\n%s", want, out)
+		}
+	}
+	_, out = post(t, srv, "/v1/messages", strings.Replace(result, `"stream":true`, `"stream":false`, 1))
+	var msg struct {
+		Content []struct{ Text string } `json:"content"`
+	}
+	if err := json.Unmarshal([]byte(out), &msg); err != nil || len(msg.Content) != 1 || msg.Content[0].Text != FinalPrefix+"file body" {
+		t.Errorf("final answer %s (%v)", out, err)
+	}
+	if _, out = post(t, srv, "/v1/messages/count_tokens", `{}`); !strings.Contains(out, `"input_tokens":123`) {
+		t.Errorf("count_tokens: %s", out)
+	}
+	var replies []string
+	for _, r := range srv.Requests() {
+		replies = append(replies, r.Reply)
+	}
+	want := "tool:Read side tool:Read final side tool:Read final count_tokens"
+	if got := strings.Join(replies, " "); got != want {
+		t.Errorf("replies:\n got %s\nwant %s", got, want)
+	}
+	if r := srv.Requests()[0]; r.Path != "/v1/messages" || r.Query != "beta=true" || r.Prompt != "read /tmp/x" || !strings.Contains(string(r.Body), "system-reminder") {
+		t.Errorf("recorded request = %+v", r)
+	}
+}
+
+func TestAnthropicUsesACPTools(t *testing.T) {
+	t.Parallel()
+	srv := Start(Anthropic, Options{})
+	defer srv.Close()
+	_, out := post(t, srv, "/v1/messages", `{"stream":true,"tools":[{"name":"Bash"},{"name":"mcp__acp__Bash"}],"messages":[{"role":"user","content":"bash ls"}]}`)
+	if !strings.Contains(out, `"name":"mcp__acp__Bash"`) || !strings.Contains(out, `timeout`) {
+		t.Errorf("want mcp__acp__Bash with a timeout:\n%s", out)
+	}
+}
+
+func TestGeminiScripts(t *testing.T) {
+	t.Parallel()
+	srv := Start(Gemini, Options{})
+	defer srv.Close()
+	tools := `"tools":[{"functionDeclarations":[{"name":"run_shell_command"},{"name":"read_file"},{"name":"write_file"}]}]`
+	_, out := post(t, srv, "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse",
+		`{"contents":[{"role":"user","parts":[{"text":"write /tmp/f new text"}]}],`+tools+`}`)
+	lines := strings.Split(out, "\n")
+	if len(lines) != 3 || !strings.Contains(lines[0], `"thought":true`) || !strings.Contains(lines[2], `"functionCall":{"name":"write_file","args":{"content":"new text","file_path":"/tmp/f"}}`) ||
+		!strings.Contains(lines[2], `"finishReason":"STOP"`) {
+		t.Errorf("tool call stream:\n%s", out)
+	}
+	_, out = post(t, srv, "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse",
+		`{"contents":[{"role":"user","parts":[{"text":"bash ls"}]},{"role":"model","parts":[{"functionCall":{"name":"run_shell_command","args":{}}}]},{"role":"user","parts":[{"functionResponse":{"name":"run_shell_command","response":{"output":"a b"}}}]}],`+tools+`}`)
+	if !strings.Contains(out, FinalPrefix+"a b") {
+		t.Errorf("final: %s", out)
+	}
+	// The router asks for JSON from a schema.
+	_, out = post(t, srv, "/v1beta/models/flash-lite:generateContent",
+		`{"contents":[{"role":"user","parts":[{"text":"bash ls"}]}],"generationConfig":{"responseMimeType":"application/json","responseJsonSchema":{"type":"object","properties":{"complexity_reasoning":{"type":"string"},"complexity_score":{"type":"integer","minimum":1,"maximum":100}}}}}`)
+	var resp struct {
+		Candidates []struct {
+			Content struct {
+				Parts []struct{ Text string } `json:"parts"`
+			} `json:"content"`
+		} `json:"candidates"`
+	}
+	var router struct {
+		Score int `json:"complexity_score"`
+	}
+	if err := json.Unmarshal([]byte(out), &resp); err != nil || len(resp.Candidates) != 1 ||
+		json.Unmarshal([]byte(resp.Candidates[0].Content.Parts[0].Text), &router) != nil || router.Score < 1 {
+		t.Errorf("router answer: %s", out)
+	}
+	if _, out = post(t, srv, "/v1beta/models/m:countTokens", `{}`); !strings.Contains(out, "totalTokens") {
+		t.Errorf("countTokens: %s", out)
+	}
+}
+
+func TestOpenAIResponsesScripts(t *testing.T) {
+	t.Parallel()
+	srv := Start(OpenAIResponses, Options{})
+	defer srv.Close()
+	tools := `"tools":[{"type":"function","name":"exec_command"},{"type":"function","name":"apply_patch"},{"type":"web_search"}]`
+	user := `{"type":"message","role":"user","content":[{"type":"input_text","text":"<environment_context>x</environment_context>"}]},{"type":"message","role":"user","content":[{"type":"input_text","text":"write /tmp/f hi"}]}`
+	_, out := post(t, srv, "/v1/responses", `{"model":"m","stream":true,"input":[`+user+`],`+tools+`}`)
+	for _, want := range []string{`"type":"response.reasoning_summary_text.delta"`, `"name":"apply_patch"`, `Add File: /tmp/f`, `"type":"response.completed"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stream lacks %s:\n%s", want, out)
+		}
+	}
+	_, out = post(t, srv, "/v1/responses", `{"model":"m","stream":true,"input":[`+user+`,{"type":"function_call","call_id":"c","name":"apply_patch","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"Success"}],`+tools+`}`)
+	if !strings.Contains(out, FinalPrefix+"Success") {
+		t.Errorf("final: %s", out)
+	}
+}
+
+// TestSlowEndsOnClose checks that a slow reply gives up when the server
+// closes, so that Close never hangs.
+func TestSlowEndsOnClose(t *testing.T) {
+	t.Parallel()
+	srv := Start(Anthropic, Options{Slow: time.Minute})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		resp, err := http.Post(srv.URL+"/v1/messages", "application/json",
+			strings.NewReader(`{"stream":true,"tools":[{"name":"Bash"}],"messages":[{"role":"user","content":"slow bash ls"}]}`))
+		if err == nil {
+			resp.Body.Close()
+		}
+	}()
+	for len(srv.Requests()) == 0 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	start := time.Now()
+	srv.Close()
+	<-done
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Close took %s", d)
+	}
+	if r := srv.Requests(); len(r) != 1 || r[0].Reply != "cancelled" {
+		t.Errorf("requests = %+v", r)
+	}
+}
+
+func TestRequestLimit(t *testing.T) {
+	t.Parallel()
+	srv := Start(Anthropic, Options{MaxRequests: 2})
+	defer srv.Close()
+	var codes []int
+	for i := 0; i < 3; i++ {
+		code, _ := post(t, srv, "/v1/messages/count_tokens", `{}`)
+		codes = append(codes, code)
+	}
+	if codes[0] != 200 || codes[1] != 200 || codes[2] != http.StatusServiceUnavailable || len(srv.Requests()) != 2 {
+		t.Errorf("codes %v, %d recorded", codes, len(srv.Requests()))
+	}
+}
