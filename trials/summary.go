@@ -83,7 +83,7 @@ func (s *Summary) Result(seed uint64, resamples int) schemas.TrialsSummary {
 		K:             s.k,
 		Cases:         s.cases,
 		ScoredCases:   len(s.n),
-		UnscoredCases: slices.Clone(s.unscored),
+		UnscoredCases: slices.Sorted(slices.Values(s.unscored)),
 		Trials:        s.trials,
 		Ungraded:      s.ungraded,
 		Missing:       s.missing,
@@ -117,20 +117,24 @@ func (s *Summary) Result(seed uint64, resamples int) schemas.TrialsSummary {
 	rate := float64(out.Passes) / float64(out.Graded)
 	out.PassRate = &rate
 	lo, hi := rate, rate
-	if l, h, ok := bootstrapRatio(s.c, s.n, seed, resamples, DefaultConfidence); ok {
+	// The bootstrap resamples cases; putting them in a canonical order
+	// first makes the intervals independent of the order cases finished in
+	// (a run with -j, or shards merged).
+	ns, cs := canonical(s.n, s.c)
+	if l, h, ok := bootstrapRatio(cs, ns, seed, resamples, DefaultConfidence); ok {
 		lo, hi = l, h
 	}
 	out.PassRateCI = &schemas.Interval{Low: lo, High: hi}
 
-	maxN := slices.Max(s.n)
+	maxN := slices.Max(ns)
 	for k := 1; k <= maxN; k++ {
 		var at, exp []float64
-		for i := range s.n {
-			if s.n[i] < k {
+		for i := range ns {
+			if ns[i] < k {
 				continue
 			}
-			a, _ := PassAtK(s.n[i], s.c[i], k)
-			e, _ := PassExpK(s.n[i], s.c[i], k)
+			a, _ := PassAtK(ns[i], cs[i], k)
+			e, _ := PassExpK(ns[i], cs[i], k)
 			at = append(at, a)
 			exp = append(exp, e)
 		}
@@ -158,6 +162,25 @@ func (s *Summary) Result(seed uint64, resamples int) schemas.TrialsSummary {
 	}
 	s.last = &out
 	return out
+}
+
+// canonical returns the (n, c) pairs sorted by n, then c.
+func canonical(n, c []int) (ns, cs []int) {
+	idx := make([]int, len(n))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int {
+		if n[a] != n[b] {
+			return n[a] - n[b]
+		}
+		return c[a] - c[b]
+	})
+	ns, cs = make([]int, len(n)), make([]int, len(c))
+	for i, j := range idx {
+		ns[i], cs[i] = n[j], c[j]
+	}
+	return ns, cs
 }
 
 func estimate(k int, values []float64, seed uint64, resamples int) schemas.Estimate {

@@ -3,6 +3,7 @@ package trials
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -157,5 +158,23 @@ func TestGates(t *testing.T) {
 		if _, err := ParseGates(bad.rate, bad.at, nil); err == nil {
 			t.Errorf("ParseGates(%q, %q): no error", bad.rate, bad.at)
 		}
+	}
+}
+
+// TestSummaryOrderIndependent: the same cases added in another order give
+// the same summary, intervals included.
+func TestSummaryOrderIndependent(t *testing.T) {
+	pairs := [][2]int{{10, 3}, {10, 7}, {9, 5}, {10, 10}, {8, 0}, {10, 1}}
+	a, b := NewSummary(5), NewSummary(5)
+	for i := range pairs {
+		p, q := pairs[i], pairs[len(pairs)-1-i]
+		a.Add(schemas.TrialsRecord{ID: fmt.Sprint("c", i), K: 5, N: p[0], C: p[1]})
+		b.Add(schemas.TrialsRecord{ID: fmt.Sprint("c", len(pairs)-1-i), K: 5, N: q[0], C: q[1]})
+	}
+	ra, rb := a.Result(7, 500), b.Result(7, 500)
+	ja, _ := json.Marshal(ra)
+	jb, _ := json.Marshal(rb)
+	if string(ja) != string(jb) {
+		t.Errorf("order changed the summary:\n%s\n%s", ja, jb)
 	}
 }
