@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"syscall"
@@ -178,6 +179,12 @@ func runMain(ctx context.Context, e *env, args []string) int {
 	}
 	if !c.agent && len(agent) > 0 {
 		pos = append(pos, agent...)
+	}
+	if !c.agent {
+		// The offline commands stream records through a small live heap
+		// and allocate fast; collecting less often roughly doubles their
+		// read speed for a few tens of MB.
+		debug.SetGCPercent(400)
 	}
 	err := c.run(ctx, e, pos, agent)
 	return reportError(e.stderr, c.name, err)
