@@ -26,7 +26,17 @@ type GradeFunc func(ctx context.Context, rec *schemas.CaptureRecord, c *schemas.
 // where the entry lacks them, as acp-harness entries do). Summary lines are
 // skipped. It returns the file's kind.
 func EachRecord(name string, r io.Reader, fn func(line int, rec *schemas.CaptureRecord) error) (string, error) {
-	return schemas.ReadResults(name, r, func(l schemas.ResultLine) error {
+	return eachRecord(schemas.ReadResults, name, r, fn)
+}
+
+// EachRecordBrief is EachRecord with trajectory steps cut to their type,
+// step id and name, for views that need no more (it reads faster).
+func EachRecordBrief(name string, r io.Reader, fn func(line int, rec *schemas.CaptureRecord) error) (string, error) {
+	return eachRecord(schemas.ReadResultsBrief, name, r, fn)
+}
+
+func eachRecord(read func(string, io.Reader, func(schemas.ResultLine) error) (string, error), name string, r io.Reader, fn func(line int, rec *schemas.CaptureRecord) error) (string, error) {
+	return read(name, r, func(l schemas.ResultLine) error {
 		switch l.Kind {
 		case schemas.KindCapture:
 			return fn(l.Line, l.Capture)

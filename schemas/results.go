@@ -34,10 +34,21 @@ type ResultLine struct {
 // the lines before it, stops the read with an *InputError naming the file,
 // the line and the field.
 func ReadResults(name string, r io.Reader, fn func(ResultLine) error) (string, error) {
+	return readResults(name, r, ParseResultLine, fn)
+}
+
+// ReadResultsBrief is ReadResults for views that need of each trajectory
+// step only its type, step id and name (see ParseResultLineBrief): it reads
+// capture files several times faster.
+func ReadResultsBrief(name string, r io.Reader, fn func(ResultLine) error) (string, error) {
+	return readResults(name, r, ParseResultLineBrief, fn)
+}
+
+func readResults(name string, r io.Reader, parse func([]byte) (ResultLine, error), fn func(ResultLine) error) (string, error) {
 	kind := ""
 	firstLine := 0
 	err := EachLine(r, func(lineNo int, line []byte) error {
-		rl, err := ParseResultLine(line)
+		rl, err := parse(line)
 		if err != nil {
 			var ie *InputError
 			if errors.As(err, &ie) {
@@ -121,6 +132,33 @@ func ParseResultLine(line []byte) (ResultLine, error) {
 		return ResultLine{}, decodeErr("capture record", err)
 	}
 	return ResultLine{Kind: KindCapture, Capture: &cr}, nil
+}
+
+// briefStep is the part of a trajectory step brief views read.
+type briefStep struct {
+	Type   string `json:"type"`
+	StepID string `json:"stepId"`
+	Name   string `json:"name"`
+}
+
+// ParseResultLineBrief is ParseResultLine keeping, of each trajectory step
+// of a capture record, only its type, stepId and name; the other kinds of
+// line come back whole.
+func ParseResultLineBrief(line []byte) (ResultLine, error) {
+	var brief struct {
+		CaptureRecord
+		Trajectory []briefStep `json:"trajectory"`
+	}
+	line = bytes.TrimSpace(line)
+	if len(line) > 0 && line[0] == '{' && fastjson.Unmarshal(line, &brief) == nil && brief.Trajectory != nil && brief.ID != "" {
+		cr := brief.CaptureRecord
+		cr.Trajectory = make([]Step, len(brief.Trajectory))
+		for i, st := range brief.Trajectory {
+			cr.Trajectory[i] = Step{Type: st.Type, StepID: st.StepID, Name: st.Name}
+		}
+		return ResultLine{Kind: KindCapture, Capture: &cr}, nil
+	}
+	return ParseResultLine(line)
 }
 
 // presence notes that a field was there, and its first byte, without

@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"os"
 	"strings"
 	"sync"
 
@@ -10,7 +13,9 @@ import (
 
 	"harness/capture"
 	"harness/internal/jsonl"
+	"harness/report"
 	"harness/schemas"
+	"harness/trials"
 )
 
 func newCaptureCmd() *command {
@@ -132,6 +137,9 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 	}
 	log.stop()
 	log.summary(stats)
+	if runErr == nil && (f.junit != "" || f.markdown != "") {
+		runErr = writeCIReports(f)
+	}
 	switch {
 	case runErr != nil:
 		return runErr
@@ -143,6 +151,41 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 		return withCode(exitInfraErrors, fmt.Errorf("%d records have infrastructure errors", stats.InfraErrors()))
 	}
 	return nil
+}
+
+// writeCIReports writes the --junit and --markdown reports of the output
+// file, read back whole, so a resumed run reports all of it.
+func writeCIReports(f *runFlags) error {
+	in, err := jsonl.Open(f.output, nil)
+	if err != nil {
+		return err
+	}
+	run, err := report.ReadRun(f.output, in, report.RunOptions{})
+	in.Close()
+	if err != nil {
+		return fmt.Errorf("reports: %w", err)
+	}
+	defer run.Close()
+	write := func(name string, fn func(io.Writer) error) error {
+		if name == "" {
+			return nil
+		}
+		out, err := os.Create(name)
+		if err != nil {
+			return err
+		}
+		if err := fn(out); err != nil {
+			out.Close()
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		return out.Close()
+	}
+	return errors.Join(
+		write(f.junit, func(w io.Writer) error { return report.WriteJUnit(w, report.JUnitOptions{}, run) }),
+		write(f.markdown, func(w io.Writer) error {
+			return report.WriteMarkdownSummary(w, report.MarkdownOptions{Seed: trials.DefaultSeed, Resamples: trials.DefaultResamples}, run)
+		}),
+	)
 }
 
 // writeRecord encodes a record, redacts secrets, and writes it whole.

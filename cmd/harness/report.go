@@ -2,20 +2,176 @@ package main
 
 import (
 	"context"
-	"errors"
+	"fmt"
 
 	"github.com/spf13/pflag"
+
+	"harness/report"
+	"harness/trials"
 )
 
 func newReportCmd() *command {
+	var (
+		output, junit, markdown string
+		title, rule, seed       string
+		resamples               int
+		force                   bool
+	)
 	c := &command{
 		name:  "report",
-		usage: "report",
-		short: "(not available in this build)",
+		usage: "report RESULTS [RESULTS_B] [-o report.html] [--junit FILE] [--markdown FILE]",
+		short: "one self-contained HTML page of a run (or two side by side); JUnit XML; markdown",
+		long: `Reads one results file (capture or trials; .zst/.gz too; - for stdin), or two
+to compare (A then B), and writes:
+
+  -o FILE          one self-contained HTML page (inline CSS, JavaScript and SVG;
+                   nothing is fetched): the summary, pass@k and pass^k curves
+                   with intervals, flaky, failing and errored cases, and every
+                   case with a strip of its trials; opening a case shows the
+                   grader's reasoning and checks and the trajectory (thoughts,
+                   messages, tool calls with input and output, plans,
+                   permissions, fs and terminal steps, events). Filters by
+                   status, category (metadata.category), A→B change and text.
+  --junit FILE     JUnit XML: one testcase per case (classname = category)
+  --markdown FILE  a short markdown summary for pull-request comments
+
+Without any of the three, the HTML page goes to stdout. "-" as FILE is stdout.
+
+Case status, from the n graded trials of which c passed (trials with
+infrastructure errors are left out of n, never failures): pass (c = n),
+fail (c = 0), flaky (0 < c < n), error (n = 0 and some trial errored),
+ungraded (no grader ran).
+
+In JUnit a case is a <failure> when it breaks --rule: "all" (default: every
+graded trial must pass, so flaky cases fail), "majority" (more than half
+pass) or "any" (at least one passes). A case with no graded trial and an
+infrastructure error is an <error>; one run without a grader is <skipped>.
+
+Examples:
+  harness report trials.jsonl -o report.html
+  harness report before.jsonl after.jsonl -o compare.html
+  harness report trials.jsonl --junit junit.xml --markdown summary.md`,
 		flags: pflag.NewFlagSet("report", pflag.ContinueOnError),
 	}
+	c.flags.StringVarP(&output, "output", "o", "", "write the HTML page to `file`")
+	c.flags.StringVar(&junit, "junit", "", "write JUnit XML to `file`")
+	c.flags.StringVar(&markdown, "markdown", "", "write a markdown summary to `file`")
+	c.flags.StringVar(&title, "title", "", "page and summary `title`")
+	c.flags.StringVar(&rule, "rule", "all", "when a case passes in JUnit: `all`, majority or any of its graded trials")
+	c.flags.StringVar(&seed, "seed", "1", "bootstrap `seed`")
+	c.flags.IntVar(&resamples, "resamples", trials.DefaultResamples, "bootstrap `resamples`")
+	c.flags.BoolVar(&force, "force", false, "overwrite existing output files")
 	c.run = func(ctx context.Context, e *env, args, agent []string) error {
-		return errors.New("report is not available in this build")
+		if len(args) < 1 || len(args) > report.MaxRuns {
+			return usageErrorf("want one results file, or two to compare, got %d arguments", len(args))
+		}
+		if len(args) == 2 && args[0] == "-" && args[1] == "-" {
+			return usageErrorf("only one input can be stdin (-)")
+		}
+		cr, err := report.ParseCaseRule(rule)
+		if err != nil {
+			return usageErrorf("--rule: %v", err)
+		}
+		sd, err := parseSeed(seed)
+		if err != nil {
+			return err
+		}
+		if output == "" && junit == "" && markdown == "" {
+			output = "-"
+		}
+		stdouts := 0
+		for _, o := range []string{output, junit, markdown} {
+			if o == "-" {
+				stdouts++
+			}
+		}
+		if stdouts > 1 {
+			return usageErrorf("only one of -o, --junit and --markdown can write to stdout")
+		}
+
+		var runs []*report.Run
+		defer func() {
+			for _, r := range runs {
+				r.Close()
+			}
+		}()
+		for _, name := range args {
+			in, err := reviewInput(e, name)
+			if err != nil {
+				return err
+			}
+			r, err := report.ReadRun(name, in, report.RunOptions{Details: output != ""})
+			in.Close()
+			if err != nil {
+				return reviewInputErr(err)
+			}
+			runs = append(runs, r)
+		}
+
+		type job struct {
+			path  string
+			write func(*reviewOut) error
+		}
+		jobs := []job{
+			{output, func(w *reviewOut) error {
+				return report.WriteHTML(w, report.Options{Title: title, Seed: sd, Resamples: resamplesOpt(resamples)}, runs...)
+			}},
+			{junit, func(w *reviewOut) error {
+				return report.WriteJUnit(w, report.JUnitOptions{Rule: cr}, runs...)
+			}},
+			{markdown, func(w *reviewOut) error {
+				return report.WriteMarkdownSummary(w, report.MarkdownOptions{Title: title, Rule: cr, Seed: sd, Resamples: resamplesOpt(resamples)}, runs...)
+			}},
+		}
+		// Open every output first, so an existing file stops the command
+		// before anything is written.
+		outs := make([]*reviewOut, len(jobs))
+		abortAll := func() {
+			for _, o := range outs {
+				if o != nil {
+					o.abort()
+				}
+			}
+		}
+		for i, j := range jobs {
+			if j.path == "" {
+				continue
+			}
+			o, err := reviewOutput(e, j.path, force)
+			if err != nil {
+				abortAll()
+				return err
+			}
+			outs[i] = o
+		}
+		for i, j := range jobs {
+			if outs[i] == nil {
+				continue
+			}
+			if err := j.write(outs[i]); err != nil {
+				abortAll()
+				return fmt.Errorf("%s: %w", j.path, err)
+			}
+		}
+		for _, o := range outs {
+			if o == nil {
+				continue
+			}
+			if err := o.commit(); err != nil {
+				abortAll()
+				return err
+			}
+		}
+		return nil
 	}
 	return c
+}
+
+// resamplesOpt maps --resamples to report's option, where 0 means the
+// default and a negative number turns the bootstrap off.
+func resamplesOpt(n int) int {
+	if n < 1 {
+		return -1
+	}
+	return n
 }

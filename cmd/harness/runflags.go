@@ -53,6 +53,8 @@ type runFlags struct {
 	progress       bool
 	quiet          bool
 	shard          string
+	junit          string
+	markdown       string
 }
 
 func (f *runFlags) addFlags(fs *pflag.FlagSet) {
@@ -85,6 +87,8 @@ func (f *runFlags) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.progress, "progress", false, "print a line per finished record on stderr (default on a terminal)")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors on stderr")
 	fs.StringVar(&f.shard, "shard", "", "run only share `I/N` of the units (1-based I), for spreading a run over machines")
+	fs.StringVar(&f.junit, "junit", "", "after the run, write a JUnit XML report of the output to `file` (one testcase per case)")
+	fs.StringVar(&f.markdown, "markdown", "", "after the run, write a markdown summary of the output to `file`, for pull-request comments")
 }
 
 // runSetup is everything a run needs, checked before any agent starts.
@@ -287,6 +291,9 @@ func (f *runFlags) checkOutput() error {
 	if f.output == "" || f.output == "-" {
 		if f.resume {
 			return usageErrorf("--resume needs an output file (-o)")
+		}
+		if f.junit != "" || f.markdown != "" {
+			return usageErrorf("--junit and --markdown need an output file (-o)")
 		}
 		return nil
 	}

@@ -235,7 +235,7 @@ func runSummarize(in io.Reader, name string, out io.Writer, outName string, mark
 		return err
 	}
 	n := 0
-	_, err = review.EachRecord(name, in, func(_ int, rec *schemas.CaptureRecord) error {
+	_, err = review.EachRecordBrief(name, in, func(_ int, rec *schemas.CaptureRecord) error {
 		n++
 		return w.Write(review.Summarize(rec))
 	})

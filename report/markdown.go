@@ -1,0 +1,206 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// MarkdownOptions controls WriteMarkdownSummary.
+type MarkdownOptions struct {
+	// Title heads the summary (default "harness results").
+	Title string
+	// Rule decides which cases are listed as failing (default RuleAll:
+	// every case with a failed graded trial, flaky ones included, is listed
+	// under flaky or failing).
+	Rule CaseRule
+	// Seed and Resamples drive the bootstrap intervals, as in Options.
+	Seed      uint64
+	Resamples int
+	// MaxCases caps each list of cases (default 15).
+	MaxCases int
+}
+
+// WriteMarkdownSummary writes a short markdown summary of the runs for a
+// pull-request comment: per run the pass rate with its interval and
+// counts, the pass@k / pass^k table with intervals, the cases that fail
+// (by the rule), the flaky cases (0 < c < n), the cases with no verdict
+// and the infrastructure error counts by class. With two runs (A, B) it
+// adds the cases gained and lost from A to B (majority rule, as harness
+// compare).
+func WriteMarkdownSummary(w io.Writer, opt MarkdownOptions, runs ...*Run) error {
+	if len(runs) == 0 {
+		return fmt.Errorf("markdown: no runs")
+	}
+	limit := opt.MaxCases
+	if limit <= 0 {
+		limit = 15
+	}
+	title := opt.Title
+	if title == "" {
+		title = "harness results"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "### %s\n\n", mdText(title))
+	hopt := Options{Seed: opt.Seed, Resamples: opt.Resamples}
+	for i, r := range runs {
+		label := ""
+		if len(runs) > 1 {
+			label = runLabel(i, len(runs)) + ": "
+		}
+		writeRunMarkdown(&b, r, label, opt.Rule, hopt, limit)
+	}
+	if len(runs) == 2 {
+		cv := buildCompare(runs[0], runs[1])
+		fmt.Fprintf(&b, "#### A → B\n\n%d cases in both", cv.Both)
+		if cv.OnlyA > 0 {
+			fmt.Fprintf(&b, ", %d only in A", cv.OnlyA)
+		}
+		if cv.OnlyB > 0 {
+			fmt.Fprintf(&b, ", %d only in B", cv.OnlyB)
+		}
+		fmt.Fprintf(&b, ". A case passes when more than half of its graded trials pass: **%d gained, %d lost**, %d same.\n\n", cv.Gained, cv.Lost, cv.Same)
+		writeRefs(&b, "Lost", cv.LostCases, cv.Lost)
+		writeRefs(&b, "Gained", cv.GainedCases, cv.Gained)
+	}
+	_, err := io.WriteString(w, b.String())
+	if err != nil {
+		return fmt.Errorf("markdown: %w", err)
+	}
+	return nil
+}
+
+func writeRunMarkdown(b *strings.Builder, r *Run, label string, rule CaseRule, opt Options, limit int) {
+	sum := r.Summary(opt.Seed, opt.resamples())
+	fmt.Fprintf(b, "**%s`%s`**", mdText(label), codeText(r.Name))
+	if r.Agent != "" {
+		fmt.Fprintf(b, " · agent %s", mdText(strings.TrimSpace(r.Agent+" "+r.AgentVersion)))
+	}
+	b.WriteString("\n\n")
+	if sum.PassRate != nil {
+		fmt.Fprintf(b, "**Pass rate %s**", pct(*sum.PassRate))
+		if sum.PassRateCI != nil {
+			fmt.Fprintf(b, " (95%% CI %s–%s)", pct(sum.PassRateCI.Low), pct(sum.PassRateCI.High))
+		}
+		fmt.Fprintf(b, ": %d of %d graded trials passed", sum.Passes, sum.Graded)
+	} else {
+		b.WriteString("**No graded trials** (run with a grader, -g)")
+	}
+	fmt.Fprintf(b, " · %d cases · %d trials", sum.Cases, sum.Trials)
+	if sum.K > 0 {
+		fmt.Fprintf(b, " · k = %d", sum.K)
+	}
+	b.WriteString("\n\n")
+	if len(sum.Errors) > 0 {
+		total := 0
+		for _, v := range sum.Errors {
+			total += v
+		}
+		fmt.Fprintf(b, "⚠️ %d trials left out of n for infrastructure errors: %s\n\n", total, mdText(classList(sum.Errors)))
+	}
+	if sum.Ungraded > 0 {
+		fmt.Fprintf(b, "%d trials ungraded.\n\n", sum.Ungraded)
+	}
+	at, exp := curve(sum.PassAt), curve(sum.PassExp)
+	if len(at) > 0 {
+		b.WriteString("| k | pass@k | 95% CI | pass^k | 95% CI | cases |\n|--:|--:|:--|--:|:--|--:|\n")
+		for i := range at {
+			k := fmt.Sprint(at[i].K)
+			if at[i].K == sum.K {
+				k = "**" + k + "**"
+			}
+			fmt.Fprintf(b, "| %s | %s | %s–%s | %s | %s–%s | %d |\n", k,
+				pct(at[i].Mean), pct(at[i].Low), pct(at[i].High),
+				pct(exp[i].Mean), pct(exp[i].Low), pct(exp[i].High), at[i].Cases)
+		}
+		b.WriteString("\n")
+	}
+	var failing, flaky, errored []caseRef
+	nFail, nFlaky, nErr := 0, 0, 0
+	for _, c := range r.Cases {
+		ref := caseRef{ID: c.ID, Category: c.Category, N: c.Count.N, C: c.Count.C}
+		switch {
+		case c.Verdict(rule) == VerdictFail && c.Status() != StatusFlaky:
+			nFail++
+			if len(failing) < limit {
+				ref.Note = fmt.Sprintf("%d/%d", c.Count.C, c.Count.N)
+				if reason := firstReason(c, StatusFail); reason != "" {
+					ref.Note += ": " + reason
+				}
+				failing = append(failing, ref)
+			}
+		case c.Status() == StatusFlaky:
+			nFlaky++
+			if len(flaky) < limit {
+				ref.Note = fmt.Sprintf("%d/%d passed", c.Count.C, c.Count.N)
+				if rule.Passes(c.Count.N, c.Count.C) {
+					ref.Note += fmt.Sprintf(" (passes by rule %q)", rule.String())
+				}
+				flaky = append(flaky, ref)
+			}
+		case c.Verdict(rule) == VerdictError:
+			nErr++
+			if len(errored) < limit {
+				ref.Note = classList(c.Count.Errors)
+				if m := firstErrorMessage(c); m != "" {
+					ref.Note += ": " + shorten(m, 120)
+				}
+				errored = append(errored, ref)
+			}
+		}
+	}
+	writeRefs(b, "Failing", failing, nFail)
+	writeRefs(b, "Flaky (0 < c < n)", flaky, nFlaky)
+	writeRefs(b, "No verdict (infrastructure errors)", errored, nErr)
+	if nFail+nFlaky+nErr == 0 && sum.Graded > 0 {
+		b.WriteString("All cases passed.\n\n")
+	}
+}
+
+func writeRefs(b *strings.Builder, title string, refs []caseRef, total int) {
+	if total == 0 {
+		return
+	}
+	fmt.Fprintf(b, "%s (%d):\n", mdText(title), total)
+	for _, r := range refs {
+		fmt.Fprintf(b, "- `%s`", codeText(r.ID))
+		if r.Note != "" {
+			fmt.Fprintf(b, " — %s", mdText(shorten(oneLine(r.Note), 200)))
+		}
+		b.WriteString("\n")
+	}
+	if total > len(refs) {
+		fmt.Fprintf(b, "- … and %d more\n", total-len(refs))
+	}
+	b.WriteString("\n")
+}
+
+// mdText escapes text for markdown: characters that start formatting are
+// backslash-escaped, and < > & become entities so no HTML gets through.
+func mdText(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch r {
+		case '<':
+			b.WriteString("&lt;")
+		case '>':
+			b.WriteString("&gt;")
+		case '&':
+			b.WriteString("&amp;")
+		case '\\', '`', '*', '_', '[', ']', '|', '#', '~', '!':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case '\n', '\r':
+			b.WriteByte(' ')
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// codeText makes s safe inside a one-backtick code span.
+func codeText(s string) string {
+	s = strings.ReplaceAll(oneLine(s), "`", "'")
+	return s
+}
