@@ -1,39 +1,19 @@
 package capture
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"harness/acp"
+	"harness/internal/testagents"
 	"harness/schemas"
 )
-
-// nodeAgent returns the path of a script in the test agents' node_modules,
-// installed by scripts/test. Without it the test is skipped, unless
-// HARNESS_REQUIRE_AGENTS is set (as in CI), where it fails.
-func nodeAgent(t *testing.T, rel string) string {
-	t.Helper()
-	p, _ := filepath.Abs(filepath.Join("..", "testdata", "agents", "node_modules", rel))
-	_, err := os.Stat(p)
-	_, nodeErr := exec.LookPath("node")
-	if err != nil || nodeErr != nil {
-		msg := "real agent not installed (run scripts/test to install it): " + p
-		if os.Getenv("HARNESS_REQUIRE_AGENTS") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return p
-}
 
 // TestSDKExampleAgent drives the example agent shipped in
 // @agentclientprotocol/sdk@1.9.0, an agent nobody here wrote.
 func TestSDKExampleAgent(t *testing.T) {
 	t.Parallel()
-	script := nodeAgent(t, "@agentclientprotocol/sdk/dist/examples/agent.js")
+	script := testagents.NodeScript(t, "@agentclientprotocol/sdk/dist/examples/agent.js")
 	for _, policy := range []acp.PermissionPolicy{acp.PolicyAllow, acp.PolicyDeny} {
 		cfg := testConfig(t)
 		cfg.Agent = []string{"node", script}

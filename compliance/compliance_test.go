@@ -3,14 +3,13 @@ package compliance
 import (
 	"context"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"harness/acp"
 	"harness/internal/fakeagent"
+	"harness/internal/testagents"
 )
 
 // The test binary doubles as the fixture agent when this variable is set.
@@ -152,31 +151,13 @@ func TestTextReport(t *testing.T) {
 	}
 }
 
-// nodeAgent returns the path of a script in the test agents' node_modules,
-// installed by scripts/test. Without it the test is skipped, unless
-// HARNESS_REQUIRE_AGENTS is set (as in CI), where it fails.
-func nodeAgent(t *testing.T, rel string) string {
-	t.Helper()
-	p, _ := filepath.Abs(filepath.Join("..", "testdata", "agents", "node_modules", rel))
-	_, err := os.Stat(p)
-	_, nodeErr := exec.LookPath("node")
-	if err != nil || nodeErr != nil {
-		msg := "real agent not installed (run scripts/test to install it): " + p
-		if os.Getenv("HARNESS_REQUIRE_AGENTS") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return p
-}
-
 // TestSDKExampleAgent probes the example agent of @agentclientprotocol/sdk,
 // a spec-compliant agent nobody here wrote (the TypeScript tool's
 // adapter:check fails it): it must come out usable with no failed check,
 // and its cancelled turn must answer "cancelled".
 func TestSDKExampleAgent(t *testing.T) {
 	t.Parallel()
-	script := nodeAgent(t, "@agentclientprotocol/sdk/dist/examples/agent.js")
+	script := testagents.NodeScript(t, "@agentclientprotocol/sdk/dist/examples/agent.js")
 	o := fakeOptions(t)
 	o.Agent = []string{"node", script}
 	o.Env = os.Environ()

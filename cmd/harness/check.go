@@ -162,24 +162,9 @@ func (f *checkFlags) options(e *env, agent []string) (compliance.Options, *redac
 			return o, nil, usageErrorf("--cwd %s: not a directory", f.cwd)
 		}
 	}
-	agentEnv := os.Environ()
-	var secrets []string
-	for _, kv := range f.env {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return o, nil, usageErrorf("--env %q: want KEY=VALUE", kv)
-		}
-		agentEnv = append(agentEnv, kv)
-		for _, name := range f.secretEnv {
-			if name == k {
-				secrets = append(secrets, v)
-			}
-		}
-	}
-	for _, name := range f.secretEnv {
-		if v := e.getenv(name); v != "" {
-			secrets = append(secrets, v)
-		}
+	agentEnv, secrets, err := agentEnvironment(f.env, f.secretEnv, e.getenv)
+	if err != nil {
+		return o, nil, err
 	}
 	o.Agent = agent
 	o.Env = agentEnv

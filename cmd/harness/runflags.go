@@ -9,6 +9,7 @@ import (
 	"iter"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -190,24 +191,9 @@ func (f *runFlags) prepare(e *env, args, agent []string, cmdName string) (*runSe
 			return nil, usageErrorf("--workspace %s: not a directory", f.workspace)
 		}
 	}
-	agentEnv := os.Environ()
-	var secrets []string
-	for _, kv := range f.env {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return nil, usageErrorf("--env %q: want KEY=VALUE", kv)
-		}
-		agentEnv = append(agentEnv, kv)
-		for _, name := range f.secretEnv {
-			if name == k {
-				secrets = append(secrets, v)
-			}
-		}
-	}
-	for _, name := range f.secretEnv {
-		if v := e.getenv(name); v != "" {
-			secrets = append(secrets, v)
-		}
+	agentEnv, secrets, err := agentEnvironment(f.env, f.secretEnv, e.getenv)
+	if err != nil {
+		return nil, err
 	}
 	s.redact = redact.New(secrets, agentEnv)
 	var mcp []json.RawMessage
@@ -464,4 +450,27 @@ func endLine(f *os.File) error {
 		_, err = f.Write([]byte("\n"))
 	}
 	return err
+}
+
+// agentEnvironment is the agent's environment: harness's own plus the
+// --env KEY=VALUE entries; secrets are the values of the --secret-env
+// variables, from either.
+func agentEnvironment(env, secretEnv []string, getenv func(string) string) (agentEnv, secrets []string, err error) {
+	agentEnv = os.Environ()
+	for _, kv := range env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, nil, usageErrorf("--env %q: want KEY=VALUE", kv)
+		}
+		agentEnv = append(agentEnv, kv)
+		if slices.Contains(secretEnv, k) {
+			secrets = append(secrets, v)
+		}
+	}
+	for _, name := range secretEnv {
+		if v := getenv(name); v != "" {
+			secrets = append(secrets, v)
+		}
+	}
+	return agentEnv, secrets, nil
 }

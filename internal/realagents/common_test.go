@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,38 +15,20 @@ import (
 	"harness/acp"
 	"harness/capture"
 	"harness/internal/fakemodel"
+	"harness/internal/testagents"
 	"harness/schemas"
 )
 
-// agentFile returns the path of a file in the test agents' node_modules,
-// installed by scripts/test. Without it (or without node, when needNode)
-// the test is skipped, unless HARNESS_REQUIRE_AGENTS is set (as in CI),
-// where it fails.
+// agentFile and nodeAgent find the npm-installed agents (skipping, or
+// failing on CI, when they are missing).
 func agentFile(t *testing.T, rel string, needNode bool) string {
 	t.Helper()
-	p, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "agents", "node_modules", rel))
-	_, err := os.Stat(p)
-	var nodeErr error
-	if needNode {
-		_, nodeErr = exec.LookPath("node")
-	}
-	if err != nil || nodeErr != nil {
-		msg := "real agent not installed (run scripts/test to install it): " + p
-		if nodeErr != nil {
-			msg = "node not found on PATH, needed by " + p
-		}
-		if os.Getenv("HARNESS_REQUIRE_AGENTS") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return p
+	return testagents.File(t, rel, needNode)
 }
 
-// nodeAgent returns the path of an npm-installed agent script run by node.
 func nodeAgent(t *testing.T, rel string) string {
 	t.Helper()
-	return agentFile(t, rel, true)
+	return testagents.NodeScript(t, rel)
 }
 
 // sandbox is the isolated world one agent runs in: a scratch HOME, a

@@ -1,0 +1,49 @@
+// Package testagents finds the real agents the tests drive: the npm
+// packages scripts/test installs under testdata/agents, and the fixture
+// agent the test binary itself can become.
+package testagents
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+// RequireEnv is the environment variable that turns a missing real agent
+// from a skip into a failure (CI sets it).
+const RequireEnv = "HARNESS_REQUIRE_AGENTS"
+
+// FakeAgentEnv is the environment variable that makes a test binary whose
+// TestMain calls RunFakeAgentIfAsked behave as the fixture agent.
+const FakeAgentEnv = "HARNESS_TEST_FAKEAGENT"
+
+// File returns the path of rel inside testdata/agents/node_modules. When
+// the file (or, with needNode, node itself) is missing, the test is
+// skipped with a message saying how to install it, or fails when
+// RequireEnv is set.
+func File(t testing.TB, rel string, needNode bool) string {
+	t.Helper()
+	_, self, _, _ := runtime.Caller(0)
+	p := filepath.Join(filepath.Dir(self), "..", "..", "testdata", "agents", "node_modules", rel)
+	msg := ""
+	if _, err := os.Stat(p); err != nil {
+		msg = "real agent not installed (run scripts/test to install it): " + p
+	} else if _, err := exec.LookPath("node"); needNode && err != nil {
+		msg = "node not found on PATH, needed by " + p
+	}
+	if msg != "" {
+		if os.Getenv(RequireEnv) != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return p
+}
+
+// NodeScript returns the path of an npm-installed agent script run by node.
+func NodeScript(t testing.TB, rel string) string {
+	t.Helper()
+	return File(t, rel, true)
+}
