@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"strconv"
 
 	"github.com/spf13/pflag"
@@ -71,15 +72,7 @@ Examples:
 			}
 			review.AddResults(&a, cases, run)
 		}
-		out, err := reviewOutput(e, output, force)
-		if err != nil {
-			return err
-		}
-		if err := writePrettyJSON(out, a); err != nil {
-			out.abort()
-			return err
-		}
-		if err := out.commit(); err != nil {
+		if err := writeOutput(e, output, force, func(out io.Writer) error { return writePrettyJSON(out, a) }); err != nil {
 			return err
 		}
 		if !quiet {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"strconv"
 	"time"
 
@@ -97,20 +98,12 @@ Examples:
 		if err != nil {
 			return reviewInputErr(err)
 		}
-		out, err := reviewOutput(e, output, force)
-		if err != nil {
-			return err
-		}
-		if js {
-			err = writePrettyJSON(out, rep)
-		} else {
-			err = review.WriteCalibrationMarkdown(out, rep)
-		}
-		if err != nil {
-			out.abort()
-			return err
-		}
-		return out.commit()
+		return writeOutput(e, output, force, func(out io.Writer) error {
+			if js {
+				return writePrettyJSON(out, rep)
+			}
+			return review.WriteCalibrationMarkdown(out, rep)
+		})
 	}
 	return c
 }

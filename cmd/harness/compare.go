@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 
 	"github.com/spf13/pflag"
 
@@ -66,20 +67,12 @@ Examples:
 			}
 		}
 		rep := trials.Compare(runs[0], runs[1], trials.CompareOptions{K: k, Seed: sd, Resamples: resamples})
-		out, err := reviewOutput(e, output, force)
-		if err != nil {
-			return err
-		}
-		if js {
-			err = writePrettyJSON(out, rep)
-		} else {
-			err = trials.WriteCompareText(out, rep)
-		}
-		if err != nil {
-			out.abort()
-			return err
-		}
-		return out.commit()
+		return writeOutput(e, output, force, func(out io.Writer) error {
+			if js {
+				return writePrettyJSON(out, rep)
+			}
+			return trials.WriteCompareText(out, rep)
+		})
 	}
 	return c
 }

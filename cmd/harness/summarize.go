@@ -44,6 +44,20 @@ type reviewOut struct {
 	path string
 }
 
+// writeOutput writes a command's whole output through write to path (""
+// or "-" is stdout): on success the file appears, on failure nothing does.
+func writeOutput(e *env, path string, force bool, write func(io.Writer) error) error {
+	out, err := reviewOutput(e, path, force)
+	if err != nil {
+		return err
+	}
+	if err := write(out); err != nil {
+		out.abort()
+		return err
+	}
+	return out.commit()
+}
+
 // reviewOutput opens path for writing ("" or "-" is stdout). An existing
 // non-empty file is refused without force.
 func reviewOutput(e *env, path string, force bool) (*reviewOut, error) {
@@ -195,15 +209,9 @@ Examples:
 			return err
 		}
 		defer in.Close()
-		out, err := reviewOutput(e, output, force)
-		if err != nil {
-			return err
-		}
-		if err := runSummarize(in, args[0], out, output, markdown, agg, js, sd, resamples); err != nil {
-			out.abort()
-			return err
-		}
-		return out.commit()
+		return writeOutput(e, output, force, func(out io.Writer) error {
+			return runSummarize(in, args[0], out, output, markdown, agg, js, sd, resamples)
+		})
 	}
 	return c
 }
