@@ -27,11 +27,12 @@ type TerminalOptions struct {
 
 // terminals are the commands one session started.
 type terminals struct {
-	opts TerminalOptions
-	root string
-	mu   sync.Mutex
-	next int
-	all  map[string]*terminal
+	opts   TerminalOptions
+	root   string
+	mu     sync.Mutex
+	next   int
+	all    map[string]*terminal
+	closed bool // the session is over: new commands are killed at once
 }
 
 type terminal struct {
@@ -134,6 +135,12 @@ func (ts *terminals) create(p CreateTerminalRequest) (any, *jsonrpc2.Error, stri
 		return nil, &jsonrpc2.Error{Code: CodeInternalError, Message: "cannot start command: " + err.Error()}, err.Error()
 	}
 	ts.mu.Lock()
+	if ts.closed {
+		ts.mu.Unlock()
+		t.kill()
+		cmd.Wait()
+		return nil, &jsonrpc2.Error{Code: CodeResourceNotFound, Message: "the session is over"}, "session over"
+	}
 	ts.next++
 	id := fmt.Sprintf("term-%d", ts.next)
 	ts.all[id] = t
@@ -201,12 +208,9 @@ func (t *terminal) output() TerminalOutputResponse {
 	return res
 }
 
+// kill kills the command's whole process group, including any background
+// children it left running after it exited.
 func (t *terminal) kill() {
-	select {
-	case <-t.done:
-		return
-	default:
-	}
 	if t.cmd.Process != nil {
 		syscall.Kill(-t.cmd.Process.Pid, syscall.SIGKILL)
 	}
@@ -216,6 +220,7 @@ func (ts *terminals) releaseAll() {
 	ts.mu.Lock()
 	all := ts.all
 	ts.all = map[string]*terminal{}
+	ts.closed = true
 	ts.mu.Unlock()
 	for _, t := range all {
 		t.kill()

@@ -598,3 +598,39 @@ func TestConcurrency(t *testing.T) {
 		}
 	}
 }
+
+// TestEarlyUpdatesStayWithTheirCase: updates the agent sends for a new
+// session before answering session/new belong to that case, not to the
+// previous one (which is still open for late updates).
+func TestEarlyUpdatesStayWithTheirCase(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t, "--early-updates")
+	cfg.Settle = 2 * time.Second
+	recs := run(t, cfg, cases("echo one", "echo two", "echo three"))
+	for _, r := range recs {
+		var setup, stray int
+		for _, s := range r.Trajectory {
+			switch s.Phase {
+			case schemas.PhaseSetup:
+				setup++
+			case "stray":
+				stray++
+			}
+		}
+		if setup != 1 || stray != 0 {
+			t.Errorf("%s: %d setup steps (want 1), %d strays (want 0): %+v", r.ID, setup, stray, r.Trajectory)
+		}
+	}
+}
+
+// TestAgentDyingBetweenCases: an agent that exits after answering is
+// replaced for the next case instead of failing every case after it.
+func TestAgentDyingBetweenCases(t *testing.T) {
+	t.Parallel()
+	recs := run(t, testConfig(t), cases(`{"script":[{"message":"bye"},{"stop":"end_turn"},{"after":[{"exit":0}]}]}`, "echo two", "echo three"))
+	for i, want := range []string{"bye", "two", "three"} {
+		if recs[i].Output != want || recs[i].Error != nil {
+			t.Errorf("case %d: output %q error %+v", i, recs[i].Output, recs[i].Error)
+		}
+	}
+}

@@ -313,6 +313,8 @@ func (r *Runner) startAgent(ctx context.Context) (*agent, *schemas.ErrorInfo) {
 		var info *schemas.ErrorInfo
 		var perr *acp.ProtocolError
 		switch {
+		case ctx.Err() != nil:
+			info = &schemas.ErrorInfo{Class: schemas.ErrInterrupted, Message: "interrupted while the agent was starting"}
 		case errors.As(err, &perr):
 			info = ag.exitInfo(schemas.ErrProtocol, fmt.Sprintf("agent %q: %v", r.cfg.Agent[0], perr))
 		case ag.exited(2 * time.Second):

@@ -91,6 +91,13 @@ func (w *worker) run(ctx context.Context, u Unit) {
 		w.fail(run, &schemas.ErrorInfo{Class: schemas.ErrInterrupted, Message: "interrupted before the case started"})
 		return
 	}
+	if w.ag != nil && !w.ag.dead {
+		select {
+		case <-w.ag.proc.Exited(): // it died while idle
+			w.ag.kill()
+		default:
+		}
+	}
 	if w.ag != nil && (w.ag.dead || cfg.FreshProcess) {
 		w.finishPrev()
 		w.ag.shutdown(cfg.CancelGrace)
@@ -127,10 +134,25 @@ func (w *worker) run(ctx context.Context, u Unit) {
 	sctx, cancel := context.WithTimeout(ctx, cfg.StartupTimeout)
 	sess, err := w.ag.client.NewSession(sctx, cwd, cfg.MCPServers)
 	cancel()
+	if errors.Is(err, acp.ErrConnectionClosed) {
+		// The agent died before this case began (it may exit after its
+		// last answer): the case gets a fresh one.
+		w.finishPrev()
+		w.ag.kill()
+		ag, info := w.r.startAgent(ctx)
+		if info != nil {
+			w.fail(run, info)
+			return
+		}
+		w.ag, run.ag = ag, ag
+		setProvenance(run.record, ag)
+		sctx, cancel := context.WithTimeout(ctx, cfg.StartupTimeout)
+		sess, err = w.ag.client.NewSession(sctx, cwd, cfg.MCPServers)
+		cancel()
+	}
 	run.sessionDur = time.Since(run.start)
-	// The previous case's session is over once this one exists.
-	w.finishPrev()
 	if err != nil {
+		w.finishPrev()
 		var info *schemas.ErrorInfo
 		switch {
 		case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
@@ -148,12 +170,18 @@ func (w *worker) run(ctx context.Context, u Unit) {
 				info = rpcErrorInfo(w.ag, schemas.ErrAgentError, err)
 				info.Message = "session/new: " + info.Message
 			}
+			if errors.Is(err, acp.ErrConnectionClosed) {
+				w.ag.kill()
+			}
 		}
 		w.fail(run, info)
 		return
 	}
 	run.sessionID = sess.SessionID
+	// Attach first, so the updates the agent sent for the new session before
+	// answering go to this case; then the previous case is over.
 	w.ag.client.Attach(sess.SessionID, cwd, run.rec)
+	w.finishPrev()
 
 	timeout := cfg.TurnTimeout
 	if c.Timeout > 0 {
@@ -217,7 +245,9 @@ func (w *worker) turn(ctx context.Context, run *caseRun, n int, text string, tim
 		return nil, &schemas.ErrorInfo{Class: schemas.ErrInterrupted, Message: fmt.Sprintf("killed during turn %d", n)}
 	}
 	run.rec.MarkCancelled()
-	ag.client.Cancel(context.Background(), run.sessionID)
+	// Cancel may block behind a prompt write the agent is not reading; the
+	// grace period runs regardless, and a kill closes the pipe.
+	go ag.client.Cancel(context.Background(), run.sessionID)
 	grace := time.NewTimer(w.r.cfg.CancelGrace)
 	defer grace.Stop()
 	select {
