@@ -432,6 +432,11 @@ func (c *Client) onRequest(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrp
 	go func() {
 		defer cancel()
 		result, rpcErr, note := c.serve(rctx, s, r)
+		if r.Method == MethodRequestPermission && rpcErr == nil && rctx.Err() != nil {
+			// session/cancel came while the policy decided: never approve
+			// after a cancel.
+			result, note = RequestPermissionResponse{Outcome: PermissionOutcome{Outcome: "cancelled"}}, "turn cancelled"
+		}
 		r.Note = note
 		if rpcErr == nil && rctx.Err() != nil && r.Method != MethodRequestPermission {
 			rpcErr = &jsonrpc2.Error{Code: CodeRequestCancelled, Message: "request cancelled"}
@@ -473,6 +478,11 @@ func (c *Client) serve(ctx context.Context, s *session, r *Request) (any, *jsonr
 		}
 		if ctx.Err() != nil {
 			return RequestPermissionResponse{Outcome: PermissionOutcome{Outcome: "cancelled"}}, nil, "turn cancelled"
+		}
+		if s == nil {
+			// Nothing may be approved for a session that is over (or was
+			// never created).
+			return RequestPermissionResponse{Outcome: PermissionOutcome{Outcome: "cancelled"}}, nil, "no such session (over or unknown)"
 		}
 		out, note := c.opts.Permission.Decide(p.Options)
 		return RequestPermissionResponse{Outcome: out}, nil, note

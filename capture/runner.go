@@ -198,13 +198,24 @@ func (r *Runner) Run(ctx context.Context, units iter.Seq[Unit], emit func(*schem
 		done func()
 	}
 	graded := make(chan finished)
+	// Graders finish what they started on the first interrupt and are
+	// stopped on the second.
+	gradeCtx, stopGrading := context.WithCancel(context.Background())
+	defer stopGrading()
+	go func() {
+		select {
+		case <-r.cfg.Kill:
+			stopGrading()
+		case <-gradeCtx.Done():
+		}
+	}()
 	var gwg sync.WaitGroup
 	for i := 0; i < r.cfg.Concurrency; i++ {
 		gwg.Add(1)
 		go func() {
 			defer gwg.Done()
 			for f := range graded {
-				r.grade(f.rec, f.c)
+				r.grade(gradeCtx, f.rec, f.c)
 				f.done()
 				r.stats.add(f.rec)
 				if err := emit(f.rec); err != nil {
@@ -376,9 +387,9 @@ func authHint(ag *agent) string {
 
 // grade puts the graders' verdict on a record whose run got far enough to
 // be graded.
-func (r *Runner) grade(rec *schemas.CaptureRecord, c *schemas.PromptCase) {
+func (r *Runner) grade(ctx context.Context, rec *schemas.CaptureRecord, c *schemas.PromptCase) {
 	if r.cfg.Grade == nil || (rec.Error != nil && rec.Error.Class != schemas.ErrAgentError) {
 		return
 	}
-	rec.Score, rec.Scores = r.cfg.Grade(context.Background(), rec, c)
+	rec.Score, rec.Scores = r.cfg.Grade(ctx, rec, c)
 }
