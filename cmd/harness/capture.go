@@ -73,7 +73,7 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 		done = map[unitKey]bool{}
 		if f.resume {
 			var err error
-			if done, err = readDone(f.output, f.retryErrors, e.stdin); err != nil {
+			if done, err = readDone(f.output, f.retryErrors); err != nil {
 				return inputError(fmt.Errorf("--resume: %w", err))
 			}
 		}

@@ -317,56 +317,91 @@ func (f *runFlags) openOutput(e *env) (*jsonl.Writer, func() error, error) {
 	return w, func() error { return errors.Join(w.Close(), file.Sync(), file.Close()) }, nil
 }
 
-// readDone reads an existing output for --resume: the (id, trial) units
-// already finished. Errored records count as finished unless retryErrors;
-// interrupted ones never do.
-func readDone(name string, retryErrors bool, stdin io.Reader) (map[unitKey]bool, error) {
+// readDone reads an existing output for --resume and returns the (id,
+// trial) units it holds. Records that will run again (interrupted ones, and
+// errored ones with retryErrors), a second record of a unit, a line cut
+// short by a crash, and the torn end of a compressed stream are taken out
+// of the file, so that after the run every unit is in it exactly once; the
+// file is replaced whole (a copy renamed over it), and only when there is
+// something to take out.
+func readDone(name string, retryErrors bool) (map[unitKey]bool, error) {
 	done := map[unitKey]bool{}
-	r, err := jsonl.Open(name, stdin)
+	_, err := filterOutput(name, func(line []byte) bool {
+		var rec struct {
+			ID    string             `json:"id"`
+			Trial int                `json:"trial"`
+			Error *schemas.ErrorInfo `json:"error"`
+		}
+		if json.Unmarshal(line, &rec) != nil || rec.ID == "" {
+			return false
+		}
+		if rec.Error != nil && (retryErrors || rec.Error.Class == schemas.ErrInterrupted) {
+			return false
+		}
+		key := unitKey{rec.ID, max(rec.Trial, 1)}
+		if done[key] {
+			return false
+		}
+		done[key] = true
+		return true
+	})
+	return done, err
+}
+
+// filterOutput passes every line of the output file to keep, and when keep
+// rejects any (or the file ends torn) replaces the file with the lines kept:
+// written to a temporary file beside it, synced, and renamed over it, so no
+// kept record is ever at risk. It reports how many lines were taken out.
+func filterOutput(name string, keep func(line []byte) bool) (int, error) {
+	r, err := jsonl.Open(name, nil)
 	if errors.Is(err, os.ErrNotExist) {
-		return done, nil
+		return 0, nil
 	}
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	defer r.Close()
-	err = schemas.EachLine(r, func(n int, line []byte) error {
-		var rec struct {
-			ID     string             `json:"id"`
-			Trial  int                `json:"trial"`
-			Error  *schemas.ErrorInfo `json:"error"`
-			Trials []struct {
-				Trial    int                `json:"trial"`
-				TrialNum int                `json:"trialNum"`
-				Error    *schemas.ErrorInfo `json:"error"`
-			} `json:"trials"`
-			K *int `json:"k"`
-		}
-		if err := json.Unmarshal(line, &rec); err != nil {
-			// A crash can cut the last line short; it is rerun.
-			return nil
-		}
-		ok := func(e *schemas.ErrorInfo) bool {
-			return e == nil || (!retryErrors && e.Class != schemas.ErrInterrupted)
-		}
-		if rec.K != nil {
-			for _, t := range rec.Trials {
-				n := max(t.Trial, t.TrialNum)
-				if ok(t.Error) {
-					done[unitKey{rec.ID, n}] = true
-				}
-			}
-			return nil
-		}
-		if rec.ID != "" && ok(rec.Error) {
-			done[unitKey{rec.ID, max(rec.Trial, 1)}] = true
-		}
-		return nil
-	})
+	tmp, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".resume-*")
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return 0, err
 	}
-	return done, nil
+	defer os.Remove(tmp.Name())
+	if st, err := os.Stat(name); err == nil {
+		tmp.Chmod(st.Mode().Perm())
+	}
+	w, err := jsonl.NewWriter(name, tmp)
+	if err != nil {
+		tmp.Close()
+		return 0, err
+	}
+	w.Batch()
+	dropped := 0
+	err = schemas.EachLine(r, func(_ int, line []byte) error {
+		if !keep(line) {
+			dropped++
+			return nil
+		}
+		return w.WriteRaw(line)
+	})
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		// A compressed stream the crash cut short: every whole record
+		// before the cut was read.
+		dropped, err = dropped+1, nil
+	}
+	if err != nil {
+		tmp.Close()
+		return 0, fmt.Errorf("%s: %w", name, err)
+	}
+	if err := errors.Join(w.Close(), tmp.Sync(), tmp.Close()); err != nil {
+		return 0, err
+	}
+	if dropped == 0 {
+		return 0, nil
+	}
+	if err := os.Rename(tmp.Name(), name); err != nil {
+		return 0, err
+	}
+	return dropped, nil
 }
 
 type unitKey struct {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"sync"
@@ -136,31 +137,58 @@ type pendingCase struct {
 // unfinished cases in the partial file.
 func (t *trialsCollector) resume(output string, retryErrors bool, done map[unitKey]bool) error {
 	complete := map[string]bool{}
-	err := eachJSONLine(output, func(line []byte) error {
+	var retried []schemas.CaptureRecord
+	// Old summaries go (a new one ends the run); with retryErrors, a case
+	// with errored trials goes too, its good trials kept as pending.
+	_, err := filterOutput(output, func(line []byte) bool {
 		var probe struct {
 			Type string `json:"type"`
 			K    *int   `json:"k"`
 		}
 		json.Unmarshal(line, &probe)
 		if probe.Type == schemas.SummaryType || probe.K == nil {
-			return nil
+			return false
 		}
 		var tr schemas.TrialsRecord
-		if err := json.Unmarshal(line, &tr); err != nil {
-			return nil // a line torn by a crash: the case is rerun
+		if json.Unmarshal(line, &tr) != nil || tr.ID == "" || complete[tr.ID] {
+			return false
 		}
 		if retryErrors && len(tr.Errors) > 0 {
-			return nil
+			for i := range tr.Trials {
+				rec := tr.Trials[i].Capture()
+				rec.ID = tr.ID
+				if rec.Error == nil && (rec.Score == nil || rec.Score.Error == nil) {
+					retried = append(retried, rec)
+				}
+			}
+			return false
 		}
 		complete[tr.ID] = true
 		t.summary.Add(tr)
 		for i := 1; i <= t.k; i++ {
 			done[unitKey{tr.ID, i}] = true
 		}
-		return nil
+		return true
 	})
 	if err != nil {
 		return err
+	}
+	pend := func(rec schemas.CaptureRecord) {
+		p := t.open[rec.ID]
+		if p == nil {
+			p = &pendingCase{}
+			t.open[rec.ID] = p
+		}
+		p.recs = append(p.recs, rec)
+		done[unitKey{rec.ID, rec.Trial}] = true
+	}
+	for i := range retried {
+		// Kept in the partial file too, so another interruption loses
+		// nothing.
+		if err := t.keepPartial(&retried[i]); err != nil {
+			return err
+		}
+		pend(retried[i])
 	}
 	if t.partialPath == "" {
 		return nil
@@ -173,13 +201,7 @@ func (t *trialsCollector) resume(output string, retryErrors bool, done map[unitK
 		if rec.Error != nil && (retryErrors || rec.Error.Class == schemas.ErrInterrupted) {
 			return nil
 		}
-		p := t.open[rec.ID]
-		if p == nil {
-			p = &pendingCase{}
-			t.open[rec.ID] = p
-		}
-		p.recs = append(p.recs, rec)
-		done[unitKey{rec.ID, rec.Trial}] = true
+		pend(rec)
 		return nil
 	})
 }
@@ -193,7 +215,7 @@ func eachJSONLine(name string, fn func([]byte) error) error {
 		return err
 	}
 	defer r.Close()
-	if err := schemas.EachLine(r, func(_ int, line []byte) error { return fn(line) }); err != nil {
+	if err := schemas.EachLine(r, func(_ int, line []byte) error { return fn(line) }); err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	return nil
@@ -286,7 +308,13 @@ func (t *trialsCollector) finish(e *env, f *runFlags, w *jsonl.Writer, interrupt
 	if interrupted {
 		return nil
 	}
-	if len(t.open) == 0 && t.partialPath != "" {
+	unfinished := 0
+	for _, p := range t.open {
+		if len(p.recs) > 0 {
+			unfinished++
+		}
+	}
+	if unfinished == 0 && t.partialPath != "" {
 		os.Remove(t.partialPath)
 	}
 	sum := t.summary.Result(seed, resamples)

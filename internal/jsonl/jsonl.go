@@ -90,7 +90,14 @@ type Writer struct {
 	flush func() error
 	close func() error
 	err   error
+	// batch turns off the flush after every record (for copies, where a
+	// crash loses nothing that is not still in the source).
+	batch bool
 }
+
+// Batch makes Write and WriteRaw leave records in the buffer until Close,
+// for bulk copies that need not survive a crash record by record.
+func (w *Writer) Batch() { w.batch = true }
 
 // NewWriter writes records to w, compressed as name calls for. The caller
 // still owns w; Close flushes and ends the compressed stream but does not
@@ -138,6 +145,9 @@ func (w *Writer) WriteRaw(b []byte) error {
 	}
 	w.buf.Write(b)
 	w.buf.WriteByte('\n')
+	if w.batch {
+		return nil
+	}
 	if err := w.buf.Flush(); err != nil {
 		w.err = err
 		return err
