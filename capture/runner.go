@@ -242,6 +242,9 @@ func (r *Runner) Run(ctx context.Context, units iter.Seq[Unit], emit func(*schem
 		}()
 	}
 	for u := range units {
+		if runCtx.Err() != nil {
+			break
+		}
 		select {
 		case work <- u:
 			continue

@@ -88,8 +88,7 @@ func (w *worker) run(ctx context.Context, u Unit) {
 	run.record = newRecord(cfg, u, run.start)
 
 	if ctx.Err() != nil {
-		w.fail(run, &schemas.ErrorInfo{Class: schemas.ErrInterrupted, Message: "interrupted before the case started"})
-		return
+		return // never started: no record, and --resume runs it
 	}
 	if w.ag != nil && !w.ag.dead {
 		select {
