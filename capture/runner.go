@@ -278,6 +278,17 @@ func (a *agent) kill() {
 	a.client.Close()
 }
 
+// reap cleans up after an agent whose process has exited: the reader first
+// drains what the agent wrote before it died (it gets end of file once
+// every writer is gone), then the group is killed and the pipes closed.
+func (a *agent) reap() {
+	select {
+	case <-a.client.Done():
+	case <-time.After(2 * time.Second): // a child still holds stdout
+	}
+	a.kill()
+}
+
 func (a *agent) shutdown(grace time.Duration) {
 	a.dead = true
 	a.client.Close()

@@ -93,7 +93,7 @@ func (w *worker) run(ctx context.Context, u Unit) {
 	if w.ag != nil && !w.ag.dead {
 		select {
 		case <-w.ag.proc.Exited(): // it died while idle
-			w.ag.kill()
+			w.ag.reap()
 		default:
 		}
 	}
@@ -136,8 +136,8 @@ func (w *worker) run(ctx context.Context, u Unit) {
 	if errors.Is(err, acp.ErrConnectionClosed) {
 		// The agent died before this case began (it may exit after its
 		// last answer): the case gets a fresh one.
+		w.ag.reap()
 		w.finishPrev()
-		w.ag.kill()
 		ag, info := w.r.startAgent(ctx)
 		if info != nil {
 			w.fail(run, info)
@@ -231,8 +231,10 @@ func (w *worker) turn(ctx context.Context, run *caseRun, n int, text string, tim
 		}
 		return res.resp, nil
 	case <-ag.proc.Exited():
-		ag.kill()
-		<-done
+		ag.reap()
+		if res := <-done; res.err == nil {
+			return res.resp, nil // it answered, then exited
+		}
 		return nil, ag.exitInfo(schemas.ErrAgentCrash, fmt.Sprintf("the agent exited during turn %d", n))
 	case <-timer.C:
 		why = &schemas.ErrorInfo{Class: schemas.ErrTimeout, Message: fmt.Sprintf("turn %d exceeded its %s timeout", n, timeout)}
@@ -259,6 +261,7 @@ func (w *worker) turn(ctx context.Context, run *caseRun, n int, text string, tim
 		return res.resp, why
 	case <-ag.proc.Exited():
 		why.Message += "; the agent exited after session/cancel"
+		ag.reap()
 	case <-grace.C:
 		why.Message += fmt.Sprintf("; the agent did not answer session/cancel within %s and was killed", w.r.cfg.CancelGrace)
 	case <-w.r.cfg.Kill:
