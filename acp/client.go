@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	fastjson "github.com/segmentio/encoding/json"
 	"io"
 	"sync"
 	"time"
@@ -326,7 +327,7 @@ func (c *Client) handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 
 func (c *Client) onUpdate(in inbound) {
 	var n SessionNotification
-	if err := json.Unmarshal(in.params, &n); err != nil || n.Update == nil {
+	if err := fastjson.Unmarshal(in.params, &n); err != nil || n.Update == nil {
 		reason := "session/update without an update"
 		if err != nil {
 			reason = "session/update params do not decode: " + shortErr(err)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	fastjson "github.com/segmentio/encoding/json"
 	"io"
 	"sync"
 	"time"
@@ -104,11 +105,16 @@ func (s *lineStream) ReadObject(v any) error {
 // or it says why the line is junk.
 func (s *lineStream) decode(line []byte, at time.Time, v any) (notif bool, junk string) {
 	var env envelope
-	if err := json.Unmarshal(line, &env); err != nil {
-		if line[0] != '{' {
-			return false, "not a JSON-RPC message: " + shortErr(err)
+	if fastjson.Unmarshal(line, &env) != nil {
+		// Junk is rare: the standard decoder has the last word, and says
+		// what is wrong more clearly.
+		env = envelope{}
+		if err := json.Unmarshal(line, &env); err != nil {
+			if line[0] != '{' {
+				return false, "not a JSON-RPC message: " + shortErr(err)
+			}
+			return false, "malformed JSON-RPC message: " + shortErr(err)
 		}
-		return false, "malformed JSON-RPC message: " + shortErr(err)
 	}
 	isReq := env.Method != nil
 	isResp := env.Result != nil || env.Error != nil

@@ -3,6 +3,7 @@ package acp
 import (
 	"encoding/json"
 	"fmt"
+	fastjson "github.com/segmentio/encoding/json"
 )
 
 // Known session/update variants (the discriminator "sessionUpdate").
@@ -105,7 +106,7 @@ func DecodeUpdate(raw json.RawMessage) (Update, error) {
 	var head struct {
 		Kind *string `json:"sessionUpdate"`
 	}
-	if err := json.Unmarshal(raw, &head); err != nil {
+	if err := fastjson.Unmarshal(raw, &head); err != nil {
 		return u, fmt.Errorf("update is not an object: %w", err)
 	}
 	if head.Kind == nil {
@@ -116,31 +117,31 @@ func DecodeUpdate(raw json.RawMessage) (Update, error) {
 	switch u.Kind {
 	case UpdateUserMessageChunk, UpdateAgentMessageChunk, UpdateAgentThoughtChunk, UpdateCompactionSummaryChunk:
 		var c ContentChunk
-		if err = json.Unmarshal(raw, &c); err == nil {
+		if err = fastjson.Unmarshal(raw, &c); err == nil {
 			err = c.readBlock()
 		}
 		u.Chunk = &c
 	case UpdateToolCall, UpdateToolCallUpdate:
 		var t ToolCallPatch
-		if err = json.Unmarshal(raw, &t); err == nil && t.ToolCallID == "" {
+		if err = fastjson.Unmarshal(raw, &t); err == nil && t.ToolCallID == "" {
 			err = fmt.Errorf("%s has no toolCallId", u.Kind)
 		}
 		u.ToolCall = &t
 	case UpdatePlan:
 		var p PlanUpdate
-		if err = json.Unmarshal(raw, &p); err == nil && (len(p.Entries) == 0 || p.Entries[0] != '[') {
+		if err = fastjson.Unmarshal(raw, &p); err == nil && (len(p.Entries) == 0 || p.Entries[0] != '[') {
 			err = fmt.Errorf("plan has no entries array")
 		}
 		u.Plan = &p
 	case UpdateUsage:
 		var us UsageUpdate
-		err = json.Unmarshal(raw, &us)
+		err = fastjson.Unmarshal(raw, &us)
 		u.Usage = &us
 	case UpdateCurrentMode:
 		var m struct {
 			ModeID string `json:"currentModeId"`
 		}
-		err = json.Unmarshal(raw, &m)
+		err = fastjson.Unmarshal(raw, &m)
 		u.ModeID = m.ModeID
 	case UpdateAvailableCommands, UpdateConfigOption, UpdateSessionInfo, UpdateNotice, UpdateCompaction:
 		// Kept raw: the recorder stores them whole.
@@ -162,7 +163,7 @@ func (c *ContentChunk) readBlock() error {
 		Type string  `json:"type"`
 		Text *string `json:"text"`
 	}
-	if err := json.Unmarshal(c.Content, &b); err != nil {
+	if err := fastjson.Unmarshal(c.Content, &b); err != nil {
 		return fmt.Errorf("content is not a content block: %w", err)
 	}
 	c.Type = b.Type
