@@ -75,7 +75,7 @@ func synthRecord(id string, trial int, pass bool, steps int, errClass string) sc
 			st.Type = schemas.StepToolCall
 			st.ToolCallID = fmt.Sprintf("call-%d", s)
 			st.Name, st.Kind, st.Status = "Read main.go", "read", "completed"
-			st.Input = mustJSON(map[string]any{"path": "/work/src/main.go", "line": s})
+			st.Input = mustJSON(map[string]any{"path": "/repo/src/main.go", "line": s})
 			st.Output = mustJSON(map[string]any{"content": strings.Repeat("package main // line\n", 12)})
 			d := int64(12)
 			st.Duration = &d

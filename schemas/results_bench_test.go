@@ -20,7 +20,7 @@ func benchRecord(i int) []byte {
 			st.Content = json.RawMessage(`"` + strings.Repeat("thinking about the code ", 10) + `"`)
 		case 1:
 			st.Type, st.ToolCallID, st.Name, st.Kind, st.Status = StepToolCall, fmt.Sprint("t", s), "Read file", "read", "completed"
-			st.Input = json.RawMessage(`{"path":"/work/pkg/foo/foo.go"}`)
+			st.Input = json.RawMessage(`{"path":"/repo/pkg/foo/foo.go"}`)
 			st.Output = json.RawMessage(`{"content":"` + strings.Repeat("package foo\\nfunc F() int { return 1 }\\n", 10) + `"}`)
 		case 2:
 			st.Type, st.Content = StepMessage, json.RawMessage(`"I will now edit the file."`)
