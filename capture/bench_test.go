@@ -5,11 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"slices"
 	"testing"
 
+	"harness/internal/testagents"
 	"harness/schemas"
 )
 
@@ -37,9 +37,10 @@ func benchRun(b *testing.B, cfg Config, units []Unit) {
 }
 
 func benchConfig(b *testing.B) Config {
+	argv, env := testagents.FakeAgent()
 	return Config{
-		Agent:    []string{os.Args[0]},
-		AgentEnv: append(os.Environ(), agentEnvVar+"=1"),
+		Agent:    argv,
+		AgentEnv: env,
 		Cwd:      b.TempDir(),
 		Settle:   0,
 	}
@@ -55,8 +56,9 @@ func BenchmarkCaptureCase(b *testing.B) {
 // agent and the same messages driven by a bare loop that writes requests
 // and reads lines, with no recording. The difference is harness overhead.
 func BenchmarkMinimalDriver(b *testing.B) {
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), agentEnvVar+"=1")
+	argv, env := testagents.FakeAgent()
+	cmd := exec.Command(argv[0])
+	cmd.Env = env
 	in, _ := cmd.StdinPipe()
 	out, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {

@@ -13,27 +13,19 @@ import (
 	"time"
 
 	"harness/acp"
-	"harness/internal/fakeagent"
+	"harness/internal/testagents"
 	"harness/schemas"
 )
 
-// The test binary doubles as the fixture agent when this variable is set.
-const agentEnvVar = "HARNESS_TEST_FAKEAGENT"
-
-func TestMain(m *testing.M) {
-	if os.Getenv(agentEnvVar) == "1" {
-		fakeagent.Run()
-		return
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { os.Exit(testagents.FakeAgentMain(m)) }
 
 // testConfig is a config running the fixture agent with the given flags.
 func testConfig(t *testing.T, agentArgs ...string) Config {
 	t.Helper()
+	argv, env := testagents.FakeAgent(agentArgs...)
 	return Config{
-		Agent:          append([]string{os.Args[0]}, agentArgs...),
-		AgentEnv:       append(os.Environ(), agentEnvVar+"=1"),
+		Agent:          argv,
+		AgentEnv:       env,
 		Cwd:            t.TempDir(),
 		TurnTimeout:    10 * time.Second,
 		StartupTimeout: 10 * time.Second,

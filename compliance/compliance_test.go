@@ -8,26 +8,17 @@ import (
 	"time"
 
 	"harness/acp"
-	"harness/internal/fakeagent"
 	"harness/internal/testagents"
 )
 
-// The test binary doubles as the fixture agent when this variable is set.
-const agentEnvVar = "HARNESS_TEST_FAKEAGENT"
-
-func TestMain(m *testing.M) {
-	if os.Getenv(agentEnvVar) == "1" {
-		fakeagent.Run()
-		return
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { os.Exit(testagents.FakeAgentMain(m)) }
 
 func fakeOptions(t *testing.T, agentArgs ...string) Options {
 	t.Helper()
+	argv, env := testagents.FakeAgent(agentArgs...)
 	return Options{
-		Agent:       append([]string{os.Args[0]}, agentArgs...),
-		Env:         append(os.Environ(), agentEnvVar+"=1"),
+		Agent:       argv,
+		Env:         env,
 		Cwd:         t.TempDir(),
 		Timeout:     10 * time.Second,
 		CancelGrace: 2 * time.Second,

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+
+	"harness/internal/fakeagent"
 )
 
 // RequireEnv is the environment variable that turns a missing real agent
@@ -46,4 +48,21 @@ func File(t testing.TB, rel string, needNode bool) string {
 func NodeScript(t testing.TB, rel string) string {
 	t.Helper()
 	return File(t, rel, true)
+}
+
+// FakeAgentMain is the body of a TestMain whose test binary doubles as the
+// fixture agent: started with FakeAgentEnv set (see FakeAgent) it plays
+// the agent, otherwise it runs the tests.
+func FakeAgentMain(m *testing.M) int {
+	if os.Getenv(FakeAgentEnv) == "1" {
+		fakeagent.Run()
+		return 0
+	}
+	return m.Run()
+}
+
+// FakeAgent returns the command line and environment that start the
+// running test binary as the fixture agent with the given flags.
+func FakeAgent(flags ...string) (argv, env []string) {
+	return append([]string{os.Args[0]}, flags...), append(os.Environ(), FakeAgentEnv+"=1")
 }
