@@ -44,7 +44,6 @@ type CaptureRecord struct {
 	Workspace         *Workspace      `json:"workspace,omitempty"`
 	Provenance        Provenance      `json:"provenance"`
 	Cwd               string          `json:"cwd,omitempty"`
-	AgentStderrTail   string          `json:"agentStderr,omitempty"`
 	TurnCount         int             `json:"turnCount,omitempty"`
 	NegativeReference string          `json:"negativeReference,omitempty"`
 }
