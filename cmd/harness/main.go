@@ -234,6 +234,7 @@ func printOverview(w io.Writer, cmds []*command) {
 }
 
 func printCommandHelp(w io.Writer, c *command) {
+	c.flags.SortFlags = false
 	fmt.Fprintf(w, "Usage: harness %s\n\n%s\n", c.usage, c.short)
 	if c.long != "" {
 		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(c.long))
