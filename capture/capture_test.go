@@ -626,3 +626,22 @@ func TestAgentDyingBetweenCases(t *testing.T) {
 		}
 	}
 }
+
+// TestLateUpdatesWithBackToBackCases: late updates reach their case even
+// when the next case on the same agent has already started.
+func TestLateUpdatesWithBackToBackCases(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	cfg.Settle = 2 * time.Second
+	recs := run(t, cfg, cases("late", "echo x", "late", "echo y"))
+	for i, want := range []string{"main tail", "x", "main tail", "y"} {
+		if recs[i].Output != want {
+			t.Errorf("case %d: output %q, want %q", i, recs[i].Output, want)
+		}
+		for _, s := range recs[i].Trajectory {
+			if s.Phase == "stray" {
+				t.Errorf("case %d has a stray step: %+v", i, s)
+			}
+		}
+	}
+}

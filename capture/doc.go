@@ -10,8 +10,9 @@
 // permission, fs and terminal request with the answer given, and anything
 // unknown kept raw. Updates that arrive before session/new answers, after
 // session/cancel, or after the prompt answers are kept and marked with
-// their phase; a case stays open for late updates until the next case on
-// the same agent has its session or the settle time is up.
+// their phase; a finished case's session stays attached for late updates
+// for the settle time, while the next cases on the same agent already run,
+// so collecting them costs no time.
 //
 // Failures never lose a record: an agent that crashes, hangs past its
 // timeout and the cancel grace, or answers with an error yields a record

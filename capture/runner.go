@@ -41,7 +41,7 @@ type Config struct {
 	// agent's process group is killed.
 	CancelGrace time.Duration
 	// Settle is how long updates are still collected after the last prompt
-	// answered, unless the next case on the same agent starts first.
+	// answered (the next cases run meanwhile).
 	Settle time.Duration
 	// Concurrency is the number of agent processes run at once.
 	Concurrency int

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"sync"
 	"time"
 
 	"harness/acp"
@@ -19,9 +20,12 @@ type worker struct {
 	r    *Runner
 	ag   *agent
 	emit func(rec *schemas.CaptureRecord, c *schemas.PromptCase, done func())
-	// prev is the last case, kept open for late updates until the next
-	// case's session exists or its settle time is up.
-	prev *caseRun
+
+	// open holds finished cases whose sessions stay attached for late
+	// updates until their settle time is up, while later cases run.
+	mu       sync.Mutex
+	open     map[*caseRun]bool
+	lastOpen time.Time // when the last of them closes
 }
 
 // caseRun is one unit in progress.
@@ -37,45 +41,68 @@ type caseRun struct {
 	stops      []string
 	err        *schemas.ErrorInfo
 	settle     *time.Timer
+	closeOnce  sync.Once
 	sessionDur time.Duration
 }
 
 func (w *worker) loop(ctx context.Context, work <-chan Unit) {
 	defer func() {
-		w.finishPrev()
+		// Give the last cases their settle time for late updates.
+		w.mu.Lock()
+		wait := time.Until(w.lastOpen)
+		w.mu.Unlock()
+		if wait > 0 {
+			select {
+			case <-time.After(wait):
+			case <-ctx.Done():
+			case <-w.r.cfg.Kill:
+			}
+		}
+		w.closeAll()
 		if w.ag != nil {
 			w.ag.shutdown(w.r.cfg.CancelGrace)
 		}
 	}()
-	for {
-		var settle <-chan time.Time
-		if w.prev != nil && w.prev.settle != nil {
-			settle = w.prev.settle.C
-		}
-		select {
-		case u, ok := <-work:
-			if !ok {
-				// Give the last case its settle time for late updates.
-				if settle != nil {
-					select {
-					case <-settle:
-					case <-ctx.Done():
-					case <-w.r.cfg.Kill:
-					}
-				}
-				return
-			}
-			w.run(ctx, u)
-		case <-settle:
-			w.finishPrev()
-		}
+	for u := range work {
+		w.run(ctx, u)
 	}
 }
 
-func (w *worker) finishPrev() {
-	if w.prev != nil {
-		w.finish(w.prev)
-		w.prev = nil
+// keepOpen leaves a finished case's session attached for its settle time;
+// then its record is sealed.
+func (w *worker) keepOpen(run *caseRun) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.open == nil {
+		w.open = map[*caseRun]bool{}
+	}
+	w.open[run] = true
+	w.lastOpen = time.Now().Add(w.r.cfg.Settle)
+	run.settle = time.AfterFunc(w.r.cfg.Settle, func() { w.close(run) })
+}
+
+// close seals an open case, once.
+func (w *worker) close(run *caseRun) {
+	run.closeOnce.Do(func() {
+		w.finish(run)
+		w.mu.Lock()
+		delete(w.open, run)
+		w.mu.Unlock()
+	})
+}
+
+// closeAll seals every open case now: before their agent goes away, and at
+// the end. When it returns, every record is out.
+func (w *worker) closeAll() {
+	w.mu.Lock()
+	runs := make([]*caseRun, 0, len(w.open))
+	for r := range w.open {
+		runs = append(runs, r)
+	}
+	w.mu.Unlock()
+	for _, r := range runs {
+		r.settle.Stop()
+		w.close(r)
 	}
 }
 
@@ -98,12 +125,12 @@ func (w *worker) run(ctx context.Context, u Unit) {
 		}
 	}
 	if w.ag != nil && (w.ag.dead || cfg.FreshProcess) {
-		w.finishPrev()
+		w.closeAll()
 		w.ag.shutdown(cfg.CancelGrace)
 		w.ag = nil
 	}
 	if w.ag == nil {
-		w.finishPrev()
+		w.closeAll()
 		ag, info := w.r.startAgent(ctx)
 		if info != nil {
 			w.fail(run, info)
@@ -122,7 +149,6 @@ func (w *worker) run(ctx context.Context, u Unit) {
 	if template != "" {
 		ws, err := NewWorkspace(template, cfg.WorkspaceTmp, fmt.Sprintf("%s-t%d", c.ID, u.Trial))
 		if err != nil {
-			w.finishPrev()
 			w.fail(run, &schemas.ErrorInfo{Class: schemas.ErrAgentStart, Message: err.Error()})
 			return
 		}
@@ -137,7 +163,7 @@ func (w *worker) run(ctx context.Context, u Unit) {
 		// The agent died before this case began (it may exit after its
 		// last answer): the case gets a fresh one.
 		w.ag.reap()
-		w.finishPrev()
+		w.closeAll()
 		ag, info := w.r.startAgent(ctx)
 		if info != nil {
 			w.fail(run, info)
@@ -151,7 +177,7 @@ func (w *worker) run(ctx context.Context, u Unit) {
 	}
 	run.sessionDur = time.Since(run.start)
 	if err != nil {
-		w.finishPrev()
+		w.closeAll()
 		var info *schemas.ErrorInfo
 		switch {
 		case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
@@ -177,10 +203,9 @@ func (w *worker) run(ctx context.Context, u Unit) {
 		return
 	}
 	run.sessionID = sess.SessionID
-	// Attach first, so the updates the agent sent for the new session before
-	// answering go to this case; then the previous case is over.
+	// Updates the agent sent for the new session before answering are
+	// handed over here; earlier cases stay attached for their late updates.
 	w.ag.client.Attach(sess.SessionID, cwd, run.rec)
-	w.finishPrev()
 
 	timeout := cfg.TurnTimeout
 	if c.Timeout > 0 {
@@ -199,12 +224,14 @@ func (w *worker) run(ctx context.Context, u Unit) {
 		}
 	}
 	run.end = time.Now()
+	if w.ag.dead {
+		w.closeAll()
+	}
 	if w.ag.dead || run.err != nil && run.err.Class != schemas.ErrAgentError && run.err.Class != schemas.ErrAuthRequired {
 		w.finish(run)
 		return
 	}
-	run.settle = time.NewTimer(cfg.Settle)
-	w.prev = run
+	w.keepOpen(run)
 }
 
 // turn runs one prompt turn with its timeout. On timeout or interrupt it
@@ -295,9 +322,6 @@ func (w *worker) fail(run *caseRun, info *schemas.ErrorInfo) {
 // and hands the record on.
 func (w *worker) finish(run *caseRun) {
 	cfg := &w.r.cfg
-	if run.settle != nil {
-		run.settle.Stop()
-	}
 	if run.ag != nil && run.sessionID != "" {
 		run.ag.client.Detach(run.sessionID)
 		strays, dropped := run.ag.client.TakeStrays()
