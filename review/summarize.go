@@ -326,7 +326,7 @@ func WriteAggregate(w io.Writer, rows []*CaseRow, sum schemas.TrialsSummary) err
 			lo, hi, _ := trials.Wilson(c.C, c.N, trials.Z95)
 			ci = fmt.Sprintf("[%.3f, %.3f]", lo, hi)
 		}
-		excl := classCounts(c.Errors)
+		excl := trials.ClassCounts(c.Errors)
 		if c.Ungraded > 0 {
 			excl = strings.TrimPrefix(excl+fmt.Sprintf(", ungraded %d", c.Ungraded), "-, ")
 		}
@@ -341,13 +341,3 @@ func WriteAggregate(w io.Writer, rows []*CaseRow, sum schemas.TrialsSummary) err
 	return trials.WriteSummaryTable(w, sum)
 }
 
-func classCounts(m map[string]int) string {
-	if len(m) == 0 {
-		return "-"
-	}
-	var parts []string
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
-	}
-	return strings.Join(parts, ", ")
-}

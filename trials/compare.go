@@ -180,7 +180,7 @@ func WriteCompareText(w io.Writer, r schemas.CompareReport) error {
 		name string
 		r    schemas.RunSummary
 	}{{"A", r.A}, {"B", r.B}} {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", s.name, s.r.File, s.r.Cases, s.r.Trials, s.r.Graded, s.r.Passes, rate(s.r.PassRate), classCounts(s.r.Errors))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", s.name, s.r.File, s.r.Cases, s.r.Trials, s.r.Graded, s.r.Passes, rate(s.r.PassRate), ClassCounts(s.r.Errors))
 	}
 	tw.Flush()
 	fmt.Fprintf(&b, "\ncommon cases: %d (comparable: %d)\n", r.CommonCases, r.McNemar.Cases)
@@ -230,7 +230,9 @@ func WriteCompareText(w io.Writer, r schemas.CompareReport) error {
 	return err
 }
 
-func classCounts(m map[string]int) string {
+// ClassCounts formats counts by error class as "class n, class n", in class
+// order, or "-" when there are none.
+func ClassCounts(m map[string]int) string {
 	if len(m) == 0 {
 		return "-"
 	}

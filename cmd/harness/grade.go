@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/spf13/pflag"
@@ -579,7 +581,7 @@ func spliceObject(obj []byte, set map[string]json.RawMessage) ([]byte, error) {
 		}
 		write(k, v)
 	}
-	for _, k := range sortedNames(set) {
+	for _, k := range slices.Sorted(maps.Keys(set)) {
 		if !seen[k] && set[k] != nil {
 			write(k, set[k])
 		}

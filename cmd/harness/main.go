@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
-	"sort"
 	"strings"
 	"syscall"
 
@@ -243,14 +242,4 @@ func printCommandHelp(w io.Writer, c *command) {
 		fmt.Fprintf(w, "\nFlags:\n%s", c.flags.FlagUsages())
 	}
 	fmt.Fprint(w, "\n"+exitCodesHelp)
-}
-
-// sortedNames returns the keys of m in order.
-func sortedNames[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -3,12 +3,12 @@ package main
 import (
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 	"time"
 
 	"harness/capture"
 	"harness/schemas"
+	"harness/trials"
 )
 
 // progress reports a run on stderr. On a terminal it keeps a live status
@@ -163,12 +163,8 @@ func (p *progress) summary(s *capture.Stats) {
 	if s.Graded+s.GradeErr > 0 {
 		line += fmt.Sprintf(", %d graded, %d passed", s.Graded, s.Passed)
 	}
-	var parts []string
-	for _, class := range sortedNames(s.Errors) {
-		parts = append(parts, fmt.Sprintf("%s %d", class, s.Errors[class]))
-	}
-	if len(parts) > 0 {
-		line += ", errors: " + strings.Join(parts, ", ")
+	if len(s.Errors) > 0 {
+		line += ", errors: " + trials.ClassCounts(s.Errors)
 	}
 	if s.GradeErr > 0 {
 		line += fmt.Sprintf(", grader errors %d", s.GradeErr)

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -90,7 +92,7 @@ Examples:
 					fmt.Fprintf(out, "%-*s  %s\n", width, n, schemaSummary(n))
 				}
 				aliases := schemas.SchemaAliases()
-				for _, alias := range sortedNames(aliases) {
+				for _, alias := range slices.Sorted(maps.Keys(aliases)) {
 					fmt.Fprintf(out, "%-*s  acp-harness name of %s\n", width, alias, aliases[alias])
 				}
 				return nil
