@@ -340,4 +340,3 @@ func WriteAggregate(w io.Writer, rows []*CaseRow, sum schemas.TrialsSummary) err
 	}
 	return trials.WriteSummaryTable(w, sum)
 }
-
