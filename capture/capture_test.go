@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"harness/acp"
+	"harness/internal/buildinfo"
 	"harness/internal/testagents"
 	"harness/schemas"
 )
@@ -31,7 +32,7 @@ func testConfig(t *testing.T, agentArgs ...string) Config {
 		StartupTimeout: 10 * time.Second,
 		CancelGrace:    2 * time.Second,
 		Settle:         100 * time.Millisecond,
-		HarnessVersion: "test",
+		Build:          buildinfo.Info{Version: "test"},
 		Client:         acp.Options{ClientInfo: acp.Implementation{Name: "harness-test", Version: "0"}},
 	}
 }

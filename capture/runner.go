@@ -14,6 +14,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"harness/acp"
+	"harness/internal/buildinfo"
 	"harness/schemas"
 )
 
@@ -59,8 +60,8 @@ type Config struct {
 	Grade func(ctx context.Context, rec *schemas.CaptureRecord, c *schemas.PromptCase) (score *schemas.GraderResult, scores []schemas.GraderResult)
 	// GraderNames go into each record's provenance.
 	GraderNames []string
-	// HarnessVersion goes into each record's provenance.
-	HarnessVersion string
+	// Build identifies the harness build in each record's provenance.
+	Build buildinfo.Info
 	// StderrCopy, if set, also receives the agents' stderr.
 	StderrCopy io.Writer
 	// Kill, when closed, kills every agent at once (a second interrupt).

@@ -11,6 +11,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"harness/acp"
+	"harness/acp/acpschema"
 )
 
 // wireLine is one line on the wire, with its direction.
@@ -43,18 +44,13 @@ var (
 func schemaDef(t *testing.T, name string) *jsonschema.Schema {
 	t.Helper()
 	schemaOnce.Do(func() {
-		b, err := os.ReadFile("../../shared/acp/schema.v1.json")
-		if err != nil {
-			schemaErr = err
-			return
-		}
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(acpschema.V1()))
 		if err != nil {
 			schemaErr = err
 			return
 		}
 		schemaComp = jsonschema.NewCompiler()
-		schemaErr = schemaComp.AddResource("mem:///acp.json", doc)
+		schemaErr = schemaComp.AddResource(acpschema.URL, doc)
 	})
 	if schemaErr != nil {
 		t.Fatalf("ACP schema: %v", schemaErr)
@@ -64,7 +60,7 @@ func schemaDef(t *testing.T, name string) *jsonschema.Schema {
 	if s := schemaDefs[name]; s != nil {
 		return s
 	}
-	s, err := schemaComp.Compile("mem:///acp.json#/$defs/" + name)
+	s, err := schemaComp.Compile(acpschema.URL + "#/$defs/" + name)
 	if err != nil {
 		t.Fatalf("compile %s: %v", name, err)
 	}

@@ -400,9 +400,11 @@ func newRecord(cfg *Config, u Unit, start time.Time) *schemas.CaptureRecord {
 		Metadata:          meta,
 		Timing:            schemas.Timing{Start: start.UnixMilli()},
 		Provenance: schemas.Provenance{
-			Harness: cfg.HarnessVersion,
-			Command: cfg.Agent,
-			Graders: cfg.GraderNames,
+			Harness:         cfg.Build.Version,
+			HarnessRevision: cfg.Build.Revision,
+			HarnessDirty:    cfg.Build.Dirty,
+			Command:         cfg.Agent,
+			Graders:         cfg.GraderNames,
 		},
 	}
 	if len(c.Input.List) > 1 {

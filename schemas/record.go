@@ -118,6 +118,8 @@ type FileChange struct {
 // Provenance says what produced a record.
 type Provenance struct {
 	Harness         string   `json:"harness"`
+	HarnessRevision string   `json:"harnessRevision,omitempty"`
+	HarnessDirty    bool     `json:"harnessDirty,omitempty"`
 	AgentName       string   `json:"agentName,omitempty"`
 	AgentTitle      string   `json:"agentTitle,omitempty"`
 	AgentVersion    string   `json:"agentVersion,omitempty"`

@@ -13,6 +13,7 @@ import (
 
 	"harness/acp"
 	"harness/compliance"
+	"harness/internal/buildinfo"
 	"harness/internal/redact"
 	"harness/schemas"
 )
@@ -175,7 +176,7 @@ func (f *checkFlags) options(e *env, agent []string) (compliance.Options, *redac
 	o.SkipCancel = f.noCancel
 	o.Auth = f.auth
 	o.Client = acp.Options{
-		ClientInfo: acp.Implementation{Name: "harness", Title: "harness check", Version: version},
+		ClientInfo: acp.Implementation{Name: "harness", Title: "harness check", Version: buildinfo.Read(version).Version},
 		Permission: policy,
 	}
 	red := redact.New(secrets, agentEnv)

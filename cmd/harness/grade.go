@@ -167,7 +167,7 @@ func gradeSingle(ctx context.Context, e *env, f *gradeFlags, gs []graders.Grader
 			Content: mustMarshal(f.agentOutput)}},
 		StopReason: "end_turn",
 		Metadata:   map[string]any{},
-		Provenance: schemas.Provenance{Harness: version},
+		Provenance: provenance(),
 	}
 	r := graders.Many(gs).Grade(ctx, &graders.Input{Record: rec})
 	b, err := json.MarshalIndent(r, "", "  ")

@@ -16,10 +16,20 @@ import (
 
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
+
+	"harness/internal/buildinfo"
+	"harness/schemas"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "0.1.0-dev"
+// version, when set at build time with -ldflags "-X main.version=...",
+// overrides the version read from the binary's build information.
+var version = ""
+
+// provenance is the harness part of a record's provenance.
+func provenance() schemas.Provenance {
+	b := buildinfo.Read(version)
+	return schemas.Provenance{Harness: b.Version, HarnessRevision: b.Revision, HarnessDirty: b.Dirty}
+}
 
 // Exit codes, documented in the help text and the README.
 const (
@@ -149,7 +159,7 @@ func runMain(ctx context.Context, e *env, args []string) int {
 		printOverview(e.stdout, cmds)
 		return exitOK
 	case "-v", "--version", "version":
-		fmt.Fprintf(e.stdout, "harness %s\n", version)
+		fmt.Fprintf(e.stdout, "harness %s\n", buildinfo.Read(version))
 		return exitOK
 	}
 	c := findCommand(cmds, args[0])
@@ -217,7 +227,7 @@ func findCommand(cmds []*command, name string) *command {
 }
 
 func printOverview(w io.Writer, cmds []*command) {
-	fmt.Fprintf(w, "harness %s: evaluate coding agents that speak the Agent Client Protocol.\n\n", version)
+	fmt.Fprintf(w, "harness %s: evaluate coding agents that speak the Agent Client Protocol.\n\n", buildinfo.Read(version).Version)
 	fmt.Fprintln(w, "Usage: harness <command> [flags] [args] [-- agent command...]")
 	fmt.Fprintln(w, "\nCommands:")
 	width := 0

@@ -18,6 +18,7 @@ import (
 	"harness/acp"
 	"harness/capture"
 	"harness/graders"
+	"harness/internal/buildinfo"
 	"harness/internal/jsonl"
 	"harness/internal/redact"
 	"harness/schemas"
@@ -212,7 +213,7 @@ func (f *runFlags) prepare(e *env, args, agent []string, cmdName string) (*runSe
 		s.graders = append(s.graders, g)
 	}
 	copts := acp.Options{
-		ClientInfo: acp.Implementation{Name: "harness", Title: "harness", Version: version},
+		ClientInfo: acp.Implementation{Name: "harness", Title: "harness", Version: buildinfo.Read(version).Version},
 		Permission: policy,
 	}
 	if f.fs {
@@ -237,7 +238,7 @@ func (f *runFlags) prepare(e *env, args, agent []string, cmdName string) (*runSe
 		Auth:           f.auth,
 		MCPServers:     mcp,
 		Client:         copts,
-		HarnessVersion: version,
+		Build:          buildinfo.Read(version),
 	}
 	if f.agentStderr {
 		s.cfg.StderrCopy = e.stderr

@@ -114,11 +114,16 @@ Examples:
 }
 
 // trialsCollector gathers the trials of each case until all k are in, then
-// writes the case's trials record. Only cases in progress are held.
+// writes the case's trials record. Records go out in the order of the
+// prompts file, whatever order the cases finish in, so a run's output does
+// not depend on timing: a finished case waits for the cases before it. Only
+// cases in progress, and finished ones waiting their turn, are held.
 type trialsCollector struct {
 	mu          sync.Mutex
 	k           int
 	open        map[string]*pendingCase
+	queue       []*pendingCase // cases seen and not yet written, in file order
+	written     map[string]bool // cases whose records an earlier run wrote
 	summary     *trials.Summary
 	setup       *runSetup
 	partialPath string
@@ -128,8 +133,9 @@ type trialsCollector struct {
 }
 
 type pendingCase struct {
-	c    *schemas.PromptCase
-	recs []schemas.CaptureRecord
+	c      *schemas.PromptCase
+	recs   []schemas.CaptureRecord
+	record *schemas.TrialsRecord // built when all k trials are in
 }
 
 // resume loads what an earlier run left: whole cases in the output (their
@@ -137,6 +143,7 @@ type pendingCase struct {
 // unfinished cases in the partial file.
 func (t *trialsCollector) resume(output string, retryErrors bool, done map[unitKey]bool) error {
 	complete := map[string]bool{}
+	t.written = complete
 	var retried []schemas.CaptureRecord
 	// Old summaries go (a new one ends the run); with retryErrors, a case
 	// with errored trials goes too, its good trials kept as pending.
@@ -226,13 +233,17 @@ func eachJSONLine(name string, fn func([]byte) error) error {
 func (t *trialsCollector) seeCase(c *schemas.PromptCase) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.written[c.ID] {
+		return
+	}
 	p := t.open[c.ID]
 	if p == nil {
 		p = &pendingCase{}
 		t.open[c.ID] = p
 	}
 	p.c = c
-	if len(p.recs) >= t.k && t.w != nil {
+	t.queue = append(t.queue, p)
+	if len(p.recs) >= t.k {
 		t.complete(p)
 	}
 }
@@ -257,7 +268,7 @@ func (t *trialsCollector) add(rec *schemas.CaptureRecord, w *jsonl.Writer) error
 	if len(p.recs) >= t.k && p.c != nil {
 		return t.complete(p)
 	}
-	return nil
+	return t.flush(false)
 }
 
 // keepPartial appends a finished trial to the partial file; t.mu is held.
@@ -280,12 +291,41 @@ func (t *trialsCollector) keepPartial(rec *schemas.CaptureRecord) error {
 	return writeRecord(t.partial, t.setup, rec)
 }
 
-// complete writes a case's trials record; t.mu is held.
+// complete builds a case's trials record and writes every finished case
+// that no unfinished case comes before; t.mu is held.
 func (t *trialsCollector) complete(p *pendingCase) error {
 	tr := trials.BuildRecord(*p.c, t.k, p.recs)
+	p.record = &tr
 	delete(t.open, p.c.ID)
-	t.summary.Add(tr)
-	return writeRecord(t.w, t.setup, tr)
+	if t.w == nil {
+		return nil // the output is not open yet: the first add writes it
+	}
+	return t.flush(false)
+}
+
+// flush writes the finished cases at the head of the queue, or with all
+// every finished case (when the run ends early, so none is lost); t.mu is
+// held.
+func (t *trialsCollector) flush(all bool) error {
+	kept := t.queue[:0]
+	for i, p := range t.queue {
+		if p.record == nil {
+			if !all {
+				kept = append(kept, t.queue[i:]...)
+				break
+			}
+			kept = append(kept, p)
+			continue
+		}
+		t.summary.Add(*p.record)
+		if err := writeRecord(t.w, t.setup, *p.record); err != nil {
+			t.queue = append(kept, t.queue[i+1:]...)
+			return err
+		}
+	}
+	clear(t.queue[len(kept):])
+	t.queue = kept
+	return nil
 }
 
 // finish writes the cases that completed from the partial file alone, then
@@ -294,12 +334,8 @@ func (t *trialsCollector) finish(e *env, f *runFlags, w *jsonl.Writer, interrupt
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.w = w
-	for _, p := range t.open {
-		if p.c != nil && len(p.recs) >= t.k {
-			if err := t.complete(p); err != nil {
-				return err
-			}
-		}
+	if err := t.flush(true); err != nil {
+		return err
 	}
 	if t.partial != nil {
 		t.partial.Close()

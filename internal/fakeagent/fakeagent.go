@@ -174,7 +174,9 @@
 //	{"error":{"code":C,"message":M,"data":D}}  answer the prompt with a JSON-RPC error
 //	{"exit":N}                         exit with code N immediately
 //	{"hang":true}                      never answer; stop playing
-//	{"after":[steps]}                  steps played after the prompt answer
+//	{"after":[steps]}                  steps played after the prompt answer; an
+//	                                   exit first among them quits at once
+//	                                   (nothing sent after the answer is read)
 //
 // Steps after a stop/result/error step keep playing (late updates). A script
 // that ends without answering answers end_turn.
@@ -192,6 +194,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -298,6 +301,11 @@ type agent struct {
 	nextSession   int
 	nextReq       int
 	pending       map[string]chan response
+
+	// quitting is set when a turn's answer is to be followed at once by
+	// an exit: from then on nothing more is read, as from a process
+	// that has already quit, so the exit never races the next request.
+	quitting atomic.Bool
 
 	exitCh chan int      // first value ends Main
 	done   chan struct{} // closed when Main returns
@@ -485,7 +493,7 @@ func (a *agent) readLoop(stdin io.Reader) {
 }
 
 func (a *agent) handleLine(line []byte) {
-	if len(bytes.TrimSpace(line)) == 0 {
+	if a.quitting.Load() || len(bytes.TrimSpace(line)) == 0 {
 		return
 	}
 	if !json.Valid(line) {

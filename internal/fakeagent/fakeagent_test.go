@@ -19,6 +19,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"harness/acp/acpschema"
 	"harness/internal/fakeagent"
 )
 
@@ -369,17 +370,12 @@ var (
 	schemaErr  error
 )
 
-const schemaURL = "mem:///acp.json"
+const schemaURL = acpschema.URL
 
 func loadValidator(t *testing.T) *validator {
 	t.Helper()
 	schemaOnce.Do(func() {
-		path := filepath.Join("..", "..", "..", "shared", "acp", "schema.v1.json")
-		b, err := os.ReadFile(path)
-		if err != nil {
-			schemaErr = fmt.Errorf("ACP schema missing (always present in CI): %w", err)
-			return
-		}
+		b := acpschema.V1()
 		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
 		if err != nil {
 			schemaErr = err

@@ -112,6 +112,9 @@ func (t *turn) playScript(text string) {
 	if !t.playSteps(sc.Script, state) {
 		return
 	}
+	if len(state.after) > 0 && state.after[0].Exit != nil {
+		t.a.quitting.Store(true)
+	}
 	if !t.answered {
 		if t.cancelled() {
 			t.answer("cancelled")

@@ -14,6 +14,7 @@ import (
 
 	"harness/acp"
 	"harness/capture"
+	"harness/internal/buildinfo"
 	"harness/internal/fakemodel"
 	"harness/internal/testagents"
 	"harness/schemas"
@@ -148,10 +149,10 @@ func baseConfig(t *testing.T, sb *sandbox, agent []string) (capture.Config, *wir
 		StartupTimeout: 60 * time.Second,
 		// Claude Code and Codex ignore stdin EOF: this is also how long
 		// shutdown waits before SIGTERM.
-		CancelGrace:    3 * time.Second,
-		Settle:         300 * time.Millisecond,
-		HarnessVersion: "test",
-		StderrCopy:     stderr,
+		CancelGrace: 3 * time.Second,
+		Settle:      300 * time.Millisecond,
+		Build:       buildinfo.Info{Version: "test"},
+		StderrCopy:  stderr,
 		Client: acp.Options{
 			ClientInfo: acp.Implementation{Name: "harness-realagents-test", Version: "0"},
 			Permission: acp.PolicyAllow,
