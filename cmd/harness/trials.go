@@ -122,7 +122,7 @@ type trialsCollector struct {
 	mu          sync.Mutex
 	k           int
 	open        map[string]*pendingCase
-	queue       []*pendingCase // cases seen and not yet written, in file order
+	queue       []*pendingCase  // cases seen and not yet written, in file order
 	written     map[string]bool // cases whose records an earlier run wrote
 	summary     *trials.Summary
 	setup       *runSetup
