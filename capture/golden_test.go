@@ -11,7 +11,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"harness/internal/jsonl"
+	"harness/results"
 	"harness/schemas"
 )
 
@@ -49,7 +49,7 @@ func TestGoldenRecords(t *testing.T) {
 		if r.Error != nil {
 			r.Error.Stderr = "STDERR"
 		}
-		b, err := jsonl.Marshal(r)
+		b, err := results.Marshal(r)
 		if err != nil {
 			t.Fatal(err)
 		}

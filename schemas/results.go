@@ -85,8 +85,9 @@ func readResults(name string, r io.Reader, parse func([]byte) (ResultLine, error
 
 // ParseResultLine decodes one line of a results file, telling the kinds
 // apart: "type":"trials-summary" is a summary; an object with a "trials"
-// array and no "trajectory" is a trials record; anything else with an id is
-// a capture record.
+// array and no "trajectory" is a trials record; an object with an id and a
+// "trajectory" array is a capture record (graded or not). Anything else is
+// an *InputError: a line of unknown shape is never read as an empty record.
 func ParseResultLine(line []byte) (ResultLine, error) {
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 || line[0] != '{' {
@@ -127,6 +128,12 @@ func ParseResultLine(line []byte) (ResultLine, error) {
 			return ResultLine{}, decodeErr("trials record", err)
 		}
 		return ResultLine{Kind: KindTrials, Trials: &tr}, nil
+	}
+	if !probe.Trajectory.set {
+		return ResultLine{}, &InputError{Field: "trajectory", Msg: "missing: neither a capture record (id, trajectory) nor a trials record (id, trials) nor a trials summary"}
+	}
+	if probe.Trajectory.first != '[' {
+		return ResultLine{}, &InputError{Field: "trajectory", Msg: "must be an array of steps"}
 	}
 	if err := json.Unmarshal(line, &cr); err != nil {
 		return ResultLine{}, decodeErr("capture record", err)

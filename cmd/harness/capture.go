@@ -5,15 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 
 	"github.com/spf13/pflag"
 
 	"harness/capture"
-	"harness/internal/jsonl"
 	"harness/report"
+	"harness/results"
 	"harness/schemas"
 	"harness/trials"
 )
@@ -53,29 +52,41 @@ Examples:
 
 // runHooks let trials change how runUnits treats records.
 type runHooks struct {
-	// done lists the units not to run; nil reads them from the output
-	// with --resume.
-	done map[unitKey]bool
+	// resume reads the units not to run from the output with --resume;
+	// nil takes the capture records it holds.
+	resume func(out *results.Output) (map[results.UnitKey]bool, error)
 	// onCase sees every case as the run reaches it, in file order.
 	onCase func(*schemas.PromptCase)
 	// collect takes each finished record instead of writing it.
-	collect func(*schemas.CaptureRecord, *jsonl.Writer) error
+	collect func(*schemas.CaptureRecord, *results.Output) error
 	// finish runs after the last record, before the output is closed.
-	finish func(w *jsonl.Writer, stats *capture.Stats, interrupted bool) error
+	finish func(out *results.Output, stats *capture.Stats, interrupted bool) error
 }
 
 // runUnits runs k trials of every case and writes each record as it
 // comes, or hands it to hooks.collect.
 func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, hooks runHooks) error {
 	defer setup.cleanup()
-	done := hooks.done
-	if done == nil {
-		done = map[unitKey]bool{}
-		if f.resume {
-			var err error
-			if done, err = readDone(f.output, f.retryErrors); err != nil {
-				return inputError(fmt.Errorf("--resume: %w", err))
-			}
+	// The output is opened and locked before any agent starts, and held
+	// to the end.
+	out, err := f.openOutput(e, setup)
+	if err != nil {
+		return err
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			out.Close()
+		}
+	}()
+	done := map[results.UnitKey]bool{}
+	if f.resume {
+		resume := hooks.resume
+		if resume == nil {
+			resume = func(out *results.Output) (map[results.UnitKey]bool, error) { return out.ResumeCapture(f.retryErrors) }
+		}
+		if done, err = resume(out); err != nil {
+			return inputError(fmt.Errorf("--resume: %w", err))
 		}
 	}
 	_, total := setup.units(k, done, nil)
@@ -108,32 +119,41 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 	runner := capture.NewRunner(setup.cfg)
 	init, err := runner.Preflight(ctx)
 	if err != nil {
+		closed = true
+		out.Discard()
 		return inputError(setup.redactErr(err))
 	}
 	if init.AgentInfo != nil {
 		log.printf("agent %s %s (ACP %d); %d units\n", init.AgentInfo.Name, init.AgentInfo.Version, init.ProtocolVersion, total)
 	}
-	w, closeOut, err := f.openOutput(e)
-	if err != nil {
-		return err
-	}
 	var mu sync.Mutex
 	emit := func(rec *schemas.CaptureRecord) error {
-		log.record(rec)
+		var err error
 		if collect != nil {
 			mu.Lock()
-			defer mu.Unlock()
-			return collect(rec, w)
+			err = collect(rec, out)
+			mu.Unlock()
+		} else {
+			err = out.Write(rec)
 		}
-		return writeRecord(w, setup, rec)
+		if err != nil {
+			return outputError(err)
+		}
+		log.record(rec)
+		return nil
 	}
 	stats, runErr := runner.Run(ctx, units, emit)
 	var gateErr error
 	if hooks.finish != nil && runErr == nil {
-		gateErr = hooks.finish(w, stats, ctx.Err() != nil)
+		gateErr = hooks.finish(out, stats, ctx.Err() != nil)
+		var ee *exitError
+		if gateErr != nil && !errors.As(gateErr, &ee) {
+			runErr, gateErr = outputError(gateErr), nil
+		}
 	}
-	if err := closeOut(); err != nil && runErr == nil {
-		runErr = fmt.Errorf("output: %w", err)
+	closed = true
+	if err := out.Close(); err != nil && runErr == nil {
+		runErr = outputError(err)
 	}
 	log.stop()
 	log.summary(stats)
@@ -142,6 +162,9 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 	}
 	switch {
 	case runErr != nil:
+		if n := out.Written(); n > 0 && out.IsFile() {
+			runErr = fmt.Errorf("%w\nthe %d records written before it are in %s; continue with --resume", runErr, n, f.output)
+		}
 		return runErr
 	case ctx.Err() != nil:
 		return withCode(exitInterrupted, fmt.Errorf("interrupted; finished records are in the output, continue with --resume"))
@@ -156,7 +179,7 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 // writeCIReports writes the --junit and --markdown reports of the output
 // file, read back whole, so a resumed run reports all of it.
 func writeCIReports(f *runFlags) error {
-	in, err := jsonl.Open(f.output, nil)
+	in, err := results.Open(f.output, nil)
 	if err != nil {
 		return err
 	}
@@ -170,15 +193,7 @@ func writeCIReports(f *runFlags) error {
 		if name == "" {
 			return nil
 		}
-		out, err := os.Create(name)
-		if err != nil {
-			return err
-		}
-		if err := fn(out); err != nil {
-			out.Close()
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		return out.Close()
+		return results.WriteFile(name, nil, true, fn)
 	}
 	return errors.Join(
 		write(f.junit, func(w io.Writer) error { return report.WriteJUnit(w, report.JUnitOptions{}, run) }),
@@ -188,13 +203,14 @@ func writeCIReports(f *runFlags) error {
 	)
 }
 
-// writeRecord encodes a record, redacts secrets, and writes it whole.
-func writeRecord(w *jsonl.Writer, setup *runSetup, v any) error {
-	b, err := jsonl.Marshal(v)
-	if err != nil {
+// outputError marks a failure to write the output (a full disk, an I/O
+// error): the run stops and exits 2, never 1, which is the quality gate.
+func outputError(err error) error {
+	var ee *exitError
+	if errors.As(err, &ee) {
 		return err
 	}
-	return w.WriteRaw(setup.redact.Bytes(b))
+	return withCode(exitUsage, err)
 }
 
 func (s *runSetup) redactErr(err error) error {

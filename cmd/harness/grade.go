@@ -1,23 +1,21 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
-	"sync"
 
 	"github.com/spf13/pflag"
 
 	"harness/graders"
-	"harness/internal/jsonl"
+	"harness/results"
 	"harness/schemas"
+	"harness/trials"
 )
 
 // gradeFlags are the options of harness grade.
@@ -189,30 +187,10 @@ func mustMarshal(v any) json.RawMessage {
 	return b
 }
 
-// errGradeInterrupted marks a record whose grading was cut short.
-var errGradeInterrupted = errors.New("interrupted")
-
-// gradeJob is one record to grade, in input order.
-type gradeJob struct {
-	seq  int
-	file string
-	line int
-	raw  []byte
-}
-
-// gradeDone is a graded record ready to write.
-type gradeDone struct {
-	seq    int
-	out    []byte
-	graded bool
-	pass   bool
-	errors int
-	err    error
-}
-
-// gradeFiles re-grades stored records, streaming them: a first pass checks
-// every line (and counts records for --sample) so bad input stops the
-// command before any output is written; the second pass grades.
+// gradeFiles regrades stored records (capture, graded or trials files),
+// streaming them: a first pass checks every line (and counts records for
+// --sample) so bad input stops the command before any output is written;
+// the second pass grades.
 func gradeFiles(ctx context.Context, e *env, f *gradeFlags, files []string, gs []graders.Grader, names []string) error {
 	stdinUses := 0
 	for _, name := range files {
@@ -240,17 +218,21 @@ func gradeFiles(ctx context.Context, e *env, f *gradeFlags, files []string, gs [
 		}
 		total += n
 	}
-	var chosen map[int]bool
+	opts := graders.RegradeOptions{
+		Grader: graders.Many(gs), Count: len(gs), Names: names, Concurrency: f.concurrency,
+		Seed: trials.DefaultSeed, Resamples: trials.DefaultResamples,
+		Warn: func(msg string) { fmt.Fprintln(e.stderr, "harness grade: "+msg) },
+	}
 	if f.sample > 0 && f.sample < total {
 		rng := rand.New(rand.NewPCG(f.seed, 0x6861726e657373))
-		chosen = map[int]bool{}
+		chosen := map[int]bool{}
 		for _, i := range rng.Perm(total)[:f.sample] {
 			chosen[i] = true
 		}
+		opts.Chosen = func(i int) bool { return chosen[i] }
 	}
-	var cases map[string]*schemas.PromptCase
 	if f.prompts != "" {
-		r, err := jsonl.Open(f.prompts, e.stdin)
+		r, err := results.Open(f.prompts, e.stdin)
 		if err != nil {
 			return inputError(fmt.Errorf("--prompts: %w", err))
 		}
@@ -259,167 +241,82 @@ func gradeFiles(ctx context.Context, e *env, f *gradeFlags, files []string, gs [
 		if err != nil {
 			return inputError(err)
 		}
-		cases = make(map[string]*schemas.PromptCase, len(list))
+		opts.Cases = make(map[string]*schemas.PromptCase, len(list))
 		for i := range list {
-			cases[list[i].ID] = &list[i]
+			opts.Cases[list[i].ID] = &list[i]
 		}
 	}
-
-	out, closeOut, err := openGradeOutput(e, f)
+	sources := make([]graders.Source, len(files))
+	for i, name := range files {
+		sources[i] = graders.Source{Name: name, Open: func() (io.ReadCloser, error) {
+			r, err := results.Open(name, e.stdin)
+			return r, inputError(err)
+		}}
+	}
+	out, err := openGradeOutput(e, f)
 	if err != nil {
 		return err
 	}
-	g := graders.Many(gs)
-	namesJSON := mustMarshal(names)
-
-	parent := ctx
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	window := 2 * f.concurrency
-	slots := make(chan struct{}, window)
-	jobs := make(chan gradeJob)
-	done := make(chan gradeDone, window)
-	var readErr error
-	go func() {
-		defer close(jobs)
-		index, seq := 0, 0
-		for _, name := range files {
-			r, err := jsonl.Open(name, e.stdin)
-			if err != nil {
-				readErr = inputError(err)
-				return
-			}
-			err = schemas.EachLine(r, func(lineNo int, line []byte) error {
-				i := index
-				index++
-				if chosen != nil && !chosen[i] {
-					return nil
-				}
-				select {
-				case slots <- struct{}{}:
-				case <-ctx.Done():
-					return ctx.Err()
-				}
-				jobs <- gradeJob{seq: seq, file: name, line: lineNo, raw: bytes.Clone(line)}
-				seq++
-				return nil
-			})
-			r.Close()
-			if err != nil {
-				if ctx.Err() == nil {
-					readErr = inputError(fmt.Errorf("%s: %w", name, err))
-				}
-				return
-			}
+	st, runErr := graders.Regrade(ctx, sources, out, opts)
+	if err := out.Close(); err != nil && runErr == nil {
+		runErr = err
+	}
+	interrupted := errors.Is(runErr, graders.ErrInterrupted)
+	if runErr != nil && !interrupted {
+		var ie *schemas.InputError
+		if errors.As(runErr, &ie) {
+			return inputError(runErr)
 		}
-	}()
-	var wg sync.WaitGroup
-	for range f.concurrency {
-		wg.Go(func() {
-			for j := range jobs {
-				done <- gradeOne(ctx, j, g, len(gs), cases, namesJSON)
-			}
-		})
-	}
-	go func() { wg.Wait(); close(done) }()
-
-	// Write in input order.
-	pending := map[int]gradeDone{}
-	next := 0
-	var graded, passed, failed, errored, skipped int
-	var firstErr error
-	for d := range done {
-		pending[d.seq] = d
-		for {
-			p, ok := pending[next]
-			if !ok {
-				break
-			}
-			delete(pending, next)
-			next++
-			<-slots
-			if errors.Is(p.err, errGradeInterrupted) {
-				continue
-			}
-			if p.err != nil {
-				if firstErr == nil {
-					firstErr = p.err
-					cancel()
-				}
-				continue
-			}
-			if firstErr != nil {
-				continue
-			}
-			if err := out.WriteRaw(p.out); err != nil {
-				firstErr = fmt.Errorf("output: %w", err)
-				cancel()
-				continue
-			}
-			switch {
-			case !p.graded:
-				skipped++
-			case p.errors > 0:
-				graded++
-				errored++
-			case p.pass:
-				graded++
-				passed++
-			default:
-				graded++
-				failed++
-			}
-		}
-	}
-	if err := closeOut(); err != nil && firstErr == nil {
-		firstErr = fmt.Errorf("output: %w", err)
-	}
-	if readErr != nil && firstErr == nil {
-		firstErr = readErr
-	}
-	if firstErr != nil {
-		return firstErr
+		return outputError(runErr)
 	}
 	if !f.quiet {
-		msg := fmt.Sprintf("graded %d records: %d passed, %d failed, %d grader errors", graded, passed, failed, errored)
-		if skipped > 0 {
-			msg += fmt.Sprintf("; %d not graded (the run itself failed)", skipped)
+		msg := fmt.Sprintf("graded %s: %d passed, %d failed, %s",
+			plural(st.Graded, "record"), st.Passed, st.Failed, plural(st.Errored, "grader error"))
+		if st.TrialsRecords > 0 {
+			msg += fmt.Sprintf(" (the trials of %s, metrics recomputed)", plural(st.TrialsRecords, "case"))
 		}
-		if chosen != nil {
+		if st.Skipped > 0 {
+			msg += fmt.Sprintf("; %d not graded (the run itself failed)", st.Skipped)
+		}
+		if opts.Chosen != nil {
 			msg += fmt.Sprintf(" (sample of %d from %d, seed %d)", f.sample, total, f.seed)
 		}
 		fmt.Fprintln(e.stderr, "harness grade: "+msg)
 	}
-	if parent.Err() != nil {
+	if interrupted {
 		return withCode(exitInterrupted, errors.New("interrupted; the output holds every finished record"))
 	}
-	if errored > 0 {
-		return withCode(exitInfraErrors, fmt.Errorf("%d of %d records had grader errors", errored, graded))
+	if st.Errored > 0 {
+		return withCode(exitInfraErrors, fmt.Errorf("%d of %d records had grader errors", st.Errored, st.Graded))
 	}
 	return nil
 }
 
-// checkRecords validates every line of a results file and counts them.
+// plural writes a count and a noun, with an s when the count is not 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// checkRecords validates every line of a results file (capture, graded or
+// trials records; summary lines are skipped) and counts the records.
 func checkRecords(e *env, name string) (int, error) {
-	r, err := jsonl.Open(name, e.stdin)
+	r, err := results.Open(name, e.stdin)
 	if err != nil {
 		return 0, inputError(err)
 	}
 	defer r.Close()
 	n := 0
-	err = schemas.EachLine(r, func(lineNo int, line []byte) error {
-		if _, err := parseRecord(name, lineNo, line); err != nil {
-			return err
+	_, err = schemas.ReadResults(name, r, func(rl schemas.ResultLine) error {
+		if rl.Kind != schemas.KindSummary {
+			n++
 		}
-		n++
 		return nil
 	})
 	if err != nil {
-		var ie *schemas.InputError
-		if errors.As(err, &ie) {
-			return 0, inputError(err)
-		}
-		return 0, inputError(fmt.Errorf("%s: %w", name, err))
+		return 0, inputError(err)
 	}
 	if n == 0 {
 		return 0, inputError(&schemas.InputError{File: name, Msg: "no records (the file is empty)"})
@@ -427,201 +324,17 @@ func checkRecords(e *env, name string) (int, error) {
 	return n, nil
 }
 
-// parseRecord decodes one capture record line; errors name file and line.
-func parseRecord(name string, lineNo int, line []byte) (*schemas.CaptureRecord, error) {
-	var probe map[string]json.RawMessage
-	if err := json.Unmarshal(line, &probe); err != nil || probe == nil {
-		msg := "not a JSON object"
-		if err != nil {
-			msg += ": " + err.Error()
-		}
-		return nil, &schemas.InputError{File: name, Line: lineNo, Msg: msg}
-	}
-	var rec schemas.CaptureRecord
-	if err := json.Unmarshal(line, &rec); err != nil {
-		field := ""
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			field = te.Field
-		}
-		return nil, &schemas.InputError{File: name, Line: lineNo, Field: field, Msg: "not a capture record: " + err.Error()}
-	}
-	if rec.ID == "" {
-		return nil, &schemas.InputError{File: name, Line: lineNo, Field: "id", Msg: "missing (is this a capture results file?)"}
-	}
-	return &rec, nil
-}
-
-// gradeOne grades one record and splices the results into its line.
-func gradeOne(ctx context.Context, j gradeJob, g graders.Grader, n int, cases map[string]*schemas.PromptCase, names json.RawMessage) gradeDone {
-	d := gradeDone{seq: j.seq}
-	rec, err := parseRecord(j.file, j.line, j.raw)
-	if err != nil {
-		d.err = inputError(err)
-		return d
-	}
-	if rec.Error != nil && rec.Error.Class != schemas.ErrAgentError && !isGraderClass(rec.Error.Class) {
-		d.out = j.raw
-		return d
-	}
-	var c *schemas.PromptCase
-	if cases != nil {
-		c = cases[rec.ID]
-	}
-	res := g.Grade(ctx, &graders.Input{Record: rec, Case: c})
-	if ctx.Err() != nil {
-		// Interrupted: the result is not the grader's verdict; leave the
-		// record out rather than write a spurious grader error.
-		d.err = errGradeInterrupted
-		return d
-	}
-	d.graded = true
-	d.pass = res.Pass
-	set := map[string]json.RawMessage{}
-	if n > 1 {
-		subs, _ := res.Outcome["graders"].([]schemas.GraderResult)
-		for _, s := range subs {
-			if s.Error != nil {
-				d.errors++
-			}
-		}
-		delete(res.Outcome, "graders")
-		if len(res.Outcome) == 0 {
-			res.Outcome = nil
-		}
-		set["scores"] = mustMarshalNoEscape(subs)
-	} else {
-		if res.Error != nil {
-			d.errors++
-		}
-		set["scores"] = nil // drop stale per-grader results
-	}
-	set["score"] = mustMarshalNoEscape(res)
-	prov := json.RawMessage(`{}`)
-	if raw, ok := rawField(j.raw, "provenance"); ok {
-		prov = raw
-	}
-	newProv, err := spliceObject(prov, map[string]json.RawMessage{"graders": names})
-	if err != nil {
-		d.err = inputError(&schemas.InputError{File: j.file, Line: j.line, Field: "provenance", Msg: err.Error()})
-		return d
-	}
-	set["provenance"] = newProv
-	out, err := spliceObject(j.raw, set)
-	if err != nil {
-		d.err = inputError(&schemas.InputError{File: j.file, Line: j.line, Msg: err.Error()})
-		return d
-	}
-	d.out = out
-	return d
-}
-
-func isGraderClass(c string) bool {
-	return c == schemas.ErrGraderError || c == schemas.ErrGraderTimeout || c == schemas.ErrGraderInvalid
-}
-
-func mustMarshalNoEscape(v any) json.RawMessage {
-	b, err := jsonl.Marshal(v)
-	if err != nil {
-		panic(err) // grader results are plain data
-	}
-	return b
-}
-
-// rawField returns the raw value of a top-level key of a JSON object.
-func rawField(obj []byte, key string) (json.RawMessage, bool) {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(obj, &m) != nil {
-		return nil, false
-	}
-	v, ok := m[key]
-	return v, ok && string(v) != "null"
-}
-
-// spliceObject rewrites a JSON object keeping every other member's bytes
-// and order: keys in set are replaced in place (or appended), a nil value
-// removes the key.
-func spliceObject(obj []byte, set map[string]json.RawMessage) ([]byte, error) {
-	dec := json.NewDecoder(bytes.NewReader(obj))
-	dec.UseNumber()
-	tok, err := dec.Token()
-	if err != nil || tok != json.Delim('{') {
-		return nil, fmt.Errorf("not a JSON object")
-	}
-	var b bytes.Buffer
-	b.WriteByte('{')
-	first := true
-	seen := map[string]bool{}
-	write := func(k string, v json.RawMessage) {
-		if !first {
-			b.WriteByte(',')
-		}
-		first = false
-		kb, _ := jsonl.Marshal(k)
-		b.Write(kb)
-		b.WriteByte(':')
-		b.Write(v)
-	}
-	for dec.More() {
-		kt, err := dec.Token()
-		if err != nil {
-			return nil, err
-		}
-		k, _ := kt.(string)
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, err
-		}
-		if nv, ok := set[k]; ok {
-			seen[k] = true
-			if nv != nil {
-				write(k, nv)
-			}
-			continue
-		}
-		write(k, v)
-	}
-	for _, k := range slices.Sorted(maps.Keys(set)) {
-		if !seen[k] && set[k] != nil {
-			write(k, set[k])
-		}
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
-}
-
-// openGradeOutput opens -o (a new file, or --force) or stdout.
-func openGradeOutput(e *env, f *gradeFlags) (*jsonl.Writer, func() error, error) {
-	if f.output == "" || f.output == "-" {
-		w, err := jsonl.NewWriter("", e.stdout)
-		if err != nil {
-			return nil, nil, err
-		}
-		return w, w.Close, nil
-	}
-	flags := os.O_CREATE | os.O_WRONLY | os.O_EXCL
+// openGradeOutput opens and locks -o (a new file, or --force) or stdout.
+func openGradeOutput(e *env, f *gradeFlags) (*results.Output, error) {
+	mode := results.New
 	if f.force {
-		flags = os.O_CREATE | os.O_WRONLY | os.O_TRUNC
+		mode = results.Truncate
 	}
-	file, err := os.OpenFile(f.output, flags, 0o644)
+	out, err := results.OpenOutput(f.output, results.OutputOptions{Mode: mode, Stdout: e.stdout})
 	if err != nil {
-		if errors.Is(err, os.ErrExist) {
-			return nil, nil, usageErrorf("output %s already exists; use --force to overwrite it", f.output)
-		}
-		return nil, nil, inputError(fmt.Errorf("output: %w", err))
+		return nil, inputError(err)
 	}
-	w, err := jsonl.NewWriter(f.output, file)
-	if err != nil {
-		file.Close()
-		return nil, nil, err
-	}
-	return w, func() error {
-		err := w.Close()
-		if cerr := file.Close(); err == nil {
-			err = cerr
-		}
-		return err
-	}, nil
+	return out, nil
 }
 
 // sameFile reports whether two paths name the same existing file.

@@ -7,13 +7,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/spf13/pflag"
 
-	"harness/internal/jsonl"
+	"harness/results"
 	"harness/schemas"
 	"harness/trials"
 )
@@ -152,7 +151,7 @@ func (f *mergeFlags) run(e *env, args []string) error {
 		return usageErrorf("--summary needs -k")
 	}
 	if f.output != "-" {
-		if st, err := os.Stat(f.output); err == nil && st.Size() > 0 && !f.force {
+		if st, err := os.Stat(f.output); err == nil && st.Mode().IsRegular() && st.Size() > 0 && !f.force {
 			return usageErrorf("output %s already exists; use --force to overwrite it", f.output)
 		}
 		for _, a := range args {
@@ -168,7 +167,7 @@ func (f *mergeFlags) run(e *env, args []string) error {
 	}
 	var cases []schemas.PromptCase
 	if f.prompts != "" {
-		r, err := jsonl.Open(f.prompts, e.stdin)
+		r, err := results.Open(f.prompts, e.stdin)
 		if err != nil {
 			return inputError(fmt.Errorf("--prompts: %w", err))
 		}
@@ -195,6 +194,9 @@ func (f *mergeFlags) run(e *env, args []string) error {
 	}
 	if err := bad.err("problems in the shard files"); err != nil {
 		return err
+	}
+	if len(m.units) == 0 {
+		return inputError(fmt.Errorf("no records in %s: nothing to merge", plural(len(args), "file")))
 	}
 
 	// The units the run should have.
@@ -249,7 +251,7 @@ func (f *mergeFlags) run(e *env, args []string) error {
 		}
 	}
 
-	w, commit, abort, err := openMergeOutput(e, f.output)
+	w, commit, abort, err := openMergeOutput(e, f.output, f.force)
 	if err != nil {
 		return err
 	}
@@ -266,7 +268,7 @@ func (f *mergeFlags) run(e *env, args []string) error {
 		return fmt.Errorf("merge: output: %w", err)
 	}
 	if !f.quiet {
-		fmt.Fprintf(e.stderr, "harness merge: %d records from %d files, %d cases, k=%d\n", len(m.units), len(args), len(ids), k)
+		fmt.Fprintf(e.stderr, "harness merge: %s from %s, %s, k=%d\n", plural(len(m.units), "record"), plural(len(args), "file"), plural(len(ids), "case"), k)
 	}
 	return nil
 }
@@ -280,82 +282,16 @@ func same(a, b string) bool {
 
 // read copies the records of one shard file to the spool and indexes them.
 func (m *merger) read(fileIdx int, name string, stdin io.Reader, bad *problems) error {
-	r, err := jsonl.Open(name, stdin)
+	r, err := results.Open(name, stdin)
 	if err != nil {
 		return inputError(fmt.Errorf("shard %s: %w", name, err))
 	}
 	defer r.Close()
 	records := 0
 	err = schemas.EachLine(r, func(lineNo int, line []byte) error {
-		var probe struct {
-			ID         *string         `json:"id"`
-			Trial      json.RawMessage `json:"trial"`
-			Type       string          `json:"type"`
-			K          json.RawMessage `json:"k"`
-			Trajectory json.RawMessage `json:"trajectory"`
-			Error      *struct {
-				Class string `json:"class"`
-			} `json:"error"`
-		}
-		if err := json.Unmarshal(line, &probe); err != nil {
-			// A crash can cut a record short; a shard continued with
-			// --resume reran it, and a unit still missing is reported.
-			if !m.quiet {
-				fmt.Fprintf(m.stderr, "harness merge: %s:%d: skipped a line that is not JSON (a record cut short by a crash?)\n", name, lineNo)
-			}
-			return nil
-		}
-		switch {
-		case probe.Type == schemas.SummaryType:
-			return inputError(&schemas.InputError{File: name, Line: lineNo, Field: "type",
-				Msg: "a trials summary: merge takes the capture records that runs with --shard write"})
-		case probe.K != nil && probe.Trajectory == nil:
-			return inputError(&schemas.InputError{File: name, Line: lineNo, Field: "k",
-				Msg: "a trials record: merge takes the capture records that runs with --shard write (an unsharded trials run needs no merge)"})
-		case probe.ID == nil || *probe.ID == "":
-			bad.addf("%s:%d: field \"id\": missing or empty", name, lineNo)
-			return nil
-		}
-		trial := 1
-		if len(probe.Trial) > 0 && string(probe.Trial) != "null" {
-			if err := json.Unmarshal(probe.Trial, &trial); err != nil || trial < 0 {
-				bad.addf("%s:%d: field \"trial\": want a positive integer, got %s", name, lineNo, probe.Trial)
-				return nil
-			}
-			trial = max(trial, 1)
-		}
-		loc := &mergeLoc{file: fileIdx, line: lineNo, off: m.size, size: len(line)}
-		if probe.Error != nil {
-			loc.class = probe.Error.Class
-			if loc.class == "" {
-				loc.class = trials.Unclassified
-			}
-		}
-		key := mergeKey{*probe.ID, trial}
-		if prev := m.units[key]; prev != nil {
-			switch {
-			case prev.file != fileIdx:
-				bad.addf("case %q trial %d is in two shards: %s:%d and %s:%d", key.id, key.trial, m.files[prev.file], prev.line, name, lineNo)
-				return nil
-			case prev.class == "":
-				bad.addf("case %q trial %d is twice in %s: lines %d and %d", key.id, key.trial, name, prev.line, lineNo)
-				return nil
-			}
-			// An errored record rerun later in the same file (--resume,
-			// --retry-errors): the later one counts.
-		}
-		if _, err := m.spool.Write(append(line, '\n')); err != nil {
-			return fmt.Errorf("merge: spool: %w", err)
-		}
-		m.size += int64(len(line) + 1)
-		m.units[key] = loc
-		m.maxT = max(m.maxT, trial)
-		if !m.seen[key.id] {
-			m.seen[key.id] = true
-			m.order = append(m.order, key.id)
-		}
-		records++
-		return nil
+		n, err := m.addLine(fileIdx, name, lineNo, line, bad)
+		records += n
+		return err
 	})
 	if err != nil {
 		var ee *exitError
@@ -369,6 +305,97 @@ func (m *merger) read(fileIdx int, name string, stdin io.Reader, bad *problems) 
 		fmt.Fprintf(m.stderr, "harness merge: %s holds no records\n", name)
 	}
 	return nil
+}
+
+// addLine takes one line of a shard file: a capture record, or a trials
+// record whose trials each count as the capture record they hold (a
+// trials summary is skipped: merge -k writes a new one). It returns how
+// many records it added.
+func (m *merger) addLine(fileIdx int, name string, lineNo int, line []byte, bad *problems) (int, error) {
+	rl, err := schemas.ParseResultLine(line)
+	if err == nil && rl.Kind == schemas.KindSummary {
+		return 0, nil
+	}
+	if err == nil && rl.Kind == schemas.KindTrials {
+		n := 0
+		for i := range rl.Trials.Trials {
+			rec := rl.Trials.Trials[i].Capture()
+			rec.ID = rl.Trials.ID
+			b, err := results.Marshal(rec)
+			if err != nil {
+				return n, err
+			}
+			added, err := m.addCapture(fileIdx, name, lineNo, b, bad)
+			n += added
+			if err != nil {
+				return n, err
+			}
+		}
+		return n, nil
+	}
+	return m.addCapture(fileIdx, name, lineNo, line, bad)
+}
+
+// addCapture takes one capture record line.
+func (m *merger) addCapture(fileIdx int, name string, lineNo int, line []byte, bad *problems) (int, error) {
+	var probe struct {
+		ID    *string         `json:"id"`
+		Trial json.RawMessage `json:"trial"`
+		Error *struct {
+			Class string `json:"class"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(line, &probe); err != nil {
+		// A crash can cut a record short; a shard continued with
+		// --resume reran it, and a unit still missing is reported.
+		if !m.quiet {
+			fmt.Fprintf(m.stderr, "harness merge: %s:%d: skipped a line that is not JSON (a record cut short by a crash?)\n", name, lineNo)
+		}
+		return 0, nil
+	}
+	if probe.ID == nil || *probe.ID == "" {
+		bad.addf("%s:%d: field \"id\": missing or empty", name, lineNo)
+		return 0, nil
+	}
+	trial := 1
+	if len(probe.Trial) > 0 && string(probe.Trial) != "null" {
+		if err := json.Unmarshal(probe.Trial, &trial); err != nil || trial < 0 {
+			bad.addf("%s:%d: field \"trial\": want a positive integer, got %s", name, lineNo, probe.Trial)
+			return 0, nil
+		}
+		trial = max(trial, 1)
+	}
+	loc := &mergeLoc{file: fileIdx, line: lineNo, off: m.size, size: len(line)}
+	if probe.Error != nil {
+		loc.class = probe.Error.Class
+		if loc.class == "" {
+			loc.class = trials.Unclassified
+		}
+	}
+	key := mergeKey{*probe.ID, trial}
+	if prev := m.units[key]; prev != nil {
+		switch {
+		case prev.file != fileIdx:
+			bad.addf("case %q trial %d is in two shards: %s:%d and %s:%d", key.id, key.trial, m.files[prev.file], prev.line, name, lineNo)
+			return 0, nil
+		case prev.class == "":
+			bad.addf("case %q trial %d is twice in %s: lines %d and %d", key.id, key.trial, name, prev.line, lineNo)
+			return 0, nil
+		}
+		// An errored record rerun later in the same file (--resume,
+		// --retry-errors): the later one counts.
+	}
+	if _, err := m.spool.Write(append(line, '\n')); err != nil {
+		return 0, fmt.Errorf("merge: spool: %w", err)
+	}
+	m.size += int64(len(line) + 1)
+	m.units[key] = loc
+	m.maxT = max(m.maxT, trial)
+	if !m.seen[key.id] {
+		m.seen[key.id] = true
+		m.order = append(m.order, key.id)
+	}
+	return 1, nil
 }
 
 // first returns the first record of case id in file and line order.
@@ -392,7 +419,7 @@ func (m *merger) record(loc *mergeLoc) ([]byte, error) {
 }
 
 // writeCaptures writes the records as they are, in case and trial order.
-func (m *merger) writeCaptures(w *jsonl.Writer, ids []string, k int) error {
+func (m *merger) writeCaptures(w *results.Writer, ids []string, k int) error {
 	for _, id := range ids {
 		for t := 1; t <= k; t++ {
 			loc := m.units[mergeKey{id, t}]
@@ -413,7 +440,7 @@ func (m *merger) writeCaptures(w *jsonl.Writer, ids []string, k int) error {
 
 // writeTrials writes one trials record per case, built the way harness
 // trials builds them, then the summary.
-func (m *merger) writeTrials(w *jsonl.Writer, cases []schemas.PromptCase, k int, f *mergeFlags, e *env) error {
+func (m *merger) writeTrials(w *results.Writer, cases []schemas.PromptCase, k int, f *mergeFlags, e *env) error {
 	sum := trials.NewSummary(k)
 	for i := range cases {
 		c := &cases[i]
@@ -441,11 +468,8 @@ func (m *merger) writeTrials(w *jsonl.Writer, cases []schemas.PromptCase, k int,
 	}
 	res := sum.Result(f.seed, f.resamples)
 	if f.summaryPath != "" {
-		b, err := json.MarshalIndent(res, "", "  ")
+		err := results.WriteFile(f.summaryPath, nil, true, func(w io.Writer) error { return writePrettyJSON(w, res) })
 		if err != nil {
-			return fmt.Errorf("merge: summary: %w", err)
-		}
-		if err := os.WriteFile(f.summaryPath, append(b, '\n'), 0o644); err != nil {
 			return fmt.Errorf("merge: summary: %w", err)
 		}
 	} else if err := w.Write(res); err != nil {
@@ -460,35 +484,26 @@ func (m *merger) writeTrials(w *jsonl.Writer, cases []schemas.PromptCase, k int,
 // openMergeOutput opens the output: stdout, or a temporary file beside
 // OUT that commit renames into place, so a failed merge leaves OUT as it
 // was.
-func openMergeOutput(e *env, name string) (w *jsonl.Writer, commit, abort func() error, err error) {
-	if name == "-" {
-		w, err := jsonl.NewWriter("", e.stdout)
-		return w, w.Close, func() error { return nil }, err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".tmp-*")
+func openMergeOutput(e *env, name string, force bool) (w *results.Writer, commit, abort func() error, err error) {
+	f, err := results.CreateFile(name, e.stdout, force)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("merge: output: %w", err)
+		return nil, nil, nil, inputError(err)
 	}
-	w, err = jsonl.NewWriter(name, tmp)
+	w, err = results.NewWriter(name, f)
 	if err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
+		f.Abort()
 		return nil, nil, nil, fmt.Errorf("merge: output: %w", err)
 	}
 	commit = func() error {
-		if err := errors.Join(w.Close(), tmp.Sync(), tmp.Close()); err != nil {
-			os.Remove(tmp.Name())
+		if err := w.Close(); err != nil {
+			f.Abort()
 			return err
 		}
-		if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-			os.Remove(tmp.Name())
-			return err
-		}
-		return os.Rename(tmp.Name(), name)
+		return f.Commit()
 	}
 	abort = func() error {
-		tmp.Close()
-		return os.Remove(tmp.Name())
+		f.Abort()
+		return nil
 	}
 	return w, commit, abort, nil
 }

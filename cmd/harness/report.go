@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"harness/report"
+	"harness/results"
 	"harness/trials"
 )
 
@@ -110,26 +111,26 @@ Examples:
 
 		type job struct {
 			path  string
-			write func(*reviewOut) error
+			write func(*results.File) error
 		}
 		jobs := []job{
-			{output, func(w *reviewOut) error {
+			{output, func(w *results.File) error {
 				return report.WriteHTML(w, report.Options{Title: title, Seed: sd, Resamples: resamplesOpt(resamples)}, runs...)
 			}},
-			{junit, func(w *reviewOut) error {
+			{junit, func(w *results.File) error {
 				return report.WriteJUnit(w, report.JUnitOptions{Rule: cr}, runs...)
 			}},
-			{markdown, func(w *reviewOut) error {
+			{markdown, func(w *results.File) error {
 				return report.WriteMarkdownSummary(w, report.MarkdownOptions{Title: title, Rule: cr, Seed: sd, Resamples: resamplesOpt(resamples)}, runs...)
 			}},
 		}
 		// Open every output first, so an existing file stops the command
 		// before anything is written.
-		outs := make([]*reviewOut, len(jobs))
+		outs := make([]*results.File, len(jobs))
 		abortAll := func() {
 			for _, o := range outs {
 				if o != nil {
-					o.abort()
+					o.Abort()
 				}
 			}
 		}
@@ -157,7 +158,7 @@ Examples:
 			if o == nil {
 				continue
 			}
-			if err := o.commit(); err != nil {
+			if err := o.Commit(); err != nil {
 				abortAll()
 				return err
 			}

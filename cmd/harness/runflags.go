@@ -19,8 +19,8 @@ import (
 	"harness/capture"
 	"harness/graders"
 	"harness/internal/buildinfo"
-	"harness/internal/jsonl"
 	"harness/internal/redact"
+	"harness/results"
 	"harness/schemas"
 )
 
@@ -284,136 +284,33 @@ func (f *runFlags) checkOutput() error {
 		}
 		return nil
 	}
-	st, err := os.Stat(f.output)
-	if err == nil && st.Size() > 0 && !f.resume && !f.force {
-		return usageErrorf("output %s already exists; use --resume to continue it or --force to overwrite it", f.output)
-	}
 	return nil
 }
 
-// openOutput opens the record output: stdout, a new file, the end of an
-// existing one (--resume), or a truncated one (--force).
-func (f *runFlags) openOutput(e *env) (*jsonl.Writer, func() error, error) {
-	if f.output == "" || f.output == "-" {
-		w, err := jsonl.NewWriter("", e.stdout)
-		return w, w.Close, err
+// openOutput opens and locks the record output (before any agent starts):
+// stdout, a new file, an existing one to continue (--resume), or one to
+// empty (--force). Secrets are redacted from everything written to it.
+func (f *runFlags) openOutput(e *env, setup *runSetup) (*results.Output, error) {
+	mode := results.New
+	switch {
+	case f.resume:
+		mode = results.Append
+	case f.force:
+		mode = results.Truncate
 	}
-	flags := os.O_CREATE | os.O_WRONLY | os.O_APPEND
-	if f.force {
-		flags = os.O_CREATE | os.O_WRONLY | os.O_TRUNC
-	}
-	file, err := os.OpenFile(f.output, flags, 0o644)
-	if err != nil {
-		return nil, nil, fmt.Errorf("output: %w", err)
-	}
-	if err := endLine(file); err != nil {
-		file.Close()
-		return nil, nil, fmt.Errorf("output: %w", err)
-	}
-	w, err := jsonl.NewWriter(f.output, file)
-	if err != nil {
-		file.Close()
-		return nil, nil, err
-	}
-	return w, func() error { return errors.Join(w.Close(), file.Sync(), file.Close()) }, nil
-}
-
-// readDone reads an existing output for --resume and returns the (id,
-// trial) units it holds. Records that will run again (interrupted ones, and
-// errored ones with retryErrors), a second record of a unit, a line cut
-// short by a crash, and the torn end of a compressed stream are taken out
-// of the file, so that after the run every unit is in it exactly once; the
-// file is replaced whole (a copy renamed over it), and only when there is
-// something to take out.
-func readDone(name string, retryErrors bool) (map[unitKey]bool, error) {
-	done := map[unitKey]bool{}
-	_, err := filterOutput(name, func(line []byte) bool {
-		var rec struct {
-			ID    string             `json:"id"`
-			Trial int                `json:"trial"`
-			Error *schemas.ErrorInfo `json:"error"`
-		}
-		if json.Unmarshal(line, &rec) != nil || rec.ID == "" {
-			return false
-		}
-		if rec.Error != nil && (retryErrors || rec.Error.Class == schemas.ErrInterrupted) {
-			return false
-		}
-		key := unitKey{rec.ID, max(rec.Trial, 1)}
-		if done[key] {
-			return false
-		}
-		done[key] = true
-		return true
+	out, err := results.OpenOutput(f.output, results.OutputOptions{
+		Mode: mode, Stdout: e.stdout, Redact: setup.redact.Bytes, Resumable: true,
 	})
-	return done, err
-}
-
-// filterOutput passes every line of the output file to keep, and when keep
-// rejects any (or the file ends torn) replaces the file with the lines kept:
-// written to a temporary file beside it, synced, and renamed over it, so no
-// kept record is ever at risk. It reports how many lines were taken out.
-func filterOutput(name string, keep func(line []byte) bool) (int, error) {
-	r, err := jsonl.Open(name, nil)
-	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
-	}
 	if err != nil {
-		return 0, err
+		return nil, inputError(err)
 	}
-	defer r.Close()
-	tmp, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".resume-*")
-	if err != nil {
-		return 0, err
-	}
-	defer os.Remove(tmp.Name())
-	if st, err := os.Stat(name); err == nil {
-		tmp.Chmod(st.Mode().Perm())
-	}
-	w, err := jsonl.NewWriter(name, tmp)
-	if err != nil {
-		tmp.Close()
-		return 0, err
-	}
-	w.Batch()
-	dropped := 0
-	err = schemas.EachLine(r, func(_ int, line []byte) error {
-		if !keep(line) {
-			dropped++
-			return nil
-		}
-		return w.WriteRaw(line)
-	})
-	if errors.Is(err, io.ErrUnexpectedEOF) {
-		// A compressed stream the crash cut short: every whole record
-		// before the cut was read.
-		dropped, err = dropped+1, nil
-	}
-	if err != nil {
-		tmp.Close()
-		return 0, fmt.Errorf("%s: %w", name, err)
-	}
-	if err := errors.Join(w.Close(), tmp.Sync(), tmp.Close()); err != nil {
-		return 0, err
-	}
-	if dropped == 0 {
-		return 0, nil
-	}
-	if err := os.Rename(tmp.Name(), name); err != nil {
-		return 0, err
-	}
-	return dropped, nil
-}
-
-type unitKey struct {
-	id    string
-	trial int
+	return out, nil
 }
 
 // scan reads the prompts file, calling fn with each case, its relative
 // workspace path resolved against the prompts file's directory.
 func (s *runSetup) scan(fn func(lineNo int, c *schemas.PromptCase) error) error {
-	r, err := jsonl.Open(s.path, nil)
+	r, err := results.Open(s.path, nil)
 	if err != nil {
 		return fmt.Errorf("prompts: %w", err)
 	}
@@ -429,7 +326,7 @@ func (s *runSetup) scan(fn func(lineNo int, c *schemas.PromptCase) error) error 
 // units yields the (case, trial) units of a run in case order, less those
 // already done and those of other shards, reading the prompts file as it
 // goes; total is how many it will yield.
-func (s *runSetup) units(k int, done map[unitKey]bool, onCase func(*schemas.PromptCase)) (seq iter.Seq[capture.Unit], total int) {
+func (s *runSetup) units(k int, done map[results.UnitKey]bool, onCase func(*schemas.PromptCase)) (seq iter.Seq[capture.Unit], total int) {
 	each := func(yield func(capture.Unit) bool) {
 		i := 0
 		s.scan(func(_ int, c *schemas.PromptCase) error {
@@ -441,7 +338,7 @@ func (s *runSetup) units(k int, done map[unitKey]bool, onCase func(*schemas.Prom
 				if s.shard[1] > 0 && (i-1)%s.shard[1] != s.shard[0]-1 {
 					continue
 				}
-				if done[unitKey{c.ID, t}] {
+				if done[results.UnitKey{ID: c.ID, Trial: t}] {
 					continue
 				}
 				if !yield(capture.Unit{Case: c, Trial: t}) {
@@ -461,32 +358,6 @@ func (s *runSetup) units(k int, done map[unitKey]bool, onCase func(*schemas.Prom
 
 // errStop ends a scan early.
 var errStop = errors.New("stop")
-
-// endLine makes sure a plain-text output ends with a newline before records
-// are appended, so a line torn by a crash stays a line of its own and the
-// next record is not glued to it.
-func endLine(f *os.File) error {
-	st, err := f.Stat()
-	if err != nil || st.Size() == 0 || strings.HasSuffix(f.Name(), ".zst") || strings.HasSuffix(f.Name(), ".gz") {
-		return err
-	}
-	last := make([]byte, 1)
-	if _, err := f.ReadAt(last, st.Size()-1); err != nil {
-		// Opened write-only: read through a second handle.
-		r, err := os.Open(f.Name())
-		if err != nil {
-			return err
-		}
-		defer r.Close()
-		if _, err := r.ReadAt(last, st.Size()-1); err != nil {
-			return err
-		}
-	}
-	if last[0] != '\n' {
-		_, err = f.Write([]byte("\n"))
-	}
-	return err
-}
 
 // agentEnvironment is the agent's environment: harness's own plus the
 // --env KEY=VALUE entries; secrets are the values of the --secret-env

@@ -103,10 +103,10 @@ Examples:
 			return nil
 		}()
 		if err != nil {
-			out.abort()
+			out.Abort()
 			return err
 		}
-		return out.commit()
+		return out.Commit()
 	}
 	return c
 }

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"errors"
 	"os"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
@@ -26,7 +29,34 @@ func TestScripts(t *testing.T) {
 			env.Setenv("TESTDATA", mustAbs(t, "../../testdata"))
 			return nil
 		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"waitlock": waitLock,
+		},
 	})
+}
+
+// waitLock waits (up to 30 s) until another process holds a lock on the
+// file: "waitlock FILE".
+func waitLock(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: waitlock FILE")
+	}
+	name := ts.MkAbs(args[0])
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if f, err := os.Open(name); err == nil {
+			err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+			if err == nil {
+				syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+			}
+			f.Close()
+			if errors.Is(err, syscall.EWOULDBLOCK) {
+				return
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	ts.Fatalf("%s: no process locked it within 30s", args[0])
 }
 
 func mustAbs(t *testing.T, p string) string {

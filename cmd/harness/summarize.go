@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -15,7 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"harness/graders"
-	"harness/internal/jsonl"
+	"harness/results"
 	"harness/review"
 	"harness/schemas"
 	"harness/trials"
@@ -27,21 +25,11 @@ import (
 // reviewInput opens an input file ("-" for stdin), decompressing by name.
 // A missing file is an input error (exit 2).
 func reviewInput(e *env, name string) (io.ReadCloser, error) {
-	r, err := jsonl.Open(name, e.stdin)
+	r, err := results.Open(name, e.stdin)
 	if err != nil {
 		return nil, inputError(err)
 	}
 	return r, nil
-}
-
-// reviewOut is the output of an offline command: stdout, or a file written
-// under a temporary name and renamed into place by commit, so a failed
-// command leaves no partial file and never touches an existing one without
-// --force.
-type reviewOut struct {
-	io.Writer
-	file *os.File
-	path string
 }
 
 // writeOutput writes a command's whole output through write to path (""
@@ -52,50 +40,22 @@ func writeOutput(e *env, path string, force bool, write func(io.Writer) error) e
 		return err
 	}
 	if err := write(out); err != nil {
-		out.abort()
+		out.Abort()
 		return err
 	}
-	return out.commit()
+	return out.Commit()
 }
 
-// reviewOutput opens path for writing ("" or "-" is stdout). An existing
-// non-empty file is refused without force.
-func reviewOutput(e *env, path string, force bool) (*reviewOut, error) {
-	if path == "" || path == "-" {
-		return &reviewOut{Writer: e.stdout}, nil
-	}
-	if st, err := os.Stat(path); err == nil && st.Size() > 0 && !force {
-		return nil, usageErrorf("output %s already exists; use --force to overwrite it", path)
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+// reviewOutput opens path for writing a whole output ("" or "-" is stdout):
+// a file written under a temporary name and renamed into place by Commit,
+// so a failed command leaves no partial file and never touches an existing
+// one without --force.
+func reviewOutput(e *env, path string, force bool) (*results.File, error) {
+	f, err := results.CreateFile(path, e.stdout, force)
 	if err != nil {
-		return nil, inputError(fmt.Errorf("output: %w", err))
+		return nil, inputError(err)
 	}
-	return &reviewOut{Writer: f, file: f, path: path}, nil
-}
-
-// commit puts a file output in place; abort removes it. Both are no-ops for
-// stdout.
-func (o *reviewOut) commit() error {
-	if o.file == nil {
-		return nil
-	}
-	if err := o.file.Close(); err != nil {
-		os.Remove(o.file.Name())
-		return fmt.Errorf("output %s: %w", o.path, err)
-	}
-	if err := os.Rename(o.file.Name(), o.path); err != nil {
-		os.Remove(o.file.Name())
-		return fmt.Errorf("output %s: %w", o.path, err)
-	}
-	return nil
-}
-
-func (o *reviewOut) abort() {
-	if o.file != nil {
-		o.file.Close()
-		os.Remove(o.file.Name())
-	}
+	return f, nil
 }
 
 // writePrettyJSON writes v as indented JSON (2 spaces, no HTML escaping)
@@ -238,7 +198,7 @@ func runSummarize(in io.Reader, name string, out io.Writer, outName string, mark
 		}
 		return reviewInputErr(err)
 	}
-	w, err := jsonl.NewWriter(outName, out)
+	w, err := results.NewWriter(outName, out)
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"harness/capture"
-	"harness/internal/jsonl"
+	"harness/results"
 	"harness/schemas"
 	"harness/trials"
 )
@@ -89,24 +89,21 @@ Examples:
 		if f.output != "" && f.output != "-" {
 			col.partialPath = f.output + ".partial"
 		}
-		done := map[unitKey]bool{}
-		if f.resume {
-			if err := col.resume(f.output, f.retryErrors, done); err != nil {
-				setup.cleanup()
-				return inputError(fmt.Errorf("--resume: %w", err))
-			}
-		} else if col.partialPath != "" {
+		if !f.resume && col.partialPath != "" {
 			os.Remove(col.partialPath)
 		}
 		if len(setup.graders) == 0 && !f.quiet {
 			fmt.Fprintln(e.stderr, "harness trials: no grader (-g): trials are recorded but nothing is scored")
 		}
+		defer col.closePartial()
 		return runUnits(ctx, e, &f, setup, k, runHooks{
-			done:    done,
+			resume: func(out *results.Output) (map[results.UnitKey]bool, error) {
+				return col.resume(out, f.retryErrors)
+			},
 			onCase:  col.seeCase,
 			collect: col.add,
-			finish: func(w *jsonl.Writer, stats *capture.Stats, interrupted bool) error {
-				return col.finish(e, &f, w, interrupted, summaryPath, seed, resamples, gates)
+			finish: func(out *results.Output, stats *capture.Stats, interrupted bool) error {
+				return col.finish(e, &f, out, interrupted, summaryPath, seed, resamples, gates)
 			},
 		})
 	}
@@ -127,9 +124,8 @@ type trialsCollector struct {
 	summary     *trials.Summary
 	setup       *runSetup
 	partialPath string
-	partial     *jsonl.Writer
-	partialFile *os.File
-	w           *jsonl.Writer
+	partial     *results.Output
+	out         *results.Output
 }
 
 type pendingCase struct {
@@ -141,13 +137,14 @@ type pendingCase struct {
 // resume loads what an earlier run left: whole cases in the output (their
 // units are done and they count in the summary) and finished trials of
 // unfinished cases in the partial file.
-func (t *trialsCollector) resume(output string, retryErrors bool, done map[unitKey]bool) error {
+func (t *trialsCollector) resume(out *results.Output, retryErrors bool) (map[results.UnitKey]bool, error) {
+	done := map[results.UnitKey]bool{}
 	complete := map[string]bool{}
 	t.written = complete
 	var retried []schemas.CaptureRecord
 	// Old summaries go (a new one ends the run); with retryErrors, a case
 	// with errored trials goes too, its good trials kept as pending.
-	_, err := filterOutput(output, func(line []byte) bool {
+	_, err := out.Resume(func(line []byte) bool {
 		var probe struct {
 			Type string `json:"type"`
 			K    *int   `json:"k"`
@@ -173,12 +170,12 @@ func (t *trialsCollector) resume(output string, retryErrors bool, done map[unitK
 		complete[tr.ID] = true
 		t.summary.Add(tr)
 		for i := 1; i <= t.k; i++ {
-			done[unitKey{tr.ID, i}] = true
+			done[results.UnitKey{ID: tr.ID, Trial: i}] = true
 		}
 		return true
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	pend := func(rec schemas.CaptureRecord) {
 		p := t.open[rec.ID]
@@ -187,34 +184,35 @@ func (t *trialsCollector) resume(output string, retryErrors bool, done map[unitK
 			t.open[rec.ID] = p
 		}
 		p.recs = append(p.recs, rec)
-		done[unitKey{rec.ID, rec.Trial}] = true
+		done[results.UnitKey{ID: rec.ID, Trial: rec.Trial}] = true
 	}
 	for i := range retried {
 		// Kept in the partial file too, so another interruption loses
 		// nothing.
 		if err := t.keepPartial(&retried[i]); err != nil {
-			return err
+			return nil, err
 		}
 		pend(retried[i])
 	}
 	if t.partialPath == "" {
-		return nil
+		return done, nil
 	}
-	return eachJSONLine(t.partialPath, func(line []byte) error {
+	err = eachJSONLine(t.partialPath, func(line []byte) error {
 		var rec schemas.CaptureRecord
-		if json.Unmarshal(line, &rec) != nil || complete[rec.ID] || done[unitKey{rec.ID, rec.Trial}] {
+		if json.Unmarshal(line, &rec) != nil || complete[rec.ID] || done[results.UnitKey{ID: rec.ID, Trial: rec.Trial}] {
 			return nil
 		}
-		if rec.Error != nil && (retryErrors || rec.Error.Class == schemas.ErrInterrupted) {
+		if rec.Error != nil && results.Rerun(rec.Error.Class, retryErrors) {
 			return nil
 		}
 		pend(rec)
 		return nil
 	})
+	return done, err
 }
 
 func eachJSONLine(name string, fn func([]byte) error) error {
-	r, err := jsonl.Open(name, nil)
+	r, err := results.Open(name, nil)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -249,10 +247,10 @@ func (t *trialsCollector) seeCase(c *schemas.PromptCase) {
 }
 
 // add takes one finished trial.
-func (t *trialsCollector) add(rec *schemas.CaptureRecord, w *jsonl.Writer) error {
+func (t *trialsCollector) add(rec *schemas.CaptureRecord, out *results.Output) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.w = w
+	t.out = out
 	if err := t.keepPartial(rec); err != nil {
 		return err
 	}
@@ -277,18 +275,25 @@ func (t *trialsCollector) keepPartial(rec *schemas.CaptureRecord) error {
 		return nil
 	}
 	if t.partial == nil {
-		f, err := os.OpenFile(t.partialPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		out, err := results.OpenOutput(t.partialPath, results.OutputOptions{Mode: results.Append, Redact: t.setup.redact.Bytes})
 		if err != nil {
 			return fmt.Errorf("partial trials: %w", err)
 		}
-		if err := endLine(f); err != nil {
-			f.Close()
-			return err
-		}
-		t.partialFile = f
-		t.partial, _ = jsonl.NewWriter("", f)
+		t.partial = out
 	}
-	return writeRecord(t.partial, t.setup, rec)
+	return t.partial.Write(rec)
+}
+
+// closePartial closes the partial file, if open.
+func (t *trialsCollector) closePartial() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.partial == nil {
+		return nil
+	}
+	err := t.partial.Close()
+	t.partial = nil
+	return err
 }
 
 // complete builds a case's trials record and writes every finished case
@@ -297,8 +302,8 @@ func (t *trialsCollector) complete(p *pendingCase) error {
 	tr := trials.BuildRecord(*p.c, t.k, p.recs)
 	p.record = &tr
 	delete(t.open, p.c.ID)
-	if t.w == nil {
-		return nil // the output is not open yet: the first add writes it
+	if t.out == nil {
+		return nil // the output is not handed over yet: the first add writes it
 	}
 	return t.flush(false)
 }
@@ -318,7 +323,7 @@ func (t *trialsCollector) flush(all bool) error {
 			continue
 		}
 		t.summary.Add(*p.record)
-		if err := writeRecord(t.w, t.setup, *p.record); err != nil {
+		if err := t.out.Write(*p.record); err != nil {
 			t.queue = append(kept, t.queue[i+1:]...)
 			return err
 		}
@@ -330,17 +335,19 @@ func (t *trialsCollector) flush(all bool) error {
 
 // finish writes the cases that completed from the partial file alone, then
 // (unless interrupted) the summary, prints its table and checks the gates.
-func (t *trialsCollector) finish(e *env, f *runFlags, w *jsonl.Writer, interrupted bool, summaryPath string, seed uint64, resamples int, gates []trials.Gate) error {
+func (t *trialsCollector) finish(e *env, f *runFlags, out *results.Output, interrupted bool, summaryPath string, seed uint64, resamples int, gates []trials.Gate) error {
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.w = w
-	if err := t.flush(true); err != nil {
+	t.out = out
+	err := t.flush(true)
+	t.mu.Unlock()
+	if err != nil {
 		return err
 	}
-	if t.partial != nil {
-		t.partial.Close()
-		t.partialFile.Close()
+	if err := t.closePartial(); err != nil {
+		return err
 	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	if interrupted {
 		return nil
 	}
@@ -355,14 +362,13 @@ func (t *trialsCollector) finish(e *env, f *runFlags, w *jsonl.Writer, interrupt
 	}
 	sum := t.summary.Result(seed, resamples)
 	if summaryPath != "" {
-		b, err := json.MarshalIndent(sum, "", "  ")
+		err := results.WriteFile(summaryPath, nil, true, func(w io.Writer) error {
+			return writePrettyJSON(w, sum)
+		})
 		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(summaryPath, append(b, '\n'), 0o644); err != nil {
 			return fmt.Errorf("summary: %w", err)
 		}
-	} else if err := writeRecord(w, t.setup, sum); err != nil {
+	} else if err := out.Write(sum); err != nil {
 		return err
 	}
 	if !f.quiet {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"harness/internal/jsonl"
+	"harness/results"
 	"harness/review"
 	"harness/schemas"
 )
@@ -78,9 +78,9 @@ Example:
 		if err != nil {
 			return err
 		}
-		w, err := jsonl.NewWriter(output, out)
+		w, err := results.NewWriter(output, out)
 		if err != nil {
-			out.abort()
+			out.Abort()
 			return err
 		}
 		if !quiet {
@@ -112,10 +112,10 @@ Example:
 			err = cerr
 		}
 		if err != nil {
-			out.abort()
+			out.Abort()
 			return err
 		}
-		if err := out.commit(); err != nil {
+		if err := out.Commit(); err != nil {
 			return err
 		}
 		if !quiet {

@@ -1,8 +1,4 @@
-// Package jsonl opens and writes JSON Lines files, compressed or not: a name
-// ending in .zst is zstd, .gz is gzip, anything else is plain text. Writers
-// append whole records and flush each one, so a crash never leaves half a
-// record behind a finished one.
-package jsonl
+package results
 
 import (
 	"bufio"
@@ -35,17 +31,41 @@ func Open(name string, stdin io.Reader) (io.ReadCloser, error) {
 	return Decompress(name, f)
 }
 
-// Decompress wraps r in the decompressor its name calls for.
+// Magic numbers at the start of compressed streams.
+var (
+	zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
+	gzipMagic = []byte{0x1f, 0x8b}
+)
+
+// Decompress wraps r in the decompressor its content calls for: zstd and
+// gzip are told by their magic numbers, whatever the file is called, so a
+// compressed file renamed, piped in or named without a suffix is read all
+// the same. Content that starts with neither is plain text.
 func Decompress(name string, r io.ReadCloser) (io.ReadCloser, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	magic, _ := br.Peek(len(zstdMagic))
+	rc := &stackCloser{Reader: br, closers: []io.Closer{r}}
 	switch {
-	case strings.HasSuffix(name, ".zst"):
+	case bytes.HasPrefix(magic, zstdMagic):
+		return decompress(name, "zst", rc)
+	case bytes.HasPrefix(magic, gzipMagic):
+		return decompress(name, "gz", rc)
+	}
+	return rc, nil
+}
+
+// decompress wraps r, the content of file name, in the decompressor of
+// kind ("zst" or "gz").
+func decompress(name, kind string, r io.ReadCloser) (io.ReadCloser, error) {
+	switch kind {
+	case "zst":
 		d, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(1<<31))
 		if err != nil {
 			r.Close()
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		return &zstdReadCloser{d: d, under: r}, nil
-	case strings.HasSuffix(name, ".gz"):
+	case "gz":
 		g, err := gzip.NewReader(r)
 		if err != nil {
 			r.Close()

@@ -1,0 +1,101 @@
+package results
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// File is a whole file being written: a report, a summary, a review sheet
+// or a merged output. A regular file (or a new one) is written to a
+// temporary file beside it and renamed into place by Commit, so a command
+// that fails leaves the target as it was; what is not a regular file (a
+// FIFO, /dev/stdout) is written through.
+type File struct {
+	io.Writer
+	name string
+	path string   // the target, symlinks resolved
+	tmp  *os.File // nil when written through or to stdout
+	thru *os.File // a non-regular target opened for writing
+}
+
+// CreateFile opens name for writing a whole file ("" or "-" is stdout).
+// An existing non-empty regular file is refused unless force.
+func CreateFile(name string, stdout io.Writer, force bool) (*File, error) {
+	if name == "" || name == "-" {
+		return &File{Writer: stdout, name: "stdout"}, nil
+	}
+	st, err := os.Stat(name)
+	if err == nil && !st.Mode().IsRegular() {
+		f, err := os.OpenFile(name, os.O_WRONLY, 0)
+		if err != nil {
+			return nil, fmt.Errorf("output: %w", err)
+		}
+		return &File{Writer: f, name: name, thru: f}, nil
+	}
+	if err == nil && st.Size() > 0 && !force {
+		return nil, &ExistsError{Path: name}
+	}
+	path := name
+	if real, err := filepath.EvalSymlinks(name); err == nil {
+		path = real
+	}
+	tmp, err := createTemp(path)
+	if err != nil {
+		return nil, err
+	}
+	if st != nil {
+		tmp.Chmod(st.Mode().Perm())
+	}
+	return &File{Writer: tmp, name: name, path: path, tmp: tmp}, nil
+}
+
+// Name is the file's name as given ("stdout" for standard output).
+func (f *File) Name() string { return f.name }
+
+// Commit puts the file in place.
+func (f *File) Commit() error {
+	switch {
+	case f.thru != nil:
+		if err := f.thru.Close(); err != nil {
+			return fmt.Errorf("output %s: %w", f.name, err)
+		}
+	case f.tmp != nil:
+		if err := errors.Join(f.tmp.Sync(), f.tmp.Close()); err != nil {
+			os.Remove(f.tmp.Name())
+			return fmt.Errorf("output %s: %w", f.name, err)
+		}
+		if err := os.Rename(f.tmp.Name(), f.path); err != nil {
+			os.Remove(f.tmp.Name())
+			return fmt.Errorf("output %s: %w", f.name, err)
+		}
+	}
+	return nil
+}
+
+// Abort leaves the target as it was.
+func (f *File) Abort() {
+	switch {
+	case f.thru != nil:
+		f.thru.Close()
+	case f.tmp != nil:
+		f.tmp.Close()
+		os.Remove(f.tmp.Name())
+	}
+}
+
+// WriteFile writes a whole file with fn, committing it only when fn
+// succeeds.
+func WriteFile(name string, stdout io.Writer, force bool, fn func(io.Writer) error) error {
+	f, err := CreateFile(name, stdout, force)
+	if err != nil {
+		return err
+	}
+	if err := fn(f); err != nil {
+		f.Abort()
+		return err
+	}
+	return f.Commit()
+}
