@@ -489,7 +489,7 @@ func (c *Client) serve(ctx context.Context, s *session, r *Request) (any, *jsonr
 		return RequestPermissionResponse{Outcome: out}, nil, note
 	case MethodReadTextFile, MethodWriteTextFile:
 		if c.opts.FS == nil {
-			return nil, methodNotFound(r.Method), "fs is off (enable it with --fs)"
+			return nil, methodNotFound(r.Method), "fs is off: the client does not serve fs/* methods"
 		}
 		if s == nil {
 			return nil, unknownSession(r.SessionID), "unknown session"
@@ -497,7 +497,7 @@ func (c *Client) serve(ctx context.Context, s *session, r *Request) (any, *jsonr
 		return serveFS(*c.opts.FS, s.cwd, r)
 	case MethodTerminalCreate, MethodTerminalOutput, MethodTerminalWaitForExit, MethodTerminalKill, MethodTerminalRelease:
 		if c.opts.Terminal == nil {
-			return nil, methodNotFound(r.Method), "terminal is off (enable it with --terminal)"
+			return nil, methodNotFound(r.Method), "terminal is off: the client does not serve terminal/* methods"
 		}
 		if s == nil {
 			return nil, unknownSession(r.SessionID), "unknown session"

@@ -496,7 +496,7 @@ func TestStopReasons(t *testing.T) {
 func TestAuthenticate(t *testing.T) {
 	t.Parallel()
 	rec := one(t, testConfig(t, "--auth-required"), "echo x")
-	if rec.Error == nil || rec.Error.Class != schemas.ErrAuthRequired || !strings.Contains(rec.Error.Message, "--auth") {
+	if rec.Error == nil || rec.Error.Class != schemas.ErrAuthRequired || !strings.Contains(rec.Error.Message, "auth methods test-key") {
 		t.Errorf("error = %+v", rec.Error)
 	}
 	cfg := testConfig(t, "--auth-required")

@@ -397,7 +397,7 @@ func authHint(ag *agent) string {
 	for _, m := range ag.init.AuthMethods {
 		ids = append(ids, m.ID)
 	}
-	return fmt.Sprintf("; the agent offers auth methods %s: choose one with --auth", strings.Join(ids, ", "))
+	return fmt.Sprintf("; the agent offers auth methods %s (authenticate with one of them)", strings.Join(ids, ", "))
 }
 
 // grade puts the graders' verdict on a record whose run got far enough to

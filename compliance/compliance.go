@@ -431,7 +431,7 @@ func (p *probe) initialize(ctx context.Context) bool {
 		c := mkCheck(CheckInitialize, Fail, p.callFailure("initialize", err, ictx, p.opts.Timeout))
 		c.DurationMs = ms(took)
 		if ictx.Err() != nil && ctx.Err() == nil {
-			c.Hint = "a slow agent may need a longer --timeout; an agent that waits for something else first (a login, a prompt on stdin) never answers"
+			c.Hint = "a slow agent may need a longer timeout; an agent that waits for something else first (a login, a prompt on stdin) never answers"
 		}
 		p.add(c)
 		p.skipRest(CheckProtocol, "skipped: initialize was not answered")
@@ -553,7 +553,7 @@ func flagList(m map[string]json.RawMessage, known ...string) string {
 
 func (p *probe) authenticate(ctx context.Context) bool {
 	if p.opts.Auth == "" {
-		detail := "not asked for (--auth METHOD)"
+		detail := "not asked for (no auth method chosen)"
 		if len(p.rep.AuthMethods) == 0 {
 			detail = "not asked for; the agent offers no auth method"
 		}
@@ -604,7 +604,7 @@ func (p *probe) newSession(ctx context.Context) bool {
 			p.rep.AuthRequired = true
 			c.Detail = "authentication required: " + c.Detail
 			if ids := p.authIDs(); ids != "" {
-				c.Hint = "rerun with --auth METHOD; the agent offers: " + ids
+				c.Hint = "rerun with one of the agent's auth methods; it offers: " + ids
 			} else {
 				c.Hint = "the agent asks for authentication but offers no auth method in initialize"
 			}
@@ -770,7 +770,7 @@ func (p *probe) prompt(ctx context.Context) bool {
 		var rpcErr *jsonrpc2.Error
 		if errors.As(end.err, &rpcErr) && rpcErr.Code == acp.CodeAuthRequired {
 			p.rep.AuthRequired = true
-			c.Hint = "the agent wants authentication: rerun with --auth METHOD"
+			c.Hint = "the agent wants authentication: rerun with one of its auth methods"
 			if ids := p.authIDs(); ids != "" {
 				c.Hint += "; it offers: " + ids
 			}
@@ -788,7 +788,7 @@ func (p *probe) prompt(ctx context.Context) bool {
 	if t.LateUpdates == 0 {
 		p.add(mkCheck(CheckLateUpdates, Pass, fmt.Sprintf("none within %s", p.opts.Settle)))
 	} else {
-		p.add(mkCheck(CheckLateUpdates, Pass, fmt.Sprintf("%d within %s (%s): allowed by ACP; harness keeps them for --settle and records them with phase late",
+		p.add(mkCheck(CheckLateUpdates, Pass, fmt.Sprintf("%d within %s (%s): allowed by ACP; harness keeps them for its settle time and records them with phase late",
 			t.LateUpdates, p.opts.Settle, kindSummary(t.LateKinds))))
 	}
 	return true
@@ -808,7 +808,7 @@ func stopReasonCheck(s string) Check {
 
 func (p *probe) cancel(ctx context.Context) {
 	if p.opts.SkipCancel {
-		p.add(mkCheck(CheckCancel, Skip, "skipped (--no-cancel)"))
+		p.add(mkCheck(CheckCancel, Skip, "skipped (not asked for)"))
 		return
 	}
 	t, end, ok := p.runTurn(ctx, p.opts.CancelPrompt, true)
@@ -822,7 +822,7 @@ func (p *probe) cancel(ctx context.Context) {
 	case !t.CancelSent:
 		c.Status = Skip
 		c.Detail = fmt.Sprintf("not exercised: the turn ended (stopReason %q) before session/cancel was sent; that is not a failure", t.StopReason)
-		c.Hint = "give a longer task with --cancel-prompt to see cancel handling"
+		c.Hint = "give a longer cancel prompt to see cancel handling"
 	case end.err != nil:
 		c.Status, c.Detail = Fail, "after session/cancel: "+t.Error
 		c.Hint = "an agent must catch its abort and answer stopReason \"cancelled\", not an error (ACP prompt-turn cancellation)"
@@ -832,7 +832,7 @@ func (p *probe) cancel(ctx context.Context) {
 		c.Status = Warn
 		c.Detail = fmt.Sprintf("answered stopReason %q %d ms after session/cancel: the turn may have ended before the cancel landed; that is not a failure",
 			t.StopReason, *t.CancelToAnswerMs)
-		c.Hint = "give a longer task with --cancel-prompt to see cancel handling"
+		c.Hint = "give a longer cancel prompt to see cancel handling"
 	}
 	p.add(c)
 }
@@ -895,7 +895,7 @@ func (p *probe) eof() Check {
 	p.gone = true
 	p.exitFacts()
 	c := mkCheck(CheckEOF, Fail, fmt.Sprintf("still running %s after its stdin closed; killed", p.opts.EOFGrace))
-	c.Hint = "an agent should exit when its stdin closes; harness kills the process group after --cancel-grace, so this costs time, not records"
+	c.Hint = "an agent should exit when its stdin closes; harness kills the process group after the cancel grace time, so this costs time, not records"
 	return c
 }
 

@@ -47,9 +47,10 @@ type RegradeOptions struct {
 	// Seed and Resamples are for the summary of a trials file.
 	Seed      uint64
 	Resamples int
-	// Warn receives one line per record graders may not judge right (its
-	// workspace copy is gone).
-	Warn func(string)
+	// WorkspaceGone is told of each record whose workspace copy no
+	// longer exists (graders that read it cannot judge it); where is
+	// "FILE:LINE" or "FILE:LINE trial N".
+	WorkspaceGone func(where string, rec *schemas.CaptureRecord)
 }
 
 // RegradeStats counts what Regrade did. Records are counted per trial:
@@ -80,7 +81,13 @@ type regradeDone struct {
 	trials  *schemas.TrialsRecord // set for a trials record
 	stats   RegradeStats
 	err     error
-	warning []string
+	gone    []goneWorkspace
+}
+
+// goneWorkspace is a record whose workspace copy no longer exists.
+type goneWorkspace struct {
+	where string
+	rec   *schemas.CaptureRecord
 }
 
 // Regrade grades again every record of the sources and writes each to out
@@ -176,9 +183,9 @@ func Regrade(ctx context.Context, sources []Source, out *results.Output, opts Re
 			if firstErr != nil {
 				continue
 			}
-			for _, w := range p.warning {
-				if opts.Warn != nil {
-					opts.Warn(w)
+			for _, g := range p.gone {
+				if opts.WorkspaceGone != nil {
+					opts.WorkspaceGone(g.where, g.rec)
 				}
 			}
 			if err := out.WriteRaw(p.out); err != nil {
@@ -247,19 +254,19 @@ func regradeLine(ctx context.Context, j regradeJob, opts RegradeOptions, names j
 	}
 	switch rl.Kind {
 	case schemas.KindCapture:
-		res, graded, warn, err := regradeRecord(ctx, rl.Capture, opts, fmt.Sprintf("%s:%d", j.file, j.line))
+		res, graded, gone, err := regradeRecord(ctx, rl.Capture, opts, fmt.Sprintf("%s:%d", j.file, j.line))
 		if err != nil {
 			d.err = err
 			return d
 		}
-		d.warning = warn
+		d.gone = gone
 		if !graded {
 			d.out = j.raw
 			d.stats.Skipped = 1
 			return d
 		}
 		d.stats.count(res, opts.Count)
-		d.stats.WorkspacesGone = len(warn)
+		d.stats.WorkspacesGone = len(gone)
 		d.out, d.err = spliceScores(j, res, opts.Count, names)
 		return d
 	default: // schemas.KindTrials
@@ -269,13 +276,13 @@ func regradeLine(ctx context.Context, j regradeJob, opts RegradeOptions, names j
 			rec := tr.Trials[i].Capture()
 			rec.ID = tr.ID
 			where := fmt.Sprintf("%s:%d trial %d", j.file, j.line, rec.Trial)
-			res, graded, warn, err := regradeRecord(ctx, &rec, opts, where)
+			res, graded, gone, err := regradeRecord(ctx, &rec, opts, where)
 			if err != nil {
 				d.err = err
 				return d
 			}
-			d.warning = append(d.warning, warn...)
-			d.stats.WorkspacesGone += len(warn)
+			d.gone = append(d.gone, gone...)
+			d.stats.WorkspacesGone += len(gone)
 			if graded {
 				d.stats.count(res, opts.Count)
 				if opts.Count > 1 {
@@ -305,18 +312,17 @@ func regradeLine(ctx context.Context, j regradeJob, opts RegradeOptions, names j
 }
 
 // regradeRecord grades one capture record. graded is false for a record
-// whose run failed (it passes through as it is); warn holds a line when
-// its workspace copy is gone.
-func regradeRecord(ctx context.Context, rec *schemas.CaptureRecord, opts RegradeOptions, where string) (res schemas.GraderResult, graded bool, warn []string, err error) {
+// whose run failed (it passes through as it is); gone names the record
+// when its workspace copy no longer exists.
+func regradeRecord(ctx context.Context, rec *schemas.CaptureRecord, opts RegradeOptions, where string) (res schemas.GraderResult, graded bool, gone []goneWorkspace, err error) {
 	if rec.Error != nil && rec.Error.Class != schemas.ErrAgentError && !isGraderClass(rec.Error.Class) {
 		return res, false, nil, nil
 	}
-	gone := ""
+	missing := ""
 	if ws := rec.Workspace; ws != nil && ws.Path != "" {
 		if _, err := os.Stat(ws.Path); err != nil {
-			gone = ws.Path
-			warn = append(warn, fmt.Sprintf("%s: case %q trial %d: its workspace copy %s is gone, so graders that read it cannot judge it; capture with --keep-workspaces to keep the copies",
-				where, rec.ID, max(rec.Trial, 1), ws.Path))
+			missing = ws.Path
+			gone = append(gone, goneWorkspace{where, rec})
 		}
 	}
 	var c *schemas.PromptCase
@@ -329,10 +335,10 @@ func regradeRecord(ctx context.Context, rec *schemas.CaptureRecord, opts Regrade
 		// record out rather than write a spurious grader error.
 		return res, false, nil, ErrInterrupted
 	}
-	if gone != "" && res.Error != nil {
-		res.Error.Message += fmt.Sprintf(" (the workspace copy %s is gone: capture with --keep-workspaces to keep it)", gone)
+	if missing != "" && res.Error != nil {
+		res.Error.Message += fmt.Sprintf(" (its workspace copy %s no longer exists)", missing)
 	}
-	return res, true, warn, nil
+	return res, true, gone, nil
 }
 
 // count adds one graded record's verdict.

@@ -35,15 +35,12 @@ const (
 // ExistsError reports an output that already holds data.
 type ExistsError struct {
 	Path string
-	// Resumable says the output can be continued with --resume.
+	// Resumable says the command could continue the output instead.
 	Resumable bool
 }
 
 func (e *ExistsError) Error() string {
-	if e.Resumable {
-		return fmt.Sprintf("output %s already exists; use --resume to continue it or --force to overwrite it", e.Path)
-	}
-	return fmt.Sprintf("output %s already exists; use --force to overwrite it", e.Path)
+	return fmt.Sprintf("output %s already exists", e.Path)
 }
 
 // LockedError reports an output another process is writing.
@@ -90,8 +87,8 @@ type OutputOptions struct {
 	// Redact, when set, rewrites every encoded record before it is
 	// written (secrets out).
 	Redact func([]byte) []byte
-	// Resumable says the command can continue an existing output, for
-	// the message that refuses one.
+	// Resumable says the command can continue an existing output; it is
+	// carried on the ExistsError that refuses one.
 	Resumable bool
 }
 
@@ -103,7 +100,7 @@ func OpenOutput(name string, opts OutputOptions) (*Output, error) {
 	o := &Output{name: name, redact: opts.Redact}
 	if name == "" || name == "-" {
 		if opts.Mode == Append {
-			return nil, fmt.Errorf("output: --resume needs an output file")
+			return nil, fmt.Errorf("output: standard output cannot be continued: name an output file")
 		}
 		w, err := NewWriter("", opts.Stdout)
 		if err != nil {
@@ -115,7 +112,7 @@ func OpenOutput(name string, opts OutputOptions) (*Output, error) {
 	st, err := os.Stat(name)
 	if err == nil && !st.Mode().IsRegular() {
 		if opts.Mode == Append {
-			return nil, fmt.Errorf("output %s: --resume needs a regular file, not a %s", name, fileKind(st.Mode()))
+			return nil, fmt.Errorf("output %s cannot be continued: it is a %s, not a regular file", name, fileKind(st.Mode()))
 		}
 		f, err := os.OpenFile(name, os.O_WRONLY, 0)
 		if err != nil {
@@ -315,7 +312,7 @@ func (o *Output) Discard() error {
 // lines were taken out.
 func (o *Output) Resume(keep func(line []byte) bool) (int, error) {
 	if !o.regular {
-		return 0, fmt.Errorf("output %s: --resume needs a regular file", o.displayName())
+		return 0, fmt.Errorf("output %s cannot be continued: not a regular file", o.displayName())
 	}
 	r, err := Open(o.path, nil)
 	if err != nil {

@@ -63,8 +63,8 @@ func TestOutputRefusesExistingAndForceTruncatesThroughSymlink(t *testing.T) {
 	}
 	_, err := OpenOutput(link, OutputOptions{Resumable: true})
 	var ee *ExistsError
-	if !errors.As(err, &ee) || !strings.Contains(err.Error(), "--resume") {
-		t.Fatalf("existing output: err = %v, want ExistsError naming --resume", err)
+	if !errors.As(err, &ee) || !ee.Resumable || ee.Path != link {
+		t.Fatalf("existing output: err = %v, want a resumable ExistsError", err)
 	}
 	out, err := OpenOutput(link, OutputOptions{Mode: Truncate})
 	if err != nil {
@@ -107,7 +107,7 @@ func TestOutputWritesThroughFIFO(t *testing.T) {
 	if st, err := os.Lstat(fifo); err != nil || st.Mode()&os.ModeNamedPipe == 0 {
 		t.Errorf("the FIFO was replaced: %v", err)
 	}
-	if _, err := OpenOutput(fifo, OutputOptions{Mode: Append}); err == nil || !strings.Contains(err.Error(), "regular file") {
+	if _, err := OpenOutput(fifo, OutputOptions{Mode: Append}); err == nil || !strings.Contains(err.Error(), "not a regular file") {
 		t.Errorf("--resume on a FIFO: err = %v", err)
 	}
 }

@@ -300,7 +300,7 @@ func Calibrate(ctx context.Context, name string, r io.Reader, opt CalibrateOptio
 		rep.Warnings = append(rep.Warnings, "no failures found in the results: nothing to review")
 	}
 	if opt.Repeat > 1 && opt.Grade == nil {
-		rep.Warnings = append(rep.Warnings, "--repeat needs a grader (-g): determinism not measured")
+		rep.Warnings = append(rep.Warnings, "repeated grading needs a grader: determinism not measured")
 	}
 	return rep, nil
 }

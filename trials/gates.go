@@ -15,49 +15,32 @@ const (
 	GatePassExp  = "pass-exp"  // the mean pass^K of the summary
 )
 
-// Gate is one threshold a run must reach: --min-pass-rate X,
-// --min-pass-at K=X or --min-pass-exp K=X.
+// Gate is one threshold a run must reach: a minimum pooled pass rate, or
+// a minimum mean pass@K or pass^K.
 type Gate struct {
 	Metric string  // GatePassRate, GatePassAt or GatePassExp
 	K      int     // for GatePassAt and GatePassExp
 	Min    float64 // 0..1
 }
 
-// String writes the gate as its flag.
+// String writes the gate for people: "pass rate >= 0.8", "pass@3 >= 0.6".
 func (g Gate) String() string {
-	if g.Metric == GatePassRate {
-		return fmt.Sprintf("--min-pass-rate %g", g.Min)
+	switch g.Metric {
+	case GatePassRate:
+		return fmt.Sprintf("pass rate >= %g", g.Min)
+	case GatePassAt:
+		return fmt.Sprintf("pass@%d >= %g", g.K, g.Min)
+	case GatePassExp:
+		return fmt.Sprintf("pass^%d >= %g", g.K, g.Min)
 	}
-	return fmt.Sprintf("--min-%s %d=%g", g.Metric, g.K, g.Min)
+	return fmt.Sprintf("%s %d >= %g", g.Metric, g.K, g.Min)
 }
 
-// ParseGates reads the gate flags: minPassRate is the value of
-// --min-pass-rate ("" for none), minPassAt and minPassExp the values of
-// the repeatable --min-pass-at and --min-pass-exp ("K=X" each). Thresholds
-// are fractions in 0..1.
-func ParseGates(minPassRate string, minPassAt, minPassExp []string) ([]Gate, error) {
-	var gates []Gate
-	if strings.TrimSpace(minPassRate) != "" {
-		x, err := parseFraction(minPassRate)
-		if err != nil {
-			return nil, fmt.Errorf("--min-pass-rate: %w", err)
-		}
-		gates = append(gates, Gate{Metric: GatePassRate, Min: x})
-	}
-	for _, spec := range []struct {
-		metric string
-		values []string
-	}{{GatePassAt, minPassAt}, {GatePassExp, minPassExp}} {
-		for _, v := range spec.values {
-			k, x, err := parseKX(v)
-			if err != nil {
-				return nil, fmt.Errorf("--min-%s %q: %w", spec.metric, v, err)
-			}
-			gates = append(gates, Gate{Metric: spec.metric, K: k, Min: x})
-		}
-	}
-	return gates, nil
-}
+// ParseKX reads a "K=X" threshold: K a whole number >= 1, X a fraction.
+func ParseKX(s string) (int, float64, error) { return parseKX(s) }
+
+// ParseFraction reads a threshold: a number between 0 and 1.
+func ParseFraction(s string) (float64, error) { return parseFraction(s) }
 
 func parseKX(s string) (int, float64, error) {
 	ks, xs, ok := strings.Cut(s, "=")

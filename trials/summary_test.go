@@ -127,12 +127,10 @@ func TestWriteTable(t *testing.T) {
 }
 
 func TestGates(t *testing.T) {
-	gates, err := ParseGates("0.6", []string{"2=0.9", "1=0.8"}, []string{"2=0.5"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(gates) != 4 || gates[0].Metric != GatePassRate || gates[1].K != 2 || gates[1].Min != 0.9 || gates[3].Metric != GatePassExp {
-		t.Fatalf("gates = %+v", gates)
+	gates := []Gate{{Metric: GatePassRate, Min: 0.6}, {Metric: GatePassAt, K: 2, Min: 0.9},
+		{Metric: GatePassAt, K: 1, Min: 0.8}, {Metric: GatePassExp, K: 2, Min: 0.5}}
+	if got := gates[2].String() + "; " + gates[3].String(); got != "pass@1 >= 0.8; pass^2 >= 0.5" {
+		t.Errorf("String = %q", got)
 	}
 	s := NewSummary(2)
 	s.Add(trialsRec("a", 2, 2, 1)) // pass@1 .5 pass@2 1 pass^2 0
@@ -151,13 +149,18 @@ func TestGates(t *testing.T) {
 	if len(fails) != 1 {
 		t.Errorf("nothing graded: %q", fails)
 	}
-	for _, bad := range []struct {
-		rate string
-		at   []string
-	}{{"80", nil}, {"x", nil}, {"", []string{"0=0.5"}}, {"", []string{"3"}}, {"", []string{"3=1.5"}}, {"NaN", nil}} {
-		if _, err := ParseGates(bad.rate, bad.at, nil); err == nil {
-			t.Errorf("ParseGates(%q, %q): no error", bad.rate, bad.at)
+	for _, bad := range []string{"80", "x", "NaN", "-0.1"} {
+		if _, err := ParseFraction(bad); err == nil {
+			t.Errorf("ParseFraction(%q): no error", bad)
 		}
+	}
+	for _, bad := range []string{"0=0.5", "3", "3=1.5", "x=0.5"} {
+		if _, _, err := ParseKX(bad); err == nil {
+			t.Errorf("ParseKX(%q): no error", bad)
+		}
+	}
+	if k, x, err := ParseKX(" 3 = 0.25 "); k != 3 || x != 0.25 || err != nil {
+		t.Errorf("ParseKX: %d %g %v", k, x, err)
 	}
 }
 

@@ -203,6 +203,19 @@ func writeCIReports(f *runFlags) error {
 	)
 }
 
+// outputOpenError is an error opening an output, with what to do about an
+// existing one: exit 2.
+func outputOpenError(err error) error {
+	var ee *results.ExistsError
+	if errors.As(err, &ee) {
+		if ee.Resumable {
+			return usageErrorf("%v; use --resume to continue it or --force to overwrite it", err)
+		}
+		return usageErrorf("%v; use --force to overwrite it", err)
+	}
+	return inputError(err)
+}
+
 // outputError marks a failure to write the output (a full disk, an I/O
 // error): the run stops and exits 2, never 1, which is the quality gate.
 func outputError(err error) error {

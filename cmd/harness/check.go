@@ -93,6 +93,7 @@ Examples:
 			return err
 		}
 		rep := compliance.Run(ctx, opts)
+		addFlagHints(rep)
 		var out []byte
 		if f.jsonOut {
 			out, err = json.MarshalIndent(rep, "", "  ")
@@ -197,4 +198,30 @@ func (r redactWriter) Write(b []byte) (int, error) {
 		return 0, err
 	}
 	return len(b), nil
+}
+
+// checkFlag names, per check, the flag that acts on what its hint speaks
+// of.
+func checkFlag(id string) string {
+	switch id {
+	case compliance.CheckInitialize:
+		return "--timeout"
+	case compliance.CheckSessionNew, compliance.CheckPrompt:
+		return "--auth METHOD"
+	case compliance.CheckCancel:
+		return "--cancel-prompt"
+	case compliance.CheckEOF:
+		return "--cancel-grace"
+	}
+	return ""
+}
+
+// addFlagHints ends each hint with the flag that acts on it.
+func addFlagHints(rep *compliance.Report) {
+	for i := range rep.Checks {
+		c := &rep.Checks[i]
+		if flag := checkFlag(c.ID); flag != "" && c.Hint != "" {
+			c.Hint += " (" + flag + ")"
+		}
+	}
 }

@@ -221,7 +221,10 @@ func gradeFiles(ctx context.Context, e *env, f *gradeFlags, files []string, gs [
 	opts := graders.RegradeOptions{
 		Grader: graders.Many(gs), Count: len(gs), Names: names, Concurrency: f.concurrency,
 		Seed: trials.DefaultSeed, Resamples: trials.DefaultResamples,
-		Warn: func(msg string) { fmt.Fprintln(e.stderr, "harness grade: "+msg) },
+		WorkspaceGone: func(where string, rec *schemas.CaptureRecord) {
+			fmt.Fprintf(e.stderr, "harness grade: %s: case %q trial %d: its workspace copy %s is gone, so graders that read it cannot judge it; capture with --keep-workspaces to keep the copies\n",
+				where, rec.ID, max(rec.Trial, 1), rec.Workspace.Path)
+		},
 	}
 	if f.sample > 0 && f.sample < total {
 		rng := rand.New(rand.NewPCG(f.seed, 0x6861726e657373))
@@ -332,7 +335,7 @@ func openGradeOutput(e *env, f *gradeFlags) (*results.Output, error) {
 	}
 	out, err := results.OpenOutput(f.output, results.OutputOptions{Mode: mode, Stdout: e.stdout})
 	if err != nil {
-		return nil, inputError(err)
+		return nil, outputOpenError(err)
 	}
 	return out, nil
 }

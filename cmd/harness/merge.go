@@ -487,7 +487,7 @@ func (m *merger) writeTrials(w *results.Writer, cases []schemas.PromptCase, k in
 func openMergeOutput(e *env, name string, force bool) (w *results.Writer, commit, abort func() error, err error) {
 	f, err := results.CreateFile(name, e.stdout, force)
 	if err != nil {
-		return nil, nil, nil, inputError(err)
+		return nil, nil, nil, outputOpenError(err)
 	}
 	w, err = results.NewWriter(name, f)
 	if err != nil {

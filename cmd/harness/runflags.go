@@ -302,7 +302,7 @@ func (f *runFlags) openOutput(e *env, setup *runSetup) (*results.Output, error) 
 		Mode: mode, Stdout: e.stdout, Redact: setup.redact.Bytes, Resumable: true,
 	})
 	if err != nil {
-		return nil, inputError(err)
+		return nil, outputOpenError(err)
 	}
 	return out, nil
 }

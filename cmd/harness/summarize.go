@@ -53,7 +53,7 @@ func writeOutput(e *env, path string, force bool, write func(io.Writer) error) e
 func reviewOutput(e *env, path string, force bool) (*results.File, error) {
 	f, err := results.CreateFile(path, e.stdout, force)
 	if err != nil {
-		return nil, inputError(err)
+		return nil, outputOpenError(err)
 	}
 	return f, nil
 }

@@ -67,7 +67,7 @@ Examples:
 		if k < 1 {
 			return usageErrorf("-k must be at least 1")
 		}
-		gates, err := trials.ParseGates(minRate, minAt, minExp)
+		gates, err := parseGates(minRate, minAt, minExp)
 		if err != nil {
 			return usageErrorf("%v", err)
 		}
@@ -378,4 +378,31 @@ func (t *trialsCollector) finish(e *env, f *runFlags, out *results.Output, inter
 		return withCode(exitGateFailed, fmt.Errorf("gate failed: %s", strings.Join(failed, "; ")))
 	}
 	return nil
+}
+
+// parseGates reads the gate flags: minPassRate is the value of
+// --min-pass-rate ("" for none), minPassAt and minPassExp the values of
+// the repeatable --min-pass-at and --min-pass-exp ("K=X" each).
+func parseGates(minPassRate string, minPassAt, minPassExp []string) ([]trials.Gate, error) {
+	var gates []trials.Gate
+	if strings.TrimSpace(minPassRate) != "" {
+		x, err := trials.ParseFraction(minPassRate)
+		if err != nil {
+			return nil, fmt.Errorf("--min-pass-rate: %w", err)
+		}
+		gates = append(gates, trials.Gate{Metric: trials.GatePassRate, Min: x})
+	}
+	for _, spec := range []struct {
+		metric string
+		values []string
+	}{{trials.GatePassAt, minPassAt}, {trials.GatePassExp, minPassExp}} {
+		for _, v := range spec.values {
+			k, x, err := trials.ParseKX(v)
+			if err != nil {
+				return nil, fmt.Errorf("--min-%s %q: %w", spec.metric, v, err)
+			}
+			gates = append(gates, trials.Gate{Metric: spec.metric, K: k, Min: x})
+		}
+	}
+	return gates, nil
 }
