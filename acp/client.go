@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	fastjson "github.com/segmentio/encoding/json"
 	"io"
 	"sync"
 	"time"
+
+	fastjson "github.com/segmentio/encoding/json"
 
 	"github.com/sourcegraph/jsonrpc2"
 )
@@ -315,11 +316,15 @@ func (c *Client) onNotification(in inbound) {
 	}
 }
 
-// handle runs on the read goroutine for every request.
+// handle runs for every request jsonrpc2 decoded (notifications never
+// reach it: the stream handles them in wire order). It takes the request's
+// raw params from the stream by the number the slim request carries.
 func (c *Client) handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
-	in := c.stream.cur
-	if req.Notif {
-		c.onNotification(in)
+	in, ok := c.stream.take(req)
+	if !ok || req.Notif {
+		if !req.Notif {
+			conn.ReplyWithError(ctx, req.ID, &jsonrpc2.Error{Code: jsonrpc2.CodeInternalError, Message: "internal error: request params lost"})
+		}
 		return
 	}
 	c.onRequest(ctx, conn, req, in)

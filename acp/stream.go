@@ -6,10 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	fastjson "github.com/segmentio/encoding/json"
 	"io"
+	"strconv"
 	"sync"
 	"time"
+
+	fastjson "github.com/segmentio/encoding/json"
+	"github.com/sourcegraph/jsonrpc2"
 )
 
 // MaxLineBytes is the longest line read from an agent. A longer line is
@@ -56,9 +59,53 @@ type lineStream struct {
 	// never reach jsonrpc2, which has nothing to do for them.
 	notify func(in inbound)
 
-	// cur is the message being handled; set by ReadObject, read by the
-	// handler on the same goroutine before the next ReadObject.
+	// cur is the message being decoded by ReadObject.
 	cur inbound
+
+	// inflight holds the requests handed to jsonrpc2 without their params,
+	// by the sequence number ReadObject gave each in the inboundField of
+	// the slim request; the handler takes its own with take. Nothing
+	// depends on when or on which goroutine jsonrpc2 calls the handler.
+	mu       sync.Mutex
+	inflight map[uint64]inbound
+	seq      uint64
+}
+
+// inboundField names the extra member of a slim request that carries the
+// sequence number of its inbound message.
+const inboundField = "harness.inbound"
+
+// keep stores a request for its handler and returns its number.
+func (s *lineStream) keep(in inbound) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inflight == nil {
+		s.inflight = map[uint64]inbound{}
+	}
+	s.seq++
+	s.inflight[s.seq] = in
+	return s.seq
+}
+
+// take returns (once) the inbound message of a request jsonrpc2 decoded
+// from a slim request.
+func (s *lineStream) take(req *jsonrpc2.Request) (inbound, bool) {
+	for _, f := range req.ExtraFields {
+		if f.Name != inboundField {
+			continue
+		}
+		str, _ := f.Value.(string)
+		n, err := strconv.ParseUint(str, 10, 64)
+		if err != nil {
+			return inbound{}, false
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		in, ok := s.inflight[n]
+		delete(s.inflight, n)
+		return in, ok
+	}
+	return inbound{}, false
 }
 
 func newLineStream(r io.Reader, w io.WriteCloser, now func() time.Time, junk func(Junk), tap func(bool, time.Time, []byte)) *lineStream {
@@ -133,7 +180,9 @@ func (s *lineStream) decode(line []byte, at time.Time, v any) (notif bool, junk 
 		if len(env.ID) == 0 || string(env.ID) == "null" {
 			return true, ""
 		}
-		if err := json.Unmarshal(slimRequest(env.ID, *env.Method), v); err != nil {
+		seq := s.keep(s.cur)
+		if err := json.Unmarshal(slimRequest(env.ID, *env.Method, seq), v); err != nil {
+			s.take(&jsonrpc2.Request{ExtraFields: []jsonrpc2.RequestField{{Name: inboundField, Value: strconv.FormatUint(seq, 10)}}})
 			return false, "malformed JSON-RPC request: " + shortErr(err)
 		}
 		return false, ""
@@ -145,10 +194,14 @@ func (s *lineStream) decode(line []byte, at time.Time, v any) (notif bool, junk 
 	return false, ""
 }
 
-func slimRequest(id json.RawMessage, method string) []byte {
+// slimRequest is the request jsonrpc2 gets: id and method, and the
+// sequence number under which its params wait for the handler.
+func slimRequest(id json.RawMessage, method string, seq uint64) []byte {
 	m, _ := json.Marshal(method)
-	b := make([]byte, 0, 48+len(id)+len(m))
-	b = append(b, `{"jsonrpc":"2.0",`...)
+	b := make([]byte, 0, 80+len(id)+len(m))
+	b = append(b, `{"jsonrpc":"2.0","`+inboundField+`":"`...)
+	b = strconv.AppendUint(b, seq, 10)
+	b = append(b, `",`...)
 	if len(id) > 0 {
 		b = append(b, `"id":`...)
 		b = append(b, id...)

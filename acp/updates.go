@@ -3,6 +3,7 @@ package acp
 import (
 	"encoding/json"
 	"fmt"
+
 	fastjson "github.com/segmentio/encoding/json"
 )
 

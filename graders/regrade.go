@@ -76,12 +76,12 @@ type regradeJob struct {
 
 // regradeDone is a regraded line ready to write.
 type regradeDone struct {
-	seq     int
-	out     []byte
-	trials  *schemas.TrialsRecord // set for a trials record
-	stats   RegradeStats
-	err     error
-	gone    []goneWorkspace
+	seq    int
+	out    []byte
+	trials *schemas.TrialsRecord // set for a trials record
+	stats  RegradeStats
+	err    error
+	gone   []goneWorkspace
 }
 
 // goneWorkspace is a record whose workspace copy no longer exists.
