@@ -205,10 +205,27 @@ func (c *Client) NewSession(ctx context.Context, cwd string, mcpServers []json.R
 	return &res, nil
 }
 
-// Attach routes the session's messages to obs, first handing it, in order,
-// whatever arrived for the session before it was attached. The session's
-// fs and terminal requests are confined to cwd.
+// Attach registers the session (see Register) and makes it the active one:
+// the one that gets what names no session (junk lines, notifications
+// without a sessionId).
 func (c *Client) Attach(sessionID, cwd string, obs Observer) {
+	c.Register(sessionID, cwd, obs)
+	c.Activate(sessionID)
+}
+
+// Activate makes a registered session the active one.
+func (c *Client) Activate(sessionID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s := c.sessions[sessionID]; s != nil {
+		c.active = s
+	}
+}
+
+// Register routes the session's messages to obs, first handing it, in
+// order, whatever arrived for the session before. The session's fs and
+// terminal requests are confined to cwd.
+func (c *Client) Register(sessionID, cwd string, obs Observer) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := &session{id: sessionID, cwd: cwd, obs: obs, open: map[*Request]context.CancelFunc{}}
@@ -216,7 +233,6 @@ func (c *Client) Attach(sessionID, cwd string, obs Observer) {
 		s.terms = newTerminals(*c.opts.Terminal, cwd)
 	}
 	c.sessions[sessionID] = s
-	c.active = s
 	kept := c.unclaimed[:0]
 	for _, m := range c.unclaimed {
 		if m.SessionID == sessionID && m.Update != nil {

@@ -36,8 +36,9 @@ func benchRun(b *testing.B, cfg Config, units []Unit) {
 	}
 }
 
-func benchConfig(b *testing.B) Config {
+func benchConfig(b *testing.B, agentArgs ...string) Config {
 	argv, env := testagents.FakeAgent()
+	argv = append(argv, agentArgs...)
 	return Config{
 		Agent:    argv,
 		AgentEnv: env,
@@ -56,8 +57,27 @@ func BenchmarkCaptureCase(b *testing.B) {
 // agent and the same messages driven by a bare loop that writes requests
 // and reads lines, with no recording. The difference is harness overhead.
 func BenchmarkMinimalDriver(b *testing.B) {
+	minimalDriver(b, "echo hello world, this is an instant agent")
+}
+
+// BenchmarkSlowSessions compares, on an agent that takes 20 ms to answer
+// session/new and 20 ms per turn, the harness (which makes the next case's
+// session while the current turn runs) with the minimal driver (one
+// session/new, then its prompt, case after case): the harness should take
+// about half the driver's time per case.
+func BenchmarkSlowSessions(b *testing.B) {
+	b.Run("harness", func(b *testing.B) {
+		benchRun(b, benchConfig(b, "--session-delay", "20"), echoUnits(b.N, "sleep 20"))
+	})
+	b.Run("driver", func(b *testing.B) {
+		minimalDriver(b, "sleep 20", "--session-delay", "20")
+	})
+}
+
+func minimalDriver(b *testing.B, prompt string, agentArgs ...string) {
 	argv, env := testagents.FakeAgent()
-	cmd := exec.Command(argv[0])
+	argv = append(argv, agentArgs...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = env
 	in, _ := cmd.StdinPipe()
 	out, _ := cmd.StdoutPipe()
@@ -95,7 +115,7 @@ func BenchmarkMinimalDriver(b *testing.B) {
 		var s struct{ SessionID string }
 		json.Unmarshal(call("session/new", map[string]any{"cwd": cwd, "mcpServers": []any{}}), &s)
 		call("session/prompt", map[string]any{"sessionId": s.SessionID,
-			"prompt": []any{map[string]any{"type": "text", "text": "echo hello world, this is an instant agent"}}})
+			"prompt": []any{map[string]any{"type": "text", "text": prompt}}})
 	}
 }
 

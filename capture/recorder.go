@@ -81,6 +81,13 @@ func (r *Recorder) BeginTurn(n int, at time.Time) {
 	r.lastChunk = nil
 }
 
+// Responded reports whether anything arrived in turn 1.
+func (r *Recorder) Responded() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.firstResponse != nil
+}
+
 // MarkCancelled marks the steps that follow as arriving after session/cancel.
 func (r *Recorder) MarkCancelled() {
 	r.mu.Lock()

@@ -39,6 +39,7 @@ type caseRun struct {
 	ws         *Workspace
 	ag         *agent
 	stops      []string
+	prefetched bool // its session was made while the case before it ran
 	err        *schemas.ErrorInfo
 	settle     *time.Timer
 	closeOnce  sync.Once
@@ -63,9 +64,154 @@ func (w *worker) loop(ctx context.Context, work <-chan Unit) {
 			w.ag.shutdown(w.r.cfg.CancelGrace)
 		}
 	}()
-	for u := range work {
-		w.run(ctx, u)
+	var next *prepared
+	closed := false
+	for {
+		var run *caseRun
+		if next != nil {
+			run = w.take(ctx, next)
+			if run == nil {
+				run = w.setup(ctx, next.run.unit)
+			}
+			next = nil
+		} else {
+			if closed {
+				return
+			}
+			u, ok := <-work
+			if !ok {
+				return
+			}
+			run = w.setup(ctx, u)
+		}
+		if run == nil {
+			continue
+		}
+		// While this case's turns run, the next one gets its workspace
+		// and session, so its prompt goes out as soon as this one ends.
+		if !closed && w.canPrefetch() {
+			select {
+			case u, ok := <-work:
+				if ok {
+					next = w.prefetch(ctx, u)
+				} else {
+					closed = true
+				}
+			default:
+			}
+		}
+		if w.play(ctx, run) {
+			// The agent quit between the last case's answer and this
+			// case's prompt, before this case saw anything: it starts
+			// over on a fresh agent.
+			if run = w.setup(ctx, run.unit); run != nil {
+				w.play(ctx, run)
+			}
+		}
 	}
+}
+
+// prepared is a unit whose workspace and session are being made ahead of
+// its turn.
+type prepared struct {
+	run  *caseRun
+	ag   *agent
+	done chan struct{}
+	err  error // from session/new
+}
+
+// canPrefetch says whether the next unit can be prepared on the current
+// agent while this one runs.
+func (w *worker) canPrefetch() bool {
+	return !w.r.cfg.FreshProcess && w.ag != nil && !w.ag.dead
+}
+
+// prefetch starts preparing u on the current agent: its workspace copy and
+// its session. The session is registered at once, so updates the agent
+// sends for it go to its own record, but it becomes the active session
+// only when its turn comes.
+func (w *worker) prefetch(ctx context.Context, u Unit) *prepared {
+	run := w.newRun(u)
+	p := &prepared{run: run, ag: w.ag, done: make(chan struct{})}
+	run.ag = w.ag
+	setProvenance(run.record, w.ag)
+	go func() {
+		defer close(p.done)
+		cwd, err := w.workspace(run)
+		if err != nil {
+			p.err = err
+			return
+		}
+		sctx, cancel := context.WithTimeout(ctx, w.r.cfg.StartupTimeout)
+		defer cancel()
+		sess, err := p.ag.client.NewSession(sctx, cwd, w.r.cfg.MCPServers)
+		if err != nil {
+			p.err = err
+			return
+		}
+		run.sessionID = sess.SessionID
+		run.sessionDur = time.Since(run.start)
+		p.ag.client.Register(sess.SessionID, cwd, run.rec)
+	}()
+	return p
+}
+
+// take waits for a prepared unit and returns it ready to play, or nil when
+// it must be set up again from the start (its session failed, or the agent
+// it was made on is gone); the half-made parts are dropped.
+func (w *worker) take(ctx context.Context, p *prepared) *caseRun {
+	<-p.done
+	run := p.run
+	if p.err == nil && ctx.Err() == nil && p.ag == w.ag && !w.ag.dead {
+		select {
+		case <-w.ag.proc.Exited():
+		default:
+			w.ag.client.Activate(run.sessionID)
+			// The case's clock starts when its session did: the wait for
+			// the case before it is not its time.
+			now := time.Now()
+			run.start = now.Add(-run.sessionDur)
+			run.record.Timing.Start = run.start.UnixMilli()
+			run.prefetched = true
+			return run
+		}
+	}
+	if run.sessionID != "" {
+		p.ag.client.Detach(run.sessionID)
+	}
+	if run.ws != nil {
+		run.ws.Remove()
+	}
+	return nil
+}
+
+// newRun starts the bookkeeping of a unit.
+func (w *worker) newRun(u Unit) *caseRun {
+	run := &caseRun{unit: u, start: time.Now()}
+	run.rec = NewRecorder(run.start)
+	run.record = newRecord(&w.r.cfg, u, run.start)
+	return run
+}
+
+// workspace makes the unit's workspace copy, if the run has a template,
+// and returns the session's cwd.
+func (w *worker) workspace(run *caseRun) (string, error) {
+	cfg := &w.r.cfg
+	c := run.unit.Case
+	cwd := cfg.Cwd
+	template := cfg.Workspace
+	if c.Workspace != "" {
+		template = c.Workspace
+	}
+	if template != "" {
+		ws, err := NewWorkspace(template, cfg.WorkspaceTmp, fmt.Sprintf("%s-t%d", c.ID, run.unit.Trial))
+		if err != nil {
+			return "", err
+		}
+		run.ws, cwd = ws, ws.Path
+	}
+	run.record.Cwd = cwd
+	return cwd, nil
 }
 
 // keepOpen leaves a finished case's session attached for its settle time;
@@ -106,16 +252,14 @@ func (w *worker) closeAll() {
 	}
 }
 
-// run runs one unit.
-func (w *worker) run(ctx context.Context, u Unit) {
+// setup starts a unit: an agent if there is none (or a fresh one), its
+// workspace and its session. It returns nil when the unit did not start
+// (its record, if any, is out).
+func (w *worker) setup(ctx context.Context, u Unit) *caseRun {
 	cfg := &w.r.cfg
-	c := u.Case
-	run := &caseRun{unit: u, start: time.Now()}
-	run.rec = NewRecorder(run.start)
-	run.record = newRecord(cfg, u, run.start)
-
+	run := w.newRun(u)
 	if ctx.Err() != nil {
-		return // never started: no record, and --resume runs it
+		return nil // never started: no record, and --resume runs it
 	}
 	if w.ag != nil && !w.ag.dead {
 		select {
@@ -134,27 +278,18 @@ func (w *worker) run(ctx context.Context, u Unit) {
 		ag, info := w.r.startAgent(ctx)
 		if info != nil {
 			w.fail(run, info)
-			return
+			return nil
 		}
 		w.ag = ag
 	}
 	run.ag = w.ag
 	setProvenance(run.record, w.ag)
 
-	cwd := cfg.Cwd
-	template := cfg.Workspace
-	if c.Workspace != "" {
-		template = c.Workspace
+	cwd, err := w.workspace(run)
+	if err != nil {
+		w.fail(run, &schemas.ErrorInfo{Class: schemas.ErrAgentStart, Message: err.Error()})
+		return nil
 	}
-	if template != "" {
-		ws, err := NewWorkspace(template, cfg.WorkspaceTmp, fmt.Sprintf("%s-t%d", c.ID, u.Trial))
-		if err != nil {
-			w.fail(run, &schemas.ErrorInfo{Class: schemas.ErrAgentStart, Message: err.Error()})
-			return
-		}
-		run.ws, cwd = ws, ws.Path
-	}
-	run.record.Cwd = cwd
 
 	sctx, cancel := context.WithTimeout(ctx, cfg.StartupTimeout)
 	sess, err := w.ag.client.NewSession(sctx, cwd, cfg.MCPServers)
@@ -167,7 +302,7 @@ func (w *worker) run(ctx context.Context, u Unit) {
 		ag, info := w.r.startAgent(ctx)
 		if info != nil {
 			w.fail(run, info)
-			return
+			return nil
 		}
 		w.ag, run.ag = ag, ag
 		setProvenance(run.record, ag)
@@ -200,13 +335,22 @@ func (w *worker) run(ctx context.Context, u Unit) {
 			}
 		}
 		w.fail(run, info)
-		return
+		return nil
 	}
 	run.sessionID = sess.SessionID
 	// Updates the agent sent for the new session before answering are
 	// handed over here; earlier cases stay attached for their late updates.
 	w.ag.client.Attach(sess.SessionID, cwd, run.rec)
+	return run
+}
 
+// play runs a started unit's turns, then seals its record, or keeps its
+// session open for late updates while the next case runs. It reports
+// retry, with nothing recorded, when a prefetched case found its agent
+// gone before the agent answered anything.
+func (w *worker) play(ctx context.Context, run *caseRun) (retry bool) {
+	cfg := &w.r.cfg
+	c := run.unit.Case
 	timeout := cfg.TurnTimeout
 	if c.Timeout > 0 {
 		timeout = time.Duration(c.Timeout)
@@ -214,6 +358,13 @@ func (w *worker) run(ctx context.Context, u Unit) {
 	for i, text := range c.Input.List {
 		run.rec.BeginTurn(i+1, time.Now())
 		resp, info := w.turn(ctx, run, i+1, text, timeout)
+		if i == 0 && run.prefetched && info != nil && info.Class == schemas.ErrAgentCrash && !run.rec.Responded() && ctx.Err() == nil {
+			run.ag.client.Detach(run.sessionID)
+			if run.ws != nil {
+				run.ws.Remove()
+			}
+			return true
+		}
 		run.rec.EndTurn(resp)
 		if resp != nil {
 			run.stops = append(run.stops, resp.StopReason)
@@ -229,9 +380,10 @@ func (w *worker) run(ctx context.Context, u Unit) {
 	}
 	if w.ag.dead || run.err != nil && run.err.Class != schemas.ErrAgentError && run.err.Class != schemas.ErrAuthRequired {
 		w.finish(run)
-		return
+		return false
 	}
 	w.keepOpen(run)
+	return false
 }
 
 // turn runs one prompt turn with its timeout. On timeout or interrupt it

@@ -44,6 +44,7 @@
 //	--protocol N        answer initialize with protocolVersion N (default 1)
 //	--auth-required     session/new fails with -32000 until authenticate {methodId:"test-key"}
 //	--banner            print the non-JSON line "fakeagent starting..." on stdout first
+//	--session-delay MS  answer session/new after MS milliseconds, reading on
 //	--early-updates     during session/new, before answering it, send an
 //	                    available_commands_update for the new session id
 //	--name NAME         agentInfo.name (default "fakeagent")
@@ -206,6 +207,7 @@ func Run() {
 
 type options struct {
 	exitBeforeInit bool
+	sessionDelay   int
 	hangInit       bool
 	protocol       int
 	authRequired   bool
@@ -239,6 +241,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.ignoreEOF, "ignore-eof", false, "do not exit on stdin EOF")
 	fs.IntVar(&o.stderrSpam, "stderr-spam", 0, "write N lines to stderr at start")
 	fs.StringVar(&o.logFile, "log", "", "append every received line to this file")
+	fs.IntVar(&o.sessionDelay, "session-delay", 0, "answer session/new after `ms` milliseconds (other messages are read meanwhile)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -584,6 +587,13 @@ func (a *agent) handleRequest(m inMsg) {
 		a.mu.Unlock()
 		a.reply(m.ID, obj{})
 	case "session/new":
+		if d := a.opts.sessionDelay; d > 0 {
+			go func() {
+				time.Sleep(time.Duration(d) * time.Millisecond)
+				a.handleNewSession(m)
+			}()
+			return
+		}
 		a.handleNewSession(m)
 	case "session/prompt":
 		a.handlePrompt(m)
