@@ -646,3 +646,49 @@ func TestLateUpdatesWithBackToBackCases(t *testing.T) {
 		}
 	}
 }
+
+// TestProvenanceNamesTheBuild: every record says which harness build made
+// it, revision and dirty flag included.
+func TestProvenanceNamesTheBuild(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	cfg.Build = buildinfo.Info{Version: "1.2.3", Revision: "0123abcd", Dirty: true}
+	rec := one(t, cfg, "echo x")
+	p := rec.Provenance
+	if p.Harness != "1.2.3" || p.HarnessRevision != "0123abcd" || !p.HarnessDirty || p.AgentName != "fakeagent" {
+		t.Errorf("provenance = %+v", p)
+	}
+}
+
+// TestSessionsMadeAhead: with cases back to back on one agent, each case
+// still gets its own session, its early updates stay on its own record,
+// and its timing does not include the wait for the case before it.
+func TestSessionsMadeAhead(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t, "--early-updates", "--session-delay", "50")
+	recs := run(t, cfg, cases("sleep 400", "sleep 400", "echo three"))
+	for _, r := range recs[:2] {
+		// 50 ms for the session and 400 for the turn; from the prefetch
+		// on, case b would count case a's 400 too.
+		if r.Timing.Total > 700 {
+			t.Errorf("%s: total %d ms includes waiting for the case before", r.ID, r.Timing.Total)
+		}
+	}
+	for _, r := range recs {
+		if r.Error != nil {
+			t.Fatalf("%s: %+v", r.ID, r.Error)
+		}
+		setup := 0
+		for _, s := range r.Trajectory {
+			if s.Phase == schemas.PhaseSetup {
+				setup++
+			}
+		}
+		if setup != 1 {
+			t.Errorf("%s: %d setup steps, want 1", r.ID, setup)
+		}
+	}
+	if recs[2].Output != "three" {
+		t.Errorf("case c output %q", recs[2].Output)
+	}
+}

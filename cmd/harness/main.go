@@ -43,7 +43,7 @@ const (
 const exitCodesHelp = `Exit status:
   0    success
   1    the run completed but a declared gate failed (--min-pass-rate, a misjudged reference)
-  2    usage or input error; nothing was run and no output file was touched
+  2    usage or input error (nothing run, no output touched), or the output could not be written
   3    the run completed with infrastructure errors (agent crash, timeout, grader error)
   130  interrupted; the output holds every finished record
 `
