@@ -2,12 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -76,64 +73,6 @@ Examples:
 	return c
 }
 
-// mergeKey names one unit.
-type mergeKey struct {
-	id    string
-	trial int
-}
-
-// mergeLoc is where a unit's record is: its file and line, and its place
-// in the spool.
-type mergeLoc struct {
-	file  int
-	line  int
-	off   int64
-	size  int
-	class string // the record's error class, "" for none
-}
-
-// maxProblems bounds the problems listed in one error.
-const maxProblems = 20
-
-// problems collects input problems and lists them in one error.
-type problems struct {
-	list []string
-	n    int
-}
-
-func (p *problems) addf(format string, args ...any) {
-	p.n++
-	if len(p.list) < maxProblems {
-		p.list = append(p.list, fmt.Sprintf(format, args...))
-	}
-}
-
-func (p *problems) err(what string) error {
-	if p.n == 0 {
-		return nil
-	}
-	msg := fmt.Sprintf("%d %s:\n  %s", p.n, what, strings.Join(p.list, "\n  "))
-	if p.n > len(p.list) {
-		msg += fmt.Sprintf("\n  ... and %d more", p.n-len(p.list))
-	}
-	return inputError(errors.New(msg))
-}
-
-// merger holds the state of one merge: the shard files, the units found,
-// and the spool their records were copied to (uncompressed, so each can be
-// read back by offset while memory stays flat in the number of records).
-type merger struct {
-	files  []string
-	units  map[mergeKey]*mergeLoc
-	order  []string // case ids in order of first appearance
-	seen   map[string]bool
-	spool  *os.File
-	size   int64
-	maxT   int
-	stderr io.Writer
-	quiet  bool
-}
-
 func (f *mergeFlags) run(e *env, args []string) error {
 	if len(args) == 0 {
 		return usageErrorf("no shard files: name the outputs of the --shard runs")
@@ -177,76 +116,79 @@ func (f *mergeFlags) run(e *env, args []string) error {
 			return inputError(err)
 		}
 	}
-	spool, err := os.CreateTemp("", "harness-merge-*.jsonl")
+	m, err := results.NewMerger(args)
 	if err != nil {
-		return fmt.Errorf("merge: spool: %w", err)
-	}
-	defer func() {
-		spool.Close()
-		os.Remove(spool.Name())
-	}()
-	m := &merger{files: args, units: map[mergeKey]*mergeLoc{}, seen: map[string]bool{}, spool: spool, stderr: e.stderr, quiet: f.quiet}
-	var bad problems
-	for i, name := range args {
-		if err := m.read(i, name, e.stdin, &bad); err != nil {
-			return err
-		}
-	}
-	if err := bad.err("problems in the shard files"); err != nil {
 		return err
 	}
-	if len(m.units) == 0 {
+	defer m.Close()
+	if !f.quiet {
+		m.Skipped = func(file string, line int) {
+			fmt.Fprintf(e.stderr, "harness merge: %s:%d: skipped a line that is not JSON (a record cut short by a crash?)\n", file, line)
+		}
+	}
+	for i, name := range args {
+		r, err := results.Open(name, e.stdin)
+		if err != nil {
+			return inputError(fmt.Errorf("shard %s: %w", name, err))
+		}
+		n, err := m.Read(i, r)
+		r.Close()
+		if err != nil {
+			return inputError(err)
+		}
+		if n == 0 && !f.quiet {
+			fmt.Fprintf(e.stderr, "harness merge: %s holds no records\n", name)
+		}
+	}
+	if err := m.Bad.Err("problems in the shard files"); err != nil {
+		return inputError(err)
+	}
+	if m.Records() == 0 {
 		return inputError(fmt.Errorf("no records in %s: nothing to merge", plural(len(args), "file")))
 	}
 
 	// The units the run should have.
 	k := f.k
 	if k == 0 {
-		k = max(m.maxT, 1)
+		k = max(m.MaxTrial(), 1)
 	}
-	ids := m.order
-	byID := map[string]*schemas.PromptCase{}
+	ids := m.Order()
+	var bad results.Problems
 	if cases != nil {
-		ids = ids[:0:0]
+		byID := map[string]bool{}
+		ids = nil
 		for i := range cases {
 			ids = append(ids, cases[i].ID)
-			byID[cases[i].ID] = &cases[i]
+			byID[cases[i].ID] = true
 		}
-		for _, id := range m.order {
-			if byID[id] == nil {
-				loc := m.first(id)
-				bad.addf("%s:%d: case %q is not in %s (were the shards run on another prompts file?)", args[loc.file], loc.line, id, f.prompts)
+		for _, id := range m.Order() {
+			if !byID[id] {
+				bad.Addf("%s: case %q is not in %s (were the shards run on another prompts file?)", m.Where(id), id, f.prompts)
 			}
 		}
 	}
-	for _, key := range sortedUnitKeys(m.units) {
-		if loc := m.units[key]; key.trial > k {
-			bad.addf("%s:%d: case %q trial %d is beyond -k %d", args[loc.file], loc.line, key.id, key.trial, k)
+	for _, b := range m.Beyond(k) {
+		bad.Addf("%s is beyond -k %d", b, k)
+	}
+	if err := bad.Err("records that do not belong to this run"); err != nil {
+		return inputError(err)
+	}
+	var gaps results.Problems
+	for _, g := range m.Gaps(ids, k) {
+		if g.Interrupted {
+			gaps.Addf("case %q trial %d: only an interrupted record (%s); continue that shard with --resume", g.ID, g.Trial, g.Where)
+		} else {
+			gaps.Addf("case %q trial %d: no record", g.ID, g.Trial)
 		}
 	}
-	if err := bad.err("records that do not belong to this run"); err != nil {
-		return err
-	}
-	var gaps problems
-	for _, id := range ids {
-		for t := 1; t <= k; t++ {
-			loc := m.units[mergeKey{id, t}]
-			switch {
-			case loc == nil:
-				gaps.addf("case %q trial %d: no record", id, t)
-			case loc.class == schemas.ErrInterrupted:
-				gaps.addf("case %q trial %d: only an interrupted record (%s:%d); continue that shard with --resume", id, t, args[loc.file], loc.line)
-			}
-		}
-	}
-	if gaps.n > 0 {
+	if gaps.N > 0 {
 		if !f.allowMissing {
-			return gaps.err(fmt.Sprintf("of %d units missing (write what there is with --allow-missing)", len(ids)*k))
+			return inputError(gaps.Err(fmt.Sprintf("of %d units missing (write what there is with --allow-missing)", len(ids)*k)))
 		}
 		if !f.quiet {
-			fmt.Fprintf(e.stderr, "harness merge: %d of %d units missing:\n  %s\n", gaps.n, len(ids)*k, strings.Join(gaps.list, "\n  "))
-			if gaps.n > len(gaps.list) {
-				fmt.Fprintf(e.stderr, "  ... and %d more\n", gaps.n-len(gaps.list))
+			fmt.Fprintf(e.stderr, "harness merge: %d of %d units missing:\n  %s\n", gaps.N, len(ids)*k, strings.Join(gaps.List, "\n  "))
+			if gaps.N > len(gaps.List) {
+				fmt.Fprintf(e.stderr, "  ... and %d more\n", gaps.N-len(gaps.List))
 			}
 		}
 	}
@@ -256,9 +198,9 @@ func (f *mergeFlags) run(e *env, args []string) error {
 		return err
 	}
 	if f.k > 0 {
-		err = m.writeTrials(w, cases, k, f, e)
+		err = f.writeTrials(e, w, m, cases, k)
 	} else {
-		err = m.writeCaptures(w, ids, k)
+		err = m.WriteCaptures(w, ids, k)
 	}
 	if err != nil {
 		abort()
@@ -268,7 +210,7 @@ func (f *mergeFlags) run(e *env, args []string) error {
 		return fmt.Errorf("merge: output: %w", err)
 	}
 	if !f.quiet {
-		fmt.Fprintf(e.stderr, "harness merge: %s from %s, %s, k=%d\n", plural(len(m.units), "record"), plural(len(args), "file"), plural(len(ids), "case"), k)
+		fmt.Fprintf(e.stderr, "harness merge: %s from %s, %s, k=%d\n", plural(m.Records(), "record"), plural(len(args), "file"), plural(len(ids), "case"), k)
 	}
 	return nil
 }
@@ -280,185 +222,15 @@ func same(a, b string) bool {
 	return errA == nil && errB == nil && os.SameFile(sa, sb)
 }
 
-// read copies the records of one shard file to the spool and indexes them.
-func (m *merger) read(fileIdx int, name string, stdin io.Reader, bad *problems) error {
-	r, err := results.Open(name, stdin)
-	if err != nil {
-		return inputError(fmt.Errorf("shard %s: %w", name, err))
-	}
-	defer r.Close()
-	records := 0
-	err = schemas.EachLine(r, func(lineNo int, line []byte) error {
-		n, err := m.addLine(fileIdx, name, lineNo, line, bad)
-		records += n
-		return err
-	})
-	if err != nil {
-		var ee *exitError
-		var ie *schemas.InputError
-		if errors.As(err, &ee) || errors.As(err, &ie) {
-			return inputError(err)
-		}
-		return inputError(fmt.Errorf("shard %s: %w", name, err))
-	}
-	if records == 0 && !m.quiet {
-		fmt.Fprintf(m.stderr, "harness merge: %s holds no records\n", name)
-	}
-	return nil
-}
-
-// addLine takes one line of a shard file: a capture record, or a trials
-// record whose trials each count as the capture record they hold (a
-// trials summary is skipped: merge -k writes a new one). It returns how
-// many records it added.
-func (m *merger) addLine(fileIdx int, name string, lineNo int, line []byte, bad *problems) (int, error) {
-	rl, err := schemas.ParseResultLine(line)
-	if err == nil && rl.Kind == schemas.KindSummary {
-		return 0, nil
-	}
-	if err == nil && rl.Kind == schemas.KindTrials {
-		n := 0
-		for i := range rl.Trials.Trials {
-			rec := rl.Trials.Trials[i].Capture()
-			rec.ID = rl.Trials.ID
-			b, err := results.Marshal(rec)
-			if err != nil {
-				return n, err
-			}
-			added, err := m.addCapture(fileIdx, name, lineNo, b, bad)
-			n += added
-			if err != nil {
-				return n, err
-			}
-		}
-		return n, nil
-	}
-	return m.addCapture(fileIdx, name, lineNo, line, bad)
-}
-
-// addCapture takes one capture record line.
-func (m *merger) addCapture(fileIdx int, name string, lineNo int, line []byte, bad *problems) (int, error) {
-	var probe struct {
-		ID    *string         `json:"id"`
-		Trial json.RawMessage `json:"trial"`
-		Error *struct {
-			Class string `json:"class"`
-		} `json:"error"`
-	}
-	if err := json.Unmarshal(line, &probe); err != nil {
-		// A crash can cut a record short; a shard continued with
-		// --resume reran it, and a unit still missing is reported.
-		if !m.quiet {
-			fmt.Fprintf(m.stderr, "harness merge: %s:%d: skipped a line that is not JSON (a record cut short by a crash?)\n", name, lineNo)
-		}
-		return 0, nil
-	}
-	if probe.ID == nil || *probe.ID == "" {
-		bad.addf("%s:%d: field \"id\": missing or empty", name, lineNo)
-		return 0, nil
-	}
-	trial := 1
-	if len(probe.Trial) > 0 && string(probe.Trial) != "null" {
-		if err := json.Unmarshal(probe.Trial, &trial); err != nil || trial < 0 {
-			bad.addf("%s:%d: field \"trial\": want a positive integer, got %s", name, lineNo, probe.Trial)
-			return 0, nil
-		}
-		trial = max(trial, 1)
-	}
-	loc := &mergeLoc{file: fileIdx, line: lineNo, off: m.size, size: len(line)}
-	if probe.Error != nil {
-		loc.class = probe.Error.Class
-		if loc.class == "" {
-			loc.class = trials.Unclassified
-		}
-	}
-	key := mergeKey{*probe.ID, trial}
-	if prev := m.units[key]; prev != nil {
-		switch {
-		case prev.file != fileIdx:
-			bad.addf("case %q trial %d is in two shards: %s:%d and %s:%d", key.id, key.trial, m.files[prev.file], prev.line, name, lineNo)
-			return 0, nil
-		case prev.class == "":
-			bad.addf("case %q trial %d is twice in %s: lines %d and %d", key.id, key.trial, name, prev.line, lineNo)
-			return 0, nil
-		}
-		// An errored record rerun later in the same file (--resume,
-		// --retry-errors): the later one counts.
-	}
-	if _, err := m.spool.Write(append(line, '\n')); err != nil {
-		return 0, fmt.Errorf("merge: spool: %w", err)
-	}
-	m.size += int64(len(line) + 1)
-	m.units[key] = loc
-	m.maxT = max(m.maxT, trial)
-	if !m.seen[key.id] {
-		m.seen[key.id] = true
-		m.order = append(m.order, key.id)
-	}
-	return 1, nil
-}
-
-// first returns the first record of case id in file and line order.
-func (m *merger) first(id string) *mergeLoc {
-	var best *mergeLoc
-	for key, loc := range m.units {
-		if key.id == id && (best == nil || loc.file < best.file || loc.file == best.file && loc.line < best.line) {
-			best = loc
-		}
-	}
-	return best
-}
-
-// record reads a unit's line back from the spool.
-func (m *merger) record(loc *mergeLoc) ([]byte, error) {
-	b := make([]byte, loc.size)
-	if _, err := m.spool.ReadAt(b, loc.off); err != nil {
-		return nil, fmt.Errorf("merge: spool: %w", err)
-	}
-	return b, nil
-}
-
-// writeCaptures writes the records as they are, in case and trial order.
-func (m *merger) writeCaptures(w *results.Writer, ids []string, k int) error {
-	for _, id := range ids {
-		for t := 1; t <= k; t++ {
-			loc := m.units[mergeKey{id, t}]
-			if loc == nil {
-				continue
-			}
-			b, err := m.record(loc)
-			if err != nil {
-				return err
-			}
-			if err := w.WriteRaw(b); err != nil {
-				return fmt.Errorf("merge: output: %w", err)
-			}
-		}
-	}
-	return nil
-}
-
 // writeTrials writes one trials record per case, built the way harness
 // trials builds them, then the summary.
-func (m *merger) writeTrials(w *results.Writer, cases []schemas.PromptCase, k int, f *mergeFlags, e *env) error {
+func (f *mergeFlags) writeTrials(e *env, w *results.Writer, m *results.Merger, cases []schemas.PromptCase, k int) error {
 	sum := trials.NewSummary(k)
 	for i := range cases {
 		c := &cases[i]
-		var recs []schemas.CaptureRecord
-		for t := 1; t <= k; t++ {
-			loc := m.units[mergeKey{c.ID, t}]
-			if loc == nil || loc.class == schemas.ErrInterrupted {
-				continue
-			}
-			b, err := m.record(loc)
-			if err != nil {
-				return err
-			}
-			var rec schemas.CaptureRecord
-			if err := json.Unmarshal(b, &rec); err != nil {
-				return inputError(&schemas.InputError{File: m.files[loc.file], Line: loc.line, Msg: "not a capture record: " + err.Error()})
-			}
-			recs = append(recs, rec)
+		recs, err := m.Trials(c.ID, k)
+		if err != nil {
+			return inputError(err)
 		}
 		tr := trials.BuildRecord(*c, k, recs)
 		sum.Add(tr)
@@ -506,19 +278,4 @@ func openMergeOutput(e *env, name string, force bool) (w *results.Writer, commit
 		return nil
 	}
 	return w, commit, abort, nil
-}
-
-// sortedUnitKeys is for stable listings in tests and messages.
-func sortedUnitKeys(m map[mergeKey]*mergeLoc) []mergeKey {
-	keys := make([]mergeKey, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].id != keys[j].id {
-			return keys[i].id < keys[j].id
-		}
-		return keys[i].trial < keys[j].trial
-	})
-	return keys
 }
