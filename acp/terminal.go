@@ -3,6 +3,7 @@ package acp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -97,13 +98,40 @@ func (ts *terminals) serve(ctx context.Context, r *Request) (any, *jsonrpc2.Erro
 	return nil, methodNotFound(r.Method), "method not supported"
 }
 
+// confinedDir opens the directory p names inside root and returns a path
+// to it that cannot be swapped: the open descriptor, as /proc/self/fd/N,
+// which the child resolves (before it runs the command) to the directory
+// that was checked. Call closeDir once the command has started.
+func confinedDir(root, p string) (dir string, closeDir func(), rpcErr *jsonrpc2.Error, note string) {
+	rel, err := workspaceRel(root, p)
+	if err != nil {
+		return "", nil, denied(err), "denied: " + err.Error()
+	}
+	ws, err := openWorkspace(root)
+	if err != nil {
+		return "", nil, fsError(err), err.Error()
+	}
+	defer ws.Close()
+	d, err := ws.Open(rel)
+	if err != nil {
+		e, note := confineErr(err)
+		return "", nil, e, note
+	}
+	if info, err := d.Stat(); err != nil || !info.IsDir() {
+		d.Close()
+		return "", nil, denied(errors.New("cwd is not a directory")), "denied: cwd is not a directory"
+	}
+	return fmt.Sprintf("/proc/self/fd/%d", d.Fd()), func() { d.Close() }, nil, ""
+}
+
 func (ts *terminals) create(p CreateTerminalRequest) (any, *jsonrpc2.Error, string) {
 	dir := ts.root
 	if p.Cwd != nil && *p.Cwd != "" {
-		d, err := ConfinePath(ts.root, *p.Cwd)
-		if err != nil {
-			return nil, denied(err), "denied: " + err.Error()
+		d, closeDir, rpcErr, note := confinedDir(ts.root, *p.Cwd)
+		if rpcErr != nil {
+			return nil, rpcErr, note
 		}
+		defer closeDir()
 		dir = d
 	}
 	argv := append([]string{p.Command}, p.Args...)
