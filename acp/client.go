@@ -102,6 +102,9 @@ type session struct {
 	cwd       string
 	obs       Observer
 	cancelled bool
+	// prompting is set while a session/prompt is out: permission asked
+	// for outside a turn (after it answered) is never granted.
+	prompting bool
 	open      map[*Request]context.CancelFunc
 	terms     *terminals
 }
@@ -276,9 +279,16 @@ func (c *Client) TakeStrays() ([]Stray, int) {
 func (c *Client) Prompt(ctx context.Context, sessionID string, prompt []ContentBlock) (*PromptResponse, error) {
 	c.mu.Lock()
 	if s := c.sessions[sessionID]; s != nil {
-		s.cancelled = false
+		s.cancelled, s.prompting = false, true
 	}
 	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		if s := c.sessions[sessionID]; s != nil {
+			s.prompting = false
+		}
+		c.mu.Unlock()
+	}()
 	var res PromptResponse
 	if err := c.call(ctx, MethodSessionPrompt, PromptRequest{SessionID: sessionID, Prompt: prompt}, &res); err != nil {
 		return nil, err
@@ -440,11 +450,13 @@ func (c *Client) onRequest(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrp
 		target = c.active
 	}
 	c.inflight[key] = cancel
+	late := false
 	if s != nil && r.Method == MethodRequestPermission {
 		s.open[r] = cancel
 		if s.cancelled {
 			cancel()
 		}
+		late = !s.prompting
 	}
 	if target != nil {
 		target.obs.RequestStarted(r)
@@ -454,6 +466,11 @@ func (c *Client) onRequest(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrp
 	go func() {
 		defer cancel()
 		result, rpcErr, note := c.serve(rctx, s, r)
+		if late {
+			// Asked after the turn answered (while the harness still
+			// listens for late updates): no turn is running to grant it to.
+			result, rpcErr, note = RequestPermissionResponse{Outcome: PermissionOutcome{Outcome: "cancelled"}}, nil, "no turn running (asked after the turn ended)"
+		}
 		if r.Method == MethodRequestPermission && rpcErr == nil && rctx.Err() != nil {
 			// session/cancel came while the policy decided: never approve
 			// after a cancel.

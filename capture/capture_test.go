@@ -458,19 +458,39 @@ func TestLateAndEarlyUpdates(t *testing.T) {
 	}
 }
 
-func TestStraysAndDuplicates(t *testing.T) {
+// TestStraysGoToTheRunLog: an update for a session the harness does not
+// know goes on the run's log, never on a case's record.
+func TestStraysGoToTheRunLog(t *testing.T) {
 	t.Parallel()
-	rec := one(t, testConfig(t), "unknown-session")
-	var stray bool
-	for _, s := range rec.Trajectory {
-		if s.Phase == "stray" && strings.Contains(s.Error, `"nope"`) {
-			stray = true
+	cfg := testConfig(t)
+	var mu sync.Mutex
+	var logged []Stray
+	cfg.Log = func(s Stray) {
+		mu.Lock()
+		logged = append(logged, s)
+		mu.Unlock()
+	}
+	recs := run(t, cfg, cases("unknown-session", "echo next"))
+	for _, rec := range recs {
+		for _, s := range rec.Trajectory {
+			if s.Phase == "stray" || strings.Contains(s.Error, `"nope"`) {
+				t.Errorf("%s: a message for another session is on the record: %+v", rec.ID, s)
+			}
 		}
 	}
-	if !stray || rec.Output != "ok" {
-		t.Errorf("update for an unknown session not recorded: %+v", rec.Trajectory)
+	if recs[0].Output != "ok" || recs[1].Output != "next" {
+		t.Errorf("outputs %q, %q", recs[0].Output, recs[1].Output)
 	}
-	rec = one(t, testConfig(t), "dup-tool")
+	mu.Lock()
+	defer mu.Unlock()
+	if len(logged) != 1 || logged[0].SessionID != "nope" || !strings.HasPrefix(logged[0].What, "session/update ") {
+		t.Errorf("run log = %+v", logged)
+	}
+}
+
+func TestDuplicateToolCalls(t *testing.T) {
+	t.Parallel()
+	rec := one(t, testConfig(t), "dup-tool")
 	tools := stepsOf(rec, schemas.StepToolCall)
 	if len(tools) != 2 || tools[0].Name != "Second title" || tools[0].Updates != 1 || tools[1].ToolCallID != "t9" || tools[1].Status != "completed" {
 		t.Errorf("tool calls = %+v", tools)
@@ -690,5 +710,22 @@ func TestSessionsMadeAhead(t *testing.T) {
 	}
 	if recs[2].Output != "three" {
 		t.Errorf("case c output %q", recs[2].Output)
+	}
+}
+
+// TestLatePermissionNeverGranted: a permission request that arrives after
+// the turn answered (while the case still listens for late updates) is
+// answered cancelled, whatever the policy.
+func TestLatePermissionNeverGranted(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	cfg.Settle = time.Second
+	rec := one(t, cfg, `{"script":[{"message":"done "},{"stop":"end_turn"},{"after":[{"sleep":50},{"request":{"method":"session/request_permission","params":{"toolCall":{"toolCallId":"x"},"options":[{"optionId":"o","name":"ok","kind":"allow_once"}]}}},{"reportLastAnswer":true}]}]}`)
+	if !strings.Contains(rec.Output, `"outcome":"cancelled"`) || strings.Contains(rec.Output, `"selected"`) {
+		t.Errorf("late permission answered %q (error %+v, steps %+v)", rec.Output, rec.Error, rec.Trajectory)
+	}
+	p := stepsOf(rec, schemas.StepPermission)
+	if len(p) != 1 || p[0].Phase != schemas.PhaseLate || !strings.Contains(p[0].Reason, "no turn running") {
+		t.Errorf("permission step = %+v", p)
 	}
 }

@@ -431,33 +431,6 @@ func (r *Recorder) RequestDone(req *acp.Request) {
 	s.step.Allowed = &allowed
 }
 
-// AddStrays records messages that reached no session, such as updates for
-// an unknown session id.
-func (r *Recorder) AddStrays(strays []acp.Stray, dropped int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, m := range strays {
-		switch {
-		case m.Junk != nil:
-			r.junkStep(*m.Junk)
-		case m.Update != nil:
-			s := r.newStep(schemas.StepEvent, m.At)
-			s.step.Update = m.Update.Kind
-			s.step.Raw = m.Update.Raw
-			s.step.Error = fmt.Sprintf("update for session %q, which is not this case's", m.SessionID)
-		default:
-			s := r.newStep(schemas.StepEvent, m.At)
-			s.step.Method = m.Method
-			s.step.Raw = m.Params
-		}
-		r.steps[len(r.steps)-1].step.Phase = "stray"
-	}
-	if dropped > 0 {
-		s := r.newStep(schemas.StepEvent, time.Now())
-		s.step.Error = fmt.Sprintf("%d more messages for unknown sessions were dropped", dropped)
-	}
-}
-
 // Result is what a sealed recorder hands back.
 type Result struct {
 	Steps      []schemas.Step

@@ -66,6 +66,11 @@ type Config struct {
 	StderrCopy io.Writer
 	// Kill, when closed, kills every agent at once (a second interrupt).
 	Kill <-chan struct{}
+	// Log, when set, is told of what the agent sent that belongs to no
+	// case: updates and notifications for a session the harness does not
+	// know (never created, or over), and junk while no case runs. Such
+	// messages go on no record.
+	Log func(Stray)
 }
 
 func (c *Config) defaults() {
@@ -259,7 +264,7 @@ func (r *Runner) Run(ctx context.Context, units iter.Seq[Unit], emit func(*schem
 	gwg.Wait()
 	select {
 	case ag := <-r.ready:
-		ag.shutdown(r.cfg.CancelGrace)
+		r.retire(ag)
 	default:
 	}
 	return &r.stats, emitErr
@@ -294,6 +299,41 @@ func (a *agent) shutdown(grace time.Duration) {
 	a.dead = true
 	a.client.Close()
 	a.proc.Shutdown(grace)
+}
+
+// Stray is a message of the agent's that belongs to no case.
+type Stray struct {
+	At time.Time
+	// SessionID is the session the message named ("" for none).
+	SessionID string
+	// What says what it was: "session/update agent_message_chunk", a
+	// notification's method, or "stdout junk".
+	What string
+}
+
+// retire shuts an agent down and reports to the run's log what it sent
+// that no case took.
+func (r *Runner) retire(a *agent) {
+	a.shutdown(r.cfg.CancelGrace)
+	strays, dropped := a.client.TakeStrays()
+	if r.cfg.Log == nil {
+		return
+	}
+	for _, s := range strays {
+		ev := Stray{At: s.At, SessionID: s.SessionID}
+		switch {
+		case s.Update != nil:
+			ev.What = "session/update " + s.Update.Kind
+		case s.Junk != nil:
+			ev.What = "stdout junk"
+		default:
+			ev.What = s.Method
+		}
+		r.cfg.Log(ev)
+	}
+	for range dropped {
+		r.cfg.Log(Stray{What: "more messages for no case (not kept)"})
+	}
 }
 
 // exited reports whether the process has ended, waiting up to d for it.

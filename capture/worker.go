@@ -61,7 +61,7 @@ func (w *worker) loop(ctx context.Context, work <-chan Unit) {
 		}
 		w.closeAll()
 		if w.ag != nil {
-			w.ag.shutdown(w.r.cfg.CancelGrace)
+			w.r.retire(w.ag)
 		}
 	}()
 	var next *prepared
@@ -270,7 +270,7 @@ func (w *worker) setup(ctx context.Context, u Unit) *caseRun {
 	}
 	if w.ag != nil && (w.ag.dead || cfg.FreshProcess) {
 		w.closeAll()
-		w.ag.shutdown(cfg.CancelGrace)
+		w.r.retire(w.ag)
 		w.ag = nil
 	}
 	if w.ag == nil {
@@ -476,8 +476,6 @@ func (w *worker) finish(run *caseRun) {
 	cfg := &w.r.cfg
 	if run.ag != nil && run.sessionID != "" {
 		run.ag.client.Detach(run.sessionID)
-		strays, dropped := run.ag.client.TakeStrays()
-		run.rec.AddStrays(strays, dropped)
 	}
 	res := run.rec.Seal(fmt.Sprintf("%s-t%d", run.unit.Case.ID, run.unit.Trial))
 	rec := run.record

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -301,6 +302,20 @@ func (g *jsGrader) convert(vm *goja.Runtime, jsonObj *goja.Object, v goja.Value)
 		return schemas.GraderResult{Pass: false, Score: 0}
 	case string:
 		return failure(schemas.ErrGraderInvalid, "grade(input) returned a string %q (want a number 0..1 or a result object)", truncate(x, 100))
+	}
+	// JSON.stringify would turn NaN and ±Infinity into null, and a result
+	// that is unsure of its score into one that has none.
+	if o, ok := v.(*goja.Object); ok {
+		if sv := o.Get("score"); sv != nil && !goja.IsUndefined(sv) {
+			f, isNum := sv.Export().(float64)
+			_, isInt := sv.Export().(int64)
+			switch {
+			case goja.IsNull(sv) || !isNum && !isInt:
+				return failure(schemas.ErrGraderInvalid, "grade(input) returned score %v (want a number 0..1)", sv)
+			case isNum && (math.IsNaN(f) || math.IsInf(f, 0)):
+				return failure(schemas.ErrGraderInvalid, "grade(input) returned score %v (want a number 0..1)", f)
+			}
+		}
 	}
 	stringify, _ := goja.AssertFunction(jsonObj.Get("stringify"))
 	s, err := stringify(jsonObj, v)

@@ -96,6 +96,14 @@ func TestJSResults(t *testing.T) {
 		{script: "function grade(input) { return undefined; }", class: schemas.ErrGraderInvalid, msg: "returned undefined"},
 		{script: "function grade(input) { return {reasoning: 'x'}; }", class: schemas.ErrGraderInvalid, msg: "neither pass nor score"},
 		{script: "function grade(input) { return new Promise(function(){}); }", class: schemas.ErrGraderError, msg: "never settled"},
+		// Scores that are not numbers never count as a verdict.
+		{script: "function grade(input) { return {pass: true, score: NaN}; }", class: schemas.ErrGraderInvalid, msg: "score NaN"},
+		{script: "function grade(input) { return {score: NaN}; }", class: schemas.ErrGraderInvalid, msg: "score NaN"},
+		{script: "function grade(input) { return {pass: true, score: Infinity}; }", class: schemas.ErrGraderInvalid, msg: "score +Inf"},
+		{script: "function grade(input) { return {pass: true, score: -Infinity}; }", class: schemas.ErrGraderInvalid, msg: "score -Inf"},
+		{script: "function grade(input) { return {pass: true, score: '1'}; }", class: schemas.ErrGraderInvalid, msg: "score 1"},
+		{script: "function grade(input) { return {pass: true, score: null}; }", class: schemas.ErrGraderInvalid, msg: "score null"},
+		{script: "function grade(input) { return NaN; }", class: schemas.ErrGraderInvalid, msg: "outside 0..1"},
 		{script: "function grade(input) { console.log('looping'); for(;;){} }", class: schemas.ErrGraderTimeout, msg: "looping"},
 	}
 	for _, c := range cases {

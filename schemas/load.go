@@ -121,7 +121,11 @@ func ParsePrompt(line []byte) (PromptCase, error) {
 			}
 		case "input":
 			var t Turns
-			err = t.UnmarshalJSON(raw)
+			if string(bytes.TrimSpace(raw)) == "null" {
+				err = fmt.Errorf("must be a string or an array of strings, not null")
+			} else {
+				err = t.UnmarshalJSON(raw)
+			}
 		case "metadata":
 			var m map[string]any
 			if err = json.Unmarshal(raw, &m); err != nil || (m == nil && string(bytes.TrimSpace(raw)) != "null") {
@@ -159,10 +163,14 @@ func jsonErrText(err error) string {
 }
 
 // EachLine calls fn for each non-blank line of r with its 1-based line
-// number. Lines may be up to MaxLineBytes long. A trailing carriage return
-// is dropped. It stops at the first error fn returns.
+// number. Lines may be up to MaxLineBytes long. A UTF-8 byte order mark at
+// the start of the file and a trailing carriage return are dropped. It
+// stops at the first error fn returns.
 func EachLine(r io.Reader, fn func(lineNo int, line []byte) error) error {
 	br := bufio.NewReaderSize(r, 1<<16)
+	if bom, _ := br.Peek(3); bytes.Equal(bom, []byte("\xef\xbb\xbf")) {
+		br.Discard(3)
+	}
 	lineNo := 0
 	for {
 		line, err := readLine(br)

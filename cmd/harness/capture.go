@@ -116,11 +116,19 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 		}()
 	}
 	setup.cfg.Kill = kill
+	var strays strayLog
+	if !f.quiet {
+		setup.cfg.Log = func(s capture.Stray) { strays.add(e.stderr, setup, s) }
+	}
+	defer strays.finish(e.stderr)
 	runner := capture.NewRunner(setup.cfg)
 	init, err := runner.Preflight(ctx)
 	if err != nil {
 		closed = true
 		out.Discard()
+		if ctx.Err() != nil {
+			return withCode(exitInterrupted, errors.New("interrupted while the agent started; nothing ran"))
+		}
 		return inputError(setup.redactErr(err))
 	}
 	if init.AgentInfo != nil {
@@ -201,6 +209,37 @@ func writeCIReports(f *runFlags) error {
 			return report.WriteMarkdownSummary(w, report.MarkdownOptions{Seed: trials.DefaultSeed, Resamples: trials.DefaultResamples}, run)
 		}),
 	)
+}
+
+// strayLog prints what the agent sent that belongs to no case: the first
+// few messages, then how many more.
+type strayLog struct {
+	mu sync.Mutex
+	n  int
+}
+
+const strayShown = 5
+
+func (l *strayLog) add(w io.Writer, setup *runSetup, s capture.Stray) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.n++
+	if l.n > strayShown {
+		return
+	}
+	where := "with no session"
+	if s.SessionID != "" {
+		where = fmt.Sprintf("for session %q, which no case has (never created, or over)", s.SessionID)
+	}
+	fmt.Fprintf(w, "harness: protocol: the agent sent %s %s; it is on no record\n", s.What, setup.redact.String(where))
+}
+
+func (l *strayLog) finish(w io.Writer) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.n > strayShown {
+		fmt.Fprintf(w, "harness: protocol: ... and %d more such messages\n", l.n-strayShown)
+	}
 }
 
 // outputOpenError is an error opening an output, with what to do about an
