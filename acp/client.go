@@ -64,6 +64,67 @@ type Options struct {
 	Tap func(out bool, at time.Time, line []byte)
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Limits bound what the agent's fs and terminal requests may take.
+	Limits Limits
+}
+
+// Limits bound the agent's fs and terminal requests, so that no agent can
+// exhaust the harness: over a limit the agent gets a JSON-RPC error.
+type Limits struct {
+	// Requests is how many fs and terminal requests of one session run
+	// at once; 0 means 8.
+	Requests int
+	// Bytes is how many bytes of file content the fs requests of all
+	// sessions may hold at once; 0 means 64 MiB.
+	Bytes int64
+	// Timeout is the deadline of each fs and terminal request; 0 means 10
+	// minutes. terminal/wait_for_exit waits at most this long.
+	Timeout time.Duration
+}
+
+func (l Limits) requests() int {
+	if l.Requests <= 0 {
+		return 8
+	}
+	return l.Requests
+}
+
+func (l Limits) bytes() int64 {
+	if l.Bytes <= 0 {
+		return 64 << 20
+	}
+	return l.Bytes
+}
+
+func (l Limits) timeout() time.Duration {
+	if l.Timeout <= 0 {
+		return 10 * time.Minute
+	}
+	return l.Timeout
+}
+
+// byteBudget counts the bytes of file content requests hold.
+type byteBudget struct {
+	mu    sync.Mutex
+	used  int64
+	limit int64
+}
+
+// take reserves n bytes, or reports that they would pass the limit.
+func (b *byteBudget) take(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used+n > b.limit {
+		return false
+	}
+	b.used += n
+	return true
+}
+
+func (b *byteBudget) give(n int64) {
+	b.mu.Lock()
+	b.used -= n
+	b.mu.Unlock()
 }
 
 // Client is one connection to an agent.
@@ -80,6 +141,7 @@ type Client struct {
 	dropped   int
 	inflight  map[string]context.CancelFunc
 	init      *InitializeResponse
+	budget    *byteBudget
 }
 
 // Stray is a message for a session no observer was attached to when it
@@ -105,6 +167,7 @@ type session struct {
 	// prompting is set while a session/prompt is out: permission asked
 	// for outside a turn (after it answered) is never granted.
 	prompting bool
+	busy      int // fs and terminal requests running
 	open      map[*Request]context.CancelFunc
 	terms     *terminals
 }
@@ -117,6 +180,7 @@ func Connect(ctx context.Context, r io.Reader, w io.WriteCloser, opts Options) *
 		now:      opts.Now,
 		sessions: map[string]*session{},
 		inflight: map[string]context.CancelFunc{},
+		budget:   &byteBudget{limit: opts.Limits.bytes()},
 	}
 	if c.now == nil {
 		c.now = time.Now
@@ -532,7 +596,29 @@ func (c *Client) serve(ctx context.Context, s *session, r *Request) (any, *jsonr
 		if s == nil {
 			return nil, unknownSession(r.SessionID), "unknown session"
 		}
-		return serveFS(*c.opts.FS, s.cwd, r)
+		if e, note := c.admit(s); e != nil {
+			return nil, e, note
+		}
+		type answer struct {
+			res  any
+			err  *jsonrpc2.Error
+			note string
+		}
+		done := make(chan answer, 1)
+		go func() {
+			defer c.leave(s) // the slot is held until the work is over
+			res, err, note := serveFS(*c.opts.FS, s.cwd, r, c.budget)
+			done <- answer{res, err, note}
+		}()
+		timer := time.NewTimer(c.opts.Limits.timeout())
+		defer timer.Stop()
+		select {
+		case a := <-done:
+			return a.res, a.err, a.note
+		case <-timer.C:
+			msg := fmt.Sprintf("request timed out after %s", c.opts.Limits.timeout())
+			return nil, &jsonrpc2.Error{Code: CodeInternalError, Message: msg}, msg
+		}
 	case MethodTerminalCreate, MethodTerminalOutput, MethodTerminalWaitForExit, MethodTerminalKill, MethodTerminalRelease:
 		if c.opts.Terminal == nil {
 			return nil, methodNotFound(r.Method), "terminal is off: the client does not serve terminal/* methods"
@@ -540,9 +626,34 @@ func (c *Client) serve(ctx context.Context, s *session, r *Request) (any, *jsonr
 		if s == nil {
 			return nil, unknownSession(r.SessionID), "unknown session"
 		}
+		if e, note := c.admit(s); e != nil {
+			return nil, e, note
+		}
+		defer c.leave(s)
+		ctx, cancel := context.WithTimeout(ctx, c.opts.Limits.timeout())
+		defer cancel()
 		return s.terms.serve(ctx, r)
 	}
 	return nil, methodNotFound(r.Method), "method not supported"
+}
+
+// admit lets one more fs or terminal request of s run, or refuses it when
+// as many as the limit already do.
+func (c *Client) admit(s *session) (*jsonrpc2.Error, string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n := c.opts.Limits.requests(); s.busy >= n {
+		msg := fmt.Sprintf("too many requests at once: at most %d fs and terminal requests of a session run together", n)
+		return &jsonrpc2.Error{Code: CodeInternalError, Message: msg}, "refused: " + msg
+	}
+	s.busy++
+	return nil, ""
+}
+
+func (c *Client) leave(s *session) {
+	c.mu.Lock()
+	s.busy--
+	c.mu.Unlock()
 }
 
 func methodNotFound(method string) *jsonrpc2.Error {

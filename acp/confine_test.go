@@ -17,7 +17,7 @@ import (
 func fsCall(t testing.TB, root, method string, params any) (any, error) {
 	t.Helper()
 	b, _ := json.Marshal(params)
-	res, rpcErr, _ := serveFS(FSOptions{MaxBytes: 1 << 20}, root, &Request{Method: method, Params: b})
+	res, rpcErr, _ := serveFS(FSOptions{MaxBytes: 1 << 20}, root, &Request{Method: method, Params: b}, nil)
 	if rpcErr != nil {
 		return nil, rpcErr
 	}

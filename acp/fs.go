@@ -103,7 +103,9 @@ func checkRegular(info fs.FileInfo) error {
 	return nil
 }
 
-func serveFS(o FSOptions, root string, r *Request) (any, *jsonrpc2.Error, string) {
+// serveFS answers one fs request inside root. budget, when set, bounds the
+// bytes of file content all requests hold at once.
+func serveFS(o FSOptions, root string, r *Request, budget *byteBudget) (any, *jsonrpc2.Error, string) {
 	switch r.Method {
 	case MethodReadTextFile:
 		var p ReadTextFileRequest
@@ -136,6 +138,16 @@ func serveFS(o FSOptions, root string, r *Request) (any, *jsonrpc2.Error, string
 		if info.Size() > o.maxBytes() {
 			msg := fmt.Sprintf("file is %d bytes, over the %d byte limit", info.Size(), o.maxBytes())
 			return nil, &jsonrpc2.Error{Code: CodeInvalidParams, Message: msg}, "denied: " + msg
+		}
+		if budget != nil {
+			// What is read is held three times over until the answer is
+			// written: the bytes, the string, the encoded reply.
+			hold := 3 * (info.Size() + 1)
+			if !budget.take(hold) {
+				msg := fmt.Sprintf("too many bytes in flight: the harness holds at most %d bytes of file content at once", budget.limit)
+				return nil, &jsonrpc2.Error{Code: CodeInternalError, Message: msg}, "refused: " + msg
+			}
+			defer budget.give(hold)
 		}
 		b, err := io.ReadAll(io.LimitReader(f, o.maxBytes()+1))
 		if err != nil {

@@ -1,14 +1,17 @@
 package capture
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -727,5 +730,63 @@ func TestLatePermissionNeverGranted(t *testing.T) {
 	p := stepsOf(rec, schemas.StepPermission)
 	if len(p) != 1 || p[0].Phase != schemas.PhaseLate || !strings.Contains(p[0].Reason, "no turn running") {
 		t.Errorf("permission step = %+v", p)
+	}
+}
+
+// TestHostileFSFlood: an agent that floods the harness with reads of a FIFO
+// (which used to block a thread each) and of large files gets errors for
+// what passes the limits, never a hung or dead harness; the cases around
+// it are recorded.
+func TestHostileFSFlood(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	cfg.Client.FS = &acp.FSOptions{MaxBytes: 4 << 20}
+	cfg.Client.Limits = acp.Limits{Requests: 4, Bytes: 16 << 20}
+	if err := syscall.Mkfifo(filepath.Join(cfg.Cwd, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cfg.Cwd, "big.txt"), bytes.Repeat([]byte("x"), 3<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	recs := run(t, cfg, cases("echo before", "fs-flood 2000 fifo", "fs-flood 300 big.txt", "echo after"))
+	if recs[0].Output != "before" || recs[3].Output != "after" {
+		t.Errorf("cases around the flood: %q, %q", recs[0].Output, recs[3].Output)
+	}
+	var ok, busy, byteLimit, denied, other int
+	if _, err := fmt.Sscanf(recs[1].Output, "flood ok=%d busy=%d bytes=%d denied=%d other=%d", &ok, &busy, &byteLimit, &denied, &other); err != nil {
+		t.Fatalf("FIFO flood: output %q, error %+v", recs[1].Output, recs[1].Error)
+	}
+	if ok != 0 || other != 0 || denied+busy != 2000 || denied == 0 {
+		t.Errorf("FIFO flood: %s (want every read denied or refused as busy, none served)", recs[1].Output)
+	}
+	if _, err := fmt.Sscanf(recs[2].Output, "flood ok=%d busy=%d bytes=%d denied=%d other=%d", &ok, &busy, &byteLimit, &denied, &other); err != nil {
+		t.Fatalf("big-file flood: output %q, error %+v", recs[2].Output, recs[2].Error)
+	}
+	if ok == 0 || ok+busy+byteLimit != 300 || busy+byteLimit == 0 || other != 0 {
+		t.Errorf("big-file flood: %s (want some served, the rest refused by the limits)", recs[2].Output)
+	}
+}
+
+// TestRecordCap: a record over the size limit has its largest values cut,
+// each with a visible marker, says so, and stays under the limit.
+func TestRecordCap(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	cfg.MaxRecordBytes = 64 << 10
+	rec := one(t, cfg, "big 2000000")
+	b, _ := json.Marshal(rec)
+	if int64(len(b)) > cfg.MaxRecordBytes {
+		t.Errorf("record is %d bytes, over the %d limit", len(b), cfg.MaxRecordBytes)
+	}
+	tr := rec.Truncated
+	if tr == nil || tr.Limit != cfg.MaxRecordBytes || tr.Size < 2000000 || tr.Cut <= 0 || len(tr.Fields) == 0 {
+		t.Fatalf("truncated = %+v", tr)
+	}
+	if !strings.Contains(string(b), "bytes cut: the record was over its size limit]") {
+		t.Error("no marker in the cut values")
+	}
+	small := one(t, cfg, "echo x")
+	if small.Truncated != nil || small.Output != "x" {
+		t.Errorf("a small record was cut: %+v", small.Truncated)
 	}
 }

@@ -71,6 +71,9 @@ type Config struct {
 	// know (never created, or over), and junk while no case runs. Such
 	// messages go on no record.
 	Log func(Stray)
+	// MaxRecordBytes, when positive, caps the size of a record: the
+	// largest values are cut, with a marker, and the record says so.
+	MaxRecordBytes int64
 }
 
 func (c *Config) defaults() {

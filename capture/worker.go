@@ -515,6 +515,7 @@ func (w *worker) finish(run *caseRun) {
 			rec.Workspace.FileChanges = []schemas.FileChange{}
 		}
 	}
+	capRecord(rec, cfg.MaxRecordBytes)
 	// Grading goes on beside the next case; it may read the workspace, which
 	// is removed once it is done.
 	w.emit(rec, run.unit.Case, func() {

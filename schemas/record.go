@@ -46,6 +46,20 @@ type CaptureRecord struct {
 	Cwd               string          `json:"cwd,omitempty"`
 	TurnCount         int             `json:"turnCount,omitempty"`
 	NegativeReference string          `json:"negativeReference,omitempty"`
+	// Truncated says the record was over its size limit and which values
+	// were cut (each ends with a marker saying how much).
+	Truncated *Truncation `json:"truncated,omitempty"`
+}
+
+// Truncation notes the values cut from a record that was over its size
+// limit.
+type Truncation struct {
+	// Limit is the size limit in bytes; Size the record's size before
+	// the cut; Cut how many bytes were taken out.
+	Limit  int64    `json:"limit"`
+	Size   int64    `json:"size"`
+	Cut    int64    `json:"cut"`
+	Fields []string `json:"fields"`
 }
 
 // Timing holds the wall-clock facts of a record. Start and End are epoch

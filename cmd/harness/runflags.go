@@ -42,6 +42,10 @@ type runFlags struct {
 	terminal       bool
 	terminalTO     string
 	terminalMax    int64
+	maxRequests    int
+	maxBytes       int64
+	requestTO      string
+	maxRecordBytes int64
 	env            []string
 	secretEnv      []string
 	mcpServers     []string
@@ -76,6 +80,10 @@ func (f *runFlags) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.terminal, "terminal", false, "serve terminal/* commands inside the session's workspace")
 	fs.StringVar(&f.terminalTO, "terminal-timeout", "5m", "kill a terminal command after this `duration`")
 	fs.Int64Var(&f.terminalMax, "terminal-max-output", 1<<20, "keep at most `bytes` of a terminal command's output")
+	fs.IntVar(&f.maxRequests, "max-agent-requests", 8, "serve at most `n` fs and terminal requests of a session at once; more get an error")
+	fs.Int64Var(&f.maxBytes, "max-agent-bytes", 64<<20, "hold at most `bytes` of file content for fs requests at once; more get an error")
+	fs.StringVar(&f.requestTO, "request-timeout", "10m", "deadline of each fs and terminal `request` of the agent")
+	fs.Int64Var(&f.maxRecordBytes, "max-record-bytes", 64<<20, "cut the largest contents of a record over `bytes`, with a visible marker (0: no limit)")
 	fs.StringArrayVar(&f.env, "env", nil, "set `KEY=VALUE` in the agent's environment; repeatable")
 	fs.StringArrayVar(&f.secretEnv, "secret-env", nil, "redact the value of environment variable `NAME` from all output; repeatable (API key variables are redacted anyway)")
 	fs.StringArrayVar(&f.mcpServers, "mcp-server", nil, "pass an MCP server `json` config to session/new; repeatable")
@@ -150,8 +158,10 @@ func (f *runFlags) prepare(e *env, args, agent []string, cmdName string) (*runSe
 	var turnTO, startTO, grace, settle, termTO, graderTO time.Duration
 	durations["--timeout"], durations["--startup-timeout"], durations["--cancel-grace"] = &turnTO, &startTO, &grace
 	durations["--settle"], durations["--terminal-timeout"] = &settle, &termTO
+	var requestTO time.Duration
+	durations["--request-timeout"] = &requestTO
 	values := map[string]string{"--timeout": f.timeout, "--startup-timeout": f.startupTimeout,
-		"--cancel-grace": f.cancelGrace, "--settle": f.settle, "--terminal-timeout": f.terminalTO}
+		"--cancel-grace": f.cancelGrace, "--settle": f.settle, "--terminal-timeout": f.terminalTO, "--request-timeout": f.requestTO}
 	if f.graderTimeout != "" {
 		durations["--grader-timeout"], values["--grader-timeout"] = &graderTO, f.graderTimeout
 	}
@@ -212,9 +222,16 @@ func (f *runFlags) prepare(e *env, args, agent []string, cmdName string) (*runSe
 		}
 		s.graders = append(s.graders, g)
 	}
+	if f.maxRequests < 1 || f.maxBytes < 1 || requestTO <= 0 {
+		return nil, usageErrorf("--max-agent-requests, --max-agent-bytes and --request-timeout must be positive")
+	}
+	if f.maxRecordBytes < 0 {
+		return nil, usageErrorf("--max-record-bytes must not be negative")
+	}
 	copts := acp.Options{
 		ClientInfo: acp.Implementation{Name: "harness", Title: "harness", Version: buildinfo.Read(version).Version},
 		Permission: policy,
+		Limits:     acp.Limits{Requests: f.maxRequests, Bytes: f.maxBytes, Timeout: requestTO},
 	}
 	if f.fs {
 		copts.FS = &acp.FSOptions{MaxBytes: f.fsMaxBytes}
@@ -234,6 +251,7 @@ func (f *runFlags) prepare(e *env, args, agent []string, cmdName string) (*runSe
 		CancelGrace:    grace,
 		Settle:         settle,
 		Concurrency:    f.concurrency,
+		MaxRecordBytes: f.maxRecordBytes,
 		FreshProcess:   f.freshProcess,
 		Auth:           f.auth,
 		MCPServers:     mcp,

@@ -139,6 +139,9 @@
 //	                          "lo", message m2 "World"; end_turn.
 //	usage                     message "ok"; result {stopReason:"end_turn", usage:
 //	                          {inputTokens:10, outputTokens:5, totalTokens:15}}.
+//	fs-flood N PATH           sends N fs/read_text_file requests for PATH at
+//	                          once; message "flood ok=A busy=B bytes=C
+//	                          denied=D other=E" (how they were answered)
 //	write-file NAME CONTENT   writes CONTENT to cwd/NAME itself; u:tool_call call-1 kind
 //	                          edit in_progress with locations; u:tool_call_update
 //	                          completed with content [{type:diff,path,oldText?,newText}]

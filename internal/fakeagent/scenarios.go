@@ -41,6 +41,7 @@ func init() {
 		"messages":        scMessages,
 		"usage":           scUsage,
 		"write-file":      scWriteFile,
+		"fs-flood":        scFSFlood,
 		"caps":            scCaps,
 		"cwd":             func(t *turn, _ string) { t.msg(t.s.cwd, "m1") },
 		"env":             func(t *turn, arg string) { t.msg(os.Getenv(strings.TrimSpace(arg)), "m1") },
@@ -423,3 +424,39 @@ func scCaps(t *turn, _ string) {
 }
 
 func scMcp(t *turn, _ string) { t.msg(compactJSON(t.s.mcp), "m1") }
+
+// scFSFlood sends N fs/read_text_file requests for PATH at once, without
+// waiting for answers, then reports how they were answered.
+func scFSFlood(t *turn, arg string) {
+	ns, path := splitWord(arg)
+	n, ok := atoi(t, ns)
+	if !ok {
+		return
+	}
+	chans := make([]chan response, n)
+	for i := range chans {
+		chans[i], _ = t.a.startCall("fs/read_text_file", obj{"sessionId": t.s.id, "path": path})
+	}
+	counts := map[string]int{}
+	for _, ch := range chans {
+		var r response
+		select {
+		case r = <-ch:
+		case <-t.a.done:
+			return
+		}
+		switch {
+		case r.Error == nil:
+			counts["ok"]++
+		case strings.Contains(r.Error.Message, "too many requests"):
+			counts["busy"]++
+		case strings.Contains(r.Error.Message, "bytes in flight"):
+			counts["bytes"]++
+		case strings.Contains(r.Error.Message, "denied"):
+			counts["denied"]++
+		default:
+			counts["other"]++
+		}
+	}
+	t.msg(fmt.Sprintf("flood ok=%d busy=%d bytes=%d denied=%d other=%d", counts["ok"], counts["busy"], counts["bytes"], counts["denied"], counts["other"]), "m1")
+}
