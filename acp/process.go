@@ -3,6 +3,7 @@ package acp
 import (
 	"errors"
 	"fmt"
+	"harness/internal/orphans"
 	"io"
 	"os"
 	"os/exec"
@@ -27,6 +28,7 @@ type ProcessOptions struct {
 // Process is a running agent: its own process group, pipes to its stdin and
 // stdout, and its stderr drained into a bounded tail so it can never block.
 type Process struct {
+	token  string // marks the process tree (see internal/orphans)
 	cmd    *exec.Cmd
 	stdin  *os.File
 	stdout *os.File
@@ -77,11 +79,16 @@ func StartProcess(argv []string, opts ProcessOptions) (*Process, error) {
 		outW.Close()
 		return nil, err
 	}
+	env := opts.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	token := orphans.Token()
 	cmd := &exec.Cmd{
 		Path:        path,
 		Args:        argv,
 		Dir:         opts.Dir,
-		Env:         opts.Env,
+		Env:         orphans.Env(env, token),
 		Stdin:       inR,
 		Stdout:      outW,
 		Stderr:      errW,
@@ -92,6 +99,7 @@ func StartProcess(argv []string, opts ProcessOptions) (*Process, error) {
 		size = 64 << 10
 	}
 	p := &Process{
+		token:   token,
 		cmd:     cmd,
 		stdin:   inW,
 		stdout:  outR,
@@ -178,6 +186,7 @@ func (p *Process) Signal(sig syscall.Signal) {
 // be reaped.
 func (p *Process) Kill() {
 	p.Signal(syscall.SIGKILL)
+	orphans.Kill(p.token, p.cmd.Process.Pid)
 	<-p.done
 	p.closePipes()
 }
@@ -199,8 +208,9 @@ func (p *Process) Shutdown(grace time.Duration) {
 			<-p.done
 		}
 	}
-	// Take any children the agent left behind.
+	// Take any children the agent left behind, in its group or not.
 	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	orphans.Kill(p.token, p.cmd.Process.Pid)
 	p.closePipes()
 }
 

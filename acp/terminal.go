@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"harness/internal/orphans"
 	"os"
 	"os/exec"
 	"sync"
@@ -37,6 +38,7 @@ type terminals struct {
 }
 
 type terminal struct {
+	token    string // marks the command's process tree (see internal/orphans)
 	cmd      *exec.Cmd
 	mu       sync.Mutex
 	out      []byte
@@ -150,10 +152,10 @@ func (ts *terminals) create(p CreateTerminalRequest) (any, *jsonrpc2.Error, stri
 	if p.OutputByteLimit != nil && *p.OutputByteLimit >= 0 && *p.OutputByteLimit < limit {
 		limit = *p.OutputByteLimit
 	}
-	t := &terminal{limit: limit, done: make(chan struct{})}
+	t := &terminal{limit: limit, done: make(chan struct{}), token: orphans.Token()}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
-	cmd.Env = env
+	cmd.Env = orphans.Env(env, t.token)
 	cmd.Stdout = t
 	cmd.Stderr = t
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -241,6 +243,7 @@ func (t *terminal) output() TerminalOutputResponse {
 func (t *terminal) kill() {
 	if t.cmd.Process != nil {
 		syscall.Kill(-t.cmd.Process.Pid, syscall.SIGKILL)
+		orphans.Kill(t.token, t.cmd.Process.Pid)
 	}
 }
 

@@ -75,3 +75,25 @@ func TestNoLeftoverProcesses(t *testing.T) {
 	}
 	t.Errorf("left behind: %d children %q, %d marked processes %q", len(kids), kids, len(marked), marked)
 }
+
+// TestSetsidDescendantsDie: processes that leave the agent's (or a terminal
+// command's) process group with setsid are killed with it too.
+func TestSetsidDescendantsDie(t *testing.T) {
+	const marker = "302.75"
+	cfg := testConfig(t)
+	cfg.Agent = []string{"/bin/sh", "-c", "setsid sleep " + marker + " & exec \"$0\"", os.Args[0]}
+	cfg.Client.Terminal = &acp.TerminalOptions{Timeout: time.Minute}
+	cfg.FreshProcess = true
+	recs := run(t, cfg, cases("echo x", "terminal setsid sleep "+marker+" & echo escaped", "crash"))
+	if recs[0].Output != "x" || !strings.Contains(recs[1].Output, "escaped") {
+		t.Errorf("outputs %q, %q", recs[0].Output, recs[1].Output)
+	}
+	var marked []string
+	for i := 0; i < 50; i++ {
+		if _, marked = children(marker); len(marked) == 0 {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Errorf("left behind: %q", marked)
+}

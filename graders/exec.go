@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"harness/internal/orphans"
 	"harness/schemas"
 )
 
@@ -79,7 +80,11 @@ func runProcess(ctx context.Context, argv []string, dir string, env []string, st
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = dir
-	cmd.Env = env
+	if env == nil {
+		env = os.Environ()
+	}
+	token := orphans.Token()
+	cmd.Env = orphans.Env(env, token)
 	cmd.Stdin = bytes.NewReader(stdin)
 	out := &limitBuffer{n: maxStdout}
 	errb := &tailBuffer{n: stderrTail}
@@ -93,8 +98,9 @@ func runProcess(ctx context.Context, argv []string, dir string, env []string, st
 	cmd.WaitDelay = 2 * time.Second
 	err := cmd.Run()
 	if cmd.Process != nil {
-		// Reap anything the grader left running in its group.
+		// Reap anything the grader left running, in its group or not.
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		orphans.Kill(token, cmd.Process.Pid)
 	}
 	res := procResult{stdout: out.Bytes(), stderr: errb.String(), exitCode: -1}
 	if cmd.ProcessState != nil {

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/term"
 
 	"harness/internal/buildinfo"
+	"harness/internal/orphans"
 	"harness/schemas"
 )
 
@@ -120,6 +121,10 @@ func main() { os.Exit(mainExit()) }
 // the first SIGINT or SIGTERM cancels the run's context, a second one kills
 // the agents at once.
 func mainExit() int {
+	// Descendants of agents, terminal commands and graders that leave
+	// their process group are reparented to harness, which kills them
+	// when what started them ends (internal/orphans).
+	orphans.Enable()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	second := make(chan os.Signal, 1)
