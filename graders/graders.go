@@ -81,6 +81,10 @@ type Options struct {
 	// Threshold overrides the composite pass threshold (and the threshold
 	// applied to bare scores) when not nil.
 	Threshold *float64
+	// SecretEnv, when set, is told the name of every environment variable
+	// a grader reads a credential from (the judge's API key), so the
+	// caller can redact its value and keep it from the agent.
+	SecretEnv func(name string)
 }
 
 func (o Options) getenv(k string) string {

@@ -128,6 +128,9 @@ func parseModel(m map[string]any, c cfgCtx) (*judgeModel, error) {
 		jm.keyEnv = envKey
 	}
 	jm.key = c.opts.getenv(jm.keyEnv)
+	if c.opts.SecretEnv != nil {
+		c.opts.SecretEnv(jm.keyEnv)
+	}
 	if jm.key == "" && !explicitBase {
 		return nil, c.errf("apiKeyEnv", "environment variable %s is not set (the %s API key; set it, or name another variable with apiKeyEnv)", jm.keyEnv, jm.provider)
 	}

@@ -44,6 +44,9 @@ type RegradeOptions struct {
 	// Chosen, when set, says which records (by index over all files, 0
 	// first) to grade; the others are left out of the output.
 	Chosen func(index int) bool
+	// Redact, when set, rewrites each line before it is graded, so that
+	// graders (and a judge's model) never see a secret.
+	Redact func([]byte) []byte
 	// Seed and Resamples are for the summary of a trials file.
 	Seed      uint64
 	Resamples int
@@ -131,7 +134,11 @@ func Regrade(ctx context.Context, sources []Source, out *results.Output, opts Re
 				case <-ctx.Done():
 					return ctx.Err()
 				}
-				jobs <- regradeJob{seq: seq, file: src.Name, line: lineNo, raw: bytes.Clone(line)}
+				raw := bytes.Clone(line)
+				if opts.Redact != nil {
+					raw = opts.Redact(raw)
+				}
+				jobs <- regradeJob{seq: seq, file: src.Name, line: lineNo, raw: raw}
 				seq++
 				return nil
 			})

@@ -1,6 +1,7 @@
 package results
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +20,18 @@ type File struct {
 	path string   // the target, symlinks resolved
 	tmp  *os.File // nil when written through or to stdout
 	thru *os.File // a non-regular target opened for writing
+	// redact, when set, rewrites the whole content at Commit; the
+	// content is held in buf until then.
+	redact func([]byte) []byte
+	out    io.Writer
+	buf    *bytes.Buffer
+}
+
+// Redact makes the file pass its whole content through fn before it is
+// written (secrets out). It must be called before the first write.
+func (f *File) Redact(fn func([]byte) []byte) {
+	f.redact, f.out, f.buf = fn, f.Writer, &bytes.Buffer{}
+	f.Writer = f.buf
 }
 
 // CreateFile opens name for writing a whole file ("" or "-" is stdout).
@@ -57,6 +70,12 @@ func (f *File) Name() string { return f.name }
 
 // Commit puts the file in place.
 func (f *File) Commit() error {
+	if f.redact != nil {
+		if _, err := f.out.Write(f.redact(f.buf.Bytes())); err != nil {
+			f.Abort()
+			return fmt.Errorf("output %s: %w", f.name, err)
+		}
+	}
 	switch {
 	case f.thru != nil:
 		if err := f.thru.Close(); err != nil {

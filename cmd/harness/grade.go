@@ -220,7 +220,7 @@ func gradeFiles(ctx context.Context, e *env, f *gradeFlags, files []string, gs [
 	}
 	opts := graders.RegradeOptions{
 		Grader: graders.Many(gs), Count: len(gs), Names: names, Concurrency: f.concurrency,
-		Seed: trials.DefaultSeed, Resamples: trials.DefaultResamples,
+		Seed: trials.DefaultSeed, Resamples: trials.DefaultResamples, Redact: e.redact.JSON,
 		WorkspaceGone: func(where string, rec *schemas.CaptureRecord) {
 			fmt.Fprintf(e.stderr, "harness grade: %s: case %q trial %d: its workspace copy %s is gone, so graders that read it cannot judge it; capture with --keep-workspaces to keep the copies\n",
 				where, rec.ID, max(rec.Trial, 1), rec.Workspace.Path)
@@ -333,7 +333,7 @@ func openGradeOutput(e *env, f *gradeFlags) (*results.Output, error) {
 	if f.force {
 		mode = results.Truncate
 	}
-	out, err := results.OpenOutput(f.output, results.OutputOptions{Mode: mode, Stdout: e.stdout})
+	out, err := results.OpenOutput(f.output, results.OutputOptions{Mode: mode, Stdout: e.stdout, Redact: e.redact.JSON})
 	if err != nil {
 		return nil, outputOpenError(err)
 	}

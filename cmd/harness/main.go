@@ -19,6 +19,7 @@ import (
 
 	"harness/internal/buildinfo"
 	"harness/internal/orphans"
+	"harness/internal/redact"
 	"harness/schemas"
 )
 
@@ -59,6 +60,10 @@ type env struct {
 	// signals delivers the second interrupt of a run (the first cancels the
 	// context); nil means none will come.
 	signals <-chan os.Signal
+	// redact removes secrets from what an offline command writes: the
+	// values of its --secret-env variables and of every variable whose
+	// name looks like a credential. Set by runMain.
+	redact *redact.Redactor
 }
 
 // command is one subcommand: its flags, help text and what it does.
@@ -70,6 +75,9 @@ type command struct {
 	agent bool   // takes an agent command after --
 	flags *pflag.FlagSet
 	run   func(ctx context.Context, e *env, args, agent []string) error
+	// secretEnv holds the --secret-env values of a command that reads
+	// results (the agent commands have their own).
+	secretEnv []string
 }
 
 // exitError carries the process exit status of a failed command.
@@ -99,7 +107,7 @@ func withCode(code int, err error) error { return &exitError{code: code, err: er
 
 // commands returns the subcommand table, in the order help lists it.
 func commands() []*command {
-	return []*command{
+	cmds := []*command{
 		newCaptureCmd(),
 		newTrialsCmd(),
 		newGradeCmd(),
@@ -113,6 +121,12 @@ func commands() []*command {
 		newCheckCmd(),
 		newSchemasCmd(),
 	}
+	for _, c := range cmds {
+		if !c.agent && c.name != "schemas" && c.name != "balance" {
+			c.flags.StringArrayVar(&c.secretEnv, "secret-env", nil, "redact the value of environment variable `NAME` from all output; repeatable (API key variables are redacted anyway)")
+		}
+	}
+	return cmds
 }
 
 func main() { os.Exit(mainExit()) }
@@ -200,7 +214,22 @@ func runMain(ctx context.Context, e *env, args []string) int {
 		// read speed for a few tens of MB.
 		debug.SetGCPercent(400)
 	}
+	var values []string
+	for _, name := range c.secretEnv {
+		if v := e.getenv(name); v != "" {
+			values = append(values, v)
+		}
+	}
+	e.redact = redact.New(values, os.Environ())
 	err := c.run(ctx, e, pos, agent)
+	if err != nil && e.redact.Active() {
+		var ee *exitError
+		code := 1
+		if errors.As(err, &ee) {
+			code = ee.code
+		}
+		err = withCode(code, errors.New(e.redact.String(err.Error())))
+	}
 	return reportError(e.stderr, c.name, err)
 }
 

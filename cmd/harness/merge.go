@@ -261,6 +261,9 @@ func openMergeOutput(e *env, name string, force bool) (w *results.Writer, commit
 	if err != nil {
 		return nil, nil, nil, outputOpenError(err)
 	}
+	if e.redact.Active() {
+		f.Redact(e.redact.JSON)
+	}
 	w, err = results.NewWriter(name, f)
 	if err != nil {
 		f.Abort()

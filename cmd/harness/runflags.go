@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -202,10 +203,23 @@ func (f *runFlags) prepare(e *env, args, agent []string, cmdName string) (*runSe
 			return nil, usageErrorf("--workspace %s: not a directory", f.workspace)
 		}
 	}
-	agentEnv, secrets, err := agentEnvironment(f.env, f.secretEnv, e.getenv)
+	// Graders first: a judge's API key variable is a secret, redacted
+	// everywhere and kept from the agent.
+	var graderSecrets []string
+	gopts := graders.Options{Timeout: graderTO, Getenv: e.getenv, Dir: wd,
+		SecretEnv: func(name string) { graderSecrets = append(graderSecrets, name) }}
+	for _, spec := range f.graders {
+		g, err := graders.Load(spec, gopts)
+		if err != nil {
+			return nil, inputError(err)
+		}
+		s.graders = append(s.graders, g)
+	}
+	agentEnv, secrets, err := agentEnvironment(f.env, append(slices.Clone(f.secretEnv), graderSecrets...), e.getenv)
 	if err != nil {
 		return nil, err
 	}
+	agentEnv = withoutVars(agentEnv, graderSecrets, f.env)
 	s.redact = redact.New(secrets, agentEnv)
 	var mcp []json.RawMessage
 	for _, m := range f.mcpServers {
@@ -213,14 +227,6 @@ func (f *runFlags) prepare(e *env, args, agent []string, cmdName string) (*runSe
 			return nil, usageErrorf("--mcp-server %q: not a JSON object", m)
 		}
 		mcp = append(mcp, json.RawMessage(m))
-	}
-	gopts := graders.Options{Timeout: graderTO, Getenv: e.getenv, Dir: wd}
-	for _, spec := range f.graders {
-		g, err := graders.Load(spec, gopts)
-		if err != nil {
-			return nil, inputError(err)
-		}
-		s.graders = append(s.graders, g)
 	}
 	if f.maxRequests < 1 || f.maxBytes < 1 || requestTO <= 0 {
 		return nil, usageErrorf("--max-agent-requests, --max-agent-bytes and --request-timeout must be positive")
@@ -266,7 +272,11 @@ func (f *runFlags) prepare(e *env, args, agent []string, cmdName string) (*runSe
 		for _, g := range gs {
 			s.cfg.GraderNames = append(s.cfg.GraderNames, g.Name())
 		}
+		red := s.redact
 		s.cfg.Grade = func(ctx context.Context, rec *schemas.CaptureRecord, c *schemas.PromptCase) (*schemas.GraderResult, []schemas.GraderResult) {
+			// Graders (and the judge's model) see the record as it will
+			// be written: with secrets redacted.
+			rec = redactRecord(red, rec)
 			out := make([]schemas.GraderResult, len(gs))
 			for i, g := range gs {
 				out[i] = g.Grade(ctx, &graders.Input{Record: rec, Case: c})
@@ -317,7 +327,7 @@ func (f *runFlags) openOutput(e *env, setup *runSetup) (*results.Output, error) 
 		mode = results.Truncate
 	}
 	out, err := results.OpenOutput(f.output, results.OutputOptions{
-		Mode: mode, Stdout: e.stdout, Redact: setup.redact.Bytes, Resumable: true,
+		Mode: mode, Stdout: e.stdout, Redact: setup.redact.JSON, Resumable: true,
 	})
 	if err != nil {
 		return nil, outputOpenError(err)
@@ -376,6 +386,51 @@ func (s *runSetup) units(k int, done map[results.UnitKey]bool, onCase func(*sche
 
 // errStop ends a scan early.
 var errStop = errors.New("stop")
+
+// withoutVars drops the variables names from env, except those set
+// explicitly with --env.
+func withoutVars(env, names, explicit []string) []string {
+	if len(names) == 0 {
+		return env
+	}
+	drop := map[string]bool{}
+	for _, n := range names {
+		drop[n] = true
+	}
+	for _, kv := range explicit {
+		k, _, _ := strings.Cut(kv, "=")
+		delete(drop, k)
+	}
+	out := env[:0:0]
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if !drop[k] {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// redactRecord returns rec with secrets redacted, as it will be written
+// (rec itself when there is nothing to redact).
+func redactRecord(red *redact.Redactor, rec *schemas.CaptureRecord) *schemas.CaptureRecord {
+	if !red.Active() {
+		return rec
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return rec
+	}
+	clean := red.JSON(b)
+	if bytes.Equal(clean, b) {
+		return rec
+	}
+	var out schemas.CaptureRecord
+	if json.Unmarshal(clean, &out) != nil {
+		return rec
+	}
+	return &out
+}
 
 // agentEnvironment is the agent's environment: harness's own plus the
 // --env KEY=VALUE entries; secrets are the values of the --secret-env

@@ -55,6 +55,9 @@ func reviewOutput(e *env, path string, force bool) (*results.File, error) {
 	if err != nil {
 		return nil, outputOpenError(err)
 	}
+	if e.redact.Active() {
+		f.Redact(e.redact.JSON)
+	}
 	return f, nil
 }
 

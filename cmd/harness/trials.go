@@ -275,7 +275,7 @@ func (t *trialsCollector) keepPartial(rec *schemas.CaptureRecord) error {
 		return nil
 	}
 	if t.partial == nil {
-		out, err := results.OpenOutput(t.partialPath, results.OutputOptions{Mode: results.Append, Redact: t.setup.redact.Bytes})
+		out, err := results.OpenOutput(t.partialPath, results.OutputOptions{Mode: results.Append, Redact: t.setup.redact.JSON})
 		if err != nil {
 			return fmt.Errorf("partial trials: %w", err)
 		}

@@ -62,6 +62,9 @@ func New(values []string, environ []string) *Redactor {
 	return r
 }
 
+// Active reports whether there is any secret to redact.
+func (r *Redactor) Active() bool { return r != nil && len(r.values) > 0 }
+
 // Bytes returns b with every secret replaced; b itself is returned when
 // there is nothing to replace.
 func (r *Redactor) Bytes(b []byte) []byte {
@@ -85,4 +88,53 @@ func (r *Redactor) String(s string) string {
 		s = strings.ReplaceAll(s, v, Mask)
 	}
 	return s
+}
+
+// JSON returns the JSON text b with every secret replaced, including
+// secrets written with escapes inside JSON strings ("\u0073k-..."): each
+// string literal holding an escape is decoded, redacted and, when it held
+// a secret, written anew; every other byte stays as it was.
+func (r *Redactor) JSON(b []byte) []byte {
+	if r == nil || len(r.values) == 0 {
+		return b
+	}
+	b = r.Bytes(b)
+	if bytes.IndexByte(b, '\\') < 0 {
+		return b
+	}
+	var out []byte
+	last := 0
+	for i := 0; i < len(b); i++ {
+		if b[i] != '"' {
+			continue
+		}
+		// A string literal: find its end, noting escapes.
+		j, escaped := i+1, false
+		for j < len(b) && b[j] != '"' {
+			if b[j] == '\\' {
+				escaped = true
+				j++
+			}
+			j++
+		}
+		if j >= len(b) {
+			break
+		}
+		if escaped {
+			var s string
+			if json.Unmarshal(b[i:j+1], &s) == nil {
+				if red := r.String(s); red != s {
+					enc, _ := json.Marshal(red)
+					out = append(out, b[last:i]...)
+					out = append(out, enc...)
+					last = j + 1
+				}
+			}
+		}
+		i = j
+	}
+	if out == nil {
+		return b
+	}
+	return append(out, b[last:]...)
 }

@@ -22,3 +22,17 @@ func TestRedact(t *testing.T) {
 		t.Error("IsSecretName")
 	}
 }
+
+func TestJSONCatchesEscapedSecrets(t *testing.T) {
+	r := New([]string{"sk-live-123456"}, nil)
+	in := []byte(`{"a":"plain sk-live-123456","b":"\u0073k-live-123456 escaped","c":"no secret \n here","d":{"e":"sk\u002dlive\u002d123456"}}`)
+	got := string(r.JSON(in))
+	want := `{"a":"plain [REDACTED]","b":"[REDACTED] escaped","c":"no secret \n here","d":{"e":"[REDACTED]"}}`
+	if got != want {
+		t.Errorf("JSON:\n got %s\nwant %s", got, want)
+	}
+	clean := []byte(`{"x":"a\nb","y":[1,2]}`)
+	if got := r.JSON(clean); string(got) != string(clean) {
+		t.Errorf("a record without secrets changed: %s", got)
+	}
+}
