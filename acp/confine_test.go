@@ -200,3 +200,32 @@ func FuzzFSPaths(f *testing.F) {
 		}
 	})
 }
+
+// FuzzTerminalCwd sends hostile cwd paths to terminal/create's check:
+// whatever the path, the directory a command would start in is inside the
+// workspace.
+func FuzzTerminalCwd(f *testing.F) {
+	for _, seed := range []string{".", "sub", "../", "/", "/etc", "out", "out/..", "sub/../..", "a\x00b", strings.Repeat("../", 40), "link-up", "fifo"} {
+		f.Add(seed)
+	}
+	root := f.TempDir()
+	os.Mkdir(filepath.Join(root, "sub"), 0o755)
+	os.Symlink(f.TempDir(), filepath.Join(root, "out"))
+	os.Symlink("..", filepath.Join(root, "link-up"))
+	syscall.Mkfifo(filepath.Join(root, "fifo"), 0o644)
+	realRoot, _ := filepath.EvalSymlinks(root)
+	f.Fuzz(func(t *testing.T, p string) {
+		dir, closeDir, rpcErr, _ := confinedDir(root, p)
+		if rpcErr != nil {
+			return
+		}
+		defer closeDir()
+		real, err := filepath.EvalSymlinks(dir)
+		if err != nil {
+			t.Fatalf("cwd %q: %s does not resolve: %v", p, dir, err)
+		}
+		if real != realRoot && !strings.HasPrefix(real, realRoot+string(filepath.Separator)) {
+			t.Fatalf("cwd %q resolves to %s, outside %s", p, real, realRoot)
+		}
+	})
+}

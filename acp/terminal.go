@@ -114,7 +114,8 @@ func confinedDir(root, p string) (dir string, closeDir func(), rpcErr *jsonrpc2.
 		return "", nil, fsError(err), err.Error()
 	}
 	defer ws.Close()
-	d, err := ws.Open(rel)
+	// O_DIRECTORY: a FIFO or anything else is refused without blocking.
+	d, err := ws.OpenFile(rel, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		e, note := confineErr(err)
 		return "", nil, e, note
