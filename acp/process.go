@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"harness/internal/orphans"
+	"harness/sandbox"
 	"io"
 	"os"
 	"os/exec"
@@ -23,6 +24,9 @@ type ProcessOptions struct {
 	StderrTail int
 	// StderrCopy, if set, also receives everything the agent writes to stderr.
 	StderrCopy io.Writer
+	// Sandbox, when set, runs the agent in it, with Dir and RW writable.
+	Sandbox sandbox.Runner
+	RW      []string
 }
 
 // Process is a running agent: its own process group, pipes to its stdin and
@@ -84,11 +88,20 @@ func StartProcess(argv []string, opts ProcessOptions) (*Process, error) {
 		env = os.Environ()
 	}
 	token := orphans.Token()
+	env = orphans.Env(env, token)
+	cleanup := func() {}
+	if opts.Sandbox != nil {
+		w, err := opts.Sandbox.Wrap(sandbox.Command{Argv: argv, Dir: opts.Dir, Env: env, RW: opts.RW})
+		if err != nil {
+			return nil, &StartError{Argv: argv, Err: err}
+		}
+		path, argv, env, cleanup = w.Argv[0], w.Argv, w.Env, w.Cleanup
+	}
 	cmd := &exec.Cmd{
 		Path:        path,
 		Args:        argv,
 		Dir:         opts.Dir,
-		Env:         orphans.Env(env, token),
+		Env:         env,
 		Stdin:       inR,
 		Stdout:      outW,
 		Stderr:      errW,
@@ -115,6 +128,7 @@ func StartProcess(argv []string, opts ProcessOptions) (*Process, error) {
 		inW.Close()
 		outR.Close()
 		errR.Close()
+		cleanup()
 		return nil, &StartError{Argv: argv, Err: err}
 	}
 	go func() {
@@ -128,6 +142,8 @@ func StartProcess(argv []string, opts ProcessOptions) (*Process, error) {
 	}()
 	go func() {
 		p.waitErr = cmd.Wait()
+		orphans.Kill(token, cmd.Process.Pid)
+		cleanup()
 		close(p.done)
 	}()
 	return p, nil

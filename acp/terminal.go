@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"harness/internal/orphans"
+	"harness/sandbox"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -25,6 +27,9 @@ type TerminalOptions struct {
 	MaxOutput int64
 	// Env is the base environment of commands; nil means the harness's own.
 	Env []string
+	// Sandbox, when set, runs each command in it, with the session's
+	// workspace writable.
+	Sandbox sandbox.Runner
 }
 
 // terminals are the commands one session started.
@@ -154,15 +159,32 @@ func (ts *terminals) create(p CreateTerminalRequest) (any, *jsonrpc2.Error, stri
 		limit = *p.OutputByteLimit
 	}
 	t := &terminal{limit: limit, done: make(chan struct{}), token: orphans.Token()}
+	env = orphans.Env(env, t.token)
+	cleanup := func() {}
+	if ts.opts.Sandbox != nil {
+		// The sandbox starts in the directory by its path (the open
+		// descriptor does not cross into it); inside, nothing outside
+		// the workspace is writable, whatever was swapped in.
+		real := dir
+		if r, err := os.Readlink(dir); err == nil && strings.HasPrefix(dir, "/proc/self/fd/") {
+			real = r
+		}
+		w, err := ts.opts.Sandbox.Wrap(sandbox.Command{Argv: argv, Dir: real, Env: env, RW: []string{ts.root}})
+		if err != nil {
+			return nil, &jsonrpc2.Error{Code: CodeInternalError, Message: "cannot start command: " + err.Error()}, err.Error()
+		}
+		argv, dir, env, cleanup = w.Argv, w.Dir, w.Env, w.Cleanup
+	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
-	cmd.Env = orphans.Env(env, t.token)
+	cmd.Env = env
 	cmd.Stdout = t
 	cmd.Stderr = t
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = time.Second
 	t.cmd = cmd
 	if err := cmd.Start(); err != nil {
+		cleanup()
 		return nil, &jsonrpc2.Error{Code: CodeInternalError, Message: "cannot start command: " + err.Error()}, err.Error()
 	}
 	ts.mu.Lock()
@@ -170,6 +192,7 @@ func (ts *terminals) create(p CreateTerminalRequest) (any, *jsonrpc2.Error, stri
 		ts.mu.Unlock()
 		t.kill()
 		cmd.Wait()
+		cleanup()
 		return nil, &jsonrpc2.Error{Code: CodeResourceNotFound, Message: "the session is over"}, "session over"
 	}
 	ts.next++
@@ -188,6 +211,7 @@ func (ts *terminals) create(p CreateTerminalRequest) (any, *jsonrpc2.Error, stri
 		t.mu.Lock()
 		t.exit = exitStatusOf(cmd, err)
 		t.mu.Unlock()
+		cleanup()
 		close(t.done)
 	}()
 	return CreateTerminalResponse{TerminalID: id}, nil, fmt.Sprintf("started %q", argv)

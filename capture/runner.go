@@ -15,6 +15,7 @@ import (
 
 	"harness/acp"
 	"harness/internal/buildinfo"
+	"harness/sandbox"
 	"harness/schemas"
 )
 
@@ -74,6 +75,13 @@ type Config struct {
 	// MaxRecordBytes, when positive, caps the size of a record: the
 	// largest values are cut, with a marker, and the record says so.
 	MaxRecordBytes int64
+	// Sandbox, when set, runs agents in it (and their terminal commands,
+	// through Client.Terminal.Sandbox). With a workspace template each
+	// case gets an agent process of its own, started in its copy, the
+	// only place it can write.
+	Sandbox sandbox.Runner
+	// AnyCaseWorkspace says some case names a workspace of its own.
+	AnyCaseWorkspace bool
 }
 
 func (c *Config) defaults() {
@@ -177,7 +185,7 @@ func lastLines(s string, n int) string {
 // cannot run is reported before any output is written. The agent is kept
 // for the run.
 func (r *Runner) Preflight(ctx context.Context) (*acp.InitializeResponse, error) {
-	ag, info := r.startAgent(ctx)
+	ag, info := r.startAgent(ctx, r.cfg.AgentDir)
 	if info != nil {
 		return nil, &AgentError{Info: *info}
 	}
@@ -367,9 +375,13 @@ func (a *agent) exitInfo(class, msg string) *schemas.ErrorInfo {
 }
 
 // startAgent starts the agent and initializes it.
-func (r *Runner) startAgent(ctx context.Context) (*agent, *schemas.ErrorInfo) {
+func (r *Runner) startAgent(ctx context.Context, dir string) (*agent, *schemas.ErrorInfo) {
+	var rw []string
+	if r.cfg.Sandbox != nil && dir != r.cfg.AgentDir {
+		rw = []string{dir}
+	}
 	proc, err := acp.StartProcess(r.cfg.Agent, acp.ProcessOptions{
-		Dir: r.cfg.AgentDir, Env: r.cfg.AgentEnv, StderrCopy: r.cfg.StderrCopy,
+		Dir: dir, Env: r.cfg.AgentEnv, StderrCopy: r.cfg.StderrCopy, Sandbox: r.cfg.Sandbox, RW: rw,
 	})
 	if err != nil {
 		return nil, &schemas.ErrorInfo{Class: schemas.ErrAgentStart, Message: err.Error()}

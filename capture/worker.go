@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"harness/acp"
+	"harness/sandbox"
 	"harness/schemas"
 )
 
@@ -123,7 +124,13 @@ type prepared struct {
 // canPrefetch says whether the next unit can be prepared on the current
 // agent while this one runs.
 func (w *worker) canPrefetch() bool {
-	return !w.r.cfg.FreshProcess && w.ag != nil && !w.ag.dead
+	cfg := &w.r.cfg
+	return !cfg.FreshProcess && w.ag != nil && !w.ag.dead && !(cfg.Sandbox != nil && (cfg.Workspace != "" || cfg.AnyCaseWorkspace))
+}
+
+// hasTemplate says whether the unit runs in a workspace copy.
+func (w *worker) hasTemplate(u Unit) bool {
+	return w.r.cfg.Workspace != "" || u.Case.Workspace != ""
 }
 
 // prefetch starts preparing u on the current agent: its workspace copy and
@@ -268,15 +275,33 @@ func (w *worker) setup(ctx context.Context, u Unit) *caseRun {
 		default:
 		}
 	}
-	if w.ag != nil && (w.ag.dead || cfg.FreshProcess) {
+	// A sandboxed agent can write only its own case's workspace: it gets
+	// a process of its own, started in the copy.
+	perCase := cfg.Sandbox != nil && w.hasTemplate(u)
+	if w.ag != nil && (w.ag.dead || cfg.FreshProcess || perCase) {
 		w.closeAll()
 		w.r.retire(w.ag)
 		w.ag = nil
 	}
+	var cwd string
+	if perCase {
+		var err error
+		if cwd, err = w.workspace(run); err != nil {
+			w.fail(run, &schemas.ErrorInfo{Class: schemas.ErrAgentStart, Message: err.Error()})
+			return nil
+		}
+	}
 	if w.ag == nil {
 		w.closeAll()
-		ag, info := w.r.startAgent(ctx)
+		dir := cfg.AgentDir
+		if perCase {
+			dir = cwd
+		}
+		ag, info := w.r.startAgent(ctx, dir)
 		if info != nil {
+			if run.ws != nil {
+				defer run.ws.Remove()
+			}
 			w.fail(run, info)
 			return nil
 		}
@@ -285,10 +310,12 @@ func (w *worker) setup(ctx context.Context, u Unit) *caseRun {
 	run.ag = w.ag
 	setProvenance(run.record, w.ag)
 
-	cwd, err := w.workspace(run)
-	if err != nil {
-		w.fail(run, &schemas.ErrorInfo{Class: schemas.ErrAgentStart, Message: err.Error()})
-		return nil
+	if !perCase {
+		var err error
+		if cwd, err = w.workspace(run); err != nil {
+			w.fail(run, &schemas.ErrorInfo{Class: schemas.ErrAgentStart, Message: err.Error()})
+			return nil
+		}
 	}
 
 	sctx, cancel := context.WithTimeout(ctx, cfg.StartupTimeout)
@@ -299,7 +326,11 @@ func (w *worker) setup(ctx context.Context, u Unit) *caseRun {
 		// last answer): the case gets a fresh one.
 		w.ag.reap()
 		w.closeAll()
-		ag, info := w.r.startAgent(ctx)
+		dir := cfg.AgentDir
+		if perCase {
+			dir = cwd
+		}
+		ag, info := w.r.startAgent(ctx, dir)
 		if info != nil {
 			w.fail(run, info)
 			return nil
@@ -556,6 +587,7 @@ func newRecord(cfg *Config, u Unit, start time.Time) *schemas.CaptureRecord {
 			HarnessDirty:    cfg.Build.Dirty,
 			Command:         cfg.Agent,
 			Graders:         cfg.GraderNames,
+			Sandbox:         sandboxInfo(cfg.Sandbox),
 		},
 	}
 	if len(c.Input.List) > 1 {
@@ -574,4 +606,13 @@ func setProvenance(rec *schemas.CaptureRecord, ag *agent) {
 		rec.Provenance.AgentTitle = info.Title
 		rec.Provenance.AgentVersion = info.Version
 	}
+}
+
+// sandboxInfo says how agents run, for provenance.
+func sandboxInfo(sb sandbox.Runner) *schemas.SandboxInfo {
+	if sb == nil {
+		return &schemas.SandboxInfo{Backend: "none"}
+	}
+	i := sb.Info()
+	return &schemas.SandboxInfo{Backend: i.Backend, Network: i.Network, Version: i.Version}
 }

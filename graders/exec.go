@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"harness/internal/orphans"
+	"harness/sandbox"
 	"harness/schemas"
 )
 
@@ -75,16 +76,33 @@ func (l *limitBuffer) Write(p []byte) (int, error) {
 
 // runProcess runs argv in its own process group with stdin, bounded by
 // timeout; on timeout or cancellation the whole group is killed.
-func runProcess(ctx context.Context, argv []string, dir string, env []string, stdin []byte, timeout time.Duration) procResult {
+func runProcess(ctx context.Context, argv []string, dir string, env []string, stdin []byte, timeout time.Duration, sb sandbox.Runner, in *Input) procResult {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Dir = dir
 	if env == nil {
 		env = os.Environ()
 	}
 	token := orphans.Token()
-	cmd.Env = orphans.Env(env, token)
+	env = orphans.Env(env, token)
+	if sb != nil {
+		// A sandboxed run's graders run in the sandbox too, with the
+		// workspace (code the agent wrote) writable.
+		var rw []string
+		if r := in.Record; r != nil && r.Workspace != nil && r.Workspace.Path != "" {
+			if _, err := os.Stat(r.Workspace.Path); err == nil {
+				rw = append(rw, r.Workspace.Path)
+			}
+		}
+		w, err := sb.Wrap(sandbox.Command{Argv: argv, Dir: dir, Env: env, RW: rw})
+		if err != nil {
+			return procResult{err: err, exitCode: -1}
+		}
+		defer w.Cleanup()
+		argv, env = w.Argv, w.Env
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Env = env
 	cmd.Stdin = bytes.NewReader(stdin)
 	out := &limitBuffer{n: maxStdout}
 	errb := &tailBuffer{n: stderrTail}
@@ -166,6 +184,7 @@ type executable struct {
 	dir       string
 	timeout   time.Duration
 	threshold float64
+	sandbox   sandbox.Runner
 }
 
 func newExecutable(spec, path string, opts Options) (*executable, error) {
@@ -183,7 +202,7 @@ func newExecutable(spec, path string, opts Options) (*executable, error) {
 	if err != nil {
 		return nil, fmt.Errorf("grader %s: %w", spec, err)
 	}
-	return &executable{name: "exec:" + spec, path: abs, dir: opts.Dir, timeout: opts.timeout(DefaultTimeout), threshold: opts.threshold()}, nil
+	return &executable{name: "exec:" + spec, path: abs, dir: opts.Dir, timeout: opts.timeout(DefaultTimeout), threshold: opts.threshold(), sandbox: opts.Sandbox}, nil
 }
 
 // Name implements Grader.
@@ -196,7 +215,7 @@ func (e *executable) Grade(ctx context.Context, in *Input) schemas.GraderResult 
 	if err != nil {
 		return finish(failure(schemas.ErrGraderError, "encoding grader input: %v", err), e.name, start)
 	}
-	p := runProcess(ctx, []string{e.path}, e.dir, os.Environ(), stdin, e.timeout)
+	p := runProcess(ctx, []string{e.path}, e.dir, os.Environ(), stdin, e.timeout, e.sandbox, in)
 	return finish(e.interpret(p), e.name, start)
 }
 
@@ -263,7 +282,7 @@ func (s *script) Grade(ctx context.Context, in *Input) schemas.GraderResult {
 		defer proxy.Close()
 		env = append(env, "AGENTV_TARGET_PROXY_URL="+proxy.URL(), "AGENTV_TARGET_PROXY_TOKEN="+proxy.token)
 	}
-	p := runProcess(ctx, s.argv, s.dir, env, stdin, s.timeout)
+	p := runProcess(ctx, s.argv, s.dir, env, stdin, s.timeout, s.opts.Sandbox, in)
 	r := s.interpret(p)
 	if proxy != nil {
 		if r.Outcome == nil {

@@ -25,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	"harness/sandbox"
 	"harness/schemas"
 )
 
@@ -81,6 +82,8 @@ type Options struct {
 	// Threshold overrides the composite pass threshold (and the threshold
 	// applied to bare scores) when not nil.
 	Threshold *float64
+	// Sandbox, when set, runs executable and script graders in it.
+	Sandbox sandbox.Runner
 	// SecretEnv, when set, is told the name of every environment variable
 	// a grader reads a credential from (the judge's API key), so the
 	// caller can redact its value and keep it from the agent.

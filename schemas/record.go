@@ -140,6 +140,15 @@ type Provenance struct {
 	ProtocolVersion int      `json:"protocolVersion,omitempty"`
 	Command         []string `json:"command,omitempty"`
 	Graders         []string `json:"graders,omitempty"`
+	// Sandbox says how the agent ran: backend "none" or "bwrap".
+	Sandbox *SandboxInfo `json:"sandbox,omitempty"`
+}
+
+// SandboxInfo describes the sandbox an agent ran in.
+type SandboxInfo struct {
+	Backend string `json:"backend"`
+	Network string `json:"network,omitempty"`
+	Version string `json:"version,omitempty"`
 }
 
 // GraderResult is what a grader said about a record.

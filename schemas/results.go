@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	fastjson "github.com/segmentio/encoding/json"
 	"io"
 	"reflect"
+
+	fastjson "github.com/segmentio/encoding/json"
 )
 
 // Kinds of results files and lines.

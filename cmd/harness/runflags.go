@@ -22,6 +22,7 @@ import (
 	"harness/internal/buildinfo"
 	"harness/internal/redact"
 	"harness/results"
+	"harness/sandbox"
 	"harness/schemas"
 )
 
@@ -47,6 +48,11 @@ type runFlags struct {
 	maxBytes       int64
 	requestTO      string
 	maxRecordBytes int64
+	sandbox        string
+	sandboxHome    string
+	sandboxNetwork string
+	sandboxRO      []string
+	sandboxRW      []string
 	env            []string
 	secretEnv      []string
 	mcpServers     []string
@@ -84,6 +90,11 @@ func (f *runFlags) addFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&f.maxRequests, "max-agent-requests", 8, "serve at most `n` fs and terminal requests of a session at once; more get an error")
 	fs.Int64Var(&f.maxBytes, "max-agent-bytes", 64<<20, "hold at most `bytes` of file content for fs requests at once; more get an error")
 	fs.StringVar(&f.requestTO, "request-timeout", "10m", "deadline of each fs and terminal `request` of the agent")
+	fs.StringVar(&f.sandbox, "sandbox", "none", "run the agent, its terminal commands and executable graders in a `sandbox`: none or bwrap (bubblewrap)")
+	fs.StringVar(&f.sandboxHome, "sandbox-home", "", "with --sandbox bwrap, copy `dir` into each fresh HOME (agent config such as ~/.claude)")
+	fs.StringVar(&f.sandboxNetwork, "sandbox-network", "host", "with --sandbox bwrap, the agent's `network`: host or none")
+	fs.StringArrayVar(&f.sandboxRO, "sandbox-ro", nil, "with --sandbox bwrap, also bind `path` read-only; repeatable")
+	fs.StringArrayVar(&f.sandboxRW, "sandbox-rw", nil, "with --sandbox bwrap, also bind `path` read-write; repeatable")
 	fs.Int64Var(&f.maxRecordBytes, "max-record-bytes", 64<<20, "cut the largest contents of a record over `bytes`, with a visible marker (0: no limit)")
 	fs.StringArrayVar(&f.env, "env", nil, "set `KEY=VALUE` in the agent's environment; repeatable")
 	fs.StringArrayVar(&f.secretEnv, "secret-env", nil, "redact the value of environment variable `NAME` from all output; repeatable (API key variables are redacted anyway)")
@@ -112,6 +123,8 @@ type runSetup struct {
 	redact  *redact.Redactor
 	graders []graders.Grader
 	shard   [2]int
+	// anyCaseWorkspace says some case names a workspace of its own.
+	anyCaseWorkspace bool
 }
 
 // prepare checks the flags and the prompts file and builds the run config.
@@ -138,6 +151,7 @@ func (f *runFlags) prepare(e *env, args, agent []string, cmdName string) (*runSe
 	err := s.scan(func(lineNo int, c *schemas.PromptCase) error {
 		s.cases++
 		if c.Workspace != "" {
+			s.anyCaseWorkspace = true
 			if st, err := os.Stat(c.Workspace); err != nil || !st.IsDir() {
 				caseErrs = append(caseErrs, &schemas.InputError{File: s.file, Line: lineNo, Field: "workspace",
 					Msg: fmt.Sprintf("%s is not a directory", c.Workspace)})
@@ -203,10 +217,14 @@ func (f *runFlags) prepare(e *env, args, agent []string, cmdName string) (*runSe
 			return nil, usageErrorf("--workspace %s: not a directory", f.workspace)
 		}
 	}
+	sb, err := f.sandboxRunner()
+	if err != nil {
+		return nil, err
+	}
 	// Graders first: a judge's API key variable is a secret, redacted
 	// everywhere and kept from the agent.
 	var graderSecrets []string
-	gopts := graders.Options{Timeout: graderTO, Getenv: e.getenv, Dir: wd,
+	gopts := graders.Options{Timeout: graderTO, Getenv: e.getenv, Dir: wd, Sandbox: sb,
 		SecretEnv: func(name string) { graderSecrets = append(graderSecrets, name) }}
 	for _, spec := range f.graders {
 		g, err := graders.Load(spec, gopts)
@@ -243,26 +261,28 @@ func (f *runFlags) prepare(e *env, args, agent []string, cmdName string) (*runSe
 		copts.FS = &acp.FSOptions{MaxBytes: f.fsMaxBytes}
 	}
 	if f.terminal {
-		copts.Terminal = &acp.TerminalOptions{Timeout: termTO, MaxOutput: f.terminalMax, Env: agentEnv}
+		copts.Terminal = &acp.TerminalOptions{Timeout: termTO, MaxOutput: f.terminalMax, Env: agentEnv, Sandbox: sb}
 	}
 	s.cfg = capture.Config{
-		Agent:          agent,
-		AgentEnv:       agentEnv,
-		AgentDir:       cwd,
-		Cwd:            cwd,
-		Workspace:      workspace,
-		KeepWorkspaces: f.keepWorkspaces,
-		TurnTimeout:    turnTO,
-		StartupTimeout: startTO,
-		CancelGrace:    grace,
-		Settle:         settle,
-		Concurrency:    f.concurrency,
-		MaxRecordBytes: f.maxRecordBytes,
-		FreshProcess:   f.freshProcess,
-		Auth:           f.auth,
-		MCPServers:     mcp,
-		Client:         copts,
-		Build:          buildinfo.Read(version),
+		Agent:            agent,
+		AgentEnv:         agentEnv,
+		AgentDir:         cwd,
+		Cwd:              cwd,
+		Workspace:        workspace,
+		KeepWorkspaces:   f.keepWorkspaces,
+		TurnTimeout:      turnTO,
+		StartupTimeout:   startTO,
+		CancelGrace:      grace,
+		Settle:           settle,
+		Concurrency:      f.concurrency,
+		MaxRecordBytes:   f.maxRecordBytes,
+		Sandbox:          sb,
+		AnyCaseWorkspace: s.anyCaseWorkspace,
+		FreshProcess:     f.freshProcess,
+		Auth:             f.auth,
+		MCPServers:       mcp,
+		Client:           copts,
+		Build:            buildinfo.Read(version),
 	}
 	if f.agentStderr {
 		s.cfg.StderrCopy = e.stderr
@@ -453,4 +473,23 @@ func agentEnvironment(env, secretEnv []string, getenv func(string) string) (agen
 		}
 	}
 	return agentEnv, secrets, nil
+}
+
+// sandboxRunner builds the sandbox of --sandbox (nil for none), checking
+// that it works here.
+func (f *runFlags) sandboxRunner() (sandbox.Runner, error) {
+	switch f.sandbox {
+	case "", "none":
+		if f.sandboxHome != "" || len(f.sandboxRO)+len(f.sandboxRW) > 0 || f.sandboxNetwork != "host" {
+			return nil, usageErrorf("--sandbox-home, --sandbox-network, --sandbox-ro and --sandbox-rw need --sandbox bwrap")
+		}
+		return nil, nil
+	case "bwrap":
+		sb, err := sandbox.NewBwrap(sandbox.Options{Network: f.sandboxNetwork, RO: f.sandboxRO, RW: f.sandboxRW, HomeTemplate: f.sandboxHome})
+		if err != nil {
+			return nil, usageErrorf("--sandbox bwrap: %v", err)
+		}
+		return sb, nil
+	}
+	return nil, usageErrorf("--sandbox %q: want none or bwrap", f.sandbox)
 }
