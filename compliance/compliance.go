@@ -26,6 +26,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"harness/acp"
+	"harness/sandbox"
 )
 
 // Status is the outcome of one check.
@@ -93,6 +94,8 @@ type Options struct {
 	Env []string
 	// Dir is the agent process's working directory ("" = inherit).
 	Dir string
+	// Sandbox, when set, runs the agent in it.
+	Sandbox sandbox.Runner
 	// Cwd is the absolute session directory sent with session/new.
 	Cwd string
 	// Prompt is the text of the prompt turn.
@@ -349,7 +352,7 @@ func (p *probe) run(ctx context.Context) {
 
 // start starts the agent process.
 func (p *probe) start() bool {
-	proc, err := acp.StartProcess(p.opts.Agent, acp.ProcessOptions{Dir: p.opts.Dir, Env: p.opts.Env})
+	proc, err := acp.StartProcess(p.opts.Agent, acp.ProcessOptions{Dir: p.opts.Dir, Env: p.opts.Env, Sandbox: p.opts.Sandbox})
 	if err != nil {
 		c := mkCheck(CheckStart, Fail, err.Error())
 		c.Hint = "check the command after --: it must be an executable on PATH or a path"

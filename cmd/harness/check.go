@@ -20,6 +20,7 @@ import (
 
 // checkFlags are the flags of harness check.
 type checkFlags struct {
+	sandbox      sandboxFlags
 	jsonOut      bool
 	prompt       string
 	cancelPrompt string
@@ -83,6 +84,7 @@ Examples:
 	fs.StringArrayVar(&f.env, "env", nil, "set `KEY=VALUE` in the agent's environment; repeatable")
 	fs.StringArrayVar(&f.secretEnv, "secret-env", nil, "redact the value of environment variable `NAME` from the output; repeatable")
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "print every protocol line on stderr")
+	f.sandbox.addFlags(fs, "probe the agent inside a `sandbox`: none or bwrap (bubblewrap), as capture and trials run it")
 	c.long += "\n\nExit status of check: 0 the agent is usable, 1 a required check failed, 2 usage error."
 	c.run = func(ctx context.Context, e *env, args, agent []string) error {
 		if len(args) > 0 {
@@ -180,6 +182,11 @@ func (f *checkFlags) options(e *env, agent []string) (compliance.Options, *redac
 		ClientInfo: acp.Implementation{Name: "harness", Title: "harness check", Version: buildinfo.Read(version).Version},
 		Permission: policy,
 	}
+	sb, err := f.sandbox.runner()
+	if err != nil {
+		return o, nil, err
+	}
+	o.Sandbox = sb
 	red := redact.New(secrets, agentEnv)
 	if f.verbose {
 		o.Wire = redactWriter{w: e.stderr, red: red}

@@ -48,11 +48,7 @@ type runFlags struct {
 	maxBytes       int64
 	requestTO      string
 	maxRecordBytes int64
-	sandbox        string
-	sandboxHome    string
-	sandboxNetwork string
-	sandboxRO      []string
-	sandboxRW      []string
+	sandbox        sandboxFlags
 	env            []string
 	secretEnv      []string
 	mcpServers     []string
@@ -90,11 +86,7 @@ func (f *runFlags) addFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&f.maxRequests, "max-agent-requests", 8, "serve at most `n` fs and terminal requests of a session at once; more get an error")
 	fs.Int64Var(&f.maxBytes, "max-agent-bytes", 64<<20, "hold at most `bytes` of file content for fs requests at once; more get an error")
 	fs.StringVar(&f.requestTO, "request-timeout", "10m", "deadline of each fs and terminal `request` of the agent")
-	fs.StringVar(&f.sandbox, "sandbox", "none", "run the agent, its terminal commands and executable graders in a `sandbox`: none or bwrap (bubblewrap)")
-	fs.StringVar(&f.sandboxHome, "sandbox-home", "", "with --sandbox bwrap, copy `dir` into each fresh HOME (agent config such as ~/.claude)")
-	fs.StringVar(&f.sandboxNetwork, "sandbox-network", "host", "with --sandbox bwrap, the agent's `network`: host or none")
-	fs.StringArrayVar(&f.sandboxRO, "sandbox-ro", nil, "with --sandbox bwrap, also bind `path` read-only; repeatable")
-	fs.StringArrayVar(&f.sandboxRW, "sandbox-rw", nil, "with --sandbox bwrap, also bind `path` read-write; repeatable")
+	f.sandbox.addFlags(fs, "run the agent, its terminal commands and executable graders in a `sandbox`: none or bwrap (bubblewrap)")
 	fs.Int64Var(&f.maxRecordBytes, "max-record-bytes", 64<<20, "cut the largest contents of a record over `bytes`, with a visible marker (0: no limit)")
 	fs.StringArrayVar(&f.env, "env", nil, "set `KEY=VALUE` in the agent's environment; repeatable")
 	fs.StringArrayVar(&f.secretEnv, "secret-env", nil, "redact the value of environment variable `NAME` from all output; repeatable (API key variables are redacted anyway)")
@@ -217,7 +209,7 @@ func (f *runFlags) prepare(e *env, args, agent []string, cmdName string) (*runSe
 			return nil, usageErrorf("--workspace %s: not a directory", f.workspace)
 		}
 	}
-	sb, err := f.sandboxRunner()
+	sb, err := f.sandbox.runner()
 	if err != nil {
 		return nil, err
 	}
@@ -475,21 +467,37 @@ func agentEnvironment(env, secretEnv []string, getenv func(string) string) (agen
 	return agentEnv, secrets, nil
 }
 
-// sandboxRunner builds the sandbox of --sandbox (nil for none), checking
-// that it works here.
-func (f *runFlags) sandboxRunner() (sandbox.Runner, error) {
-	switch f.sandbox {
+// sandboxFlags are the --sandbox flags of capture, trials and check.
+type sandboxFlags struct {
+	backend string
+	home    string
+	network string
+	ro, rw  []string
+}
+
+func (f *sandboxFlags) addFlags(fs *pflag.FlagSet, usage string) {
+	fs.StringVar(&f.backend, "sandbox", "none", usage)
+	fs.StringVar(&f.home, "sandbox-home", "", "with --sandbox bwrap, copy `dir` into each fresh HOME (agent config such as ~/.claude)")
+	fs.StringVar(&f.network, "sandbox-network", "host", "with --sandbox bwrap, the agent's `network`: host or none")
+	fs.StringArrayVar(&f.ro, "sandbox-ro", nil, "with --sandbox bwrap, also bind `path` read-only; repeatable")
+	fs.StringArrayVar(&f.rw, "sandbox-rw", nil, "with --sandbox bwrap, also bind `path` read-write; repeatable")
+}
+
+// runner builds the sandbox of --sandbox (nil for none), checking that it
+// works here.
+func (f *sandboxFlags) runner() (sandbox.Runner, error) {
+	switch f.backend {
 	case "", "none":
-		if f.sandboxHome != "" || len(f.sandboxRO)+len(f.sandboxRW) > 0 || f.sandboxNetwork != "host" {
+		if f.home != "" || len(f.ro)+len(f.rw) > 0 || f.network != "host" {
 			return nil, usageErrorf("--sandbox-home, --sandbox-network, --sandbox-ro and --sandbox-rw need --sandbox bwrap")
 		}
 		return nil, nil
 	case "bwrap":
-		sb, err := sandbox.NewBwrap(sandbox.Options{Network: f.sandboxNetwork, RO: f.sandboxRO, RW: f.sandboxRW, HomeTemplate: f.sandboxHome})
+		sb, err := sandbox.NewBwrap(sandbox.Options{Network: f.network, RO: f.ro, RW: f.rw, HomeTemplate: f.home})
 		if err != nil {
 			return nil, usageErrorf("--sandbox bwrap: %v", err)
 		}
 		return sb, nil
 	}
-	return nil, usageErrorf("--sandbox %q: want none or bwrap", f.sandbox)
+	return nil, usageErrorf("--sandbox %q: want none or bwrap", f.backend)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"syscall"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"harness/internal/fakeagent"
+	"harness/internal/testagents"
 )
 
 // TestMain lets the test binary double as the harness command in scripts.
@@ -22,6 +24,9 @@ func TestMain(m *testing.M) {
 
 // TestScripts runs the end-to-end CLI scripts in testdata/script.
 func TestScripts(t *testing.T) {
+	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv(testagents.RequireEnv) != "" {
+		t.Fatal("bwrap not installed: the sandbox scripts need it (scripts/test installs bubblewrap)")
+	}
 	testscript.Run(t, testscript.Params{
 		Dir:                 "../../testdata/script",
 		RequireExplicitExec: true,
