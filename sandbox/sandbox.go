@@ -220,12 +220,13 @@ func (b *Bwrap) Wrap(c Command) (Wrapped, error) {
 	if p, err := lookPath(argv0, c.Env); err == nil {
 		argv0 = p
 	}
-	// /tmp is private in the sandbox: the program and any file its
-	// arguments name there are bound in, read-only.
+	// /tmp is private in the sandbox: the program and what its arguments
+	// name there (a script and the packages beside it) are bound in,
+	// read-only, by their top directory under /tmp.
 	for _, a := range append([]string{argv0}, c.Argv[1:]...) {
-		if filepath.IsAbs(a) && (a == "/tmp" || strings.HasPrefix(a, "/tmp/")) {
-			if _, err := os.Stat(a); err == nil {
-				c.RO = append(c.RO, a)
+		if top := tmpTop(a); top != "" {
+			if _, err := os.Stat(top); err == nil {
+				c.RO = append(c.RO, top)
 			}
 		}
 	}
@@ -306,4 +307,18 @@ func copyDir(src, dst string) error {
 		}
 		return nil
 	})
+}
+
+// tmpTop returns the entry of /tmp that path p lies in ("/tmp/x" for
+// "/tmp/x/y/z"), or "" when p is not under /tmp.
+func tmpTop(p string) string {
+	if !filepath.IsAbs(p) {
+		return ""
+	}
+	rest, ok := strings.CutPrefix(filepath.Clean(p), "/tmp/")
+	if !ok || rest == "" {
+		return ""
+	}
+	first, _, _ := strings.Cut(rest, "/")
+	return "/tmp/" + first
 }

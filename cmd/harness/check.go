@@ -182,7 +182,12 @@ func (f *checkFlags) options(e *env, agent []string) (compliance.Options, *redac
 		ClientInfo: acp.Implementation{Name: "harness", Title: "harness check", Version: buildinfo.Read(version).Version},
 		Permission: policy,
 	}
-	sb, err := f.sandbox.runner()
+	var keep []string
+	for _, kv := range f.env {
+		k, _, _ := strings.Cut(kv, "=")
+		keep = append(keep, k)
+	}
+	sb, err := f.sandbox.runner(append(keep, f.secretEnv...)...)
 	if err != nil {
 		return o, nil, err
 	}

@@ -209,7 +209,12 @@ func (f *runFlags) prepare(e *env, args, agent []string, cmdName string) (*runSe
 			return nil, usageErrorf("--workspace %s: not a directory", f.workspace)
 		}
 	}
-	sb, err := f.sandbox.runner()
+	var keep []string
+	for _, kv := range f.env {
+		k, _, _ := strings.Cut(kv, "=")
+		keep = append(keep, k)
+	}
+	sb, err := f.sandbox.runner(append(keep, f.secretEnv...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -484,8 +489,9 @@ func (f *sandboxFlags) addFlags(fs *pflag.FlagSet, usage string) {
 }
 
 // runner builds the sandbox of --sandbox (nil for none), checking that it
-// works here.
-func (f *sandboxFlags) runner() (sandbox.Runner, error) {
+// works here; keepEnv names the variables passed into it beyond the usual
+// (the agent's --env).
+func (f *sandboxFlags) runner(keepEnv ...string) (sandbox.Runner, error) {
 	switch f.backend {
 	case "", "none":
 		if f.home != "" || len(f.ro)+len(f.rw) > 0 || f.network != "host" {
@@ -493,7 +499,7 @@ func (f *sandboxFlags) runner() (sandbox.Runner, error) {
 		}
 		return nil, nil
 	case "bwrap":
-		sb, err := sandbox.NewBwrap(sandbox.Options{Network: f.network, RO: f.ro, RW: f.rw, HomeTemplate: f.home})
+		sb, err := sandbox.NewBwrap(sandbox.Options{Network: f.network, RO: f.ro, RW: f.rw, HomeTemplate: f.home, KeepEnv: keepEnv})
 		if err != nil {
 			return nil, usageErrorf("--sandbox bwrap: %v", err)
 		}
