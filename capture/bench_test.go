@@ -8,8 +8,10 @@ import (
 	"os/exec"
 	"slices"
 	"testing"
+	"time"
 
 	"harness/internal/testagents"
+	"harness/sandbox"
 	"harness/schemas"
 )
 
@@ -127,6 +129,28 @@ func BenchmarkConcurrency(b *testing.B) {
 			cfg := benchConfig(b)
 			cfg.Concurrency = j
 			benchRun(b, cfg, echoUnits(b.N, "sleep 50"))
+		})
+	}
+}
+
+// BenchmarkAgentStart is the cost of a case that starts its own agent
+// process (--fresh-process), without a sandbox and under bubblewrap: the
+// difference is what the sandbox adds per agent start.
+func BenchmarkAgentStart(b *testing.B) {
+	for _, name := range []string{"none", "bwrap"} {
+		b.Run(name, func(b *testing.B) {
+			cfg := benchConfig(b)
+			cfg.FreshProcess = true
+			cfg.StartupTimeout = 30 * time.Second
+			cfg.TurnTimeout = 30 * time.Second
+			if name == "bwrap" {
+				sb, err := sandbox.NewBwrap(sandbox.Options{})
+				if err != nil {
+					b.Skip(err)
+				}
+				cfg.Sandbox = sb
+			}
+			benchRun(b, cfg, echoUnits(b.N, "echo hi"))
 		})
 	}
 }
