@@ -152,7 +152,9 @@ func NewBwrap(opts Options) (*Bwrap, error) {
 }
 
 // Info says how commands run.
-func (b *Bwrap) Info() Info { return Info{Backend: "bwrap", Network: b.opts.Network, Version: b.version} }
+func (b *Bwrap) Info() Info {
+	return Info{Backend: "bwrap", Network: b.opts.Network, Version: b.version}
+}
 
 // Args returns the bubblewrap arguments (before the command) for c with
 // the given HOME, for documentation and tests.
