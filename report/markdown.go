@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"harness/trials"
 	"io"
 	"strings"
 )
@@ -86,7 +87,7 @@ func writeRunMarkdown(b *strings.Builder, r *Run, label string, rule CaseRule, o
 	} else {
 		b.WriteString("**No graded trials** (run with a grader, -g)")
 	}
-	fmt.Fprintf(b, " · %d cases · %d trials", sum.Cases, sum.Trials)
+	fmt.Fprintf(b, " · %d of %d cases graded · %d of %d trials graded", sum.ScoredCases, sum.Cases, sum.Graded, sum.Trials)
 	if sum.K > 0 {
 		fmt.Fprintf(b, " · k = %d", sum.K)
 	}
@@ -97,6 +98,12 @@ func writeRunMarkdown(b *strings.Builder, r *Run, label string, rule CaseRule, o
 			total += v
 		}
 		fmt.Fprintf(b, "⚠️ %d trials left out of n for infrastructure errors: %s\n\n", total, mdText(classList(sum.Errors)))
+	}
+	if n := trials.GraderErrors(sum); n > 0 {
+		fmt.Fprintf(b, "⚠️ **%d trials hit grader errors**: the pass rate covers only the graded trials.\n\n", n)
+	}
+	if len(sum.UnscoredCases) > 0 {
+		fmt.Fprintf(b, "Not graded (every trial excluded): %s\n\n", mdText(strings.Join(sum.UnscoredCases, ", ")))
 	}
 	if sum.Ungraded > 0 {
 		fmt.Fprintf(b, "%d trials ungraded.\n\n", sum.Ungraded)

@@ -247,8 +247,8 @@ func (s *Summary) WriteTable(w io.Writer) error {
 // WriteSummaryTable writes a summary as the table WriteTable prints.
 func WriteSummaryTable(w io.Writer, r schemas.TrialsSummary) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "cases: %d (%d with graded trials)   trials: %d   graded: %d   passed: %d",
-		r.Cases, r.ScoredCases, r.Trials, r.Graded, r.Passes)
+	fmt.Fprintf(&b, "cases: %d graded of %d run   trials: %d graded of %d   passed: %d",
+		r.ScoredCases, r.Cases, r.Graded, r.Trials, r.Passes)
 	if r.Ungraded > 0 {
 		fmt.Fprintf(&b, "   ungraded: %d", r.Ungraded)
 	}
@@ -264,6 +264,18 @@ func WriteSummaryTable(w io.Writer, r schemas.TrialsSummary) error {
 			parts = append(parts, fmt.Sprintf("%s %d", class, r.Errors[class]))
 		}
 		fmt.Fprintf(&b, "excluded from n (infrastructure errors): %d (%s)\n", total, strings.Join(parts, ", "))
+	}
+	if n := GraderErrors(r); n > 0 {
+		fmt.Fprintf(&b, "WARNING: %d trials hit grader errors: they are left out, so the pass rate is over %d graded trials of %d, not over all\n",
+			n, r.Graded, r.Trials)
+	}
+	if len(r.UnscoredCases) > 0 {
+		ids := r.UnscoredCases
+		more := ""
+		if len(ids) > 10 {
+			ids, more = ids[:10], fmt.Sprintf(" and %d more", len(r.UnscoredCases)-10)
+		}
+		fmt.Fprintf(&b, "not graded (every trial excluded): %s%s\n", strings.Join(ids, ", "), more)
 	}
 	if r.PassRate != nil {
 		fmt.Fprintf(&b, "pass rate: %.3f", *r.PassRate)
@@ -310,4 +322,10 @@ func WriteSummaryTable(w io.Writer, r schemas.TrialsSummary) error {
 // trials asked for the case.
 func (s *Summary) AddCount(cc *CaseCount, k int) {
 	s.add(cc.ID, k, cc.Trials, cc.N, cc.C, cc.Ungraded, max(0, k-cc.Trials), cc.Errors)
+}
+
+// GraderErrors counts the trials of a summary left out of n because their
+// grader failed (grader_error, grader_timeout, grader_invalid).
+func GraderErrors(r schemas.TrialsSummary) int {
+	return r.Errors[schemas.ErrGraderError] + r.Errors[schemas.ErrGraderTimeout] + r.Errors[schemas.ErrGraderInvalid]
 }

@@ -20,14 +20,15 @@ import (
 
 func newTrialsCmd() *command {
 	var (
-		f           runFlags
-		k           int
-		seed        uint64
-		resamples   int
-		summaryPath string
-		minRate     string
-		minAt       []string
-		minExp      []string
+		f                 runFlags
+		k                 int
+		seed              uint64
+		resamples         int
+		summaryPath       string
+		minRate           string
+		minAt             []string
+		minExp            []string
+		allowGraderErrors bool
 	)
 	c := &command{
 		name:  "trials",
@@ -63,6 +64,7 @@ Examples:
 	c.flags.StringVar(&minRate, "min-pass-rate", "", "exit 1 unless the pass rate is at least `x` (0..1)")
 	c.flags.StringArrayVar(&minAt, "min-pass-at", nil, "exit 1 unless mean pass@K is at least X (`K=X`); repeatable")
 	c.flags.StringArrayVar(&minExp, "min-pass-exp", nil, "exit 1 unless mean pass^K is at least X (`K=X`); repeatable")
+	c.flags.BoolVar(&allowGraderErrors, "allow-grader-errors", false, "let the gates pass although some trials hit grader errors (left out of n)")
 	c.run = func(ctx context.Context, e *env, args, agent []string) error {
 		if k < 1 {
 			return usageErrorf("-k must be at least 1")
@@ -85,7 +87,7 @@ Examples:
 			// records, and merge builds the trials records.
 			return runUnits(ctx, e, &f, setup, k, runHooks{})
 		}
-		col := &trialsCollector{k: k, open: map[string]*pendingCase{}, summary: trials.NewSummary(k), setup: setup}
+		col := &trialsCollector{k: k, open: map[string]*pendingCase{}, summary: trials.NewSummary(k), setup: setup, allowGraderErrors: allowGraderErrors}
 		if f.output != "" && f.output != "-" {
 			col.partialPath = f.output + ".partial"
 		}
@@ -116,16 +118,18 @@ Examples:
 // not depend on timing: a finished case waits for the cases before it. Only
 // cases in progress, and finished ones waiting their turn, are held.
 type trialsCollector struct {
-	mu          sync.Mutex
-	k           int
-	open        map[string]*pendingCase
-	queue       []*pendingCase  // cases seen and not yet written, in file order
-	written     map[string]bool // cases whose records an earlier run wrote
-	summary     *trials.Summary
-	setup       *runSetup
-	partialPath string
-	partial     *results.Output
-	out         *results.Output
+	mu      sync.Mutex
+	k       int
+	open    map[string]*pendingCase
+	queue   []*pendingCase  // cases seen and not yet written, in file order
+	written map[string]bool // cases whose records an earlier run wrote
+	// allowGraderErrors lets gates pass although graders errored.
+	allowGraderErrors bool
+	summary           *trials.Summary
+	setup             *runSetup
+	partialPath       string
+	partial           *results.Output
+	out               *results.Output
 }
 
 type pendingCase struct {
@@ -374,7 +378,11 @@ func (t *trialsCollector) finish(e *env, f *runFlags, out *results.Output, inter
 	if !f.quiet {
 		trials.WriteSummaryTable(e.stderr, sum)
 	}
-	if failed := trials.CheckGates(gates, sum); len(failed) > 0 {
+	failed := trials.CheckGates(gates, sum)
+	if n := trials.GraderErrors(sum); n > 0 && len(gates) > 0 && !t.allowGraderErrors {
+		failed = append(failed, fmt.Sprintf("%d trials hit grader errors, so the metrics cover only the graded ones; fix the grader, or accept that with --allow-grader-errors", n))
+	}
+	if len(failed) > 0 {
 		return withCode(exitGateFailed, fmt.Errorf("gate failed: %s", strings.Join(failed, "; ")))
 	}
 	return nil
