@@ -31,7 +31,10 @@ func TestSDKExampleAgent(t *testing.T) {
 		// a second apart; how far apart they arrive depends on the load of
 		// the machine, so only its presence is checked.
 		tools := stepsOf(rec, schemas.StepToolCall)
-		if len(tools) != 2 || tools[0].ToolCallID != "call_1" || tools[0].Status != "completed" || tools[0].Kind != "read" ||
+		if len(tools) != 2 {
+			t.Fatalf("%s: %d tool calls, want 2: %+v", policy, len(tools), tools)
+		}
+		if tools[0].ToolCallID != "call_1" || tools[0].Status != "completed" || tools[0].Kind != "read" ||
 			!strings.Contains(string(tools[0].Output), "My Project") || tools[0].Duration == nil || *tools[0].Duration < 0 {
 			t.Errorf("%s: first tool call: id %s status %s kind %s duration %v output %s", policy,
 				tools[0].ToolCallID, tools[0].Status, tools[0].Kind, tools[0].Duration, tools[0].Output)
