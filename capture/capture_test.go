@@ -790,3 +790,21 @@ func TestRecordCap(t *testing.T) {
 		t.Errorf("a small record was cut: %+v", small.Truncated)
 	}
 }
+
+// TestToolCallIDReusedInALaterTurn: an agent that numbers its tool calls
+// per turn starts "call-1" again in turn 2: that is a new call, not an
+// update of turn 1's.
+func TestToolCallIDReusedInALaterTurn(t *testing.T) {
+	t.Parallel()
+	turn := func(title string) string {
+		return `{"script":[{"update":{"sessionUpdate":"tool_call","toolCallId":"call-1","title":"` + title + `","status":"in_progress"}},` +
+			`{"update":{"sessionUpdate":"tool_call_update","toolCallId":"call-1","status":"completed"}},{"message":"ok"}]}`
+	}
+	c := &schemas.PromptCase{ID: "a", Input: schemas.Turns{List: []string{turn("First"), turn("Second")}, Multi: true}}
+	recs := run(t, testConfig(t), []Unit{{Case: c, Trial: 1}})
+	tools := stepsOf(recs[0], schemas.StepToolCall)
+	if len(tools) != 2 || tools[0].Name != "First" || tools[0].Turn != 1 || tools[1].Name != "Second" || tools[1].Turn != 2 ||
+		tools[0].Updates != 1 || tools[1].Updates != 1 {
+		t.Errorf("tool calls = %+v", tools)
+	}
+}

@@ -170,7 +170,7 @@ func (r *Recorder) Update(at time.Time, u acp.Update, decodeErr error) {
 	case acp.UpdateUserMessageChunk:
 		r.chunk(schemas.StepUserMessage, at, u.Chunk)
 	case acp.UpdateToolCall, acp.UpdateToolCallUpdate:
-		r.toolCall(at, u.ToolCall)
+		r.toolCall(at, u.ToolCall, u.Kind == acp.UpdateToolCall)
 	case acp.UpdatePlan:
 		s := r.newStep(schemas.StepPlan, at)
 		s.step.Entries = u.Plan.Entries
@@ -230,8 +230,13 @@ func (r *Recorder) chunk(typ string, at time.Time, c *acp.ContentChunk) {
 
 // toolCall upserts a tool call step by its id: fields present in the
 // update replace the stored ones; absent fields stay.
-func (r *Recorder) toolCall(at time.Time, p *acp.ToolCallPatch) {
+func (r *Recorder) toolCall(at time.Time, p *acp.ToolCallPatch, start bool) {
 	s := r.tools[p.ToolCallID]
+	if s != nil && start && s.step.Turn < r.turn {
+		// An id an earlier turn used, started again: a new call (agents
+		// number their calls per turn), not an update of the old one.
+		s = nil
+	}
 	if s == nil {
 		s = r.newStep(schemas.StepToolCall, at)
 		s.step.ToolCallID = p.ToolCallID

@@ -389,3 +389,14 @@ func TestMany(t *testing.T) {
 	r = grade(t, Many([]Grader{load(t, fx("errors/ok.sh"), Options{}), load(t, fx("errors/crash.sh"), Options{})}), record("x", ""))
 	wantErr(t, r, schemas.ErrGraderError, "1 of 2 graders failed")
 }
+
+// TestAgentvLLMCallCount: every assistant turn is a model call, one that
+// only called a tool included (the thought and the Read here, then the
+// answer: two calls).
+func TestAgentvLLMCallCount(t *testing.T) {
+	p := agentvPayload(&Input{Record: record("42", "")}, nil)
+	sum := p["trace_summary"].(map[string]any)
+	if sum["llm_call_count"] != 2 || sum["event_count"] != 1 {
+		t.Errorf("trace_summary = %v", sum)
+	}
+}

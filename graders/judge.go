@@ -67,17 +67,29 @@ type judge struct {
 
 // parseModel reads provider, model, temperature, maxTokens, baseURL and
 // apiKeyEnv from a config object, and the API key from the environment.
-func parseModel(m map[string]any, c cfgCtx) (*judgeModel, error) {
+// A target (lenient) may leave the model out (agentv's targets default to
+// the eval's own): it is then AGENTV_TARGET_MODEL, or the provider's small
+// model; and a missing key fails its calls, not the load.
+func parseModel(m map[string]any, c cfgCtx, lenient bool) (*judgeModel, error) {
 	jm := &judgeModel{maxTokens: 256, client: c.opts.httpClient(), backoff: 500 * time.Millisecond, maxRetries: 4}
 	var err error
 	if jm.model, err = c.str(m, "model"); err != nil {
 		return nil, err
 	}
-	if jm.model == "" {
-		return nil, c.errf("model", "missing (e.g. gpt-4o-mini or claude-haiku-4-5)")
-	}
 	if jm.provider, err = c.str(m, "provider"); err != nil {
 		return nil, err
+	}
+	if jm.model == "" && lenient {
+		jm.model = c.opts.getenv("AGENTV_TARGET_MODEL")
+		if jm.model == "" {
+			jm.model = "gpt-4o-mini"
+			if jm.provider == ProviderAnthropic {
+				jm.model = "claude-haiku-4-5"
+			}
+		}
+	}
+	if jm.model == "" {
+		return nil, c.errf("model", "missing (e.g. gpt-4o-mini or claude-haiku-4-5)")
 	}
 	switch jm.provider {
 	case "":
@@ -131,7 +143,7 @@ func parseModel(m map[string]any, c cfgCtx) (*judgeModel, error) {
 	if c.opts.SecretEnv != nil {
 		c.opts.SecretEnv(jm.keyEnv)
 	}
-	if jm.key == "" && !explicitBase {
+	if jm.key == "" && !explicitBase && !lenient {
 		return nil, c.errf("apiKeyEnv", "environment variable %s is not set (the %s API key; set it, or name another variable with apiKeyEnv)", jm.keyEnv, jm.provider)
 	}
 	return jm, nil
@@ -191,7 +203,7 @@ func buildJudge(m map[string]any, c cfgCtx) (Grader, error) {
 	}
 	var schemaDoc any
 	_ = json.Unmarshal(schemaBytes, &schemaDoc)
-	jm, err := parseModel(m, c)
+	jm, err := parseModel(m, c, false)
 	if err != nil {
 		return nil, err
 	}
@@ -237,9 +249,15 @@ func judgeContext(in *Input) map[string]any {
 	r := in.Record
 	f := in.fields()
 	c := buildConv(in)
+	// The JSON variables reach the prompt as the model should read them:
+	// "<" and "&" as they are, not escaped for HTML.
 	js := func(v any) string {
-		b, _ := json.MarshalIndent(v, "", "  ")
-		return string(b)
+		var b strings.Builder
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		enc.Encode(v)
+		return strings.TrimSuffix(b.String(), "\n")
 	}
 	ctx := map[string]any{
 		"messages":        js(c.openAIMessages()),
@@ -553,8 +571,13 @@ func (m *judgeModel) parseReply(b []byte, usage *tokenUsage) (modelReply, error)
 		}
 		usage.input += r.Usage.InputTokens
 		usage.output += r.Usage.OutputTokens
-		raw, _ := json.Marshal(r.Content)
-		reply := modelReply{raw: raw}
+		// The content goes back on a retry as it came, every block kind
+		// included (a real API rejects a conversation missing one).
+		var whole struct {
+			Content json.RawMessage `json:"content"`
+		}
+		json.Unmarshal(b, &whole)
+		reply := modelReply{raw: whole.Content}
 		var texts []string
 		for _, c := range r.Content {
 			switch c.Type {

@@ -437,3 +437,53 @@ func TestShellCommandString(t *testing.T) {
 	p := writeConfig(t, "s.yaml", "type: script\ncommand: 'cat >/dev/null; echo \"{\\\"score\\\": 0.6}\"'\n")
 	wantOK(t, grade(t, load(t, p, Options{}), record("x", "")), true, 0.6)
 }
+
+// TestJudgeDefects: the JSON variables reach the prompt unescaped, and a
+// retry sends the reply's content back whole, block kinds the judge does
+// not know (thinking) included.
+func TestJudgeDefects(t *testing.T) {
+	first := fakeReply{body: string(mustJSON(map[string]any{
+		"id": "msg_1", "type": "message", "role": "assistant", "model": "m", "stop_reason": "tool_use",
+		"content": []any{
+			map[string]any{"type": "thinking", "thinking": "hmm", "signature": "sig-1"},
+			map[string]any{"type": "tool_use", "id": "toolu_1", "name": "grade", "input": map[string]any{"score": 5}},
+		},
+		"usage": map[string]any{"input_tokens": 1, "output_tokens": 1},
+	}))}
+	srv := newFakeLLM(t, first, anthropicReply(map[string]any{"score": 1, "pass": true}))
+	cfg := writeConfig(t, "j.json", string(mustJSON(map[string]any{
+		"type": "llm-judge", "provider": "anthropic", "model": "m",
+		"prompt": "Calls: {{toolCalls}} Said: {{response}}",
+	})))
+	g := load(t, cfg, Options{Getenv: envFunc(map[string]string{"ANTHROPIC_BASE_URL": srv.URL, "ANTHROPIC_API_KEY": secret})})
+	rec := record("a <b> & c", "")
+	rec.Trajectory = append(rec.Trajectory, schemas.Step{Type: schemas.StepToolCall, StepID: "s9", ToolCallID: "t1", Name: "Run <x> & y",
+		Input: json.RawMessage(`{"cmd":"a < b && c"}`), Status: "completed"})
+	r := grade(t, g, rec)
+	wantOK(t, r, true, 1)
+	prompt := srv.bodies[0]["messages"].([]any)[0].(map[string]any)["content"].(string)
+	if strings.Contains(prompt, `\u003c`) || strings.Contains(prompt, `\u0026`) || !strings.Contains(prompt, "a < b && c") {
+		t.Errorf("JSON variables escaped for HTML in the prompt:\n%s", prompt)
+	}
+	back := srv.bodies[1]["messages"].([]any)[1].(map[string]any)["content"].([]any)
+	if len(back) != 2 || back[0].(map[string]any)["type"] != "thinking" || back[0].(map[string]any)["signature"] != "sig-1" {
+		t.Errorf("the retry dropped content blocks: %v", back)
+	}
+}
+
+// TestTargetWithoutModel: seed 001 writes `target: {max_calls: 10}` and no
+// model; it loads (the model defaults, a missing key fails calls, not the
+// load).
+func TestTargetWithoutModel(t *testing.T) {
+	p := writeConfig(t, "t.yaml", "type: script\ncommand: [ls]\ntarget:\n  max_calls: 10 # Default: 50\n")
+	if _, err := Load(p, Options{Getenv: envFunc(nil)}); err != nil {
+		t.Fatalf("seed 001's target block: %v", err)
+	}
+	g, err := Load(p, Options{Getenv: envFunc(map[string]string{"AGENTV_TARGET_MODEL": "claude-haiku-4-5"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := g.(*script); s.target.maxCalls != 10 || s.target.judge.model != "claude-haiku-4-5" || s.target.judge.provider != ProviderAnthropic {
+		t.Errorf("target = %+v, model %q", s.target, s.target.judge.model)
+	}
+}

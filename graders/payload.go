@@ -274,7 +274,9 @@ func agentvPayload(in *Input, config any) map[string]any {
 	toolCounts := map[string]int{}
 	events, errs, llm := 0, 0, 0
 	for _, m := range c.msgs {
-		if m.role == "assistant" && m.content != "" {
+		// Every assistant message is one model call, whether it said
+		// something, called tools, or both.
+		if m.role == "assistant" && (m.content != "" || len(m.tools) > 0) {
 			llm++
 		}
 		for _, t := range m.tools {

@@ -56,7 +56,7 @@ func parseTarget(v any, c cfgCtx) (*targetConfig, error) {
 		}
 		tc.maxCalls = int(n)
 	}
-	jm, err := parseModel(m, c)
+	jm, err := parseModel(m, c, true)
 	if err != nil {
 		return nil, err
 	}
