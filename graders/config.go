@@ -181,6 +181,8 @@ func buildConfig(m map[string]any, c cfgCtx) (Grader, error) {
 		switch {
 		case m["graders"] != nil:
 			kind = "composite"
+		case m["report"] != nil:
+			kind = "tests"
 		case m["command"] != nil || m["script"] != nil:
 			kind = "script"
 		case m["prompt"] != nil || m["promptFile"] != nil:
@@ -199,10 +201,12 @@ func buildConfig(m map[string]any, c cfgCtx) (Grader, error) {
 		allowed = scriptKeys
 	case "llm-judge", "llm_judge", "judge", "llm-grader":
 		allowed = judgeKeys
+	case "tests":
+		allowed = testsKeys
 	case "file", "exec", "executable", "js", "module":
 		allowed = pathKeys
 	default:
-		return nil, c.errf("type", "unknown grader type %q (want llm-judge, script, composite or file)", kind)
+		return nil, c.errf("type", "unknown grader type %q (want llm-judge, script, tests, composite or file)", kind)
 	}
 	if err := c.checkKeys(m, allowed); err != nil {
 		return nil, err
@@ -229,6 +233,8 @@ func buildConfig(m map[string]any, c cfgCtx) (Grader, error) {
 		return buildComposite(m, c)
 	case "llm-judge", "llm_judge", "judge", "llm-grader":
 		return buildJudge(m, c)
+	case "tests":
+		return buildTests(m, c)
 	case "file", "exec", "executable", "js", "module":
 		p, err := c.str(m, "path")
 		if err != nil {
@@ -246,6 +252,38 @@ func buildConfig(m map[string]any, c cfgCtx) (Grader, error) {
 		return g, nil
 	}
 	return buildScript(m, c)
+}
+
+// command reads a grader's command: an array of strings, or a shell
+// command string; the program is resolved against the config's directory.
+func (c cfgCtx) command(m map[string]any) ([]string, error) {
+	cmd, ok := m["command"]
+	if !ok || cmd == nil {
+		return nil, c.errf("command", "missing (the program to run, as [program, args...])")
+	}
+	var argv []string
+	switch x := cmd.(type) {
+	case string:
+		argv = []string{"sh", "-c", x}
+	case []any:
+		for i, a := range x {
+			s, ok := a.(string)
+			if !ok {
+				return nil, c.errf(fmt.Sprintf("command[%d]", i), "must be a string, got %s", typeName(a))
+			}
+			argv = append(argv, s)
+		}
+	default:
+		return nil, c.errf("command", "must be an array of strings (or a shell command string), got %s", typeName(cmd))
+	}
+	if len(argv) == 0 || argv[0] == "" {
+		return nil, c.errf("command", "is empty")
+	}
+	resolved, err := resolveCommand(argv, c.dir)
+	if err != nil {
+		return nil, c.errf("command", "cannot run %q: %v", argv[0], err)
+	}
+	return resolved, nil
 }
 
 func (c cfgCtx) checkKeys(m map[string]any, allowed []string) error {
@@ -338,7 +376,7 @@ func typeName(v any) string {
 
 // buildScript builds an agentv command grader or an RFT JavaScript grader.
 func buildScript(m map[string]any, c cfgCtx) (Grader, error) {
-	cmd, hasCmd := m["command"]
+	_, hasCmd := m["command"]
 	src, hasSrc := m["script"]
 	switch {
 	case hasCmd && hasSrc:
@@ -361,27 +399,9 @@ func buildScript(m map[string]any, c cfgCtx) (Grader, error) {
 	case !hasCmd:
 		return nil, c.errf("command", "missing (a script grader needs command: [program, args...] or script: JavaScript)")
 	}
-	var argv []string
-	switch x := cmd.(type) {
-	case string:
-		argv = []string{"sh", "-c", x}
-	case []any:
-		for i, a := range x {
-			s, ok := a.(string)
-			if !ok {
-				return nil, c.errf(fmt.Sprintf("command[%d]", i), "must be a string, got %s", typeName(a))
-			}
-			argv = append(argv, s)
-		}
-	default:
-		return nil, c.errf("command", "must be an array of strings (or a shell command string), got %s", typeName(cmd))
-	}
-	if len(argv) == 0 || argv[0] == "" {
-		return nil, c.errf("command", "is empty")
-	}
-	resolved, err := resolveCommand(argv, c.dir)
+	resolved, err := c.command(m)
 	if err != nil {
-		return nil, c.errf("command", "cannot run %q: %v", argv[0], err)
+		return nil, err
 	}
 	dir := c.dir
 	if cwd, err := c.str(m, "cwd"); err != nil {

@@ -256,7 +256,7 @@ config: {threshold: 3}
 	if got := mustJSON(p["expected_output"]); string(got) != `[{"content":"42","role":"assistant"}]` {
 		t.Errorf("expected_output %s", got)
 	}
-	if got := mustJSON(p["trace_summary"]); string(got) != `{"error_count":0,"event_count":1,"llm_call_count":1,"tool_calls":{"Read":1}}` {
+	if got := mustJSON(p["trace_summary"]); string(got) != `{"error_count":0,"event_count":1,"llm_call_count":2,"tool_calls":{"Read":1}}` {
 		t.Errorf("trace_summary %s", got)
 	}
 	if got := mustJSON(p["token_usage"]); string(got) != `{"input":100,"output":20}` {
