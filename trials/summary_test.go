@@ -114,7 +114,7 @@ func TestWriteTable(t *testing.T) {
 	}
 	out := b.String()
 	for _, want := range []string{
-		"cases: 2 (2 with graded trials)   trials: 5   graded: 4   passed: 3",
+		"cases: 2 graded of 2 run   trials: 4 graded of 5   passed: 3",
 		"excluded from n (infrastructure errors): 1 (timeout 1)",
 		"pass rate: 0.750",
 		"k    pass@k  95% CI          pass^k  95% CI          cases\n",
