@@ -183,6 +183,8 @@ func buildConfig(m map[string]any, c cfgCtx) (Grader, error) {
 			kind = "composite"
 		case m["report"] != nil:
 			kind = "tests"
+		case m["assert"] != nil:
+			kind = "assert"
 		case m["command"] != nil || m["script"] != nil:
 			kind = "script"
 		case m["prompt"] != nil || m["promptFile"] != nil:
@@ -203,10 +205,12 @@ func buildConfig(m map[string]any, c cfgCtx) (Grader, error) {
 		allowed = judgeKeys
 	case "tests":
 		allowed = testsKeys
+	case "assert":
+		allowed = assertKeys
 	case "file", "exec", "executable", "js", "module":
 		allowed = pathKeys
 	default:
-		return nil, c.errf("type", "unknown grader type %q (want llm-judge, script, tests, composite or file)", kind)
+		return nil, c.errf("type", "unknown grader type %q (want llm-judge, script, tests, assert, composite or file)", kind)
 	}
 	if err := c.checkKeys(m, allowed); err != nil {
 		return nil, err
@@ -235,6 +239,8 @@ func buildConfig(m map[string]any, c cfgCtx) (Grader, error) {
 		return buildJudge(m, c)
 	case "tests":
 		return buildTests(m, c)
+	case "assert":
+		return buildAssert(m, c)
 	case "file", "exec", "executable", "js", "module":
 		p, err := c.str(m, "path")
 		if err != nil {

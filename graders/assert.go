@@ -1,0 +1,389 @@
+package graders
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"harness/schemas"
+)
+
+// assertKeys are the keys of an assert grader.
+var assertKeys = []string{"assert"}
+
+// assertion is one declarative check: its kind, whether it is negated
+// ("not-" prefix), its weight and its check function.
+type assertion struct {
+	text   string
+	negate bool
+	weight float64
+	check  func(ctx context.Context, in *Input) (bool, string)
+}
+
+// assertGrader checks a record against declarative assertions, in the
+// shape promptfoo users know; each is a check, the score their weighted
+// fraction; the record passes when every assertion holds (or, with a
+// threshold, when the score reaches it).
+type assertGrader struct {
+	name      string
+	asserts   []assertion
+	threshold *float64
+	opts      Options
+}
+
+func buildAssert(m map[string]any, c cfgCtx) (Grader, error) {
+	list, ok := m["assert"].([]any)
+	if !ok || len(list) == 0 {
+		return nil, c.errf("assert", "must be a non-empty list of assertions such as {type: contains, value: \"42\"}")
+	}
+	g := &assertGrader{name: c.id("assert", m), threshold: c.opts.Threshold, opts: c.opts}
+	for i, item := range list {
+		ac := c.sub(fmt.Sprintf("%s[%d]", c.field("assert"), i))
+		am, ok := item.(map[string]any)
+		if !ok {
+			return nil, ac.errf("", "must be an object such as {type: contains, value: \"42\"}")
+		}
+		a, err := buildAssertion(am, ac)
+		if err != nil {
+			return nil, err
+		}
+		g.asserts = append(g.asserts, a)
+	}
+	return g, nil
+}
+
+func buildAssertion(m map[string]any, c cfgCtx) (assertion, error) {
+	typ, err := c.str(m, "type")
+	if err != nil {
+		return assertion{}, err
+	}
+	a := assertion{weight: 1}
+	if w, ok, err := c.num(m, "weight"); err != nil {
+		return a, err
+	} else if ok {
+		if w < 0 {
+			return a, c.errf("weight", "must not be negative")
+		}
+		a.weight = w
+	}
+	base, negate := strings.CutPrefix(typ, "not-")
+	a.negate = negate
+	str := func(k string) (string, error) {
+		v, err := c.str(m, k)
+		if err == nil && v == "" {
+			err = c.errf(k, "missing (a %s assertion needs %s)", base, k)
+		}
+		return v, err
+	}
+	num := func(k string) (float64, error) {
+		v, ok, err := c.num(m, k)
+		if err == nil && !ok {
+			err = c.errf(k, "missing (a %s assertion needs %s)", base, k)
+		}
+		return v, err
+	}
+	output := func(in *Input) string { return in.Record.Output }
+	switch base {
+	case "equals", "contains", "icontains", "starts-with":
+		v, err := str("value")
+		if err != nil {
+			return a, err
+		}
+		a.text = fmt.Sprintf("output %s %q", base, v)
+		a.check = func(_ context.Context, in *Input) (bool, string) {
+			o := output(in)
+			switch base {
+			case "equals":
+				return strings.TrimSpace(o) == strings.TrimSpace(v), ""
+			case "contains":
+				return strings.Contains(o, v), ""
+			case "icontains":
+				return strings.Contains(strings.ToLower(o), strings.ToLower(v)), ""
+			}
+			return strings.HasPrefix(strings.TrimSpace(o), v), ""
+		}
+	case "regex":
+		v, err := str("value")
+		if err != nil {
+			return a, err
+		}
+		re, err := regexp.Compile(v)
+		if err != nil {
+			return a, c.errf("value", "not a regular expression: %v", err)
+		}
+		a.text = fmt.Sprintf("output matches /%s/", v)
+		a.check = func(_ context.Context, in *Input) (bool, string) { return re.MatchString(output(in)), "" }
+	case "is-json":
+		a.text = "output is JSON"
+		a.check = func(_ context.Context, in *Input) (bool, string) {
+			return json.Valid([]byte(strings.TrimSpace(output(in)))), ""
+		}
+	case "json-schema":
+		raw, ok := m["value"]
+		if !ok {
+			return a, c.errf("value", "missing (the JSON Schema the output must match)")
+		}
+		b, _ := json.Marshal(raw)
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+		if err != nil {
+			return a, c.errf("value", "%v", err)
+		}
+		comp := jsonschema.NewCompiler()
+		if err := comp.AddResource("mem:///assert.json", doc); err != nil {
+			return a, c.errf("value", "%v", err)
+		}
+		sch, err := comp.Compile("mem:///assert.json")
+		if err != nil {
+			return a, c.errf("value", "invalid JSON Schema: %v", err)
+		}
+		a.text = "output matches the JSON Schema"
+		a.check = func(_ context.Context, in *Input) (bool, string) {
+			v, err := jsonschema.UnmarshalJSON(strings.NewReader(strings.TrimSpace(output(in))))
+			if err != nil {
+				return false, "not JSON"
+			}
+			if err := sch.Validate(v); err != nil {
+				return false, trimEvidence(err.Error())
+			}
+			return true, ""
+		}
+	case "file-exists", "file-contains", "file-matches":
+		p, err := str("path")
+		if err != nil {
+			return a, err
+		}
+		var want string
+		var re *regexp.Regexp
+		switch base {
+		case "file-contains":
+			if want, err = str("value"); err != nil {
+				return a, err
+			}
+			a.text = fmt.Sprintf("%s contains %q", p, want)
+		case "file-matches":
+			rx, err := str("regex")
+			if err != nil {
+				return a, err
+			}
+			if re, err = regexp.Compile(rx); err != nil {
+				return a, c.errf("regex", "not a regular expression: %v", err)
+			}
+			a.text = fmt.Sprintf("%s matches /%s/", p, rx)
+		default:
+			a.text = p + " exists"
+		}
+		a.check = func(_ context.Context, in *Input) (bool, string) {
+			ws, why := workspaceOf(in)
+			if ws == "" {
+				return false, why
+			}
+			b, err := readRegularFile(filepath.Join(ws, filepath.Clean("/" + p)[1:]), 64<<20)
+			if err != nil {
+				return false, p + ": " + err.Error()
+			}
+			switch base {
+			case "file-contains":
+				return strings.Contains(string(b), want), ""
+			case "file-matches":
+				return re.Match(b), ""
+			}
+			return true, ""
+		}
+	case "files-unchanged":
+		globs, err := strList(m, "value", c)
+		if err != nil {
+			return a, err
+		}
+		a.text = "unchanged: " + strings.Join(globs, ", ")
+		a.check = func(_ context.Context, in *Input) (bool, string) {
+			var touched []string
+			if ws := in.Record.Workspace; ws != nil {
+				for _, fc := range ws.FileChanges {
+					for _, g := range globs {
+						if ok, _ := filepath.Match(g, fc.Path); ok || strings.HasPrefix(fc.Path, strings.TrimSuffix(g, "**")) && strings.HasSuffix(g, "**") {
+							touched = append(touched, fc.Path+" "+fc.Status)
+							break
+						}
+					}
+				}
+			}
+			return len(touched) == 0, strings.Join(touched, ", ")
+		}
+	case "command-succeeds":
+		argv, err := c.command(m)
+		if err != nil {
+			return a, err
+		}
+		timeout := c.opts.timeout(DefaultTimeout)
+		a.text = "succeeds: " + strings.Join(argv, " ")
+		a.check = func(ctx context.Context, in *Input) (bool, string) {
+			ws, why := workspaceOf(in)
+			if ws == "" {
+				return false, why
+			}
+			p := runProcess(ctx, argv, ws, append(os.Environ(), "AGENTV_WORKSPACE_PATH="+ws), nil, timeout, c.opts.Sandbox, in)
+			if p.exitCode == 0 && !p.timedOut {
+				return true, ""
+			}
+			return false, trimEvidence(fmt.Sprintf("exit %d\n%s", p.exitCode, p.stderr))
+		}
+	case "tool-called":
+		v, err := str("value")
+		if err != nil {
+			return a, err
+		}
+		a.text = "tool called: " + v
+		a.check = func(_ context.Context, in *Input) (bool, string) {
+			for _, s := range in.Record.Trajectory {
+				if s.Type == schemas.StepToolCall && (s.Name == v || s.ToolName == v || s.Kind == v) {
+					return true, ""
+				}
+			}
+			return false, ""
+		}
+	case "no-tool-errors":
+		a.text = "no tool call failed"
+		a.check = func(_ context.Context, in *Input) (bool, string) {
+			var failed []string
+			for _, s := range in.Record.Trajectory {
+				if s.Type == schemas.StepToolCall && s.Status == "failed" {
+					failed = append(failed, s.Name)
+				}
+			}
+			return len(failed) == 0, strings.Join(failed, ", ")
+		}
+	case "max-tool-calls", "max-turns", "max-duration", "max-tokens":
+		limit, err := num("value")
+		if err != nil {
+			return a, err
+		}
+		a.text = fmt.Sprintf("%s %g", base, limit)
+		a.check = func(_ context.Context, in *Input) (bool, string) {
+			r := in.Record
+			var got float64
+			switch base {
+			case "max-tool-calls":
+				for _, s := range r.Trajectory {
+					if s.Type == schemas.StepToolCall {
+						got++
+					}
+				}
+			case "max-turns":
+				got = float64(max(r.TurnCount, len(r.Input.List)))
+			case "max-duration":
+				got = float64(r.Timing.Total)
+			case "max-tokens":
+				if r.Usage == nil || (r.Usage.TotalTokens == nil && r.Usage.InputTokens == nil && r.Usage.OutputTokens == nil) {
+					return false, "the record has no token usage"
+				}
+				if r.Usage.TotalTokens != nil {
+					got = float64(*r.Usage.TotalTokens)
+				} else {
+					got = float64(deref(r.Usage.InputTokens) + deref(r.Usage.OutputTokens))
+				}
+			}
+			return got <= limit, fmt.Sprintf("%g", got)
+		}
+	case "":
+		return a, c.errf("type", "missing (contains, regex, file-exists, tool-called, ...)")
+	default:
+		return a, c.errf("type", "unknown assertion %q (want equals, contains, icontains, regex, starts-with, is-json, json-schema, file-exists, file-contains, file-matches, files-unchanged, command-succeeds, tool-called, no-tool-errors, max-tool-calls, max-turns, max-duration or max-tokens, optionally with a not- prefix)", typ)
+	}
+	if negate {
+		a.text = "not " + a.text
+	}
+	return a, nil
+}
+
+func deref(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// strList reads a string or a list of strings.
+func strList(m map[string]any, k string, c cfgCtx) ([]string, error) {
+	switch v := m[k].(type) {
+	case string:
+		return []string{v}, nil
+	case []any:
+		var out []string
+		for i, x := range v {
+			s, ok := x.(string)
+			if !ok {
+				return nil, c.errf(fmt.Sprintf("%s[%d]", k, i), "must be a string")
+			}
+			out = append(out, s)
+		}
+		if len(out) > 0 {
+			return out, nil
+		}
+	}
+	return nil, c.errf(k, "missing (a glob or a list of globs)")
+}
+
+// workspaceOf returns the record's workspace copy, or why there is none.
+func workspaceOf(in *Input) (string, string) {
+	ws := in.Record.Workspace
+	if ws == nil || ws.Path == "" {
+		return "", "the record has no workspace (capture with --workspace)"
+	}
+	if st, err := os.Stat(ws.Path); err != nil || !st.IsDir() {
+		return "", "the workspace copy " + ws.Path + " is gone"
+	}
+	return ws.Path, ""
+}
+
+// Name implements Grader.
+func (g *assertGrader) Name() string { return g.name }
+
+// Grade implements Grader.
+func (g *assertGrader) Grade(ctx context.Context, in *Input) schemas.GraderResult {
+	start := time.Now()
+	var res schemas.GraderResult
+	var total, got float64
+	all := true
+	for _, a := range g.asserts {
+		ok, evidence := a.check(ctx, in)
+		if a.negate {
+			ok = !ok
+		}
+		check := schemas.Check{Text: a.text, Pass: ok}
+		if evidence != "" {
+			check.Evidence = evidence
+		}
+		res.Checks = append(res.Checks, check)
+		total += a.weight
+		if ok {
+			got += a.weight
+		} else {
+			all = false
+		}
+	}
+	if total > 0 {
+		res.Score = got / total
+	} else if all {
+		res.Score = 1
+	}
+	res.Pass = all
+	if g.threshold != nil {
+		res.Pass = res.Score >= *g.threshold
+	}
+	passed := 0
+	for _, c := range res.Checks {
+		if c.Pass {
+			passed++
+		}
+	}
+	res.Reasoning = fmt.Sprintf("%d of %d assertions hold", passed, len(res.Checks))
+	return finish(res, g.name, start)
+}
