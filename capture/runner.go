@@ -33,6 +33,15 @@ type Config struct {
 	Workspace string
 	// WorkspaceTmp is where copies go ("" = the system temp dir).
 	WorkspaceTmp string
+	// WorkspacePrepare, when set, is a shell command run once in a copy
+	// of each template (like agentv's before_all: install dependencies
+	// once); that prepared copy is what each case's copy is made from.
+	WorkspacePrepare string
+	// WorkspaceSetup, when set, is a shell command run in each fresh copy
+	// before the agent starts (like agentv's before_each).
+	WorkspaceSetup string
+	// SetupTimeout bounds each of them; 0 means 10 minutes.
+	SetupTimeout time.Duration
 	// KeepWorkspaces leaves the copies on disk.
 	KeepWorkspaces bool
 	// TurnTimeout bounds each prompt turn, unless the case sets its own.
@@ -151,9 +160,11 @@ func (s *Stats) InfraErrors() int {
 
 // Runner runs units against agent processes.
 type Runner struct {
-	cfg   Config
-	ready chan *agent // agents started by Preflight, adopted by workers
-	stats Stats
+	cfg      Config
+	prepMu   sync.Mutex
+	prepared map[string]*preparedTemplate // by template path
+	ready    chan *agent                  // agents started by Preflight, adopted by workers
+	stats    Stats
 }
 
 // NewRunner returns a runner for cfg.
@@ -273,6 +284,7 @@ func (r *Runner) Run(ctx context.Context, units iter.Seq[Unit], emit func(*schem
 	wg.Wait()
 	close(graded)
 	gwg.Wait()
+	r.removePrepared()
 	select {
 	case ag := <-r.ready:
 		r.retire(ag)

@@ -211,11 +211,24 @@ func (w *worker) workspace(run *caseRun) (string, error) {
 		template = c.Workspace
 	}
 	if template != "" {
-		ws, err := NewWorkspace(template, cfg.WorkspaceTmp, fmt.Sprintf("%s-t%d", c.ID, run.unit.Trial))
+		src, err := w.r.template(template)
 		if err != nil {
 			return "", err
 		}
+		ws, err := NewWorkspace(src, cfg.WorkspaceTmp, fmt.Sprintf("%s-t%d", c.ID, run.unit.Trial))
+		if err != nil {
+			return "", &setupError{msg: err.Error()}
+		}
+		ws.Template = template
 		run.ws, cwd = ws, ws.Path
+		if cfg.WorkspaceSetup != "" {
+			if err := w.r.runSetup(ws.Path, cfg.WorkspaceSetup, "workspace setup"); err != nil {
+				return "", err
+			}
+		}
+		if err := ws.Baseline(); err != nil {
+			return "", &setupError{msg: err.Error()}
+		}
 	}
 	run.record.Cwd = cwd
 	return cwd, nil
@@ -287,7 +300,7 @@ func (w *worker) setup(ctx context.Context, u Unit) *caseRun {
 	if perCase {
 		var err error
 		if cwd, err = w.workspace(run); err != nil {
-			w.fail(run, &schemas.ErrorInfo{Class: schemas.ErrAgentStart, Message: err.Error()})
+			w.fail(run, workspaceErr(err))
 			return nil
 		}
 	}
@@ -313,7 +326,7 @@ func (w *worker) setup(ctx context.Context, u Unit) *caseRun {
 	if !perCase {
 		var err error
 		if cwd, err = w.workspace(run); err != nil {
-			w.fail(run, &schemas.ErrorInfo{Class: schemas.ErrAgentStart, Message: err.Error()})
+			w.fail(run, workspaceErr(err))
 			return nil
 		}
 	}
@@ -615,4 +628,14 @@ func sandboxInfo(sb sandbox.Runner) *schemas.SandboxInfo {
 	}
 	i := sb.Info()
 	return &schemas.SandboxInfo{Backend: i.Backend, Network: i.Network, Version: i.Version}
+}
+
+// workspaceErr is the error of a case whose workspace could not be made.
+func workspaceErr(err error) *schemas.ErrorInfo {
+	info := &schemas.ErrorInfo{Class: schemas.ErrWorkspaceSetup, Message: err.Error()}
+	var se *setupError
+	if errors.As(err, &se) {
+		info.Stderr = se.output
+	}
+	return info
 }

@@ -23,6 +23,25 @@ const maxDiffBytes = 256 << 10
 type Workspace struct {
 	Template string
 	Path     string
+	// bases are the baseline commits of the copy's repositories (relative
+	// path, "" for the root); nil when the copy has no git baseline, and
+	// changes are found by comparing with the template.
+	bases map[string]string
+}
+
+// Baseline commits the copy as it is now (after any setup command), so that
+// Changes lists what happened since: the agent's work, not the setup's. It
+// does nothing when git is not installed.
+func (w *Workspace) Baseline() error {
+	if !gitAvailable() {
+		return nil
+	}
+	bases, err := baseline(w.Path)
+	if err != nil {
+		return fmt.Errorf("workspace baseline: %w", err)
+	}
+	w.bases = bases
+	return nil
 }
 
 // NewWorkspace copies template into a new temporary directory under tmpDir
@@ -114,6 +133,9 @@ func copyFile(src, dst string, mode fs.FileMode) error {
 // Changes compares the workspace with its template and lists what was
 // added, modified or deleted, with unified diffs for text files.
 func (w *Workspace) Changes() ([]schemas.FileChange, error) {
+	if w.bases != nil {
+		return gitChanges(w.Path, w.bases)
+	}
 	before, err := listFiles(w.Template)
 	if err != nil {
 		return nil, err

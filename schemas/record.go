@@ -7,16 +7,17 @@ import (
 
 // Error classes put on a record's Error, one per failure kind.
 const (
-	ErrAgentStart    = "agent_start"    // the agent could not be started or initialized
-	ErrAgentCrash    = "agent_crash"    // the agent process died during the case
-	ErrTimeout       = "timeout"        // a turn exceeded its timeout
-	ErrProtocol      = "protocol"       // the agent broke the protocol (bad version, bad answer)
-	ErrAuthRequired  = "auth_required"  // the agent answered -32000 authentication required
-	ErrAgentError    = "agent_error"    // the agent answered a request with a JSON-RPC error
-	ErrGraderError   = "grader_error"   // the grader crashed or failed
-	ErrGraderTimeout = "grader_timeout" // the grader exceeded its timeout
-	ErrGraderInvalid = "grader_invalid" // the grader's output was not a valid result
-	ErrInterrupted   = "interrupted"    // the run was interrupted by a signal
+	ErrAgentStart     = "agent_start"     // the agent could not be started or initialized
+	ErrWorkspaceSetup = "workspace_setup" // the workspace copy or its setup command failed
+	ErrAgentCrash     = "agent_crash"     // the agent process died during the case
+	ErrTimeout        = "timeout"         // a turn exceeded its timeout
+	ErrProtocol       = "protocol"        // the agent broke the protocol (bad version, bad answer)
+	ErrAuthRequired   = "auth_required"   // the agent answered -32000 authentication required
+	ErrAgentError     = "agent_error"     // the agent answered a request with a JSON-RPC error
+	ErrGraderError    = "grader_error"    // the grader crashed or failed
+	ErrGraderTimeout  = "grader_timeout"  // the grader exceeded its timeout
+	ErrGraderInvalid  = "grader_invalid"  // the grader's output was not a valid result
+	ErrInterrupted    = "interrupted"     // the run was interrupted by a signal
 )
 
 // CaptureRecord is one line of capture output: what the agent did for one
@@ -120,7 +121,9 @@ type Workspace struct {
 // FileChange is one file the case changed in its workspace.
 type FileChange struct {
 	Path   string `json:"path"`
-	Status string `json:"status"` // added, modified, deleted
+	Status string `json:"status"` // added, modified, deleted, renamed
+	// From is the old path of a renamed file.
+	From string `json:"from,omitempty"`
 	// Diff is a unified diff for text files (capped in size).
 	Diff string `json:"diff,omitempty"`
 	// Binary marks a file whose content is not text.

@@ -35,6 +35,8 @@ type runFlags struct {
 	cwd            string
 	workspace      string
 	keepWorkspaces bool
+	wsSetup        string
+	wsPrepare      string
 	resume         bool
 	retryErrors    bool
 	force          bool
@@ -74,6 +76,8 @@ func (f *runFlags) addFlags(fs *pflag.FlagSet) {
 	fs.StringVarP(&f.cwd, "cwd", "c", "", "working `dir` of the agent and of its sessions (default: current directory)")
 	fs.StringVar(&f.workspace, "workspace", "", "template `dir` copied fresh for every case and trial; the copy is the session's cwd, and its file changes go on the record")
 	fs.BoolVar(&f.keepWorkspaces, "keep-workspaces", false, "keep the workspace copies on disk")
+	fs.StringVar(&f.wsSetup, "workspace-setup", "", "run shell `command` in each fresh workspace copy before the agent starts (agentv's before_each)")
+	fs.StringVar(&f.wsPrepare, "workspace-prepare", "", "run shell `command` once in a copy of each template, which the case copies are made from (agentv's before_all)")
 	fs.BoolVar(&f.resume, "resume", false, "append to an existing output and run only the units it does not hold yet")
 	fs.BoolVar(&f.retryErrors, "retry-errors", false, "with --resume, also rerun units whose record has an error")
 	fs.BoolVar(&f.force, "force", false, "overwrite an existing output file")
@@ -267,6 +271,8 @@ func (f *runFlags) prepare(e *env, args, agent []string, cmdName string) (*runSe
 		Cwd:              cwd,
 		Workspace:        workspace,
 		KeepWorkspaces:   f.keepWorkspaces,
+		WorkspaceSetup:   f.wsSetup,
+		WorkspacePrepare: f.wsPrepare,
 		TurnTimeout:      turnTO,
 		StartupTimeout:   startTO,
 		CancelGrace:      grace,
