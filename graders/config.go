@@ -263,6 +263,19 @@ func buildConfig(m map[string]any, c cfgCtx) (Grader, error) {
 // command reads a grader's command: an array of strings, or a shell
 // command string; the program is resolved against the config's directory.
 func (c cfgCtx) command(m map[string]any) ([]string, error) {
+	argv, err := c.rawCommand(m)
+	if err != nil {
+		return nil, err
+	}
+	resolved, err := resolveCommand(argv, c.dir)
+	if err != nil {
+		return nil, c.errf("command", "cannot run %q: %v", argv[0], err)
+	}
+	return resolved, nil
+}
+
+// rawCommand reads a grader's command as written.
+func (c cfgCtx) rawCommand(m map[string]any) ([]string, error) {
 	cmd, ok := m["command"]
 	if !ok || cmd == nil {
 		return nil, c.errf("command", "missing (the program to run, as [program, args...])")
@@ -285,11 +298,7 @@ func (c cfgCtx) command(m map[string]any) ([]string, error) {
 	if len(argv) == 0 || argv[0] == "" {
 		return nil, c.errf("command", "is empty")
 	}
-	resolved, err := resolveCommand(argv, c.dir)
-	if err != nil {
-		return nil, c.errf("command", "cannot run %q: %v", argv[0], err)
-	}
-	return resolved, nil
+	return argv, nil
 }
 
 func (c cfgCtx) checkKeys(m map[string]any, allowed []string) error {
@@ -404,6 +413,17 @@ func buildScript(m map[string]any, c cfgCtx) (Grader, error) {
 		return g, nil
 	case !hasCmd:
 		return nil, c.errf("command", "missing (a script grader needs command: [program, args...] or script: JavaScript)")
+	}
+	if raw, err := c.rawCommand(m); err == nil {
+		if file, ok := agentvVerifier(raw); ok {
+			// agentv's Vitest adapter: run the verifier ourselves, agentv
+			// or not.
+			path := c.resolve(file)
+			if _, err := os.Stat(path); err != nil {
+				return nil, c.errf("command", "verifier %s: %v", file, err)
+			}
+			return newVitestVerifier(c.id("vitest", m), path, c.opts), nil
+		}
 	}
 	resolved, err := c.command(m)
 	if err != nil {

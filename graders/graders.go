@@ -139,6 +139,12 @@ func Load(spec string, opts Options) (Grader, error) {
 		return nil, fmt.Errorf("grader: empty path")
 	}
 	path := opts.abs(spec)
+	if IsVerifier(spec) {
+		if _, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("grader %s: %w", spec, err)
+		}
+		return newVitestVerifier("vitest:"+spec, path, opts), nil
+	}
 	switch ext := strings.ToLower(filepath.Ext(spec)); ext {
 	case ".json", ".yaml", ".yml":
 		return loadConfigFile(spec, path, opts)

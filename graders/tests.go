@@ -26,6 +26,7 @@ type testsGrader struct {
 	format    string // go-test-json, junit, vitest-json, tap
 	path      string // report file, relative to the workspace (junit, vitest-json)
 	files     string // hidden verifier files copied in first
+	verifier  string // a Vitest verifier file, run with the workspace's Vitest
 	all       bool   // score 1 only when every test passed
 	timeout   time.Duration
 	threshold float64
@@ -100,16 +101,29 @@ func (g *testsGrader) Grade(ctx context.Context, in *Input) schemas.GraderResult
 			return finish(failure(schemas.ErrGraderError, "copying the verifier files %s into the workspace: %v", g.files, err), g.name, start)
 		}
 	}
+	argv := g.argv
+	if g.verifier != "" {
+		rel := filepath.Join(verifierDir, filepath.Base(g.verifier))
+		b, err := os.ReadFile(g.verifier)
+		if err == nil {
+			os.MkdirAll(filepath.Join(ws, verifierDir), 0o755)
+			err = os.WriteFile(filepath.Join(ws, rel), b, 0o644)
+		}
+		if err != nil {
+			return finish(failure(schemas.ErrGraderError, "copying the verifier %s into the workspace: %v", g.verifier, err), g.name, start)
+		}
+		argv = vitestCommand(ws, rel)
+	}
 	if g.path != "" {
 		os.Remove(filepath.Join(ws, g.path)) // never read a stale report
 	}
 	env := append(os.Environ(), "AGENTV_WORKSPACE_PATH="+ws)
-	p := runProcess(ctx, g.argv, ws, env, nil, g.timeout, g.opts.Sandbox, in)
+	p := runProcess(ctx, argv, ws, env, nil, g.timeout, g.opts.Sandbox, in)
 	if p.timedOut {
 		return finish(schemas.GraderResult{Error: procError(schemas.ErrGraderTimeout, fmt.Sprintf("the tests did not finish within %s", g.timeout), p)}, g.name, start)
 	}
 	if p.err != nil && p.exitCode < 0 {
-		return finish(schemas.GraderResult{Error: procError(schemas.ErrGraderError, fmt.Sprintf("cannot run %q: %v", g.argv[0], p.err), p)}, g.name, start)
+		return finish(schemas.GraderResult{Error: procError(schemas.ErrGraderError, fmt.Sprintf("cannot run %q: %v", argv[0], p.err), p)}, g.name, start)
 	}
 	var report []byte
 	if g.path == "" {
@@ -118,7 +132,7 @@ func (g *testsGrader) Grade(ctx context.Context, in *Input) schemas.GraderResult
 		b, err := readRegularFile(filepath.Join(ws, g.path), 256<<20)
 		if err != nil {
 			return finish(schemas.GraderResult{Error: procError(schemas.ErrGraderError,
-				fmt.Sprintf("no report: %q exited %d and wrote no %s (%v)", strings.Join(g.argv, " "), p.exitCode, g.path, err), p)}, g.name, start)
+				fmt.Sprintf("no report: %q exited %d and wrote no %s (%v)", strings.Join(argv, " "), p.exitCode, g.path, err), p)}, g.name, start)
 		}
 		report = b
 	}
