@@ -3,6 +3,7 @@ package capture
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"io/fs"
 	"os"
@@ -14,6 +15,10 @@ import (
 
 	"harness/schemas"
 )
+
+// maxBinaryContent is the largest binary file whose content a record
+// keeps.
+const maxBinaryContent = 1 << 20
 
 // gitTimeout bounds each git command on a workspace.
 const gitTimeout = 2 * time.Minute
@@ -137,8 +142,18 @@ func gitChanges(ws string, bases map[string]string) ([]schemas.FileChange, error
 			}
 			if binary[path] {
 				c.Binary = true
+				if c.Status != "deleted" {
+					if b, err := readRegular(filepath.Join(dir, path), maxBinaryContent); err == nil {
+						c.Content = base64.StdEncoding.EncodeToString(b)
+					}
+				}
 			} else {
-				diff, err := git(dir, "diff", "--cached", "-M", base, "--", path)
+				// Both names of a rename, or git sees an add and a delete.
+				spec := []string{path}
+				if from != "" {
+					spec = append(spec, from)
+				}
+				diff, err := git(dir, append([]string{"diff", "--cached", "-M", base, "--"}, spec...)...)
 				if err == nil {
 					d := string(diff)
 					if len(d) > maxDiffBytes {
@@ -193,4 +208,74 @@ func isNestedRepo(path, rel string, bases map[string]string) bool {
 func gitAvailable() bool {
 	_, err := exec.LookPath("git")
 	return err == nil
+}
+
+// Rebuild makes dst (an empty or missing directory) what a record's
+// workspace was when the case ended: a copy of the template with the
+// recorded changes applied (text files from their diffs, binary files from
+// their content). It fails when a change cannot be replayed exactly (a
+// diff cut for size, a binary file too large to keep).
+func Rebuild(template string, ws *schemas.Workspace, dst string) error {
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	if err := copyTree(template, dst); err != nil {
+		return fmt.Errorf("copy %s: %w", template, err)
+	}
+	if _, err := baseline(dst); err != nil {
+		return err
+	}
+	for _, c := range ws.FileChanges {
+		target := filepath.Join(dst, filepath.FromSlash(c.Path))
+		switch {
+		case c.Status == "deleted" && c.Diff == "":
+			os.Remove(target)
+			continue
+		case c.Binary:
+			if c.Status == "renamed" && c.From != "" {
+				os.Remove(filepath.Join(dst, filepath.FromSlash(c.From)))
+			}
+			if c.Status == "deleted" {
+				os.Remove(target)
+				continue
+			}
+			if c.Content == "" && c.Size > 0 {
+				return fmt.Errorf("%s: a binary file whose content was not kept (over %d bytes)", c.Path, maxBinaryContent)
+			}
+			b, err := base64.StdEncoding.DecodeString(c.Content)
+			if err != nil {
+				return fmt.Errorf("%s: %w", c.Path, err)
+			}
+			os.MkdirAll(filepath.Dir(target), 0o755)
+			if err := os.WriteFile(target, b, 0o644); err != nil {
+				return err
+			}
+			continue
+		}
+		if strings.Contains(c.Diff, "[diff truncated]") {
+			return fmt.Errorf("%s: its diff was cut for size", c.Path)
+		}
+		if c.Diff == "" {
+			continue // a mode change, or a file with no content change
+		}
+		// The diff's paths are relative to its repository: a change in a
+		// nested one is applied there.
+		dir := dst
+		if i := strings.Index(c.Diff, " b/"); strings.HasPrefix(c.Diff, "diff --git a/") && i > 0 {
+			inRepo := strings.SplitN(c.Diff[i+3:], "\n", 2)[0]
+			if prefix, ok := strings.CutSuffix(c.Path, inRepo); ok && prefix != "" {
+				dir = filepath.Join(dst, filepath.FromSlash(strings.TrimSuffix(prefix, "/")))
+			}
+		}
+		patch := filepath.Join(os.TempDir(), fmt.Sprintf("harness-patch-%d", time.Now().UnixNano()))
+		if err := os.WriteFile(patch, []byte(c.Diff), 0o600); err != nil {
+			return err
+		}
+		_, err := git(dir, "apply", "--whitespace=nowarn", patch)
+		os.Remove(patch)
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.Path, err)
+		}
+	}
+	return nil
 }

@@ -50,6 +50,10 @@ type RegradeOptions struct {
 	// Seed and Resamples are for the summary of a trials file.
 	Seed      uint64
 	Resamples int
+	// Rebuild, when set, remakes a record's workspace whose copy is gone
+	// (from its template and recorded changes) in a new directory, for
+	// the graders; cleanup removes it after.
+	Rebuild func(rec *schemas.CaptureRecord) (dir string, cleanup func(), err error)
 	// WorkspaceGone is told of each record whose workspace copy no
 	// longer exists (graders that read it cannot judge it); where is
 	// "FILE:LINE" or "FILE:LINE trial N".
@@ -328,8 +332,21 @@ func regradeRecord(ctx context.Context, rec *schemas.CaptureRecord, opts Regrade
 	missing := ""
 	if ws := rec.Workspace; ws != nil && ws.Path != "" {
 		if _, err := os.Stat(ws.Path); err != nil {
-			missing = ws.Path
-			gone = append(gone, goneWorkspace{where, rec})
+			rebuilt := false
+			if opts.Rebuild != nil {
+				if dir, cleanup, err := opts.Rebuild(rec); err == nil {
+					defer cleanup()
+					ws.Path, rebuilt = dir, true
+				} else {
+					missing = fmt.Sprintf("%s (and it could not be rebuilt: %v)", ws.Path, err)
+				}
+			}
+			if !rebuilt {
+				if missing == "" {
+					missing = ws.Path
+				}
+				gone = append(gone, goneWorkspace{where, rec})
+			}
 		}
 	}
 	var c *schemas.PromptCase

@@ -128,6 +128,9 @@ type FileChange struct {
 	Diff string `json:"diff,omitempty"`
 	// Binary marks a file whose content is not text.
 	Binary bool `json:"binary,omitempty"`
+	// Content is the new content of a binary file (base64, up to 1 MiB),
+	// so the workspace can be rebuilt exactly from the template.
+	Content string `json:"content,omitempty"`
 	// Size is the new size in bytes (0 for deleted files).
 	Size int64 `json:"size"`
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"harness/capture"
 	"harness/graders"
 	"harness/results"
 	"harness/schemas"
@@ -30,6 +31,7 @@ type gradeFlags struct {
 	timeout     string
 	threshold   float64
 	quiet       bool
+	workspace   string
 	// single-shot mode
 	agentOutput string
 	input       string
@@ -48,6 +50,7 @@ func (f *gradeFlags) addFlags(fs *pflag.FlagSet) {
 	fs.StringVarP(&f.timeout, "timeout", "t", "", "time limit per grading call (default 60s; 5s for JavaScript)")
 	fs.Float64Var(&f.threshold, "threshold", graders.DefaultThreshold, "pass threshold of composite graders and bare scores")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "no summary on stderr")
+	fs.StringVar(&f.workspace, "workspace", "", "rebuild each record's workspace from this template `dir` and its recorded changes when the copy is gone")
 	fs.StringVar(&f.agentOutput, "agent-output", "", "single shot: grade this agent output instead of stored records")
 	fs.StringVar(&f.input, "input", "", "single shot: the prompt the output answers")
 	fs.StringVar(&f.expected, "expected", "", "single shot: the expected answer")
@@ -233,6 +236,23 @@ func gradeFiles(ctx context.Context, e *env, f *gradeFlags, files []string, gs [
 			chosen[i] = true
 		}
 		opts.Chosen = func(i int) bool { return chosen[i] }
+	}
+	if f.workspace != "" {
+		if st, err := os.Stat(f.workspace); err != nil || !st.IsDir() {
+			return usageErrorf("--workspace %s: not a directory", f.workspace)
+		}
+		template := f.workspace
+		opts.Rebuild = func(rec *schemas.CaptureRecord) (string, func(), error) {
+			dir, err := os.MkdirTemp("", "harness-rebuilt-")
+			if err != nil {
+				return "", nil, err
+			}
+			if err := capture.Rebuild(template, rec.Workspace, dir); err != nil {
+				os.RemoveAll(dir)
+				return "", nil, err
+			}
+			return dir, func() { os.RemoveAll(dir) }, nil
+		}
 	}
 	if f.prompts != "" {
 		r, err := results.Open(f.prompts, e.stdin)
