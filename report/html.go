@@ -155,8 +155,10 @@ type page struct {
 	JS        template.JS
 	Runs      []runView
 	Compare   *compareView
-	Curves    []chart
-	Statuses  []string
+	// AnyGraderErrors says some run had trials with grader errors.
+	AnyGraderErrors bool
+	Curves          []chart
+	Statuses        []string
 }
 
 type runView struct {
@@ -164,6 +166,8 @@ type runView struct {
 	Agent, Harness, Graders              string
 	Started, Wall                        string
 	Cases, Trials, Graded, Passes        int
+	ScoredCases, GraderErrors            int
+	Unscored                             string
 	Ungraded, Missing, ErrorTrials       int
 	PassRate, PassRateCI                 string
 	K                                    int
@@ -237,6 +241,7 @@ func buildPage(opt Options, runs []*Run) page {
 	for i, r := range runs {
 		v := buildRunView(r, runLabel(i, len(runs)), opt)
 		p.Runs = append(p.Runs, v)
+		p.AnyGraderErrors = p.AnyGraderErrors || v.GraderErrors > 0
 		labels = append(labels, v.Label)
 		series = append(series, curve(v.Summary.PassAt))
 		expSeries = append(expSeries, curve(v.Summary.PassExp))
@@ -264,6 +269,7 @@ func buildRunView(r *Run, label string, opt Options) runView {
 		Label: label, Name: r.Name, Kind: r.Kind,
 		Harness: r.Harness, Graders: strings.Join(r.Graders, ", "),
 		Cases: sum.Cases, Trials: r.Trials(), Graded: sum.Graded, Passes: sum.Passes,
+		ScoredCases: sum.ScoredCases, GraderErrors: trials.GraderErrors(sum), Unscored: strings.Join(sum.UnscoredCases, ", "),
 		Ungraded: sum.Ungraded, Missing: sum.Missing, K: sum.K,
 		Warnings: sum.Warnings, HasDetails: r.HasDetails(), Summary: sum,
 		PassRate: "n/a", PassRateCI: "", PassAtK: "n/a", PassExpK: "n/a",

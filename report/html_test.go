@@ -183,3 +183,23 @@ func TestChartGeometry(t *testing.T) {
 		t.Errorf("k=1..100: %d ticks, %d points", len(c.TicksX), len(c.Series[0].Points))
 	}
 }
+
+// TestWriteHTMLHeadlineCountsGraded: the summary says how many cases were
+// graded of how many ran, names the ungraded ones, and warns of grader
+// errors.
+func TestWriteHTMLHeadlineCountsGraded(t *testing.T) {
+	run := readFixture(t, "trials_a.jsonl", false)
+	var buf bytes.Buffer
+	if err := WriteHTML(&buf, Options{Resamples: 50}, run); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	for _, want := range []string{
+		`data-field="cases">12 graded of 14 run (not graded: crash, hang)</td>`,
+		`data-field="grader-errors">1 trials hit grader errors: the pass rate covers only the graded trials</td>`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report lacks %s", want)
+		}
+	}
+}
