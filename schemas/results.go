@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"strings"
 
 	fastjson "github.com/segmentio/encoding/json"
 )
@@ -154,15 +155,23 @@ type briefStep struct {
 // line come back whole.
 func ParseResultLineBrief(line []byte) (ResultLine, error) {
 	var brief struct {
-		CaptureRecord
+		recordFields
 		Trajectory []briefStep `json:"trajectory"`
+		Events     []briefStep `json:"events"`
 	}
 	line = bytes.TrimSpace(line)
 	if len(line) > 0 && line[0] == '{' && fastjson.Unmarshal(line, &brief) == nil && brief.Trajectory != nil && brief.ID != "" {
-		cr := brief.CaptureRecord
+		cr := CaptureRecord(brief.recordFields)
 		cr.Trajectory = make([]Step, len(brief.Trajectory))
 		for i, st := range brief.Trajectory {
 			cr.Trajectory[i] = Step{Type: st.Type, StepID: st.StepID, Name: st.Name}
+		}
+		if len(brief.Events) > 0 {
+			events := make([]Step, len(brief.Events))
+			for i, st := range brief.Events {
+				events[i] = Step{Type: st.Type, StepID: st.StepID, Name: st.Name}
+			}
+			cr.Trajectory = mergeSteps(cr.Trajectory, events)
 		}
 		return ResultLine{Kind: KindCapture, Capture: &cr}, nil
 	}
@@ -185,7 +194,7 @@ func (p *presence) UnmarshalJSON(b []byte) error {
 func decodeErr(what string, err error) error {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) && te.Field != "" {
-		return &InputError{Field: te.Field, Msg: fmt.Sprintf("%s: must be %s, not a JSON %s", what, jsonKind(te.Type), te.Value)}
+		return &InputError{Field: strings.TrimPrefix(te.Field, "recordFields."), Msg: fmt.Sprintf("%s: must be %s, not a JSON %s", what, jsonKind(te.Type), te.Value)}
 	}
 	return &InputError{Msg: what + ": " + jsonErrText(err)}
 }

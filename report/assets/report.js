@@ -386,7 +386,11 @@
       frag.appendChild(fc);
     }
     if (rec.agentStderr) frag.appendChild(el("details", null, el("summary", { text: "agent stderr" }), pre(rec.agentStderr, "err")));
-    var steps = rec.trajectory || [];
+    // Format 2 keeps the acp-harness step kinds in trajectory and the rest
+    // in events: put them back in one list, in stepId order.
+    var steps = (rec.trajectory || []).concat(rec.events || []);
+    var seq = function (s) { var m = /-s(\d+)$/.exec(s.stepId || ""); return m ? +m[1] : 1e9; };
+    steps.sort(function (a, b) { return seq(a) - seq(b); });
     frag.appendChild(el("h4", { text: "trajectory (" + steps.length + " steps)" }));
     var types = {};
     steps.forEach(function (s) { types[s.type] = (types[s.type] || 0) + 1; });
