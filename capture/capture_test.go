@@ -808,3 +808,17 @@ func TestToolCallIDReusedInALaterTurn(t *testing.T) {
 		t.Errorf("tool calls = %+v", tools)
 	}
 }
+
+// TestOutcomeLifted: a grader's outcome data is also on the record's top
+// level, where the TypeScript acp-harness puts it.
+func TestOutcomeLifted(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	cfg.Grade = func(ctx context.Context, rec *schemas.CaptureRecord, c *schemas.PromptCase) (*schemas.GraderResult, []schemas.GraderResult) {
+		return &schemas.GraderResult{Pass: true, Score: 1, Outcome: map[string]any{"tests": 3.0}}, nil
+	}
+	rec := one(t, cfg, "echo x")
+	if rec.Outcome["tests"] != 3.0 {
+		t.Errorf("outcome = %v", rec.Outcome)
+	}
+}

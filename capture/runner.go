@@ -474,4 +474,7 @@ func (r *Runner) grade(ctx context.Context, rec *schemas.CaptureRecord, c *schem
 		return
 	}
 	rec.Score, rec.Scores = r.cfg.Grade(ctx, rec, c)
+	if rec.Score != nil && rec.Score.Error == nil && len(rec.Score.Outcome) > 0 {
+		rec.Outcome = rec.Score.Outcome
+	}
 }

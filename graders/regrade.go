@@ -404,6 +404,12 @@ func spliceScores(j regradeJob, res schemas.GraderResult, n int, names json.RawM
 		set["scores"] = nil // drop stale per-grader results
 	}
 	set["score"] = mustMarshal(res)
+	// The outcome is also lifted to the top level, as acp-harness does;
+	// a stale one goes.
+	set["outcome"] = nil
+	if res.Error == nil && len(res.Outcome) > 0 {
+		set["outcome"] = mustMarshal(res.Outcome)
+	}
 	prov := json.RawMessage(`{}`)
 	if raw, ok := rawField(j.raw, "provenance"); ok {
 		prov = raw

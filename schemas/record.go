@@ -50,6 +50,9 @@ type CaptureRecord struct {
 	// Truncated says the record was over its size limit and which values
 	// were cut (each ends with a marker saying how much).
 	Truncated *Truncation `json:"truncated,omitempty"`
+	// Outcome is the grader's outcome data, lifted to the top level as
+	// the TypeScript acp-harness does.
+	Outcome map[string]any `json:"outcome,omitempty"`
 }
 
 // Truncation notes the values cut from a record that was over its size
