@@ -47,6 +47,9 @@ type RegradeOptions struct {
 	// Redact, when set, rewrites each line before it is graded, so that
 	// graders (and a judge's model) never see a secret.
 	Redact func([]byte) []byte
+	// Summary, when set, takes the new summary of a trials file instead
+	// of it being written as the last line.
+	Summary func(schemas.TrialsSummary) error
 	// Seed and Resamples are for the summary of a trials file.
 	Seed      uint64
 	Resamples int
@@ -217,7 +220,14 @@ func Regrade(ctx context.Context, sources []Source, out *results.Output, opts Re
 		firstErr = readErr
 	}
 	if firstErr == nil && summary != nil && parent.Err() == nil {
-		if err := out.Write(summary.Result(opts.Seed, opts.Resamples)); err != nil {
+		res := summary.Result(opts.Seed, opts.Resamples)
+		var err error
+		if opts.Summary != nil {
+			err = opts.Summary(res)
+		} else {
+			err = out.Write(res)
+		}
+		if err != nil {
 			firstErr = err
 		}
 	}

@@ -237,6 +237,11 @@ func gradeFiles(ctx context.Context, e *env, f *gradeFlags, files []string, gs [
 		}
 		opts.Chosen = func(i int) bool { return chosen[i] }
 	}
+	if path := summaryBeside(f.output); path != "" {
+		opts.Summary = func(sum schemas.TrialsSummary) error {
+			return results.WriteFile(path, nil, true, func(w io.Writer) error { return writePrettyJSON(w, sum) })
+		}
+	}
 	if f.workspace != "" {
 		if st, err := os.Stat(f.workspace); err != nil || !st.IsDir() {
 			return usageErrorf("--workspace %s: not a directory", f.workspace)

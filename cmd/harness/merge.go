@@ -63,7 +63,7 @@ Examples:
 	fs.StringVar(&f.prompts, "prompts", "", "the prompts `file` of the run: the full set of cases, in order")
 	fs.BoolVar(&f.allowMissing, "allow-missing", false, "write what there is when units are missing, and list them")
 	fs.BoolVar(&f.force, "force", false, "overwrite an existing output file")
-	fs.StringVar(&f.summaryPath, "summary", "", "with -k, write the summary (JSON) to `file` instead of as the last output line")
+	fs.StringVar(&f.summaryPath, "summary", "", "with -k, write the summary (JSON) to `file` (default: beside -o, as OUT.summary.json; the last line when writing to stdout)")
 	fs.Uint64Var(&f.seed, "seed", trials.DefaultSeed, "seed of the bootstrap intervals")
 	fs.IntVar(&f.resamples, "resamples", trials.DefaultResamples, "bootstrap resamples")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors on stderr")
@@ -99,7 +99,11 @@ func (f *mergeFlags) run(e *env, args []string) error {
 			}
 		}
 	}
-	if f.summaryPath != "" && !f.force {
+	explicitSummary := f.summaryPath != ""
+	if f.k > 0 && f.summaryPath == "" {
+		f.summaryPath = summaryBeside(f.output)
+	}
+	if explicitSummary && !f.force {
 		if _, err := os.Stat(f.summaryPath); err == nil {
 			return usageErrorf("--summary %s already exists; use --force to overwrite it", f.summaryPath)
 		}

@@ -60,7 +60,7 @@ Examples:
 	f.addFlags(c.flags)
 	c.flags.Uint64Var(&seed, "seed", trials.DefaultSeed, "seed of the bootstrap intervals")
 	c.flags.IntVar(&resamples, "resamples", trials.DefaultResamples, "bootstrap resamples")
-	c.flags.StringVar(&summaryPath, "summary", "", "write the run summary (JSON) to `file` instead of as the last output line")
+	c.flags.StringVar(&summaryPath, "summary", "", "write the run summary (JSON) to `file` (default: beside -o, as OUT.summary.json; the last line when writing to stdout)")
 	c.flags.StringVar(&minRate, "min-pass-rate", "", "exit 1 unless the pass rate is at least `x` (0..1)")
 	c.flags.StringArrayVar(&minAt, "min-pass-at", nil, "exit 1 unless mean pass@K is at least X (`K=X`); repeatable")
 	c.flags.StringArrayVar(&minExp, "min-pass-exp", nil, "exit 1 unless mean pass^K is at least X (`K=X`); repeatable")
@@ -77,6 +77,11 @@ Examples:
 			if _, err := os.Stat(summaryPath); err == nil && !f.force {
 				return usageErrorf("--summary %s already exists; use --force to overwrite it", summaryPath)
 			}
+		}
+		if summaryPath == "" {
+			// The records stream holds only trials records, as the
+			// TypeScript acp-harness's readers expect.
+			summaryPath = summaryBeside(f.output)
 		}
 		setup, err := f.prepare(e, args, agent, "trials")
 		if err != nil {
@@ -413,4 +418,21 @@ func parseGates(minPassRate string, minPassAt, minPassExp []string) ([]trials.Ga
 		}
 	}
 	return gates, nil
+}
+
+// summaryBeside is where a run's summary goes by default: beside the
+// output file OUT as OUT.summary.json (compression suffixes and .jsonl
+// dropped), or "" for standard output, where it is the last line.
+func summaryBeside(output string) string {
+	if output == "" || output == "-" {
+		return ""
+	}
+	if st, err := os.Stat(output); err == nil && !st.Mode().IsRegular() {
+		return "" // a FIFO or device: the summary follows the records
+	}
+	base := output
+	for _, ext := range []string{".zst", ".gz", ".jsonl", ".json"} {
+		base = strings.TrimSuffix(base, ext)
+	}
+	return base + ".summary.json"
 }
