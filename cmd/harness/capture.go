@@ -95,7 +95,7 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 	log := newProgress(e, f, total, setup.redact)
 	defer log.stop()
 	if total == 0 {
-		log.printf("nothing to run: all %d units are in %s\n", len(done), f.output)
+		log.printf("nothing to run: all %s in %s\n", plural(len(done), "unit"), f.output)
 		return nil
 	}
 	kill := make(chan struct{})
@@ -131,8 +131,12 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 		}
 		return inputError(setup.redactErr(err))
 	}
+	if total > 1 && setup.cfg.Workspace == "" && !setup.anyCaseWorkspace {
+		log.printf("warning: %s share the working directory %s: what one writes, the next sees; give --workspace DIR for a fresh copy per unit\n",
+			plural(total, "unit"), setup.cfg.Cwd)
+	}
 	if init.AgentInfo != nil {
-		log.printf("agent %s %s (ACP %d); %d units\n", init.AgentInfo.Name, init.AgentInfo.Version, init.ProtocolVersion, total)
+		log.printf("agent %s %s (ACP %d); %s\n", init.AgentInfo.Name, init.AgentInfo.Version, init.ProtocolVersion, plural(total, "unit"))
 	}
 	var mu sync.Mutex
 	emit := func(rec *schemas.CaptureRecord) error {

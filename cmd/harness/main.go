@@ -193,7 +193,7 @@ func runMain(ctx context.Context, e *env, args []string) int {
 			printCommandHelp(e.stdout, c)
 			return exitOK
 		}
-		fmt.Fprintf(e.stderr, "harness %s: %v\nusage: harness %s\nRun 'harness help %s' for details.\n", c.name, err, c.usage, c.name)
+		fmt.Fprintf(e.stderr, "harness %s: %v%s\nusage: harness %s\nRun 'harness help %s' for details.\n", c.name, err, flagHint(c, err), c.usage, c.name)
 		return exitUsage
 	}
 	pos := c.flags.Args()
@@ -286,4 +286,53 @@ func printCommandHelp(w io.Writer, c *command) {
 		fmt.Fprintf(w, "\nFlags:\n%s", c.flags.FlagUsages())
 	}
 	fmt.Fprint(w, "\n"+exitCodesHelp)
+}
+
+// flagHint adds to an unknown-flag error the flag that was probably meant
+// and, for a command that runs an agent, that the agent's own flags go
+// after --.
+func flagHint(c *command, err error) string {
+	msg := err.Error()
+	name, ok := strings.CutPrefix(msg, "unknown flag: --")
+	if !ok {
+		if strings.HasPrefix(msg, "unknown shorthand flag: ") && c.agent {
+			return "\n(agent flags go after --, as in: harness " + c.name + " PROMPTS [flags] -- AGENT FLAGS...)"
+		}
+		return ""
+	}
+	best, bestDist := "", 3
+	c.flags.VisitAll(func(f *pflag.Flag) {
+		if d := editDistance(name, f.Name); d < bestDist {
+			best, bestDist = f.Name, d
+		}
+	})
+	hint := ""
+	if best != "" {
+		hint = fmt.Sprintf("\ndid you mean --%s?", best)
+	}
+	if c.agent {
+		hint += "\n(if --" + name + " is the agent's flag, put it after --: harness " + c.name + " PROMPTS [flags] -- AGENT --" + name + ")"
+	}
+	return hint
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
