@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -96,9 +98,9 @@ func (p *progress) record(rec *schemas.CaptureRecord) {
 	mark, detail := "ok", rec.StopReason
 	switch {
 	case rec.Error != nil:
-		mark, detail = "ERR", rec.Error.Class+": "+firstLine(rec.Error.Message)
+		mark, detail = "ERR", errorCause(rec.Error)
 	case rec.Score != nil && rec.Score.Error != nil:
-		mark, detail = "ERR", rec.Score.Error.Class+": "+firstLine(rec.Score.Error.Message)
+		mark, detail = "ERR", errorCause(rec.Score.Error)
 	case rec.Score != nil && rec.Score.Pass:
 		mark = "pass"
 	case rec.Score != nil:
@@ -170,4 +172,33 @@ func (p *progress) summary(s *capture.Stats) {
 		line += fmt.Sprintf(", grader errors %d", s.GradeErr)
 	}
 	p.printf("%s\n", line)
+}
+
+// errorCause is one line saying why a record failed: the error's class
+// and message, and the last meaningful line of the stderr that came with
+// it (the exception of a Python traceback, not its "Traceback" header).
+func errorCause(e *schemas.ErrorInfo) string {
+	msg := meaningfulLine(e.Message, false)
+	cause := e.Class + ": " + msg
+	if last := meaningfulLine(e.Stderr, true); last != "" && !strings.Contains(msg, last) {
+		cause += " (" + last + ")"
+	}
+	return cause
+}
+
+// meaningfulLine picks a line of s that says something: the first, or
+// with last the last, skipping blank lines and traceback headers.
+func meaningfulLine(s string, last bool) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if last {
+		slices.Reverse(lines)
+	}
+	for _, l := range lines {
+		l = strings.TrimSpace(l)
+		if l == "" || strings.HasPrefix(l, "Traceback (most recent call last)") || l == "^" || strings.Trim(l, "^~ ") == "" {
+			continue
+		}
+		return l
+	}
+	return ""
 }

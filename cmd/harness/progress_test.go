@@ -58,3 +58,20 @@ func TestProgressModes(t *testing.T) {
 		}
 	}
 }
+
+// TestErrorCause: a crashed Python grader's line shows its exception, not
+// the "Traceback" header.
+func TestErrorCause(t *testing.T) {
+	e := &schemas.ErrorInfo{Class: "grader_error", Message: "grader exited with status 1",
+		Stderr: "Traceback (most recent call last):\n  File \"g.py\", line 3, in <module>\n    x = 1 / 0\n        ~~^~~\nZeroDivisionError: division by zero\n"}
+	if got := errorCause(e); got != "grader_error: grader exited with status 1 (ZeroDivisionError: division by zero)" {
+		t.Errorf("cause = %q", got)
+	}
+	e = &schemas.ErrorInfo{Class: "agent_crash", Message: "Traceback (most recent call last):\n  File \"a.py\"\nKeyError: 'x'"}
+	if got := errorCause(e); strings.Contains(got, "Traceback") {
+		t.Errorf("cause = %q, a traceback header", got)
+	}
+	if got := errorCause(&schemas.ErrorInfo{Class: "timeout", Message: "turn 1 exceeded its 1s timeout"}); got != "timeout: turn 1 exceeded its 1s timeout" {
+		t.Errorf("cause = %q", got)
+	}
+}
