@@ -66,6 +66,9 @@ type Options struct {
 	Now func() time.Time
 	// Limits bound what the agent's fs and terminal requests may take.
 	Limits Limits
+	// OnJunk, when set, is told of every line on the agent's stdout that
+	// is not a JSON-RPC message, as it arrives (it is recorded as well).
+	OnJunk func(Junk)
 }
 
 // Limits bound the agent's fs and terminal requests, so that no agent can
@@ -460,6 +463,9 @@ func (c *Client) onNotify(in inbound, method string) {
 }
 
 func (c *Client) onJunk(j Junk) {
+	if c.opts.OnJunk != nil {
+		c.opts.OnJunk(j)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.active != nil {

@@ -9,6 +9,7 @@ import (
 	"iter"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sourcegraph/jsonrpc2"
@@ -160,11 +161,12 @@ func (s *Stats) InfraErrors() int {
 
 // Runner runs units against agent processes.
 type Runner struct {
-	cfg      Config
-	prepMu   sync.Mutex
-	prepared map[string]*preparedTemplate // by template path
-	ready    chan *agent                  // agents started by Preflight, adopted by workers
-	stats    Stats
+	cfg       Config
+	junkShown atomic.Int32 // junk lines told to the run's log
+	prepMu    sync.Mutex
+	prepared  map[string]*preparedTemplate // by template path
+	ready     chan *agent                  // agents started by Preflight, adopted by workers
+	stats     Stats
 }
 
 // NewRunner returns a runner for cfg.
@@ -388,6 +390,21 @@ func (a *agent) exitInfo(class, msg string) *schemas.ErrorInfo {
 
 // startAgent starts the agent and initializes it.
 func (r *Runner) startAgent(ctx context.Context, dir string) (*agent, *schemas.ErrorInfo) {
+	copts := r.cfg.Client
+	var firstJunk atomic.Pointer[string]
+	copts.OnJunk = func(j acp.Junk) {
+		line := strings.TrimSpace(string(j.Line))
+		if len(line) > 200 {
+			line = line[:200] + "…"
+		}
+		firstJunk.CompareAndSwap(nil, &line)
+		if r.cfg.Log != nil && r.junkShown.Add(1) <= 3 {
+			r.cfg.Log(Stray{At: j.At, What: "stdout: " + line})
+		}
+		if r.cfg.Client.OnJunk != nil {
+			r.cfg.Client.OnJunk(j)
+		}
+	}
 	var rw []string
 	if r.cfg.Sandbox != nil && dir != r.cfg.AgentDir {
 		rw = []string{dir}
@@ -398,7 +415,7 @@ func (r *Runner) startAgent(ctx context.Context, dir string) (*agent, *schemas.E
 	if err != nil {
 		return nil, &schemas.ErrorInfo{Class: schemas.ErrAgentStart, Message: err.Error()}
 	}
-	ag := &agent{proc: proc, client: acp.Connect(context.Background(), proc.Stdout(), proc.Stdin(), r.cfg.Client)}
+	ag := &agent{proc: proc, client: acp.Connect(context.Background(), proc.Stdout(), proc.Stdin(), copts)}
 	ictx, cancel := context.WithTimeout(ctx, r.cfg.StartupTimeout)
 	defer cancel()
 	init, err := ag.client.Initialize(ictx)
@@ -414,6 +431,9 @@ func (r *Runner) startAgent(ctx context.Context, dir string) (*agent, *schemas.E
 			info = ag.exitInfo(schemas.ErrAgentStart, fmt.Sprintf("agent %q exited before answering initialize", r.cfg.Agent[0]))
 		case ictx.Err() != nil:
 			info = ag.exitInfo(schemas.ErrAgentStart, fmt.Sprintf("agent %q did not answer initialize within %s", r.cfg.Agent[0], r.cfg.StartupTimeout))
+			if j := firstJunk.Load(); j != nil {
+				info.Message += fmt.Sprintf("; it writes non-protocol output to stdout, such as %q (an ACP agent writes only JSON-RPC there; is this the agent's ACP mode?)", *j)
+			}
 		default:
 			info = rpcErrorInfo(ag, schemas.ErrAgentStart, err)
 			info.Message = fmt.Sprintf("agent %q: %s", r.cfg.Agent[0], info.Message)

@@ -227,6 +227,10 @@ const strayShown = 5
 func (l *strayLog) add(w io.Writer, setup *runSetup, s capture.Stray) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if line, ok := strings.CutPrefix(s.What, "stdout: "); ok {
+		fmt.Fprintf(w, "harness: the agent writes non-protocol output to stdout: %q (recorded and skipped)\n", setup.redact.String(line))
+		return
+	}
 	l.n++
 	if l.n > strayShown {
 		return
