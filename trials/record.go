@@ -2,6 +2,7 @@ package trials
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 
@@ -50,6 +51,13 @@ func classOf(e *schemas.ErrorInfo) string {
 // set only when n ≥ k; otherwise Warnings says why they are absent. If k is
 // less than 1 it is taken to be len(recs).
 func BuildRecord(c schemas.PromptCase, k int, recs []schemas.CaptureRecord) schemas.TrialsRecord {
+	return BuildRecordFailing(c, k, recs, nil)
+}
+
+// BuildRecordFailing is BuildRecord, but trials whose error class is in
+// failOn count in n as failures instead of being left out (a CI policy:
+// a timeout is the agent's failure, not the harness's).
+func BuildRecordFailing(c schemas.PromptCase, k int, recs []schemas.CaptureRecord, failOn map[string]bool) schemas.TrialsRecord {
 	if k < 1 {
 		k = len(recs)
 	}
@@ -64,8 +72,18 @@ func BuildRecord(c schemas.PromptCase, k int, recs []schemas.CaptureRecord) sche
 		K:        k,
 		Trials:   make([]schemas.TrialEntry, 0, len(sorted)),
 	}
+	counted := map[string]int{}
 	for _, r := range sorted {
 		pass, excluded := Outcome(&r)
+		if excluded != "" && excluded != Ungraded && failOn[excluded] {
+			counted[excluded]++
+			tr.N++
+			e := schemas.NewTrialEntry(r, "")
+			no, zero := false, 0.0
+			e.Pass, e.Score = &no, &zero
+			tr.Trials = append(tr.Trials, e)
+			continue
+		}
 		switch excluded {
 		case "":
 			tr.N++
@@ -81,6 +99,9 @@ func BuildRecord(c schemas.PromptCase, k int, recs []schemas.CaptureRecord) sche
 			tr.Errors[excluded]++
 		}
 		tr.Trials = append(tr.Trials, schemas.NewTrialEntry(r, excluded))
+	}
+	for _, class := range slices.Sorted(maps.Keys(counted)) {
+		tr.Warnings = append(tr.Warnings, fmt.Sprintf("%d %s trials counted as failures", counted[class], class))
 	}
 	if len(sorted) < k {
 		tr.Missing = k - len(sorted)

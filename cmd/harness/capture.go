@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/spf13/pflag"
 
@@ -138,8 +140,14 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 	if init.AgentInfo != nil {
 		log.printf("agent %s %s (ACP %d); %s\n", init.AgentInfo.Name, init.AgentInfo.Version, init.ProtocolVersion, plural(total, "unit"))
 	}
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	var stoppedBy atomic.Pointer[schemas.CaptureRecord]
 	var mu sync.Mutex
 	emit := func(rec *schemas.CaptureRecord) error {
+		if rec.Error != nil && slices.Contains(f.stopOn, rec.Error.Class) && stoppedBy.CompareAndSwap(nil, rec) {
+			stopRun() // no new work: every case would fail the same way
+		}
 		var err error
 		if collect != nil {
 			mu.Lock()
@@ -154,7 +162,7 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 		log.record(rec)
 		return nil
 	}
-	stats, runErr := runner.Run(ctx, units, emit)
+	stats, runErr := runner.Run(runCtx, units, emit)
 	var gateErr error
 	if hooks.finish != nil && runErr == nil {
 		gateErr = hooks.finish(out, stats, ctx.Err() != nil)
@@ -171,6 +179,10 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 	log.summary(stats)
 	if runErr == nil && (f.junit != "" || f.markdown != "") {
 		runErr = writeCIReports(f)
+	}
+	if rec := stoppedBy.Load(); rec != nil && runErr == nil && ctx.Err() == nil {
+		return withCode(exitInfraErrors, fmt.Errorf("stopped at the first %s error (case %q trial %d): %s; the output holds every finished record, continue with --resume",
+			rec.Error.Class, rec.ID, max(rec.Trial, 1), firstLine(rec.Error.Message)))
 	}
 	switch {
 	case runErr != nil:

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -43,6 +45,7 @@ Examples:
 	c.flags.IntVar(&resamples, "resamples", trials.DefaultResamples, "bootstrap `resamples`")
 	c.flags.StringVarP(&output, "output", "o", "", "write to `file` (default stdout)")
 	c.flags.BoolVar(&force, "force", false, "overwrite an existing output file")
+	maxRegression := c.flags.Float64("max-regression", -1, "exit 1 when B's pass rate is lower than A's by more than `x` (0..1) and McNemar's exact test says the change is real (p < 0.05); the lost cases are listed")
 	c.run = func(ctx context.Context, e *env, args, agent []string) error {
 		if len(args) != 2 {
 			return usageErrorf("want two results files (A B), got %d arguments", len(args))
@@ -66,13 +69,31 @@ Examples:
 				return reviewInputErr(err)
 			}
 		}
+		if *maxRegression != -1 && (*maxRegression < 0 || *maxRegression > 1) {
+			return usageErrorf("--max-regression %g: want a fraction between 0 and 1", *maxRegression)
+		}
 		rep := trials.Compare(runs[0], runs[1], trials.CompareOptions{K: k, Seed: sd, Resamples: resamples})
-		return writeOutput(e, output, force, func(out io.Writer) error {
+		err = writeOutput(e, output, force, func(out io.Writer) error {
 			if js {
 				return writePrettyJSON(out, rep)
 			}
 			return trials.WriteCompareText(out, rep)
 		})
+		if err != nil || *maxRegression < 0 || rep.PassRate == nil {
+			return err
+		}
+		drop := -rep.PassRate.Diff
+		if drop <= *maxRegression || rep.McNemar.PValue >= 0.05 {
+			return nil
+		}
+		var lost []string
+		for _, cd := range rep.Cases {
+			if cd.Change == "lost" {
+				lost = append(lost, cd.ID)
+			}
+		}
+		return withCode(exitGateFailed, fmt.Errorf("regression: B's pass rate is %.3f lower than A's (over %.3f), McNemar p = %.4f; lost: %s",
+			drop, *maxRegression, rep.McNemar.PValue, strings.Join(lost, ", ")))
 	}
 	return c
 }

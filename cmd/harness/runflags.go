@@ -51,6 +51,7 @@ type runFlags struct {
 	requestTO      string
 	maxRecordBytes int64
 	sandbox        sandboxFlags
+	stopOn         []string
 	env            []string
 	secretEnv      []string
 	mcpServers     []string
@@ -104,6 +105,7 @@ func (f *runFlags) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.agentStderr, "agent-stderr", false, "copy the agent's stderr to harness's stderr")
 	fs.BoolVar(&f.progress, "progress", false, "print a line per finished record on stderr (default on a terminal)")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors on stderr")
+	fs.StringSliceVar(&f.stopOn, "stop-on", nil, "end the run at the first record with one of these error `classes` (auth_required,...) instead of failing every case the same way")
 	fs.StringVar(&f.shard, "shard", "", "run only share `I/N` of the units (1-based I), for spreading a run over machines")
 	fs.StringVar(&f.junit, "junit", "", "after the run, write a JUnit XML report of the output to `file` (one testcase per case)")
 	fs.StringVar(&f.markdown, "markdown", "", "after the run, write a markdown summary of the output to `file`, for pull-request comments")
@@ -164,6 +166,9 @@ func (f *runFlags) prepare(e *env, args, agent []string, cmdName string) (*runSe
 	}
 	if f.concurrency < 1 {
 		return nil, usageErrorf("--concurrency must be at least 1")
+	}
+	if err := checkClasses("--stop-on", f.stopOn); err != nil {
+		return nil, err
 	}
 	durations := map[string]*time.Duration{}
 	var turnTO, startTO, grace, settle, termTO, graderTO time.Duration
@@ -512,4 +517,22 @@ func (f *sandboxFlags) runner(keepEnv ...string) (sandbox.Runner, error) {
 		return sb, nil
 	}
 	return nil, usageErrorf("--sandbox %q: want none or bwrap", f.backend)
+}
+
+// errorClasses are the error classes a record can have.
+func errorClasses() []string {
+	return []string{schemas.ErrAgentStart, schemas.ErrWorkspaceSetup, schemas.ErrAgentCrash, schemas.ErrTimeout,
+		schemas.ErrProtocol, schemas.ErrAuthRequired, schemas.ErrAgentError, schemas.ErrGraderError, schemas.ErrGraderTimeout,
+		schemas.ErrGraderInvalid}
+}
+
+// checkClasses refuses an error class that does not exist.
+func checkClasses(flag string, classes []string) error {
+	errorClasses := errorClasses()
+	for _, c := range classes {
+		if !slices.Contains(errorClasses, strings.TrimSpace(c)) {
+			return usageErrorf("%s %q: unknown error class (known: %s)", flag, c, strings.Join(errorClasses, ", "))
+		}
+	}
+	return nil
 }

@@ -29,6 +29,7 @@ func newTrialsCmd() *command {
 		minAt             []string
 		minExp            []string
 		allowGraderErrors bool
+		failOn            []string
 	)
 	c := &command{
 		name:  "trials",
@@ -65,9 +66,13 @@ Examples:
 	c.flags.StringArrayVar(&minAt, "min-pass-at", nil, "exit 1 unless mean pass@K is at least X (`K=X`); repeatable")
 	c.flags.StringArrayVar(&minExp, "min-pass-exp", nil, "exit 1 unless mean pass^K is at least X (`K=X`); repeatable")
 	c.flags.BoolVar(&allowGraderErrors, "allow-grader-errors", false, "let the gates pass although some trials hit grader errors (left out of n)")
+	c.flags.StringSliceVar(&failOn, "fail-on", nil, "count trials with these error `classes` (timeout,agent_crash,...) as failures in n and the gates, instead of leaving them out")
 	c.run = func(ctx context.Context, e *env, args, agent []string) error {
 		if k < 1 {
 			return usageErrorf("-k must be at least 1")
+		}
+		if err := checkClasses("--fail-on", failOn); err != nil {
+			return err
 		}
 		gates, err := parseGates(minRate, minAt, minExp)
 		if err != nil {
@@ -93,6 +98,12 @@ Examples:
 			return runUnits(ctx, e, &f, setup, k, runHooks{})
 		}
 		col := &trialsCollector{k: k, open: map[string]*pendingCase{}, summary: trials.NewSummary(k), setup: setup, allowGraderErrors: allowGraderErrors}
+		if len(failOn) > 0 {
+			col.failOn = map[string]bool{}
+			for _, class := range failOn {
+				col.failOn[strings.TrimSpace(class)] = true
+			}
+		}
 		if f.output != "" && f.output != "-" {
 			col.partialPath = f.output + ".partial"
 		}
@@ -130,11 +141,13 @@ type trialsCollector struct {
 	written map[string]bool // cases whose records an earlier run wrote
 	// allowGraderErrors lets gates pass although graders errored.
 	allowGraderErrors bool
-	summary           *trials.Summary
-	setup             *runSetup
-	partialPath       string
-	partial           *results.Output
-	out               *results.Output
+	// failOn holds the error classes counted as failures.
+	failOn      map[string]bool
+	summary     *trials.Summary
+	setup       *runSetup
+	partialPath string
+	partial     *results.Output
+	out         *results.Output
 }
 
 type pendingCase struct {
@@ -308,7 +321,7 @@ func (t *trialsCollector) closePartial() error {
 // complete builds a case's trials record and writes every finished case
 // that no unfinished case comes before; t.mu is held.
 func (t *trialsCollector) complete(p *pendingCase) error {
-	tr := trials.BuildRecord(*p.c, t.k, p.recs)
+	tr := trials.BuildRecordFailing(*p.c, t.k, p.recs, t.failOn)
 	p.record = &tr
 	delete(t.open, p.c.ID)
 	if t.out == nil {
