@@ -19,7 +19,7 @@ func newCompareCmd() *command {
 	)
 	c := &command{
 		name:  "compare",
-		usage: "compare A B [-k K] [--json] [-o FILE]",
+		usage: "compare A B [C...] [-k K] [--json] [-o FILE]",
 		short: "compare two runs on the same cases with paired statistics",
 		long: `Compares run B against run A (capture files: pass from each record's score,
 several records of a case are its trials; or trials files, including
@@ -47,8 +47,8 @@ Examples:
 	c.flags.BoolVar(&force, "force", false, "overwrite an existing output file")
 	maxRegression := c.flags.Float64("max-regression", -1, "exit 1 when B's pass rate is lower than A's by more than `x` (0..1) and McNemar's exact test says the change is real (p < 0.05); the lost cases are listed")
 	c.run = func(ctx context.Context, e *env, args, agent []string) error {
-		if len(args) != 2 {
-			return usageErrorf("want two results files (A B), got %d arguments", len(args))
+		if len(args) < 2 {
+			return usageErrorf("want two or more results files (A B [C...]), got %d arguments", len(args))
 		}
 		if k < 1 {
 			return usageErrorf("-k %d: K must be at least 1", k)
@@ -57,7 +57,7 @@ Examples:
 		if err != nil {
 			return err
 		}
-		var runs [2]*trials.Run
+		runs := make([]*trials.Run, len(args))
 		for i, name := range args {
 			in, err := reviewInput(e, name)
 			if err != nil {
@@ -68,6 +68,18 @@ Examples:
 			if err != nil {
 				return reviewInputErr(err)
 			}
+		}
+		if len(runs) > 2 {
+			if *maxRegression != -1 {
+				return usageErrorf("--max-regression compares two runs (A B)")
+			}
+			rk := trials.Rank(runs, trials.CompareOptions{K: k, Seed: sd, Resamples: resamples})
+			return writeOutput(e, output, force, func(out io.Writer) error {
+				if js {
+					return writePrettyJSON(out, rk)
+				}
+				return trials.WriteRankingText(out, rk)
+			})
 		}
 		if *maxRegression != -1 && (*maxRegression < 0 || *maxRegression > 1) {
 			return usageErrorf("--max-regression %g: want a fraction between 0 and 1", *maxRegression)
