@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"encoding/csv"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
 
+	"harness/schemas"
 	"harness/trials"
 )
 
@@ -45,8 +48,20 @@ Examples:
 	c.flags.IntVar(&resamples, "resamples", trials.DefaultResamples, "bootstrap `resamples`")
 	c.flags.StringVarP(&output, "output", "o", "", "write to `file` (default stdout)")
 	c.flags.BoolVar(&force, "force", false, "overwrite an existing output file")
+	format := c.flags.String("format", "text", "output `format`: text, json or csv (per-case rows for two runs, the ranking for more)")
 	maxRegression := c.flags.Float64("max-regression", -1, "exit 1 when B's pass rate is lower than A's by more than `x` (0..1) and McNemar's exact test says the change is real (p < 0.05); the lost cases are listed")
 	c.run = func(ctx context.Context, e *env, args, agent []string) error {
+		switch *format {
+		case "text":
+		case "json":
+			js = true
+		case "csv":
+			if js {
+				return usageErrorf("--json and --format csv contradict each other")
+			}
+		default:
+			return usageErrorf("--format %q: want text, json or csv", *format)
+		}
 		if len(args) < 2 {
 			return usageErrorf("want two or more results files (A B [C...]), got %d arguments", len(args))
 		}
@@ -75,8 +90,11 @@ Examples:
 			}
 			rk := trials.Rank(runs, trials.CompareOptions{K: k, Seed: sd, Resamples: resamples})
 			return writeOutput(e, output, force, func(out io.Writer) error {
-				if js {
+				switch {
+				case js:
 					return writePrettyJSON(out, rk)
+				case *format == "csv":
+					return rankingCSV(out, rk)
 				}
 				return trials.WriteRankingText(out, rk)
 			})
@@ -86,8 +104,11 @@ Examples:
 		}
 		rep := trials.Compare(runs[0], runs[1], trials.CompareOptions{K: k, Seed: sd, Resamples: resamples})
 		err = writeOutput(e, output, force, func(out io.Writer) error {
-			if js {
+			switch {
+			case js:
 				return writePrettyJSON(out, rep)
+			case *format == "csv":
+				return compareCSV(out, rep)
 			}
 			return trials.WriteCompareText(out, rep)
 		})
@@ -108,4 +129,33 @@ Examples:
 			drop, *maxRegression, rep.McNemar.PValue, strings.Join(lost, ", ")))
 	}
 	return c
+}
+
+// compareCSV writes a comparison of two runs as CSV, one row per case.
+func compareCSV(out io.Writer, rep schemas.CompareReport) error {
+	w := csv.NewWriter(out)
+	w.Write([]string{"id", "a_n", "a_c", "a_passRate", "b_n", "b_c", "b_passRate", "delta", "change"})
+	f := func(p *float64) string {
+		if p == nil {
+			return ""
+		}
+		return strconv.FormatFloat(*p, 'g', -1, 64)
+	}
+	for _, c := range rep.Cases {
+		w.Write([]string{c.ID, strconv.Itoa(c.A.N), strconv.Itoa(c.A.C), f(c.A.PassRate), strconv.Itoa(c.B.N), strconv.Itoa(c.B.C), f(c.B.PassRate), f(c.Delta), c.Change})
+	}
+	w.Flush()
+	return w.Error()
+}
+
+// rankingCSV writes a ranking as CSV, one row per run.
+func rankingCSV(out io.Writer, rk trials.Ranking) error {
+	w := csv.NewWriter(out)
+	w.Write([]string{"rank", "run", "meanPassRate", "low", "high"})
+	g := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+	for _, r := range rk.Runs {
+		w.Write([]string{strconv.Itoa(r.Rank), r.File, g(r.MeanPassRate), g(r.Low), g(r.High)})
+	}
+	w.Flush()
+	return w.Error()
 }

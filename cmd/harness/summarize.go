@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"io"
@@ -153,9 +154,21 @@ Examples:
 	c.flags.StringVar(&seed, "seed", "1", "bootstrap `seed` for -a")
 	c.flags.IntVar(&resamples, "resamples", trials.DefaultResamples, "bootstrap `resamples` for -a")
 	c.flags.BoolVar(&force, "force", false, "overwrite an existing output file")
+	csvOut := false
+	format := c.flags.String("format", "jsonl", "the compact view's `format`: jsonl or csv (one row per record)")
 	c.run = func(ctx context.Context, e *env, args, agent []string) error {
 		if len(args) != 1 {
 			return usageErrorf("want one results file, got %d arguments", len(args))
+		}
+		switch *format {
+		case "jsonl":
+		case "csv":
+			if markdown || agg {
+				return usageErrorf("--format csv is for the compact view (not with -m or -a)")
+			}
+			csvOut = true
+		default:
+			return usageErrorf("--format %q: want jsonl or csv", *format)
 		}
 		if markdown && agg {
 			return usageErrorf("-m and -a are different views: choose one")
@@ -173,6 +186,9 @@ Examples:
 		}
 		defer in.Close()
 		return writeOutput(e, output, force, func(out io.Writer) error {
+			if csvOut {
+				return summarizeCSV(in, args[0], out)
+			}
 			return runSummarize(in, args[0], out, output, markdown, agg, js, sd, resamples)
 		})
 	}
@@ -215,6 +231,34 @@ func runSummarize(in io.Reader, name string, out io.Writer, outName string, mark
 	}
 	if cerr := w.Close(); err == nil {
 		err = cerr
+	}
+	return reviewInputErr(err)
+}
+
+// summarizeCSV writes the compact view as CSV, one row per record.
+func summarizeCSV(in io.Reader, name string, out io.Writer) error {
+	w := csv.NewWriter(out)
+	w.Write([]string{"id", "trial", "input", "output", "toolCalls", "duration", "steps", "stopReason", "toolErrors", "pass", "score", "excluded"})
+	n := 0
+	_, err := review.EachRecordBrief(name, in, func(_ int, rec *schemas.CaptureRecord) error {
+		n++
+		s := review.Summarize(rec)
+		pass, score := "", ""
+		if s.Pass != nil {
+			pass = strconv.FormatBool(*s.Pass)
+		}
+		if s.Score != nil {
+			score = strconv.FormatFloat(*s.Score, 'g', -1, 64)
+		}
+		return w.Write([]string{s.ID, strconv.Itoa(max(s.Trial, 1)), s.Input, s.Output, strings.Join(s.ToolCalls, " "),
+			strconv.FormatInt(s.Duration, 10), strconv.Itoa(s.Steps), s.StopReason, strconv.FormatBool(s.ToolErrors), pass, score, s.Excluded})
+	})
+	if err == nil && n == 0 {
+		err = &schemas.InputError{File: name, Msg: "no records (the file is empty)"}
+	}
+	w.Flush()
+	if err == nil {
+		err = w.Error()
 	}
 	return reviewInputErr(err)
 }
