@@ -448,8 +448,9 @@ func TestHugeMessage(t *testing.T) {
 func TestLateAndEarlyUpdates(t *testing.T) {
 	t.Parallel()
 	rec := one(t, testConfig(t, "--early-updates"), "late")
-	if rec.Output != "main tail" {
-		t.Errorf("output %q: the late chunk is lost", rec.Output)
+	// The late chunk is on the trajectory, not in the output.
+	if rec.Output != "main" || lateText(rec) != " tail" {
+		t.Errorf("output %q, late text %q", rec.Output, lateText(rec))
 	}
 	var phases []string
 	for _, s := range rec.Trajectory {
@@ -658,9 +659,12 @@ func TestLateUpdatesWithBackToBackCases(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Settle = 2 * time.Second
 	recs := run(t, cfg, cases("late", "echo x", "late", "echo y"))
-	for i, want := range []string{"main tail", "x", "main tail", "y"} {
+	for i, want := range []string{"main", "x", "main", "y"} {
 		if recs[i].Output != want {
 			t.Errorf("case %d: output %q, want %q", i, recs[i].Output, want)
+		}
+		if wantLate := map[string]string{"main": " tail"}[want]; lateText(recs[i]) != wantLate {
+			t.Errorf("case %d: late text %q, want %q", i, lateText(recs[i]), wantLate)
 		}
 		for _, s := range recs[i].Trajectory {
 			if s.Phase == "stray" {
@@ -724,7 +728,7 @@ func TestLatePermissionNeverGranted(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Settle = time.Second
 	rec := one(t, cfg, `{"script":[{"message":"done "},{"stop":"end_turn"},{"after":[{"sleep":50},{"request":{"method":"session/request_permission","params":{"toolCall":{"toolCallId":"x"},"options":[{"optionId":"o","name":"ok","kind":"allow_once"}]}}},{"reportLastAnswer":true}]}]}`)
-	if !strings.Contains(rec.Output, `"outcome":"cancelled"`) || strings.Contains(rec.Output, `"selected"`) {
+	if late := lateText(rec); !strings.Contains(late, `"outcome":"cancelled"`) || strings.Contains(late, `"selected"`) {
 		t.Errorf("late permission answered %q (error %+v, steps %+v)", rec.Output, rec.Error, rec.Trajectory)
 	}
 	p := stepsOf(rec, schemas.StepPermission)
@@ -821,4 +825,17 @@ func TestOutcomeLifted(t *testing.T) {
 	if rec.Outcome["tests"] != 3.0 {
 		t.Errorf("outcome = %v", rec.Outcome)
 	}
+}
+
+// lateText is the text of a record's late message steps.
+func lateText(rec *schemas.CaptureRecord) string {
+	var b strings.Builder
+	for _, s := range rec.Trajectory {
+		if s.Type == schemas.StepMessage && s.Phase == schemas.PhaseLate {
+			var text string
+			json.Unmarshal(s.Content, &text)
+			b.WriteString(text)
+		}
+	}
+	return b.String()
 }

@@ -220,7 +220,10 @@ func (r *Recorder) chunk(typ string, at time.Time, c *acp.ContentChunk) {
 	s.step.Chunks++
 	if c.Type == "text" {
 		s.text.WriteString(c.Text)
-		if typ == schemas.StepMessage {
+		// Text that arrives after the prompt answered is on the
+		// trajectory (phase late), not in the turn's output: the answer
+		// is what the agent said before it answered.
+		if typ == schemas.StepMessage && r.phase != schemas.PhaseLate {
 			r.outputs[r.turn].WriteString(c.Text)
 		}
 	} else {
