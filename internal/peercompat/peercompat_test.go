@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -74,6 +75,15 @@ func TestFreshRecordsValidate(t *testing.T) {
 		Agent: argv, AgentEnv: env, Cwd: t.TempDir(),
 		TurnTimeout: 5 * time.Second, StartupTimeout: 10 * time.Second, CancelGrace: time.Second, Settle: 50 * time.Millisecond,
 		Build: buildinfo.Info{Version: "test"},
+		// A grader that fails trial 2, so calibrate has failures to show.
+		Grade: func(_ context.Context, rec *schemas.CaptureRecord, _ *schemas.PromptCase) (*schemas.GraderResult, []schemas.GraderResult) {
+			pass := rec.Trial == 1
+			score := 0.0
+			if pass {
+				score = 1
+			}
+			return &schemas.GraderResult{Pass: pass, Score: score, Reasoning: "trial " + strconv.Itoa(rec.Trial)}, nil
+		},
 	}
 	inputs := []string{"full", "permission", "messages", "junk", "crash", "late", "echo plain", "usage", "unknown-session", "dup-tool"}
 	var units []capture.Unit
@@ -102,6 +112,14 @@ func TestFreshRecordsValidate(t *testing.T) {
 		t.Fatalf("run: %v", err)
 	}
 	validate(t, "capture", len(units), capPath)
+	// The peer's own summarize and calibrate read the file.
+	out2 := peerCLI(t, "summarize", capPath)
+	if n := strings.Count(strings.TrimSpace(out2), "\n") + 1; n != len(units) || !strings.Contains(out2, `"toolCalls"`) {
+		t.Errorf("peer summarize: %d lines, want %d:\n%s", n, len(units), out2)
+	}
+	if cal := peerCLI(t, "calibrate", capPath); !strings.Contains(cal, "# Grader Calibration Report") || !strings.Contains(cal, "trial 2") {
+		t.Errorf("peer calibrate:\n%s", cal)
+	}
 
 	trialsPath := filepath.Join(dir, "trials.jsonl")
 	tout, err := results.OpenOutput(trialsPath, results.OutputOptions{})
@@ -117,4 +135,21 @@ func TestFreshRecordsValidate(t *testing.T) {
 	}
 	tout.Close()
 	validate(t, "trials", len(inputs), trialsPath)
+}
+
+// peerCLI runs a command of the peer's own CLI on harness's files and
+// returns its output; it fails the test when the command fails.
+func peerCLI(t *testing.T, args ...string) string {
+	t.Helper()
+	bun, script := peer(t)
+	cli := filepath.Join(filepath.Dir(script), "node_modules", "@plaited", "agent-eval-harness", "bin", "cli.ts")
+	out, err := exec.Command(bun, append([]string{cli}, args...)...).Output()
+	if err != nil {
+		msg := ""
+		if ee, ok := err.(*exec.ExitError); ok {
+			msg = string(ee.Stderr)
+		}
+		t.Fatalf("peer %s: %v\n%s", strings.Join(args, " "), err, msg)
+	}
+	return string(out)
 }
