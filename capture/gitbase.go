@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"harness/internal/safefile"
 	"harness/schemas"
 )
 
@@ -143,7 +144,7 @@ func gitChanges(ws string, bases map[string]string) ([]schemas.FileChange, error
 			if binary[path] {
 				c.Binary = true
 				if c.Status != "deleted" {
-					if b, err := readRegular(filepath.Join(dir, path), maxBinaryContent); err == nil {
+					if b, err := safefile.Read(filepath.Join(dir, path), maxBinaryContent); err == nil {
 						c.Content = base64.StdEncoding.EncodeToString(b)
 					}
 				}

@@ -8,11 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"syscall"
 	"unicode/utf8"
 
 	"github.com/aymanbagabas/go-udiff"
 
+	"harness/internal/safefile"
 	"harness/schemas"
 )
 
@@ -203,32 +203,9 @@ func sameFile(a, b *fileInfo) bool {
 	if a.size != b.size || a.mode.Perm() != b.mode.Perm() {
 		return false
 	}
-	x, err1 := readRegular(a.path, a.size)
-	y, err2 := readRegular(b.path, b.size)
+	x, err1 := safefile.Read(a.path, a.size)
+	y, err2 := safefile.Read(b.path, b.size)
 	return err1 == nil && err2 == nil && bytes.Equal(x, y)
-}
-
-// readRegular reads a plain file of at most max bytes, never following a
-// symlink and never blocking on what an agent may have swapped in (a
-// FIFO, a device): the workspace is the agent's, and it may still run.
-func readRegular(path string, max int64) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW|syscall.O_NOCTTY, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", path)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err == nil && int64(len(b)) > max {
-		err = fmt.Errorf("%s: grew while read", path)
-	}
-	return b, err
 }
 
 func (w *Workspace) change(rel, status string, before, after *fileInfo) schemas.FileChange {
@@ -262,7 +239,7 @@ func readText(f *fileInfo) (string, bool) {
 	if f.size > maxDiffBytes {
 		return "", false
 	}
-	b, err := readRegular(f.path, maxDiffBytes)
+	b, err := safefile.Read(f.path, maxDiffBytes)
 	if err != nil || bytes.IndexByte(b, 0) >= 0 || !utf8.Valid(b) {
 		return "", false
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"harness/internal/safefile"
 	"harness/schemas"
 )
 
@@ -185,7 +186,7 @@ func buildAssertion(m map[string]any, c cfgCtx) (assertion, error) {
 			if ws == "" {
 				return false, why
 			}
-			b, err := readRegularFile(filepath.Join(ws, filepath.Clean("/" + p)[1:]), 64<<20)
+			b, err := safefile.Read(filepath.Join(ws, filepath.Clean("/" + p)[1:]), 64<<20)
 			if err != nil {
 				return false, p + ": " + err.Error()
 			}

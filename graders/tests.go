@@ -3,13 +3,13 @@ package graders
 import (
 	"context"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"harness/internal/safefile"
 	"harness/schemas"
 )
 
@@ -129,7 +129,7 @@ func (g *testsGrader) Grade(ctx context.Context, in *Input) schemas.GraderResult
 	if g.path == "" {
 		report = p.stdout
 	} else {
-		b, err := readRegularFile(filepath.Join(ws, g.path), 256<<20)
+		b, err := safefile.Read(filepath.Join(ws, g.path), 256<<20)
 		if err != nil {
 			return finish(schemas.GraderResult{Error: procError(schemas.ErrGraderError,
 				fmt.Sprintf("no report: %q exited %d and wrote no %s (%v)", strings.Join(argv, " "), p.exitCode, g.path, err), p)}, g.name, start)
@@ -185,19 +185,6 @@ func (g *testsGrader) Grade(ctx context.Context, in *Input) schemas.GraderResult
 		res.Reasoning += fmt.Sprintf(" (%d skipped)", skipped)
 	}
 	return finish(res, g.name, start)
-}
-
-// readRegularFile reads a plain file of at most max bytes.
-func readRegularFile(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file")
-	}
-	return io.ReadAll(io.LimitReader(f, max))
 }
 
 // copyInto copies the tree src into dst, replacing files of the same name.

@@ -25,10 +25,13 @@ func TestBwrapChecksItsOptions(t *testing.T) {
 }
 
 func TestBwrapArgs(t *testing.T) {
-	b := &Bwrap{opts: Options{Network: "none", RO: []string{"/opt/tools"}, RW: []string{"/data"}}, path: "bwrap"}
-	got := strings.Join(b.Args(Command{Dir: "/work/ws", RW: []string{"/work/extra"}}, "/tmp/home-1"), " ")
+	root := t.TempDir()
+	p := func(name string) string { return filepath.Join(root, name) }
+	b := &Bwrap{opts: Options{Network: "none", RO: []string{p("tools")}, RW: []string{p("data")}}, path: "bwrap"}
+	got := strings.Join(b.Args(Command{Dir: p("ws"), RW: []string{p("extra")}}, p("home")), " ")
 	want := "--ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --unshare-pid --unshare-ipc --unshare-uts --die-with-parent --new-session --unshare-net " +
-		"--ro-bind /opt/tools /opt/tools --bind /data /data --bind /work/ws /work/ws --bind /work/extra /work/extra --bind /tmp/home-1 /tmp/home-1 --chdir /work/ws --"
+		"--ro-bind R/tools R/tools --bind R/data R/data --bind R/ws R/ws --bind R/extra R/extra --bind R/home R/home --chdir R/ws --"
+	want = strings.ReplaceAll(want, "R/", root+"/")
 	if got != want {
 		t.Errorf("args:\n got %s\nwant %s", got, want)
 	}
@@ -36,7 +39,7 @@ func TestBwrapArgs(t *testing.T) {
 
 func TestBwrapEnvKeepsOnlyWhatIsNeeded(t *testing.T) {
 	b := &Bwrap{opts: Options{KeepEnv: []string{"MY_FLAG"}}}
-	got := strings.Join(b.env([]string{"PATH=/bin", "HOME=/root", "SSH_AUTH_SOCK=/run/agent", "ANTHROPIC_API_KEY=k", "MY_FLAG=1", "LC_ALL=C", "HARNESS_PROC=t", "OTHER=x"}, "/tmp/h"), " ")
+	got := strings.Join(b.env([]string{"PATH=/bin", "HOME=/home/user", "SSH_AUTH_SOCK=/run/agent", "ANTHROPIC_API_KEY=k", "MY_FLAG=1", "LC_ALL=C", "HARNESS_PROC=t", "OTHER=x"}, "/tmp/h"), " ")
 	want := "PATH=/bin ANTHROPIC_API_KEY=k MY_FLAG=1 LC_ALL=C HARNESS_PROC=t HOME=/tmp/h TMPDIR=/tmp"
 	if got != want {
 		t.Errorf("env:\n got %s\nwant %s", got, want)

@@ -182,12 +182,7 @@ func (f *checkFlags) options(e *env, agent []string) (compliance.Options, *redac
 		ClientInfo: acp.Implementation{Name: "harness", Title: "harness check", Version: buildinfo.Read(version).Version},
 		Permission: policy,
 	}
-	var keep []string
-	for _, kv := range f.env {
-		k, _, _ := strings.Cut(kv, "=")
-		keep = append(keep, k)
-	}
-	sb, err := f.sandbox.runner(append(keep, f.secretEnv...)...)
+	sb, err := f.sandbox.runner(f.env, f.secretEnv)
 	if err != nil {
 		return o, nil, err
 	}

@@ -218,12 +218,7 @@ func (f *runFlags) prepare(e *env, args, agent []string, cmdName string) (*runSe
 			return nil, usageErrorf("--workspace %s: not a directory", f.workspace)
 		}
 	}
-	var keep []string
-	for _, kv := range f.env {
-		k, _, _ := strings.Cut(kv, "=")
-		keep = append(keep, k)
-	}
-	sb, err := f.sandbox.runner(append(keep, f.secretEnv...)...)
+	sb, err := f.sandbox.runner(f.env, f.secretEnv)
 	if err != nil {
 		return nil, err
 	}
@@ -500,9 +495,14 @@ func (f *sandboxFlags) addFlags(fs *pflag.FlagSet, usage string) {
 }
 
 // runner builds the sandbox of --sandbox (nil for none), checking that it
-// works here; keepEnv names the variables passed into it beyond the usual
-// (the agent's --env).
-func (f *sandboxFlags) runner(keepEnv ...string) (sandbox.Runner, error) {
+// works here. The agent's --env (KEY=VALUE) and --secret-env variables are
+// passed into it beyond the usual ones.
+func (f *sandboxFlags) runner(env, secretEnv []string) (sandbox.Runner, error) {
+	keepEnv := slices.Clone(secretEnv)
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		keepEnv = append(keepEnv, k)
+	}
 	switch f.backend {
 	case "", "none":
 		if f.home != "" || len(f.ro)+len(f.rw) > 0 || f.network != "host" {
