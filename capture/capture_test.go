@@ -219,6 +219,25 @@ func TestMultiTurn(t *testing.T) {
 	}
 }
 
+// Step timestamps count from the case's start in every turn, so they only
+// grow: a step of the third turn comes after the 80 ms the second one took.
+func TestMultiTurnTimestampsCountFromCaseStart(t *testing.T) {
+	t.Parallel()
+	c := &schemas.PromptCase{ID: "ts", Input: schemas.Turns{List: []string{"echo one", "slow 80", "echo three"}, Multi: true}}
+	rec := run(t, testConfig(t), []Unit{{Case: c, Trial: 1}})[0]
+	var last int64 = -1
+	for _, s := range rec.Trajectory {
+		if s.Timestamp < last {
+			t.Errorf("step %s at %d ms comes before the previous one at %d ms", s.StepID, s.Timestamp, last)
+		}
+		last = s.Timestamp
+	}
+	final := rec.Trajectory[len(rec.Trajectory)-1]
+	if final.Turn != 3 || final.Timestamp < 80 {
+		t.Errorf("last step turn %d at %d ms, want turn 3 at >= 80 ms", final.Turn, final.Timestamp)
+	}
+}
+
 func TestFreshSessionPerCase(t *testing.T) {
 	t.Parallel()
 	recs := run(t, testConfig(t), cases("turn", "turn", "turn"))

@@ -22,7 +22,6 @@ type Recorder struct {
 	mu sync.Mutex
 
 	caseStart time.Time
-	turnStart time.Time
 	turn      int
 	phase     string
 	sealed    bool
@@ -44,7 +43,6 @@ type Recorder struct {
 type stepState struct {
 	step      schemas.Step
 	at        time.Time
-	base      time.Time // what the timestamp counts from
 	text      strings.Builder
 	firstSeen time.Time
 	// rawOutput records that the tool call has sent rawOutput, which wins
@@ -57,7 +55,6 @@ type stepState struct {
 func NewRecorder(start time.Time) *Recorder {
 	return &Recorder{
 		caseStart: start,
-		turnStart: start,
 		phase:     schemas.PhaseSetup,
 		tools:     map[string]*stepState{},
 		requests:  map[*acp.Request]*stepState{},
@@ -71,7 +68,7 @@ var _ acp.Observer = (*Recorder)(nil)
 func (r *Recorder) BeginTurn(n int, at time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.turn, r.turnStart, r.phase = n, at, ""
+	r.turn, r.phase = n, ""
 	if n == 1 {
 		r.firstTurn = at
 	}
@@ -131,11 +128,7 @@ func (r *Recorder) EndTurn(resp *acp.PromptResponse) {
 
 // newStep appends a step stamped with the arrival time at; r.mu is held.
 func (r *Recorder) newStep(typ string, at time.Time) *stepState {
-	base := r.turnStart
-	if r.turn == 0 {
-		base = r.caseStart
-	}
-	s := &stepState{at: at, base: base, firstSeen: at}
+	s := &stepState{at: at, firstSeen: at}
 	s.step.Type = typ
 	s.step.Turn = r.turn
 	s.step.Phase = r.phase
@@ -461,7 +454,7 @@ func (r *Recorder) Seal(prefix string) Result {
 	for i, s := range r.steps {
 		st := s.step
 		st.StepID = fmt.Sprintf("%s-s%d", prefix, i+1)
-		st.Timestamp = s.at.Sub(s.base).Milliseconds()
+		st.Timestamp = s.at.Sub(r.caseStart).Milliseconds()
 		switch st.Type {
 		case schemas.StepMessage, schemas.StepThought, schemas.StepUserMessage:
 			st.Content = marshalText(s.text.String())

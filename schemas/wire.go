@@ -15,7 +15,8 @@ import (
 // shapes), so its schemas accept the records, and puts every other step
 // (permissions, fs, terminals, usage, modes, unknown updates...) in
 // "events"; both carry the same stepId sequence, so the full order can be
-// rebuilt. Version 1 (no "format" field) had every step in "trajectory";
+// rebuilt. A grader result that is an error goes in "graderError", never in
+// "score". Version 1 (no "format" field) had every step in "trajectory";
 // it is read as well.
 const FormatVersion = 2
 
@@ -36,13 +37,21 @@ type recordFields CaptureRecord
 type recordWire struct {
 	recordFields
 	Events []Step `json:"events,omitempty"`
-	Format int    `json:"format,omitempty"`
+	// GraderError holds a grader result that is an error (the grader
+	// crashed, timed out or answered nonsense). It is kept out of "score"
+	// because acp-harness pipelines read a score object as a verdict and
+	// would count the crash as a failure.
+	GraderError *GraderResult `json:"graderError,omitempty"`
+	Format      int           `json:"format,omitempty"`
 }
 
 // MarshalJSON writes the record in the current format: the peer's step
 // kinds in trajectory, the others in events.
 func (r CaptureRecord) MarshalJSON() ([]byte, error) {
 	w := recordWire{recordFields: recordFields(r), Format: FormatVersion}
+	if r.Score != nil && r.Score.Error != nil {
+		w.GraderError, w.Score = r.Score, nil
+	}
 	w.Trajectory = make([]Step, 0, len(r.Trajectory))
 	for _, s := range r.Trajectory {
 		if !PeerStep(s.Type) {
@@ -75,6 +84,9 @@ func (r *CaptureRecord) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*r = CaptureRecord(w.recordFields)
+	if r.Score == nil && w.GraderError != nil {
+		r.Score = w.GraderError
+	}
 	if len(w.Events) > 0 {
 		r.Trajectory = mergeSteps(r.Trajectory, w.Events)
 	}
