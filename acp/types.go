@@ -95,6 +95,7 @@ type NewSessionResponse struct {
 	SessionID     string          `json:"sessionId"`
 	Modes         json.RawMessage `json:"modes,omitempty"`
 	ConfigOptions json.RawMessage `json:"configOptions,omitempty"`
+	Meta          json.RawMessage `json:"_meta,omitempty"`
 }
 
 // PromptRequest is the params of session/prompt.

@@ -157,6 +157,7 @@ func (w *worker) prefetch(ctx context.Context, u Unit) *prepared {
 			return
 		}
 		run.sessionID = sess.SessionID
+		run.record.Session = &schemas.Session{ID: sess.SessionID, Meta: sess.Meta}
 		run.sessionDur = time.Since(run.start)
 		p.ag.client.Register(sess.SessionID, cwd, run.rec)
 	}()
@@ -382,6 +383,7 @@ func (w *worker) setup(ctx context.Context, u Unit) *caseRun {
 		return nil
 	}
 	run.sessionID = sess.SessionID
+	run.record.Session = &schemas.Session{ID: sess.SessionID, Meta: sess.Meta}
 	// Updates the agent sent for the new session before answering are
 	// handed over here; earlier cases stay attached for their late updates.
 	w.ag.client.Attach(sess.SessionID, cwd, run.rec)

@@ -131,6 +131,49 @@ func Schema(name string) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// StrictSchema is Schema with additionalProperties: false set on every
+// object that lists its properties and says nothing of others: it accepts
+// what this build writes and rejects any field it does not know. The
+// schemas Schema returns stay open, as acp-harness's are, so readers of one
+// version accept records of the next.
+func StrictSchema(name string) ([]byte, error) {
+	b, err := Schema(name)
+	if err != nil {
+		return nil, err
+	}
+	var doc any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, err
+	}
+	closeObjects(doc)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func closeObjects(v any) {
+	switch x := v.(type) {
+	case map[string]any:
+		if _, ok := x["properties"].(map[string]any); ok {
+			if _, set := x["additionalProperties"]; !set {
+				x["additionalProperties"] = false
+			}
+		}
+		for _, e := range x {
+			closeObjects(e)
+		}
+	case []any:
+		for _, e := range x {
+			closeObjects(e)
+		}
+	}
+}
+
 func decodeSchema(name string) (map[string]any, error) {
 	b, err := SchemaDoc(name)
 	if err != nil {

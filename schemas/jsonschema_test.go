@@ -17,13 +17,14 @@ import (
 	"harness/trials"
 )
 
-// compile compiles one bundled schema on its own: no other document is
-// available, so every $ref must resolve inside the bundle.
+// compile compiles one bundled schema on its own, in its strict form (no
+// undeclared fields): no other document is available, so every $ref must
+// resolve inside the bundle.
 func compile(t *testing.T, name string) *jsonschema.Schema {
 	t.Helper()
-	b, err := schemas.Schema(name)
+	b, err := schemas.StrictSchema(name)
 	if err != nil {
-		t.Fatalf("Schema(%s): %v", name, err)
+		t.Fatalf("StrictSchema(%s): %v", name, err)
 	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
 	if err != nil {

@@ -53,6 +53,17 @@ type CaptureRecord struct {
 	// Outcome is the grader's outcome data, lifted to the top level as
 	// the TypeScript acp-harness does.
 	Outcome map[string]any `json:"outcome,omitempty"`
+	// Session is the ACP session the case ran in, as acp-harness's
+	// Session names it, so the record can be matched with the agent's
+	// own logs.
+	Session *Session `json:"session,omitempty"`
+}
+
+// Session is an ACP session: its id and the _meta the agent returned
+// with it.
+type Session struct {
+	ID   string          `json:"id"`
+	Meta json.RawMessage `json:"_meta,omitempty"`
 }
 
 // Truncation notes the values cut from a record that was over its size

@@ -242,10 +242,15 @@ func (f *runFlags) prepare(e *env, args, agent []string, cmdName string) (*runSe
 	s.redact = redact.New(secrets, agentEnv)
 	var mcp []json.RawMessage
 	for _, m := range f.mcpServers {
-		if !json.Valid([]byte(m)) || !strings.HasPrefix(strings.TrimSpace(m), "{") {
-			return nil, usageErrorf("--mcp-server %q: not a JSON object", m)
+		srv, err := acp.ParseMCPServer(m)
+		if err != nil {
+			return nil, usageErrorf("--mcp-server %s: %v (see harness schemas McpServerConfig)", m, err)
 		}
-		mcp = append(mcp, json.RawMessage(m))
+		b, err := json.Marshal(srv)
+		if err != nil {
+			return nil, usageErrorf("--mcp-server %s: %v", m, err)
+		}
+		mcp = append(mcp, b)
 	}
 	if f.maxRequests < 1 || f.maxBytes < 1 || requestTO <= 0 {
 		return nil, usageErrorf("--max-agent-requests, --max-agent-bytes and --request-timeout must be positive")

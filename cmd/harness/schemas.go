@@ -19,7 +19,7 @@ func newSchemasCmd() *command {
 	var (
 		output           string
 		list, all, split bool
-		force            bool
+		force, strict    bool
 	)
 	c := &command{
 		name:  "schemas",
@@ -33,8 +33,10 @@ Examples:
 
   harness schemas                  list the names
   harness schemas --list           names with what each describes
-  harness schemas TrialsRecord     one schema
+  harness schemas TrialsRecord     one schema (--json too, as acp-harness takes it)
   harness schemas --json           every schema, one object keyed by name
+  harness schemas --strict NAME    NAME with additionalProperties: false on every
+                                   object: fails on any field this build does not write
   harness schemas --split -o DIR   one DIR/<Name>.json per schema`,
 		flags: pflag.NewFlagSet("schemas", pflag.ContinueOnError),
 	}
@@ -43,9 +45,17 @@ Examples:
 	c.flags.BoolVarP(&split, "split", "s", false, "write one <Name>.json per schema into the directory -o names")
 	c.flags.StringVarP(&output, "output", "o", "", "write to `file` (directory with --split; default stdout)")
 	c.flags.BoolVar(&force, "force", false, "overwrite existing files")
+	c.flags.BoolVar(&strict, "strict", false, "close every object (additionalProperties: false) to catch undeclared fields")
 	c.run = func(ctx context.Context, e *env, args, agent []string) error {
 		if len(args) > 1 {
 			return usageErrorf("want at most one schema name, got %d", len(args))
+		}
+		schemaOf := schemas.Schema
+		if strict {
+			schemaOf = schemas.StrictSchema
+		}
+		if len(args) == 1 {
+			all = false // acp-harness prints the one schema for NAME --json
 		}
 		modes := 0
 		for _, b := range []bool{list, all, split, len(args) == 1} {
@@ -58,7 +68,7 @@ Examples:
 		}
 		names := schemas.SchemaNames()
 		if split {
-			return writeSplitSchemas(output, names, force)
+			return writeSplitSchemas(output, names, force, schemaOf)
 		}
 		out, err := reviewOutput(e, output, force)
 		if err != nil {
@@ -67,7 +77,7 @@ Examples:
 		err = func() error {
 			switch {
 			case len(args) == 1:
-				b, err := schemas.Schema(args[0])
+				b, err := schemaOf(args[0])
 				if err != nil {
 					return inputError(err)
 				}
@@ -76,7 +86,7 @@ Examples:
 			case all:
 				obj := map[string]json.RawMessage{}
 				for _, n := range names {
-					b, err := schemas.Schema(n)
+					b, err := schemaOf(n)
 					if err != nil {
 						return err
 					}
@@ -125,7 +135,7 @@ func schemaSummary(name string) string {
 	return strings.TrimSuffix(s, ".")
 }
 
-func writeSplitSchemas(dir string, names []string, force bool) error {
+func writeSplitSchemas(dir string, names []string, force bool, schemaOf func(string) ([]byte, error)) error {
 	if dir == "" || dir == "-" {
 		return usageErrorf("--split needs a directory: -o DIR")
 	}
@@ -139,7 +149,7 @@ func writeSplitSchemas(dir string, names []string, force bool) error {
 		}
 	}
 	for _, n := range names {
-		b, err := schemas.Schema(n)
+		b, err := schemaOf(n)
 		if err != nil {
 			return err
 		}

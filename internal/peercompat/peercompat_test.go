@@ -5,7 +5,9 @@
 package peercompat
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,6 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"harness/acp"
 	"harness/capture"
 	"harness/internal/buildinfo"
 	"harness/internal/testagents"
@@ -152,4 +157,138 @@ func peerCLI(t *testing.T, args ...string) string {
 		t.Fatalf("peer %s: %v\n%s", strings.Join(args, " "), err, msg)
 	}
 	return string(out)
+}
+
+// TestSchemaNames: every schema name of the peer's own registry (as its
+// `schemas --list` prints them) is one `harness schemas` knows.
+func TestSchemaNames(t *testing.T) {
+	out := peerCLI(t, "schemas", "--list")
+	var names []string
+	for _, line := range strings.Split(out, "\n") {
+		if n, ok := strings.CutPrefix(strings.TrimSpace(line), "- "); ok {
+			names = append(names, n)
+		}
+	}
+	if len(names) < 15 {
+		t.Fatalf("the peer listed %d schemas:\n%s", len(names), out)
+	}
+	for _, n := range names {
+		if _, err := schemas.Schema(n); err != nil {
+			t.Errorf("the peer has schema %s: %v", n, err)
+		}
+	}
+}
+
+// TestWireAndSessionsValidate: the JSON-RPC messages harness sends an agent
+// and the sessions and MCP server configs it records are valid under the
+// peer's JsonRpcRequest, JsonRpcResponse, Session and McpServerConfig
+// schemas, and under harness's own strict ones.
+func TestWireAndSessionsValidate(t *testing.T) {
+	peer(t)
+	dir := t.TempDir()
+	wire := filepath.Join(dir, "wire.jsonl")
+	argv, env := testagents.FakeAgent()
+	// The agent's stdin, teed: every line harness wrote to it.
+	agent := append([]string{"sh", "-c", `tee -a "$0" | "$@"`, wire}, argv...)
+	mcp := []acp.MCPServer{
+		{Name: "calc", Command: "/bin/true", Env: []acp.NameValue{{Name: "A", Value: "1"}}},
+		{Type: acp.MCPHTTP, Name: "web", URL: "http://127.0.0.1:1/mcp", Headers: []acp.NameValue{{Name: "X", Value: "y"}}},
+	}
+	var raw []json.RawMessage
+	for _, m := range mcp {
+		b, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw = append(raw, b)
+	}
+	cfg := capture.Config{
+		Agent: agent, AgentEnv: env, Cwd: dir, MCPServers: raw,
+		TurnTimeout: 5 * time.Second, StartupTimeout: 10 * time.Second, CancelGrace: time.Second, Settle: 50 * time.Millisecond,
+		Build: buildinfo.Info{Version: "test"},
+	}
+	var sessions []json.RawMessage
+	var units []capture.Unit
+	for i, in := range []string{"permission", "fs-read README.md", "agent-error", "echo hi"} {
+		units = append(units, capture.Unit{Case: &schemas.PromptCase{ID: strconv.Itoa(i), Input: schemas.SingleTurn(in)}, Trial: 1})
+	}
+	r := capture.NewRunner(cfg)
+	if _, err := r.Run(context.Background(), slices.Values(units), func(rec *schemas.CaptureRecord) error {
+		if rec.Session == nil {
+			t.Errorf("record %s has no session", rec.ID)
+			return nil
+		}
+		b, err := json.Marshal(rec.Session)
+		sessions = append(sessions, b)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	byKind := map[string][][]byte{"Session": nil, "McpServerConfig": nil, "JsonRpcRequest": nil, "JsonRpcResponse": nil}
+	for _, s := range sessions {
+		byKind["Session"] = append(byKind["Session"], s)
+	}
+	for _, m := range raw {
+		byKind["McpServerConfig"] = append(byKind["McpServerConfig"], m)
+	}
+	b, err := os.ReadFile(wire)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var probe map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(line), &probe); err != nil {
+			t.Fatalf("harness wrote a line that is not JSON: %q", line)
+		}
+		_, hasID := probe["id"]
+		_, hasMethod := probe["method"]
+		switch {
+		case hasID && hasMethod:
+			byKind["JsonRpcRequest"] = append(byKind["JsonRpcRequest"], []byte(line))
+		case hasID:
+			byKind["JsonRpcResponse"] = append(byKind["JsonRpcResponse"], []byte(line))
+		}
+	}
+	for kind, lines := range byKind {
+		if len(lines) == 0 {
+			t.Errorf("no %s lines to check", kind)
+			continue
+		}
+		file := filepath.Join(dir, kind+".jsonl")
+		if err := os.WriteFile(file, append(bytes.Join(lines, []byte("\n")), '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		validate(t, kind, len(lines), file)
+		strict := compileStrict(t, kind)
+		for i, l := range lines {
+			v, err := jsonschema.UnmarshalJSON(bytes.NewReader(l))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := strict.Validate(v); err != nil {
+				t.Errorf("%s line %d fails harness's own strict schema: %v\n%s", kind, i+1, err, l)
+			}
+		}
+	}
+}
+
+func compileStrict(t *testing.T, name string) *jsonschema.Schema {
+	t.Helper()
+	b, err := schemas.StrictSchema(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource(schemas.SchemaBase+name+".json", doc); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := c.Compile(schemas.SchemaBase + name + ".json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sch
 }
