@@ -67,15 +67,15 @@ func TestMCPServerMatchesTheProtocol(t *testing.T) {
 		}
 	}
 	bad := map[string]string{
-		`{"name":"calc","command":"/bin/calc","url":"x"}`:               "field url",
-		`{"type":"http","name":"web","url":"u","command":"c"}`:          "field command",
-		`{"type":"http","name":"web"}`:                                  "field url: missing",
-		`{"command":"/bin/calc"}`:                                       "field name: missing",
-		`{"name":"calc","command":3}`:                                   "field command: want string",
-		`{"name":"calc","command":"c","env":[{"value":"1"}]}`:           "has no name",
-		`{"type":"grpc","name":"x"}`:                                    "field type",
-		`["calc"]`:                                                      "not a JSON object",
-		`{"name":"calc","command":"c","args":"-x"}`:                     "field args",
+		`{"name":"calc","command":"/bin/calc","url":"x"}`:              "field url",
+		`{"type":"http","name":"web","url":"u","command":"c"}`:         "field command",
+		`{"type":"http","name":"web"}`:                                 "field url: missing",
+		`{"command":"/bin/calc"}`:                                      "field name: missing",
+		`{"name":"calc","command":3}`:                                  "field command: want string",
+		`{"name":"calc","command":"c","env":[{"value":"1"}]}`:          "has no name",
+		`{"type":"grpc","name":"x"}`:                                   "field type",
+		`["calc"]`:                                                     "not a JSON object",
+		`{"name":"calc","command":"c","args":"-x"}`:                    "field args",
 		`{"type":"sse","name":"events","url":"u","headers":{"a":"b"}}`: "field headers",
 	}
 	for in, want := range bad {
