@@ -120,6 +120,7 @@ func commands() []*command {
 		newMergeCmd(),
 		newCheckCmd(),
 		newSchemasCmd(),
+		newExportCmd(),
 	}
 	for _, c := range cmds {
 		if !c.agent && c.name != "schemas" && c.name != "balance" {
