@@ -165,8 +165,8 @@ func TestATIFValidatorRejects(t *testing.T) {
 		t.Fatalf("the valid document: %v", err)
 	}
 	bad := map[string][2]string{
-		"step ids out of order":          {`"step_id":2,"source":"agent"`, `"step_id":3,"source":"agent"`},
-		"result naming another step":     {`"source_call_id":"c"`, `"source_call_id":"d"`},
+		"step ids out of order":           {`"step_id":2,"source":"agent"`, `"step_id":3,"source":"agent"`},
+		"result naming another step":      {`"source_call_id":"c"`, `"source_call_id":"d"`},
 		"tool calls on a user step":       {`"source":"user","message":"hi"`, `"source":"user","message":"hi","tool_calls":[]`},
 		"metrics on a user step":          {`"source":"user","message":"hi"`, `"source":"user","message":"hi","metrics":{}`},
 		"unknown key":                     {`"message":"hi"`, `"message":"hi","text":"x"`},
