@@ -15,6 +15,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"harness/acp"
+	"harness/headless"
 	"harness/internal/buildinfo"
 	"harness/sandbox"
 	"harness/schemas"
@@ -92,6 +93,11 @@ type Config struct {
 	Sandbox sandbox.Runner
 	// AnyCaseWorkspace says some case names a workspace of its own.
 	AnyCaseWorkspace bool
+	// Adapter, when set, runs Agent headless instead of over ACP: one
+	// process per turn with the adapter's flags and the prompt, its JSON
+	// event stream mapped onto the same trajectory. Client, Auth and
+	// MCPServers do not apply.
+	Adapter *headless.Adapter
 }
 
 func (c *Config) defaults() {
@@ -198,6 +204,9 @@ func lastLines(s string, n int) string {
 // cannot run is reported before any output is written. The agent is kept
 // for the run.
 func (r *Runner) Preflight(ctx context.Context) (*acp.InitializeResponse, error) {
+	if r.cfg.Adapter != nil {
+		return r.headlessPreflight()
+	}
 	ag, info := r.startAgent(ctx, r.cfg.AgentDir)
 	if info != nil {
 		return nil, &AgentError{Info: *info}
@@ -263,6 +272,10 @@ func (r *Runner) Run(ctx context.Context, units iter.Seq[Unit], emit func(*schem
 		go func() {
 			defer wg.Done()
 			w := &worker{r: r, emit: safeEmit}
+			if r.cfg.Adapter != nil {
+				w.headlessLoop(runCtx, work)
+				return
+			}
 			select {
 			case ag := <-r.ready:
 				w.ag = ag

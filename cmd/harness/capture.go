@@ -137,7 +137,10 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 		log.printf("warning: %s share the working directory %s: what one writes, the next sees; give --workspace DIR for a fresh copy per unit\n",
 			plural(total, "unit"), setup.cfg.Cwd)
 	}
-	if init.AgentInfo != nil {
+	switch {
+	case setup.cfg.Adapter != nil:
+		log.printf("agent %s, headless (--adapter %s); %s\n", init.AgentInfo.Name, setup.cfg.Adapter.Name, plural(total, "unit"))
+	case init.AgentInfo != nil:
 		log.printf("agent %s %s (ACP %d); %s\n", init.AgentInfo.Name, init.AgentInfo.Version, init.ProtocolVersion, plural(total, "unit"))
 	}
 	runCtx, stopRun := context.WithCancel(ctx)

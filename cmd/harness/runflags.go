@@ -19,6 +19,7 @@ import (
 	"harness/acp"
 	"harness/capture"
 	"harness/graders"
+	"harness/headless"
 	"harness/internal/buildinfo"
 	"harness/internal/redact"
 	"harness/results"
@@ -67,6 +68,7 @@ type runFlags struct {
 	shard          string
 	junit          string
 	markdown       string
+	adapter        string
 }
 
 func (f *runFlags) addFlags(fs *pflag.FlagSet) {
@@ -109,6 +111,7 @@ func (f *runFlags) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.shard, "shard", "", "run only share `I/N` of the units (1-based I), for spreading a run over machines")
 	fs.StringVar(&f.junit, "junit", "", "after the run, write a JUnit XML report of the output to `file` (one testcase per case)")
 	fs.StringVar(&f.markdown, "markdown", "", "after the run, write a markdown summary of the output to `file`, for pull-request comments")
+	fs.StringVar(&f.adapter, "adapter", "", "run an agent without ACP headless, one process per turn, mapping its JSON events: `name` is claude-stream-json, codex-json or gemini-stream-json")
 }
 
 // runSetup is everything a run needs, checked before any agent starts.
@@ -294,6 +297,21 @@ func (f *runFlags) prepare(e *env, args, agent []string, cmdName string) (*runSe
 	}
 	if f.agentStderr {
 		s.cfg.StderrCopy = e.stderr
+	}
+	if f.adapter != "" {
+		a, err := headless.Lookup(f.adapter)
+		if err != nil {
+			return nil, usageErrorf("--adapter: %v", err)
+		}
+		for _, acpOnly := range []struct {
+			set  bool
+			flag string
+		}{{f.fs, "--fs"}, {f.terminal, "--terminal"}, {f.auth != "", "--auth"}, {len(f.mcpServers) > 0, "--mcp-server"}, {f.permission != "allow", "--permission"}} {
+			if acpOnly.set {
+				return nil, usageErrorf("%s is for ACP agents; with --adapter %s the agent's own flags (after --) decide what it may do", acpOnly.flag, f.adapter)
+			}
+		}
+		s.cfg.Adapter = a
 	}
 	if len(s.graders) > 0 {
 		gs := s.graders

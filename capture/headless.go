@@ -1,0 +1,220 @@
+package capture
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"harness/acp"
+	"harness/headless"
+	"harness/schemas"
+)
+
+// maxHeadlessLine caps one line of a headless agent's output; a longer
+// line is recorded as junk, cut.
+const maxHeadlessLine = 16 << 20
+
+// headlessPreflight checks that a headless agent's command can be run,
+// and describes the agent as far as it is known before a turn runs.
+func (r *Runner) headlessPreflight() (*acp.InitializeResponse, error) {
+	prog := r.cfg.Agent[0]
+	if filepath.Base(prog) == prog {
+		if _, err := exec.LookPath(prog); err != nil {
+			return nil, &AgentError{Info: schemas.ErrorInfo{Class: schemas.ErrAgentStart,
+				Message: fmt.Sprintf("agent %q (--adapter %s): %v", prog, r.cfg.Adapter.Name, err)}}
+		}
+	}
+	return &acp.InitializeResponse{AgentInfo: &acp.Implementation{Name: r.cfg.Adapter.Agent}}, nil
+}
+
+// headlessLoop runs units with a headless agent: one process per turn, in
+// the case's workspace, its output mapped to session updates the case's
+// recorder turns into the trajectory an ACP agent would give.
+func (w *worker) headlessLoop(ctx context.Context, work <-chan Unit) {
+	for u := range work {
+		if ctx.Err() != nil {
+			continue // never started: no record, and --resume runs it
+		}
+		w.playHeadless(ctx, u)
+	}
+}
+
+func (w *worker) playHeadless(ctx context.Context, u Unit) {
+	cfg := &w.r.cfg
+	run := w.newRun(u)
+	rec := run.record
+	rec.Provenance.AgentName = cfg.Adapter.Agent
+	cwd, err := w.workspace(run)
+	if err != nil {
+		w.fail(run, workspaceErr(err))
+		return
+	}
+	timeout := cfg.TurnTimeout
+	if u.Case.Timeout > 0 {
+		timeout = time.Duration(u.Case.Timeout)
+	}
+	session := ""
+	for i, text := range u.Case.Input.List {
+		run.rec.BeginTurn(i+1, time.Now())
+		turn, info := w.headlessTurn(ctx, run, cwd, text, session, timeout)
+		var resp *acp.PromptResponse
+		if end := turn.End(); end != nil {
+			resp = &acp.PromptResponse{StopReason: end.StopReason, Usage: end.Usage}
+			run.stops = append(run.stops, end.StopReason)
+		}
+		run.rec.EndTurn(resp)
+		if turn.AgentVersion != "" {
+			rec.Provenance.AgentVersion = turn.AgentVersion
+		}
+		if turn.Session != "" {
+			session = turn.Session
+			rec.Session = &schemas.Session{ID: session}
+		}
+		if info != nil {
+			run.err = info
+			break
+		}
+		if session == "" && i+1 < len(u.Case.Input.List) {
+			run.err = &schemas.ErrorInfo{Class: schemas.ErrProtocol,
+				Message: fmt.Sprintf("turn %d: the agent's output named no session to continue in turn %d", i+1, i+2)}
+			break
+		}
+	}
+	run.end = time.Now()
+	w.finish(run)
+}
+
+// headlessTurn runs one turn's process and maps its output. The returned
+// error info says why the turn failed, if it did.
+func (w *worker) headlessTurn(ctx context.Context, run *caseRun, cwd, text, session string, timeout time.Duration) (*headless.Turn, *schemas.ErrorInfo) {
+	cfg := &w.r.cfg
+	turn := cfg.Adapter.NewTurn()
+	argv := cfg.Adapter.Command(cfg.Agent, text, session)
+	var rw []string
+	if cfg.Sandbox != nil && cwd != cfg.AgentDir {
+		rw = []string{cwd}
+	}
+	proc, err := acp.StartProcess(argv, acp.ProcessOptions{Dir: cwd, Env: cfg.AgentEnv, StderrCopy: cfg.StderrCopy, Sandbox: cfg.Sandbox, RW: rw})
+	if err != nil {
+		return turn, &schemas.ErrorInfo{Class: schemas.ErrAgentStart, Message: err.Error()}
+	}
+	ag := &agent{proc: proc}
+	defer proc.Kill()    // and whatever it left running in its group
+	proc.Stdin().Close() // the prompt is on the command line
+	type outLine struct {
+		at   time.Time
+		line []byte
+		size int
+		cut  bool
+	}
+	lines := make(chan outLine, 64)
+	go func() {
+		defer close(lines)
+		br := bufio.NewReaderSize(proc.Stdout(), 64<<10)
+		for {
+			line, size, cut, err := readLimited(br, maxHeadlessLine)
+			if size > 0 {
+				lines <- outLine{time.Now(), line, size, cut}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	var info *schemas.ErrorInfo
+	handle := func(l outLine) {
+		if len(bytes.TrimSpace(l.line)) == 0 && !l.cut {
+			return
+		}
+		if l.cut {
+			run.rec.Junk(acp.Junk{At: l.at, Line: l.line[:min(len(l.line), 1024)], Size: l.size,
+				Reason: fmt.Sprintf("line longer than %d bytes", maxHeadlessLine)})
+			return
+		}
+		updates, err := turn.Line(l.line)
+		if err != nil {
+			run.rec.Junk(acp.Junk{At: l.at, Line: l.line, Size: l.size, Reason: err.Error()})
+			return
+		}
+		for _, raw := range updates {
+			u, derr := acp.DecodeUpdate(raw)
+			run.rec.Update(l.at, u, derr)
+		}
+	}
+read:
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				break read
+			}
+			handle(l)
+		case <-deadline.C:
+			info = &schemas.ErrorInfo{Class: schemas.ErrTimeout}
+			break read
+		case <-ctx.Done():
+			info = &schemas.ErrorInfo{Class: schemas.ErrInterrupted, Message: "interrupted"}
+			break read
+		case <-cfg.Kill:
+			info = &schemas.ErrorInfo{Class: schemas.ErrInterrupted, Message: "interrupted"}
+			break read
+		}
+	}
+	if info != nil {
+		proc.Shutdown(cfg.CancelGrace)
+		run.rec.MarkCancelled()
+		for l := range lines { // what it wrote before it stopped
+			handle(l)
+		}
+		if info.Class == schemas.ErrTimeout {
+			info = ag.exitInfo(schemas.ErrTimeout, fmt.Sprintf("turn timed out after %s", timeout))
+		}
+		return turn, info
+	}
+	// Its output is closed: the process is ending.
+	select {
+	case <-proc.Exited():
+	case <-time.After(cfg.CancelGrace):
+		proc.Shutdown(cfg.CancelGrace)
+	}
+	code, sig := proc.ExitStatus()
+	end := turn.End()
+	switch {
+	case end != nil && end.Error != "":
+		return turn, ag.exitInfo(schemas.ErrAgentError, end.Error)
+	case end == nil && (code != 0 || sig != ""):
+		return turn, ag.exitInfo(schemas.ErrAgentCrash, fmt.Sprintf("the agent exited during turn without a result (%s)", cfg.Adapter.Name))
+	case end == nil:
+		return turn, ag.exitInfo(schemas.ErrProtocol, fmt.Sprintf("the agent's output ended without the result event of %s", cfg.Adapter.Name))
+	}
+	return turn, nil
+}
+
+// readLimited reads one line, without its line ending. A line longer than
+// limit is consumed whole: its first limit bytes come back, cut, with its
+// full size.
+func readLimited(br *bufio.Reader, limit int) (line []byte, size int, cut bool, err error) {
+	for {
+		var chunk []byte
+		chunk, err = br.ReadSlice('\n')
+		size += len(chunk)
+		if room := limit - len(line); room > 0 {
+			line = append(line, chunk[:min(len(chunk), room)]...)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		n := size
+		if err == nil {
+			n-- // the newline
+		}
+		return bytes.TrimRight(line, "\r\n"), size, n > limit, err
+	}
+}
