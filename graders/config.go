@@ -179,6 +179,8 @@ func buildConfig(m map[string]any, c cfgCtx) (Grader, error) {
 	}
 	if kind == "" {
 		switch {
+		case m["cases"] != nil:
+			kind = "cases"
 		case m["graders"] != nil:
 			kind = "composite"
 		case m["report"] != nil:
@@ -199,6 +201,8 @@ func buildConfig(m map[string]any, c cfgCtx) (Grader, error) {
 	switch kind {
 	case "composite":
 		allowed = compositeKeys
+	case "cases":
+		allowed = casesKeys
 	case "script", "code", "code-grader", "code_judge":
 		allowed = scriptKeys
 	case "llm-judge", "llm_judge", "judge", "llm-grader":
@@ -210,7 +214,7 @@ func buildConfig(m map[string]any, c cfgCtx) (Grader, error) {
 	case "file", "exec", "executable", "js", "module":
 		allowed = pathKeys
 	default:
-		return nil, c.errf("type", "unknown grader type %q (want llm-judge, script, tests, assert, composite or file)", kind)
+		return nil, c.errf("type", "unknown grader type %q (want llm-judge, script, tests, assert, composite, cases or file)", kind)
 	}
 	if err := c.checkKeys(m, allowed); err != nil {
 		return nil, err
@@ -235,6 +239,8 @@ func buildConfig(m map[string]any, c cfgCtx) (Grader, error) {
 	switch kind {
 	case "composite":
 		return buildComposite(m, c)
+	case "cases":
+		return buildCases(m, c)
 	case "llm-judge", "llm_judge", "judge", "llm-grader":
 		return buildJudge(m, c)
 	case "tests":
