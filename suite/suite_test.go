@@ -1,0 +1,139 @@
+package suite
+
+import (
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// Seed 001's suite.yaml, as agentv's docs write it.
+const seed001 = `workspace:
+  template: ./workspace-template # copied into a temp dir before each run
+target: my_agent
+tests:
+  - id: implement-feature
+    input: "Implement the TODO functions in src/index.ts"
+    assert:
+      - Agent implements the feature correctly
+      - name: functional-check
+        type: script
+        command: [bun, scripts/functional-check.ts]
+`
+
+func TestSeed001(t *testing.T) {
+	s, err := Parse("dir/suite.yaml", []byte(seed001))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Target != "my_agent" || len(s.Cases) != 1 || s.Cases[0].ID != "implement-feature" || s.Name != "suite" {
+		t.Fatalf("suite: %+v", s)
+	}
+	if !filepath.IsAbs(s.Workspace.Template) || !strings.HasSuffix(s.Workspace.Template, filepath.Join("dir", "workspace-template")) {
+		t.Errorf("template %q", s.Workspace.Template)
+	}
+	asserts, _ := s.Asserts["implement-feature"].([]any)
+	if len(asserts) != 2 || asserts[0] != "Agent implements the feature correctly" {
+		t.Errorf("asserts %#v", s.Asserts)
+	}
+	if m, _ := asserts[1].(map[string]any); m["type"] != "script" || !reflect.DeepEqual(m["command"], []any{"bun", "scripts/functional-check.ts"}) {
+		t.Errorf("script assert %#v", asserts[1])
+	}
+	if len(s.Hash) != 64 {
+		t.Errorf("hash %q", s.Hash)
+	}
+}
+
+func TestFullSuite(t *testing.T) {
+	s, err := Parse("s.yaml", []byte(`
+name: nightly
+prompts: prompts.jsonl
+tests:
+  - id: multi
+    input: [{role: user, content: first}, {role: user, content: [{type: text, text: second}]}]
+    expected_output: [{role: assistant, content: "42"}]
+    criteria: mentions 42
+    assert: {type: contains, value: "42"}
+agents:
+  fast: ./agent --mode fast
+  careful:
+    command: ["./agent", "--mode", "careful thinking"]
+    env: {TEMPERATURE: "0"}
+    sandbox: bwrap
+    model: m-1
+    flags: {timeout: 2m}
+graders: [grader.py, {type: assert, assert: [{type: no-tool-errors}]}]
+judge: {model: gpt-4o-mini}
+k: 3
+prices:
+  m-1: {input: 3, output: 15, cache_read: 0.3}
+gates:
+  min_pass_rate: 0.5
+  min-pass-at: {1: 0.6, 3: 0.9}
+  fail_on: [timeout, agent_crash]
+timeout: 30s
+env: [A=1, B=2]
+concurrency: 4
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Name != "nightly" || s.K != 3 || !strings.HasSuffix(s.PromptsFile, "prompts.jsonl") || len(s.Graders) != 2 {
+		t.Errorf("suite %+v", s)
+	}
+	c := s.Cases[0]
+	if len(c.Input.List) != 2 || c.Input.List[1] != "second" || c.Expected != "42" || c.Hint != "mentions 42" {
+		t.Errorf("case %+v", c)
+	}
+	if len(s.Agents) != 2 || !reflect.DeepEqual(s.Agents[0].Command, []string{"./agent", "--mode", "fast"}) ||
+		s.Agents[1].Command[2] != "careful thinking" || s.Agents[1].Env[0] != "TEMPERATURE=0" || s.Agents[1].Sandbox != "bwrap" ||
+		s.Agents[1].Flags[0].Name != "timeout" {
+		t.Errorf("agents %+v", s.Agents)
+	}
+	if p := s.Prices["m-1"]; p.Input != 3 || p.Output != 15 || p.CacheRead != 0.3 {
+		t.Errorf("prices %+v", s.Prices)
+	}
+	var flags []string
+	for _, f := range s.Flags {
+		flags = append(flags, f.Name+"="+strings.Join(f.Values, ","))
+	}
+	want := []string{"min-pass-rate=0.5", "min-pass-at=1=0.6,3=0.9", "fail-on=timeout,agent_crash", "timeout=30s", "env=A=1,B=2", "concurrency=4"}
+	if !reflect.DeepEqual(flags, want) {
+		t.Errorf("flags\n got %v\nwant %v", flags, want)
+	}
+}
+
+// Every error names the file, the line and the key.
+func TestErrors(t *testing.T) {
+	cases := map[string]string{
+		"k: 0\ntests: [{id: a, input: x}]":                           `s.yaml:1: field "k": must be a whole number`,
+		"tests:\n  - id: a\n    inputt: x":                           `s.yaml:3: field "tests[0].inputt": unknown key`,
+		"tests:\n  - id: a\n    input: x\n  - id: a\n    input: y":   `s.yaml:4: field "tests[1].id": duplicate id "a"`,
+		"tests:\n  - {id: a}":                                        `s.yaml:2: field "tests[0].input": missing`,
+		"prompts: p.jsonl\nagents:\n  a:\n    comand: x":             `s.yaml:4: field "agents.a.comand": unknown key`,
+		"prompts: p.jsonl\nprices:\n  m: {output: 1}":                `s.yaml:3: field "prices.m.input": missing`,
+		"prompts: p.jsonl\ngates: {min_pass: 1}":                     `s.yaml:2: field "gates.min_pass": unknown gate`,
+		"prompts: p.jsonl\nworkspace: {repos: []}":                   `s.yaml:2: field "workspace.repos": not supported`,
+		"prompts: p.jsonl\nprompts: q.jsonl":                         `s.yaml:2: field "prompts": set twice`,
+		"name: x":                                                    `no cases`,
+		"tests: [{id: a, input: x, assert: [x]}, {id: b, input: y}]": `case "b" has no assert`,
+		"prompts: [\n": `s.yaml:1: not valid YAML`,
+		"tests:\n  - id: a\n    input: [{role: system, content: x}]": `s.yaml:3: field "tests[0].input": message 0: role "system"`,
+		"prompts: p.jsonl\nagents: {a: \"./x 'y\"}":                  `s.yaml:2: field "agents.a": unterminated '`,
+		"prompts: p.jsonl\ntimeout: {a: 1}":                          `s.yaml:2: field "timeout": unknown key`,
+	}
+	for text, want := range cases {
+		_, err := Parse("s.yaml", []byte(text))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q:\n got %v\nwant %s", text, err, want)
+		}
+	}
+}
+
+func TestSplitWords(t *testing.T) {
+	got, err := SplitWords(`node "a b" 'c d' e\ f "x\"y" ''`)
+	want := []string{"node", "a b", "c d", "e f", `x"y`, ""}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("got %q %v", got, err)
+	}
+}
