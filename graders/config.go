@@ -123,6 +123,13 @@ func loadConfigFile(spec, path string, opts Options) (Grader, error) {
 	return buildConfig(m, cfgCtx{file: spec, dir: dir, opts: opts})
 }
 
+// FromConfig builds the grader a config object describes, as if it were
+// read from file (which errors name); relative paths in it are resolved
+// against dir.
+func FromConfig(m map[string]any, file, dir string, opts Options) (Grader, error) {
+	return buildConfig(normalizeYAML(m).(map[string]any), cfgCtx{file: file, dir: dir, opts: opts})
+}
+
 // jsonErrLine turns a JSON syntax error offset into a line number.
 func jsonErrLine(b []byte, err error) string {
 	var se *json.SyntaxError

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"harness/cost"
 	"harness/schemas"
 	"harness/trials"
 )
@@ -170,6 +171,7 @@ type runView struct {
 	Unscored                             string
 	Ungraded, Missing, ErrorTrials       int
 	PassRate, PassRateCI                 string
+	Cost                                 string
 	K                                    int
 	PassAtK, PassExpK                    string
 	StatusCounts                         []statusCount
@@ -283,6 +285,9 @@ func buildRunView(r *Run, label string, opt Options) runView {
 		if r.End > r.Start {
 			v.Wall = fmtMS(float64(r.End - r.Start))
 		}
+	}
+	if sum.Cost != nil {
+		v.Cost = cost.Format(sum.Cost)
 	}
 	if sum.PassRate != nil {
 		v.PassRate = pct(*sum.PassRate)

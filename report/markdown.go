@@ -2,9 +2,11 @@ package report
 
 import (
 	"fmt"
-	"harness/trials"
 	"io"
 	"strings"
+
+	"harness/cost"
+	"harness/trials"
 )
 
 // MarkdownOptions controls WriteMarkdownSummary.
@@ -90,6 +92,9 @@ func writeRunMarkdown(b *strings.Builder, r *Run, label string, rule CaseRule, o
 	fmt.Fprintf(b, " · %d of %d cases graded · %d of %d trials graded", sum.ScoredCases, sum.Cases, sum.Graded, sum.Trials)
 	if sum.K > 0 {
 		fmt.Fprintf(b, " · k = %d", sum.K)
+	}
+	if sum.Cost != nil {
+		fmt.Fprintf(b, " · cost %s", mdText(cost.Format(sum.Cost)))
 	}
 	b.WriteString("\n\n")
 	if len(sum.Errors) > 0 {

@@ -82,6 +82,8 @@ type Run struct {
 	// Start and End are the earliest start and the latest end of the
 	// trials, epoch milliseconds (0 when unknown).
 	Start, End int64
+	// Cost sums the trials' costs (nil when none reported any).
+	Cost *schemas.Cost
 
 	index     map[string]int
 	seenTrial map[trialKey]int
@@ -316,6 +318,7 @@ func (r *Run) addTrial(c *Case, rec *schemas.CaptureRecord) error {
 		r.Start = s
 	}
 	r.End = max(r.End, rec.Timing.End)
+	r.Cost = r.Cost.Add(rec.Cost)
 
 	pass, excluded := trials.Outcome(rec)
 	t := &Trial{
@@ -430,7 +433,9 @@ func (r *Run) Summary(seed uint64, resamples int) schemas.TrialsSummary {
 	for _, c := range r.Cases {
 		s.AddCount(&c.Count, max(c.K, 1))
 	}
-	return s.Result(seed, resamples)
+	sum := s.Result(seed, resamples)
+	sum.Cost = r.Cost
+	return sum
 }
 
 // Trials counts the trial records of the run.

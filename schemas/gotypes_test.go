@@ -37,6 +37,7 @@ var goTypes = map[string]reflect.Type{
 	"CalibrationSample": reflect.TypeFor[CalibrationSample](),
 	"CaptureRecord":     reflect.TypeFor[recordWire](),
 	"CompareReport":     reflect.TypeFor[CompareReport](),
+	"Cost":              reflect.TypeFor[Cost](),
 	"ErrorInfo":         reflect.TypeFor[ErrorInfo](),
 	"GraderResult":      reflect.TypeFor[GraderResult](),
 	"Interval":          reflect.TypeFor[Interval](),
@@ -50,7 +51,7 @@ var goTypes = map[string]reflect.Type{
 	"ValidationResult":  reflect.TypeFor[ValidationResult](),
 }
 
-var checkedElsewhere = []string{"JsonRpcError", "JsonRpcRequest", "JsonRpcResponse", "McpServerConfig"}
+var checkedElsewhere = []string{"JsonRpcError", "JsonRpcRequest", "JsonRpcResponse", "McpServerConfig", "Suite"}
 
 // Every schema lists exactly the fields of the Go type that writes it, at
 // every depth: a field the Go type writes is a property of the schema, a

@@ -57,6 +57,9 @@ type CaptureRecord struct {
 	// Session names it, so the record can be matched with the agent's
 	// own logs.
 	Session *Session `json:"session,omitempty"`
+	// Cost is what the record spent: agent and judge tokens, and USD
+	// when priced.
+	Cost *Cost `json:"cost,omitempty"`
 }
 
 // Session is an ACP session: its id and the _meta the agent returned

@@ -53,6 +53,8 @@ type TrialsRecord struct {
 	Missing int `json:"missing,omitempty"`
 	// Warnings says, for people, why a metric is absent or partial.
 	Warnings []string `json:"warnings,omitempty"`
+	// Cost sums the trials' costs.
+	Cost *Cost `json:"cost,omitempty"`
 }
 
 // Interval is a confidence interval.
@@ -312,6 +314,8 @@ type TrialsSummary struct {
 	Resamples  int     `json:"resamples"`
 	// Warnings says which numbers are partial and why.
 	Warnings []string `json:"warnings,omitempty"`
+	// Cost sums the cases' costs.
+	Cost *Cost `json:"cost,omitempty"`
 }
 
 // Estimate is a mean over cases with its bootstrap interval.

@@ -18,6 +18,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"harness/cost"
 	"harness/schemas"
 )
 
@@ -53,7 +54,7 @@ type Suite struct {
 	// K is the number of trials per case (0: not set).
 	K int
 	// Prices maps a model name to its price.
-	Prices map[string]Price
+	Prices cost.Table
 	// Workspace is the workspace template and hooks.
 	Workspace Workspace
 	// Flags are the run flags the suite sets, with the gates as flags.
@@ -72,14 +73,6 @@ type Agent struct {
 	Model string
 	// Flags are run flags for this agent only.
 	Flags []Flag
-}
-
-// Price is what a model's tokens cost, in USD per million.
-type Price struct {
-	Input      float64 `json:"input"`
-	Output     float64 `json:"output"`
-	CacheRead  float64 `json:"cacheRead,omitempty"`
-	CacheWrite float64 `json:"cacheWrite,omitempty"`
 }
 
 // Workspace is the workspace template of every case and its hooks.
@@ -656,43 +649,15 @@ func (p *parser) prices(v *yaml.Node) error {
 	if v.Kind != yaml.MappingNode {
 		return p.errf(v, "prices", "must map model names to {input, output, cacheRead, cacheWrite} in USD per million tokens")
 	}
-	p.s.Prices = map[string]Price{}
+	p.s.Prices = cost.Table{}
 	return pairs(v, func(k, pv *yaml.Node) error {
-		pr, err := p.price(pv, "prices."+k.Value)
+		pr, err := cost.ParsePrice(pv)
+		if err != nil {
+			return p.errf(pv, "prices."+k.Value, "%v", err)
+		}
 		p.s.Prices[k.Value] = pr
-		return err
-	})
-}
-
-func (p *parser) price(v *yaml.Node, field string) (Price, error) {
-	var pr Price
-	if v.Kind != yaml.MappingNode {
-		return pr, p.errf(v, field, "must be {input, output, cacheRead, cacheWrite} in USD per million tokens")
-	}
-	seen := false
-	err := pairs(v, func(k, n *yaml.Node) error {
-		f, err := strconv.ParseFloat(n.Value, 64)
-		if n.Kind != yaml.ScalarNode || err != nil || f < 0 {
-			return p.errf(n, field+"."+k.Value, "must be a price ≥ 0 in USD per million tokens")
-		}
-		switch canonical(k.Value) {
-		case "input":
-			pr.Input, seen = f, true
-		case "output":
-			pr.Output = f
-		case "cache-read", "cached", "cached-input":
-			pr.CacheRead = f
-		case "cache-write":
-			pr.CacheWrite = f
-		default:
-			return p.errf(k, field+"."+k.Value, "unknown key (known: input, output, cacheRead, cacheWrite)")
-		}
 		return nil
 	})
-	if err == nil && !seen {
-		err = p.errf(v, field+".input", "missing")
-	}
-	return pr, err
 }
 
 func (p *parser) workspace(v *yaml.Node) error {

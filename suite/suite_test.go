@@ -111,7 +111,7 @@ func TestErrors(t *testing.T) {
 		"tests:\n  - id: a\n    input: x\n  - id: a\n    input: y":   `s.yaml:4: field "tests[1].id": duplicate id "a"`,
 		"tests:\n  - {id: a}":                                        `s.yaml:2: field "tests[0].input": missing`,
 		"prompts: p.jsonl\nagents:\n  a:\n    comand: x":             `s.yaml:4: field "agents.a.comand": unknown key`,
-		"prompts: p.jsonl\nprices:\n  m: {output: 1}":                `s.yaml:3: field "prices.m.input": missing`,
+		"prompts: p.jsonl\nprices:\n  m: {output: 1}":                `s.yaml:3: field "prices.m": input: missing`,
 		"prompts: p.jsonl\ngates: {min_pass: 1}":                     `s.yaml:2: field "gates.min_pass": unknown gate`,
 		"prompts: p.jsonl\nworkspace: {repos: []}":                   `s.yaml:2: field "workspace.repos": not supported`,
 		"prompts: p.jsonl\nprompts: q.jsonl":                         `s.yaml:2: field "prompts": set twice`,

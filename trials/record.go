@@ -74,6 +74,7 @@ func BuildRecordFailing(c schemas.PromptCase, k int, recs []schemas.CaptureRecor
 	}
 	counted := map[string]int{}
 	for _, r := range sorted {
+		tr.Cost = tr.Cost.Add(r.Cost)
 		pass, excluded := Outcome(&r)
 		if excluded != "" && excluded != Ungraded && failOn[excluded] {
 			counted[excluded]++

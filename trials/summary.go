@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"harness/cost"
 	"harness/schemas"
 )
 
@@ -34,6 +35,7 @@ type Summary struct {
 	ungraded int
 	missing  int
 	errors   map[string]int
+	cost     *schemas.Cost
 	last     *schemas.TrialsSummary
 }
 
@@ -46,6 +48,7 @@ func NewSummary(k int) *Summary {
 
 // Add counts one case's trials record.
 func (s *Summary) Add(r schemas.TrialsRecord) {
+	s.cost = s.cost.Add(r.Cost)
 	s.add(r.ID, r.K, len(r.Trials), r.N, r.C, r.Ungraded, r.Missing, r.Errors)
 }
 
@@ -95,6 +98,10 @@ func (s *Summary) Result(seed uint64, resamples int) schemas.TrialsSummary {
 	}
 	if len(s.errors) > 0 {
 		out.Errors = maps.Clone(s.errors)
+	}
+	if s.cost != nil {
+		c := *s.cost
+		out.Cost = &c
 	}
 	for i := range s.n {
 		out.Graded += s.n[i]
@@ -276,6 +283,9 @@ func WriteSummaryTable(w io.Writer, r schemas.TrialsSummary) error {
 			ids, more = ids[:10], fmt.Sprintf(" and %d more", len(r.UnscoredCases)-10)
 		}
 		fmt.Fprintf(&b, "not graded (every trial excluded): %s%s\n", strings.Join(ids, ", "), more)
+	}
+	if r.Cost != nil {
+		fmt.Fprintf(&b, "cost: %s\n", cost.Format(r.Cost))
 	}
 	if r.PassRate != nil {
 		fmt.Fprintf(&b, "pass rate: %.3f", *r.PassRate)

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"harness/capture"
+	"harness/cost"
 	"harness/report"
 	"harness/results"
 	"harness/schemas"
@@ -147,9 +148,25 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 	defer stopRun()
 	var stoppedBy atomic.Pointer[schemas.CaptureRecord]
 	var mu sync.Mutex
+	var spent *schemas.Cost
+	var budgetHit atomic.Bool
+	if f.maxCost > 0 && len(f.prices) == 0 {
+		log.printf("warning: --max-cost without --prices counts only the cost agents report themselves\n")
+	}
 	emit := func(rec *schemas.CaptureRecord) error {
 		if rec.Error != nil && slices.Contains(f.stopOn, rec.Error.Class) && stoppedBy.CompareAndSwap(nil, rec) {
 			stopRun() // no new work: every case would fail the same way
+		}
+		if c := cost.Of(rec, f.prices, f.agentModel); c.Tokens() > 0 || c.USD != nil {
+			rec.Cost = c
+		}
+		mu.Lock()
+		spent = spent.Add(rec.Cost)
+		over := f.maxCost > 0 && spent != nil && spent.USD != nil && *spent.USD >= f.maxCost ||
+			f.maxTokens > 0 && spent.Tokens() >= f.maxTokens
+		mu.Unlock()
+		if over && budgetHit.CompareAndSwap(false, true) {
+			stopRun() // the budget is spent: no new work
 		}
 		var err error
 		if collect != nil {
@@ -168,7 +185,7 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 	stats, runErr := runner.Run(runCtx, units, emit)
 	var gateErr error
 	if hooks.finish != nil && runErr == nil {
-		gateErr = hooks.finish(out, stats, ctx.Err() != nil)
+		gateErr = hooks.finish(out, stats, ctx.Err() != nil || budgetHit.Load())
 		var ee *exitError
 		if gateErr != nil && !errors.As(gateErr, &ee) {
 			runErr, gateErr = outputError(gateErr), nil
@@ -180,8 +197,19 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 	}
 	log.stop()
 	log.summary(stats)
+	if spent != nil {
+		log.printf("cost: %s\n", cost.Format(spent))
+	}
 	if runErr == nil && (f.junit != "" || f.markdown != "") {
 		runErr = writeCIReports(f)
+	}
+	if budgetHit.Load() && runErr == nil && ctx.Err() == nil {
+		limit := fmt.Sprintf("--max-tokens %d", f.maxTokens)
+		if f.maxCost > 0 && spent.USD != nil && *spent.USD >= f.maxCost {
+			limit = fmt.Sprintf("--max-cost %g", f.maxCost)
+		}
+		return withCode(exitBudget, fmt.Errorf("budget spent (%s; %s): no new work was started; the output holds every finished record, continue with --resume and a larger budget",
+			cost.Format(spent), limit))
 	}
 	if rec := stoppedBy.Load(); rec != nil && runErr == nil && ctx.Err() == nil {
 		return withCode(exitInfraErrors, fmt.Errorf("stopped at the first %s error (case %q trial %d): %s; the output holds every finished record, continue with --resume",

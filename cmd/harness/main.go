@@ -39,6 +39,7 @@ const (
 	exitGateFailed  = 1
 	exitUsage       = 2
 	exitInfraErrors = 3
+	exitBudget      = 4
 	exitInterrupted = 130
 )
 
@@ -47,6 +48,7 @@ const exitCodesHelp = `Exit status:
   1    the run completed but a declared gate failed (--min-pass-rate, a misjudged reference)
   2    usage or input error (nothing run, no output touched), or the output could not be written
   3    the run completed with infrastructure errors (agent crash, timeout, grader error)
+  4    the budget (--max-cost, --max-tokens) was spent: no new work started; --resume continues
   130  interrupted; the output holds every finished record
 `
 

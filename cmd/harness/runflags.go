@@ -18,6 +18,7 @@ import (
 
 	"harness/acp"
 	"harness/capture"
+	"harness/cost"
 	"harness/graders"
 	"harness/headless"
 	"harness/internal/buildinfo"
@@ -69,6 +70,15 @@ type runFlags struct {
 	junit          string
 	markdown       string
 	adapter        string
+	pricesFile     string
+	agentModel     string
+	maxCost        float64
+	maxTokens      int64
+	// prices is the price table (from --prices, or set by harness run).
+	prices cost.Table
+	// moreGraders, when set, builds graders besides -g's with the same
+	// options (harness run's suite graders and per-case asserts).
+	moreGraders func(graders.Options) ([]graders.Grader, error)
 }
 
 func (f *runFlags) addFlags(fs *pflag.FlagSet) {
@@ -111,6 +121,10 @@ func (f *runFlags) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.shard, "shard", "", "run only share `I/N` of the units (1-based I), for spreading a run over machines")
 	fs.StringVar(&f.junit, "junit", "", "after the run, write a JUnit XML report of the output to `file` (one testcase per case)")
 	fs.StringVar(&f.markdown, "markdown", "", "after the run, write a markdown summary of the output to `file`, for pull-request comments")
+	fs.StringVar(&f.pricesFile, "prices", "", "price table `file` (YAML or JSON: model -> {input, output, cacheRead, cacheWrite} in USD per million tokens) for the cost of each record")
+	fs.StringVar(&f.agentModel, "agent-model", "", "the `model` whose price applies to the agent's tokens (default: the table's \"*\" row, else the cost the agent reports)")
+	fs.Float64Var(&f.maxCost, "max-cost", 0, "start no new work once the run has cost `usd` (needs prices, or an agent that reports its cost); exit 4")
+	fs.Int64Var(&f.maxTokens, "max-tokens", 0, "start no new work once the run has used `n` tokens (agent and judge); exit 4")
 	fs.StringVar(&f.adapter, "adapter", "", "run an agent without ACP headless, one process per turn, mapping its JSON events: `name` is claude-stream-json, codex-json or gemini-stream-json")
 }
 
@@ -236,6 +250,23 @@ func (f *runFlags) prepare(e *env, args, agent []string, cmdName string) (*runSe
 			return nil, inputError(err)
 		}
 		s.graders = append(s.graders, g)
+	}
+	if f.moreGraders != nil {
+		more, err := f.moreGraders(gopts)
+		if err != nil {
+			return nil, inputError(err)
+		}
+		s.graders = append(s.graders, more...)
+	}
+	if f.pricesFile != "" {
+		t, err := cost.LoadTable(f.pricesFile)
+		if err != nil {
+			return nil, inputError(err)
+		}
+		f.prices = t
+	}
+	if f.maxCost < 0 || f.maxTokens < 0 {
+		return nil, usageErrorf("--max-cost and --max-tokens must not be negative")
 	}
 	agentEnv, secrets, err := agentEnvironment(f.env, append(slices.Clone(f.secretEnv), graderSecrets...), e.getenv)
 	if err != nil {
