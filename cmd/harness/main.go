@@ -75,6 +75,8 @@ type command struct {
 	short string
 	long  string // description, examples; exit codes are added for all
 	agent bool   // takes an agent command after --
+	// optionalAgent: the agent command after -- may be left out.
+	optionalAgent bool
 	flags *pflag.FlagSet
 	run   func(ctx context.Context, e *env, args, agent []string) error
 	// secretEnv holds the --secret-env values of a command that reads
@@ -123,6 +125,7 @@ func commands() []*command {
 		newCheckCmd(),
 		newSchemasCmd(),
 		newExportCmd(),
+		newRunCmd(),
 	}
 	for _, c := range cmds {
 		if !c.agent && c.name != "schemas" && c.name != "balance" {
@@ -204,7 +207,7 @@ func runMain(ctx context.Context, e *env, args []string) int {
 	if dash := c.flags.ArgsLenAtDash(); dash >= 0 {
 		pos, agent = pos[:dash], pos[dash:]
 	}
-	if c.agent && len(agent) == 0 {
+	if c.agent && !c.optionalAgent && len(agent) == 0 {
 		fmt.Fprintf(e.stderr, "harness %s: no agent command: put it after --, as in\n  harness %s\n", c.name, c.usage)
 		return exitUsage
 	}

@@ -18,9 +18,12 @@ import (
 	"harness/trials"
 )
 
-func newTrialsCmd() *command {
+func newTrialsCmd() *command { return newTrialsCmdWith(&runFlags{}) }
+
+// newTrialsCmdWith is the trials command with f as its run flags, which a
+// caller (harness run) may have given graders and prices beforehand.
+func newTrialsCmdWith(f *runFlags) *command {
 	var (
-		f                 runFlags
 		k                 int
 		seed              uint64
 		resamples         int
@@ -95,7 +98,7 @@ Examples:
 		if setup.shard[1] > 0 {
 			// A shard holds only some trials of a case: it writes capture
 			// records, and merge builds the trials records.
-			return runUnits(ctx, e, &f, setup, k, runHooks{})
+			return runUnits(ctx, e, f, setup, k, runHooks{})
 		}
 		col := &trialsCollector{k: k, open: map[string]*pendingCase{}, summary: trials.NewSummary(k), setup: setup, allowGraderErrors: allowGraderErrors}
 		if len(failOn) > 0 {
@@ -114,14 +117,14 @@ Examples:
 			fmt.Fprintln(e.stderr, "harness trials: no grader (-g): trials are recorded but nothing is scored")
 		}
 		defer col.closePartial()
-		return runUnits(ctx, e, &f, setup, k, runHooks{
+		return runUnits(ctx, e, f, setup, k, runHooks{
 			resume: func(out *results.Output) (map[results.UnitKey]bool, error) {
 				return col.resume(out, f.retryErrors)
 			},
 			onCase:  col.seeCase,
 			collect: col.add,
 			finish: func(out *results.Output, stats *capture.Stats, interrupted bool) error {
-				return col.finish(e, &f, out, interrupted, summaryPath, seed, resamples, gates)
+				return col.finish(e, f, out, interrupted, summaryPath, seed, resamples, gates)
 			},
 		})
 	}

@@ -53,6 +53,8 @@
 //	--ignore-eof        do not exit on stdin EOF; sleep until killed by a signal
 //	--stderr-spam N     write N lines "fakeagent: stderr spam line I/N" to stderr at start
 //	--log FILE          append every line received on stdin to FILE
+//	--usage             report usage with every end_turn answer: inputTokens = the
+//	                    prompt's bytes, outputTokens = 10
 //
 // Order at start: --stderr-spam, --banner, --exit-before-init, then reading.
 //
@@ -222,6 +224,7 @@ type options struct {
 	ignoreEOF      bool
 	stderrSpam     int
 	logFile        string
+	usage          bool
 }
 
 // Main runs the agent: args are the command-line arguments without the
@@ -244,6 +247,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.ignoreEOF, "ignore-eof", false, "do not exit on stdin EOF")
 	fs.IntVar(&o.stderrSpam, "stderr-spam", 0, "write N lines to stderr at start")
 	fs.StringVar(&o.logFile, "log", "", "append every received line to this file")
+	fs.BoolVar(&o.usage, "usage", false, "report token usage with every end_turn answer: inputTokens = prompt bytes, outputTokens = 10")
 	fs.IntVar(&o.sessionDelay, "session-delay", 0, "answer session/new after `ms` milliseconds (other messages are read meanwhile)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -707,6 +711,7 @@ func (a *agent) handlePrompt(m inMsg) {
 			break
 		}
 	}
+	t.prompt = text
 	go t.play(text)
 }
 
@@ -717,6 +722,7 @@ type turn struct {
 	reqID json.RawMessage
 	n     int
 
+	prompt       string
 	cancelCh     chan struct{}
 	cancelOnce   sync.Once
 	ignoreCancel bool
@@ -811,7 +817,13 @@ func (t *turn) answerResult(result any) {
 	t.a.reply(t.reqID, result)
 }
 
-func (t *turn) answer(stopReason string) { t.answerResult(obj{"stopReason": stopReason}) }
+func (t *turn) answer(stopReason string) {
+	res := obj{"stopReason": stopReason}
+	if t.a.opts.usage && stopReason == "end_turn" {
+		res["usage"] = obj{"inputTokens": len(t.prompt), "outputTokens": 10, "totalTokens": len(t.prompt) + 10}
+	}
+	t.answerResult(res)
+}
 
 func (t *turn) answerErr(code int, msg string, data any) {
 	if t.answered {

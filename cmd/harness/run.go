@@ -1,0 +1,753 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"harness/cost"
+	"harness/graders"
+	"harness/internal/buildinfo"
+	"harness/report"
+	"harness/results"
+	"harness/schemas"
+	"harness/suite"
+)
+
+// RunManifest is run.json: what a run directory holds and how its run went.
+type RunManifest struct {
+	Suite   ManifestSuite   `json:"suite"`
+	Harness ManifestHarness `json:"harness"`
+	// Started and Ended are RFC 3339 times (Ended empty while running).
+	Started string `json:"started"`
+	Ended   string `json:"ended,omitempty"`
+	// Status is running, done, stopped (interrupted or budget) or failed.
+	Status string          `json:"status"`
+	K      int             `json:"k"`
+	Cases  int             `json:"cases"`
+	Agents []ManifestAgent `json:"agents"`
+	// Cost sums the agents' costs.
+	Cost *schemas.Cost `json:"cost,omitempty"`
+	// Compare and Report name the comparison and the HTML page, when made.
+	Compare string `json:"compare,omitempty"`
+	Report  string `json:"report,omitempty"`
+}
+
+// ManifestSuite identifies the suite file a run came from.
+type ManifestSuite struct {
+	Name string `json:"name"`
+	File string `json:"file"`
+	// Path is the file's absolute path, for --resume.
+	Path string `json:"path"`
+	Hash string `json:"sha256"`
+}
+
+// ManifestHarness identifies the harness build that ran.
+type ManifestHarness struct {
+	Version  string `json:"version"`
+	Revision string `json:"revision,omitempty"`
+	Dirty    bool   `json:"dirty,omitempty"`
+}
+
+// ManifestAgent is one agent's part of a run.
+type ManifestAgent struct {
+	Name    string   `json:"name"`
+	Command []string `json:"command"`
+	// Output and Summary are file names in the run directory.
+	Output  string `json:"output"`
+	Summary string `json:"summary"`
+	// Status is ok, gate_failed, infra_errors, budget, interrupted, error
+	// or pending; Message says why when it is not ok.
+	Status   string        `json:"status"`
+	Message  string        `json:"message,omitempty"`
+	PassRate *float64      `json:"passRate,omitempty"`
+	Cost     *schemas.Cost `json:"cost,omitempty"`
+}
+
+// runFlagsSetByRun are the run flags harness run decides itself.
+var runFlagsSetByRun = []string{"output", "resume", "force", "summary", "shard", "junit", "markdown", "k"}
+
+func newRunCmd() *command {
+	var (
+		runsDir, resumeDir, pricesFile string
+		only                           []string
+		maxCost                        float64
+		maxTokens                      int64
+		k                              int
+		force, quiet                   bool
+	)
+	c := &command{
+		name:  "run",
+		usage: "run SUITE [--runs DIR] [--agent NAME] [-- AGENT...] | run --resume RUNDIR",
+		short: "run a suite file: every agent x case x k trial, into a run directory",
+		long: `Reads a suite file (YAML or JSON: prompts or agentv tests, agents, graders,
+k, prices, workspace, gates and run flags by their long names; see
+docs/suite.md and 'harness schemas Suite') and runs every agent on every case
+k times, as 'harness trials' would, into a new directory
+RUNS/<time>-<name>/:
+
+  run.json          the manifest: suite file and hash, harness version,
+                    start and end, each agent's status, pass rate and cost
+  cases.jsonl       the cases run
+  <agent>.jsonl     each agent's trials records (and <agent>.summary.json)
+  compare.json      with several agents: the ranking (mean pass rate with
+                    intervals, pairwise McNemar with Holm correction)
+  report.html       the agents side by side (two at most; with more, one
+                    report-<agent>.html each), and summary.md
+
+A suite that names no agents takes the agent command after --. agentv's
+eval YAML runs as written: workspace.template, tests[].id/input/assert,
+plain-string asserts judged by an LLM against the rubric, type: script
+asserts, target.
+
+--resume RUNDIR continues a run where it stopped (the suite must be
+unchanged). --max-cost and --max-tokens (or the suite's gates) bound the
+whole run: once spent, no new work starts, and the exit status is 4.
+
+Examples:
+  harness run examples/suite/suite.yaml
+  harness run suite.yaml --agent fast -- ./my-agent
+  harness run --resume runs/20261123T101500Z-nightly`,
+		agent:         true,
+		optionalAgent: true,
+		flags:         pflag.NewFlagSet("run", pflag.ContinueOnError),
+	}
+	c.flags.StringVar(&runsDir, "runs", "runs", "make the run directory under `dir`")
+	c.flags.StringVar(&resumeDir, "resume", "", "continue the run in `rundir`")
+	c.flags.StringArrayVar(&only, "agent", nil, "run only the agent `name` of the suite; repeatable")
+	c.flags.StringVar(&pricesFile, "prices", "", "price table `file` (added to the suite's prices)")
+	c.flags.Float64Var(&maxCost, "max-cost", 0, "stop starting new work once the run has cost `usd`")
+	c.flags.Int64Var(&maxTokens, "max-tokens", 0, "stop starting new work once the run has used `n` tokens")
+	c.flags.IntVarP(&k, "k", "k", 0, "trials per case (overrides the suite's k)")
+	c.flags.BoolVar(&force, "force", false, "with --resume: continue although the suite file changed")
+	c.flags.BoolVarP(&quiet, "quiet", "q", false, "print nothing but errors on stderr")
+	c.run = func(ctx context.Context, e *env, args, agentCmd []string) error {
+		var m *RunManifest
+		var dir, suiteFile string
+		switch {
+		case resumeDir != "":
+			if len(args) > 0 {
+				return usageErrorf("--resume takes the run directory; the suite is the one it was made from")
+			}
+			var err error
+			if m, err = readManifest(resumeDir); err != nil {
+				return inputError(err)
+			}
+			dir, suiteFile = resumeDir, m.Suite.Path
+		case len(args) == 1:
+			suiteFile = args[0]
+		default:
+			return usageErrorf("want one suite file, got %d arguments", len(args))
+		}
+		s, err := suite.Load(suiteFile)
+		if err != nil {
+			return inputError(err)
+		}
+		if m != nil && m.Suite.Hash != s.Hash && !force {
+			return usageErrorf("%s changed since the run in %s began (sha256 %.12s, now %.12s): start a new run, or continue with the new suite with --force",
+				suiteFile, dir, m.Suite.Hash, s.Hash)
+		}
+		agents, err := suiteAgents(s, agentCmd, only)
+		if err != nil {
+			return err
+		}
+		if k > 0 {
+			s.K = k
+		}
+		if s.K == 0 {
+			s.K = 1
+		}
+		prices := maps.Clone(s.Prices)
+		if pricesFile != "" {
+			t, err := cost.LoadTable(pricesFile)
+			if err != nil {
+				return inputError(err)
+			}
+			if prices == nil {
+				prices = cost.Table{}
+			}
+			maps.Copy(prices, t)
+		}
+		cases, asserts, err := suiteCases(s)
+		if err != nil {
+			return inputError(err)
+		}
+		budget, err := suiteBudget(s, maxCost, maxTokens)
+		if err != nil {
+			return err
+		}
+		// Every agent's flags are checked before anything is made.
+		for i := range agents {
+			argv, _ := trialsArgs(s, &agents[i], "out.jsonl", "", budget, nil, true)
+			if err := applySuiteFlags(newTrialsCmdWith(&runFlags{}), s, &agents[i], argv); err != nil {
+				return err
+			}
+		}
+		if m == nil {
+			dir, err = newRunDir(runsDir, s.Name)
+			if err != nil {
+				return inputError(err)
+			}
+			abs, _ := filepath.Abs(suiteFile)
+			bi := buildinfo.Read(version)
+			m = &RunManifest{
+				Suite:   ManifestSuite{Name: s.Name, File: suiteFile, Path: abs, Hash: s.Hash},
+				Harness: ManifestHarness{Version: bi.Version, Revision: bi.Revision, Dirty: bi.Dirty},
+				Started: time.Now().UTC().Format(time.RFC3339),
+			}
+		}
+		m.Status, m.Ended, m.K, m.Cases = "running", "", s.K, len(cases)
+		m.Agents = m.Agents[:0]
+		for _, a := range agents {
+			m.Agents = append(m.Agents, ManifestAgent{Name: a.Name, Command: a.Command, Output: a.Name + ".jsonl", Summary: a.Name + ".summary.json", Status: "pending"})
+		}
+		casesPath := filepath.Join(dir, "cases.jsonl")
+		if err := writeCases(casesPath, cases); err != nil {
+			return err
+		}
+		if err := writeManifest(dir, m); err != nil {
+			return err
+		}
+		logf := func(format string, a ...any) {
+			if !quiet {
+				fmt.Fprintf(e.stderr, format, a...)
+			}
+		}
+		logf("run %s: %s, %s, k=%d, into %s\n", s.Name, plural(len(agents), "agent"), plural(len(cases), "case"), s.K, dir)
+		moreGraders := suiteGraders(s, asserts)
+		var spent *schemas.Cost
+		var errs []error
+		stopped := false
+		for i := range agents {
+			a := &agents[i]
+			ma := &m.Agents[i]
+			if stopped {
+				continue
+			}
+			logf("\n== agent %s (%d of %d): %s\n", a.Name, i+1, len(agents), strings.Join(a.Command, " "))
+			out := filepath.Join(dir, ma.Output)
+			f := &runFlags{moreGraders: moreGraders, prices: prices}
+			tc := newTrialsCmdWith(f)
+			argv, err := trialsArgs(s, a, out, casesPath, budget, spent, quiet)
+			if err == nil {
+				err = applySuiteFlags(tc, s, a, argv)
+			}
+			if err == nil {
+				err = tc.run(ctx, e, []string{casesPath}, a.Command)
+			}
+			ma.Status, ma.Message = agentStatus(err)
+			if sum, serr := readSummary(filepath.Join(dir, ma.Summary)); serr == nil {
+				ma.PassRate, ma.Cost = sum.PassRate, sum.Cost
+				spent = spent.Add(sum.Cost)
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("agent %s: %w", a.Name, err))
+				logf("harness run: agent %s: %v\n", a.Name, err)
+			}
+			if ma.Status == "interrupted" || ma.Status == "budget" {
+				stopped = true
+			}
+			if werr := writeManifest(dir, m); werr != nil {
+				return werr
+			}
+		}
+		m.Cost = spent
+		if !stopped {
+			m.Compare, m.Report = compareAndReport(ctx, e, dir, s.Name, m, logf)
+		}
+		m.Ended = time.Now().UTC().Format(time.RFC3339)
+		m.Status = "done"
+		switch {
+		case stopped:
+			m.Status = "stopped"
+		case slices.ContainsFunc(m.Agents, func(a ManifestAgent) bool { return a.Status == "error" }):
+			m.Status = "failed"
+		}
+		if err := writeManifest(dir, m); err != nil {
+			return err
+		}
+		logf("\nrun %s: %s in %s\n", m.Status, runLine(m), dir)
+		if stopped {
+			logf("continue with: harness run --resume %s\n", dir)
+		}
+		return runExit(errs)
+	}
+	return c
+}
+
+// suiteAgents picks the agents to run: the suite's (its target, or those
+// --agent names), or the command after -- when the suite names none.
+func suiteAgents(s *suite.Suite, cmd, only []string) ([]suite.Agent, error) {
+	if len(s.Agents) == 0 {
+		if len(cmd) == 0 {
+			return nil, usageErrorf("%s names no agents: give the agent command after --, as in: harness run %s -- ./my-agent", s.File, s.File)
+		}
+		name := s.Target
+		if name == "" {
+			name = "agent"
+		}
+		return []suite.Agent{{Name: fileSafe(name), Command: cmd}}, nil
+	}
+	if len(cmd) > 0 {
+		return nil, usageErrorf("%s names its agents (%s): drop the command after --, or pick agents with --agent", s.File, agentNames(s.Agents))
+	}
+	pick := only
+	if len(pick) == 0 && s.Target != "" {
+		pick = []string{s.Target}
+	}
+	if len(pick) == 0 {
+		return s.Agents, nil
+	}
+	var out []suite.Agent
+	for _, name := range pick {
+		i := slices.IndexFunc(s.Agents, func(a suite.Agent) bool { return a.Name == name })
+		if i < 0 {
+			return nil, usageErrorf("%s has no agent %q (agents: %s)", s.File, name, agentNames(s.Agents))
+		}
+		out = append(out, s.Agents[i])
+	}
+	return out, nil
+}
+
+func agentNames(as []suite.Agent) string {
+	var names []string
+	for _, a := range as {
+		names = append(names, a.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// suiteCases gathers the cases: the prompts file's, then the inline ones;
+// asserts are the suite's per-case asserts and those of prompts lines
+// carrying an "assert" key.
+func suiteCases(s *suite.Suite) ([]schemas.PromptCase, map[string]any, error) {
+	var cases []schemas.PromptCase
+	asserts := maps.Clone(s.Asserts)
+	if s.PromptsFile != "" {
+		r, err := results.Open(s.PromptsFile, nil)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: prompts: %w", s.File, err)
+		}
+		defer r.Close()
+		if cases, err = schemas.ReadPrompts(s.PromptsFile, r); err != nil {
+			return nil, nil, err
+		}
+		for i := range cases {
+			raw, ok := cases[i].Extra["assert"]
+			if !ok {
+				continue
+			}
+			var v any
+			if err := json.Unmarshal(raw, &v); err != nil {
+				return nil, nil, fmt.Errorf("%s: case %s: assert: %w", s.PromptsFile, cases[i].ID, err)
+			}
+			asserts[cases[i].ID] = v
+			delete(cases[i].Extra, "assert")
+		}
+	}
+	seen := map[string]bool{}
+	for _, c := range cases {
+		seen[c.ID] = true
+	}
+	for _, c := range s.Cases {
+		if seen[c.ID] {
+			return nil, nil, fmt.Errorf("%s: case %q is both in %s and inline", s.File, c.ID, s.PromptsFile)
+		}
+		cases = append(cases, c)
+	}
+	if len(cases) == 0 {
+		return nil, nil, fmt.Errorf("%s: no cases to run", s.File)
+	}
+	return cases, asserts, nil
+}
+
+// suiteGraders builds the suite's graders with the options of each trials
+// run: the suite-wide graders for every case, and with per-case asserts
+// one per-case grader holding both.
+func suiteGraders(s *suite.Suite, asserts map[string]any) func(graders.Options) ([]graders.Grader, error) {
+	if len(s.Graders) == 0 && len(asserts) == 0 {
+		return nil
+	}
+	var common []any
+	for _, g := range s.Graders {
+		if p, ok := g.(string); ok {
+			common = append(common, map[string]any{"type": "file", "path": p})
+		} else {
+			common = append(common, g)
+		}
+	}
+	return func(opts graders.Options) ([]graders.Grader, error) {
+		if len(asserts) == 0 {
+			var out []graders.Grader
+			for i, c := range common {
+				g, err := graders.FromConfig(c.(map[string]any), s.File, s.Dir, opts)
+				if err != nil {
+					return nil, fmt.Errorf("graders[%d]: %w", i, err)
+				}
+				out = append(out, g)
+			}
+			return out, nil
+		}
+		cases := map[string]any{}
+		for id, a := range asserts {
+			list, ok := a.([]any)
+			if !ok {
+				list = []any{a}
+			}
+			cases[id] = append(slices.Clone(common), list...)
+		}
+		cfg := map[string]any{"type": "cases", "cases": cases}
+		if len(common) > 0 {
+			cfg["default"] = common
+		}
+		if s.Judge != nil {
+			cfg["judge"] = s.Judge
+		}
+		g, err := graders.FromConfig(cfg, s.File, s.Dir, opts)
+		if err != nil {
+			return nil, suiteGraderError(s, err)
+		}
+		return []graders.Grader{g}, nil
+	}
+}
+
+// suiteGraderError says where in the suite a per-case grader is wrong.
+func suiteGraderError(s *suite.Suite, err error) error {
+	var ce *graders.ConfigError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	field := ce.Field
+	if rest, ok := strings.CutPrefix(field, "cases."); ok {
+		id, sub, _ := strings.Cut(rest, "[")
+		for i, c := range s.Cases {
+			if c.ID == id {
+				field = fmt.Sprintf("tests[%d].assert", i)
+				if sub != "" {
+					field += "[" + sub
+				}
+				break
+			}
+		}
+	}
+	return &schemas.InputError{File: s.File, Field: field, Msg: ce.Msg}
+}
+
+// budget is the run's spending limit.
+type budget struct {
+	cost   float64
+	tokens int64
+}
+
+// suiteBudget takes the budget from the flags, else from the suite.
+func suiteBudget(s *suite.Suite, maxCost float64, maxTokens int64) (budget, error) {
+	b := budget{cost: maxCost, tokens: maxTokens}
+	for _, f := range s.Flags {
+		var err error
+		switch {
+		case f.Name == "max-cost" && b.cost == 0:
+			b.cost, err = strconv.ParseFloat(f.Values[len(f.Values)-1], 64)
+		case f.Name == "max-tokens" && b.tokens == 0:
+			b.tokens, err = strconv.ParseInt(f.Values[len(f.Values)-1], 10, 64)
+		}
+		if err != nil || b.cost < 0 || b.tokens < 0 {
+			return b, inputError(&schemas.InputError{File: s.File, Line: f.Line, Field: f.Name, Msg: "must be a number ≥ 0"})
+		}
+	}
+	if maxCost < 0 || maxTokens < 0 {
+		return b, usageErrorf("--max-cost and --max-tokens must not be negative")
+	}
+	return b, nil
+}
+
+// trialsArgs are the flags harness run gives each agent's trials run.
+func trialsArgs(s *suite.Suite, a *suite.Agent, out, casesPath string, b budget, spent *schemas.Cost, quiet bool) ([]string, error) {
+	argv := []string{"-k", strconv.Itoa(s.K), "-o", out}
+	if _, err := os.Stat(out); err == nil {
+		argv = append(argv, "--resume")
+	}
+	if w := s.Workspace; w.Template != "" {
+		argv = append(argv, "--workspace", w.Template)
+		if w.Setup != "" {
+			argv = append(argv, "--workspace-setup", w.Setup)
+		}
+		if w.Prepare != "" {
+			argv = append(argv, "--workspace-prepare", w.Prepare)
+		}
+	}
+	if a.Sandbox != "" {
+		argv = append(argv, "--sandbox", a.Sandbox)
+	}
+	if a.Adapter != "" {
+		argv = append(argv, "--adapter", a.Adapter)
+	}
+	if a.Model != "" {
+		argv = append(argv, "--agent-model", a.Model)
+	}
+	for _, kv := range a.Env {
+		argv = append(argv, "--env", kv)
+	}
+	if b.cost > 0 {
+		left := b.cost
+		if spent != nil && spent.USD != nil {
+			left -= *spent.USD
+		}
+		if left <= 0 {
+			left = 1e-12
+		}
+		argv = append(argv, "--max-cost", strconv.FormatFloat(left, 'g', -1, 64))
+	}
+	if b.tokens > 0 {
+		argv = append(argv, "--max-tokens", strconv.FormatInt(max(b.tokens-spent.Tokens(), 1), 10))
+	}
+	if quiet {
+		argv = append(argv, "-q")
+	}
+	return argv, nil
+}
+
+// applySuiteFlags sets the trials flags: harness run's own, then the
+// suite's run flags, then the agent's; an error names the suite line.
+func applySuiteFlags(tc *command, s *suite.Suite, a *suite.Agent, argv []string) error {
+	if err := tc.flags.Parse(argv); err != nil {
+		return usageErrorf("%v", err)
+	}
+	set := func(f suite.Flag, where string) error {
+		if f.Name == "max-cost" || f.Name == "max-tokens" {
+			return nil // the run's budget, handed out above
+		}
+		bad := func(msg string) error {
+			return inputError(&schemas.InputError{File: s.File, Line: f.Line, Field: where + f.Name, Msg: msg})
+		}
+		if slices.Contains(runFlagsSetByRun, f.Name) {
+			return bad("harness run sets this itself")
+		}
+		fl := tc.flags.Lookup(f.Name)
+		if fl == nil {
+			msg := "not a suite key or a run flag (keys: " + strings.Join(suite.RootKeys, ", ") + ")"
+			best, bestDist := "", 3
+			tc.flags.VisitAll(func(x *pflag.Flag) {
+				if d := editDistance(f.Name, x.Name); d < bestDist {
+					best, bestDist = x.Name, d
+				}
+			})
+			if best != "" {
+				msg += "; did you mean " + best + "?"
+			}
+			return bad(msg)
+		}
+		if len(f.Values) > 1 && !strings.Contains(fl.Value.Type(), "Array") && !strings.Contains(fl.Value.Type(), "Slice") {
+			return bad("takes one value, not a list")
+		}
+		for _, v := range f.Values {
+			if err := tc.flags.Set(f.Name, v); err != nil {
+				return bad(err.Error())
+			}
+		}
+		return nil
+	}
+	for _, f := range s.Flags {
+		if err := set(f, ""); err != nil {
+			return err
+		}
+	}
+	for _, f := range a.Flags {
+		if err := set(f, "agents."+a.Name+".flags."); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// agentStatus names how an agent's trials run ended.
+func agentStatus(err error) (status, message string) {
+	if err == nil {
+		return "ok", ""
+	}
+	code := 1
+	var ee *exitError
+	if errors.As(err, &ee) {
+		code = ee.code
+	}
+	switch code {
+	case exitGateFailed:
+		return "gate_failed", err.Error()
+	case exitInfraErrors:
+		return "infra_errors", err.Error()
+	case exitBudget:
+		return "budget", err.Error()
+	case exitInterrupted:
+		return "interrupted", err.Error()
+	}
+	return "error", err.Error()
+}
+
+// runExit is the exit status of a run from its agents' errors: an
+// interrupt first, then a usage or input error, a spent budget, a failed
+// gate, infrastructure errors.
+func runExit(errs []error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	rank := map[int]int{exitInterrupted: 5, exitUsage: 4, exitBudget: 3, exitGateFailed: 2, exitInfraErrors: 1}
+	best, bestRank := exitGateFailed, -1
+	for _, err := range errs {
+		code := 1
+		var ee *exitError
+		if errors.As(err, &ee) {
+			code = ee.code
+		}
+		if rank[code] > bestRank {
+			best, bestRank = code, rank[code]
+		}
+	}
+	return withCode(best, errors.Join(errs...))
+}
+
+// runLine is a run's outcome in one line: each agent's pass rate and cost.
+func runLine(m *RunManifest) string {
+	var parts []string
+	for _, a := range m.Agents {
+		p := a.Name + " " + a.Status
+		if a.PassRate != nil {
+			p += fmt.Sprintf(" pass rate %.3f", *a.PassRate)
+		}
+		if a.Cost != nil {
+			p += " (" + cost.Format(a.Cost) + ")"
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// compareAndReport writes compare.json (several agents) and the HTML report
+// and markdown of the run's outputs; it returns their names ("" when not
+// made). Problems are reported, never fatal: the records are safe.
+func compareAndReport(ctx context.Context, e *env, dir, title string, m *RunManifest, logf func(string, ...any)) (compareName, reportName string) {
+	var outs []string
+	for _, a := range m.Agents {
+		p := filepath.Join(dir, a.Output)
+		if st, err := os.Stat(p); err == nil && st.Size() > 0 {
+			outs = append(outs, p)
+		}
+	}
+	if len(outs) == 0 {
+		return "", ""
+	}
+	quietEnv := *e
+	quietEnv.stdout = io.Discard
+	if len(outs) >= 2 {
+		cc := newCompareCmd()
+		argv := append(slices.Clone(outs), "--json", "-o", filepath.Join(dir, "compare.json"), "--force")
+		if err := invokeCmd(ctx, &quietEnv, cc, argv); err == nil || isExit(err, exitGateFailed) {
+			compareName = "compare.json"
+			text := *e
+			text.stdout = e.stderr
+			logf("\n")
+			_ = invokeCmd(ctx, &text, newCompareCmd(), slices.Clone(outs))
+		} else {
+			logf("harness run: compare: %v\n", err)
+		}
+	}
+	if len(outs) <= report.MaxRuns {
+		argv := append(slices.Clone(outs), "-o", filepath.Join(dir, "report.html"), "--markdown", filepath.Join(dir, "summary.md"), "--title", title, "--force")
+		if err := invokeCmd(ctx, &quietEnv, newReportCmd(), argv); err != nil {
+			logf("harness run: report: %v\n", err)
+			return compareName, ""
+		}
+		return compareName, "report.html"
+	}
+	for _, o := range outs {
+		name := "report-" + strings.TrimSuffix(filepath.Base(o), ".jsonl") + ".html"
+		if err := invokeCmd(ctx, &quietEnv, newReportCmd(), []string{o, "-o", filepath.Join(dir, name), "--title", title, "--force"}); err != nil {
+			logf("harness run: report: %v\n", err)
+		}
+	}
+	return compareName, ""
+}
+
+func isExit(err error, code int) bool {
+	var ee *exitError
+	return errors.As(err, &ee) && ee.code == code
+}
+
+// invokeCmd runs another command in-process with its own flags.
+func invokeCmd(ctx context.Context, e *env, c *command, argv []string) error {
+	if err := c.flags.Parse(argv); err != nil {
+		return usageErrorf("%s: %v", c.name, err)
+	}
+	return c.run(ctx, e, c.flags.Args(), nil)
+}
+
+// newRunDir makes RUNS/<time>-<name>, a fresh directory.
+func newRunDir(runs, name string) (string, error) {
+	if err := os.MkdirAll(runs, 0o777); err != nil {
+		return "", fmt.Errorf("--runs: %w", err)
+	}
+	base := filepath.Join(runs, time.Now().UTC().Format("20060102T150405Z")+"-"+fileSafe(name))
+	dir := base
+	for i := 2; ; i++ {
+		err := os.Mkdir(dir, 0o777)
+		if err == nil {
+			return dir, nil
+		}
+		if !errors.Is(err, os.ErrExist) {
+			return "", err
+		}
+		dir = base + "-" + strconv.Itoa(i)
+	}
+}
+
+func writeCases(path string, cases []schemas.PromptCase) error {
+	return results.WriteFile(path, nil, true, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(false)
+		for _, c := range cases {
+			if err := enc.Encode(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func writeManifest(dir string, m *RunManifest) error {
+	return results.WriteFile(filepath.Join(dir, "run.json"), nil, true, func(w io.Writer) error {
+		return writePrettyJSON(w, m)
+	})
+}
+
+func readManifest(dir string) (*RunManifest, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "run.json"))
+	if err != nil {
+		return nil, fmt.Errorf("--resume %s: not a run directory: %w", dir, err)
+	}
+	var m RunManifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "run.json"), err)
+	}
+	if m.Suite.Path == "" {
+		return nil, fmt.Errorf("%s: names no suite file", filepath.Join(dir, "run.json"))
+	}
+	return &m, nil
+}
+
+func readSummary(path string) (*schemas.TrialsSummary, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var s schemas.TrialsSummary
+	return &s, json.Unmarshal(b, &s)
+}
