@@ -77,8 +77,8 @@ type command struct {
 	agent bool   // takes an agent command after --
 	// optionalAgent: the agent command after -- may be left out.
 	optionalAgent bool
-	flags *pflag.FlagSet
-	run   func(ctx context.Context, e *env, args, agent []string) error
+	flags         *pflag.FlagSet
+	run           func(ctx context.Context, e *env, args, agent []string) error
 	// secretEnv holds the --secret-env values of a command that reads
 	// results (the agent commands have their own).
 	secretEnv []string
