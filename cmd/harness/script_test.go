@@ -1,9 +1,17 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -27,15 +35,28 @@ func TestScripts(t *testing.T) {
 	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv(testagents.RequireEnv) != "" {
 		t.Fatal("bwrap not installed: the sandbox scripts need it (scripts/test installs bubblewrap)")
 	}
+	// Bun, for the scripts that run TypeScript graders: the one
+	// scripts/test installs with the acp-harness peer.
+	bunDir := mustAbs(t, "../../testdata/peer/node_modules/.bin")
+	if _, err := os.Stat(filepath.Join(bunDir, "bun")); err != nil {
+		if _, err := exec.LookPath("bun"); err != nil && os.Getenv(testagents.RequireEnv) != "" {
+			t.Fatal("bun not installed: the suite example needs it (scripts/test installs it under testdata/peer)")
+		}
+		bunDir = ""
+	}
 	testscript.Run(t, testscript.Params{
 		Dir:                 "../../testdata/script",
 		RequireExplicitExec: true,
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("TESTDATA", mustAbs(t, "../../testdata"))
+			if bunDir != "" {
+				env.Setenv("PATH", bunDir+string(os.PathListSeparator)+env.Getenv("PATH"))
+			}
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"waitlock": waitLock,
+			"waitlock":  waitLock,
+			"fakejudge": fakeJudge,
 		},
 	})
 }
@@ -62,6 +83,42 @@ func waitLock(ts *testscript.TestScript, neg bool, args []string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	ts.Fatalf("%s: no process locked it within 30s", args[0])
+}
+
+// fakeJudge starts an OpenAI-compatible chat completions server for the
+// script and points OPENAI_BASE_URL and OPENAI_API_KEY at it: "fakejudge
+// VERDICT" answers every request with pass VERDICT (true or false), score 1
+// or 0, and 40 prompt and 8 completion tokens. The number of requests so far
+// is in the file judge.count of the script's directory.
+func fakeJudge(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 || (args[0] != "true" && args[0] != "false") {
+		ts.Fatalf("usage: fakejudge true|false")
+	}
+	pass := args[0] == "true"
+	var n atomic.Int64
+	count := ts.MkAbs("judge.count")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/chat/completions") {
+			http.NotFound(w, r)
+			return
+		}
+		os.WriteFile(count, []byte(fmt.Sprint(n.Add(1))), 0o644)
+		score := 0
+		if pass {
+			score = 1
+		}
+		content := fmt.Sprintf(`{"pass": %t, "score": %d, "reasoning": "the fake judge says %t"}`, pass, score, pass)
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{
+			"id": "chatcmpl-fake", "object": "chat.completion",
+			"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": content}, "finish_reason": "stop"}},
+			"usage":   map[string]any{"prompt_tokens": 40, "completion_tokens": 8, "total_tokens": 48},
+		})
+	}))
+	ts.Defer(srv.Close)
+	ts.Setenv("OPENAI_BASE_URL", srv.URL+"/v1")
+	ts.Setenv("OPENAI_API_KEY", "fake-judge-key")
 }
 
 func mustAbs(t *testing.T, p string) string {
