@@ -1,10 +1,20 @@
 package suite
 
 import (
+	"bytes"
+	"encoding/json"
+	"maps"
+	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"go.yaml.in/yaml/v3"
+
+	"harness/schemas"
 )
 
 // Seed 001's suite.yaml, as agentv's docs write it.
@@ -135,5 +145,64 @@ func TestSplitWords(t *testing.T) {
 	want := []string{"node", "a b", "c d", "e f", `x"y`, ""}
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("got %q %v", got, err)
+	}
+}
+
+// The Suite schema lists exactly the keys the parser takes, and accepts
+// the example suites.
+func TestSchemaMatchesParser(t *testing.T) {
+	b, err := schemas.SchemaDoc("Suite")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Properties map[string]any `json:"properties"`
+		Defs       struct {
+			Test struct {
+				Properties map[string]any `json:"properties"`
+			} `json:"test"`
+		} `json:"$defs"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := slices.Sorted(maps.Keys(doc.Properties)), slices.Sorted(slices.Values(RootKeys)); !reflect.DeepEqual(got, want) {
+		t.Errorf("schema keys %v, parser keys %v", got, want)
+	}
+	var testProps []string
+	for k := range doc.Defs.Test.Properties {
+		testProps = append(testProps, canonical(k))
+	}
+	if got, want := slices.Sorted(slices.Values(testProps)), slices.Sorted(slices.Values(testKeys)); !reflect.DeepEqual(got, want) {
+		t.Errorf("schema test keys %v, parser keys %v", got, want)
+	}
+	full, err := schemas.Schema("Suite")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sv, _ := jsonschema.UnmarshalJSON(bytes.NewReader(full))
+	c := jsonschema.NewCompiler()
+	c.AddResource(schemas.SchemaBase+"Suite.json", sv)
+	sch, err := c.Compile(schemas.SchemaBase + "Suite.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"../examples/suite/suite.yaml", "../examples/suite/agentv/suite.yaml"} {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v any
+		if err := yaml.Unmarshal(raw, &v); err != nil {
+			t.Fatal(err)
+		}
+		j, _ := json.Marshal(normalize(v))
+		inst, _ := jsonschema.UnmarshalJSON(bytes.NewReader(j))
+		if err := sch.Validate(inst); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+		if _, err := Load(f); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
 	}
 }
