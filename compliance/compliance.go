@@ -860,10 +860,16 @@ func (p *probe) finishChecks(ctx context.Context) {
 	}
 	junk, n := p.obs.junk()
 	p.rep.Junk, p.rep.JunkCount = junk, n
-	if n == 0 {
+	echoes, first := p.wire.echoed()
+	switch {
+	case echoes > 0:
+		c := mkCheck(CheckStdout, Fail, fmt.Sprintf("the agent writes non-protocol output to stdout: %d line(s) are the probe's own messages sent back, first: %q", echoes, oneLine(first, 80)))
+		c.Hint = "an ACP agent answers the client's requests; this one echoes its input (is the command a shell or cat rather than the agent's ACP mode?)"
+		p.add(c)
+	case n == 0:
 		p.add(mkCheck(CheckStdout, Pass, "no junk lines"))
-	} else {
-		c := mkCheck(CheckStdout, Fail, fmt.Sprintf("%d line(s) that are not protocol messages, first: %q (%s)", n, oneLine(junk[0].Text, 80), junk[0].Reason))
+	default:
+		c := mkCheck(CheckStdout, Fail, fmt.Sprintf("the agent writes non-protocol output to stdout: %d line(s), first: %q (%s)", n, oneLine(junk[0].Text, 80), junk[0].Reason))
 		c.Hint = "ACP agents must write only protocol messages to stdout (logs go to stderr); harness records such lines as stdout_junk events and goes on"
 		p.add(c)
 	}

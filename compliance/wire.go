@@ -27,6 +27,19 @@ type wireLog struct {
 	out    io.Writer
 	events []wireEvent
 	start  time.Time
+	// sent holds the lines the probe wrote; echoes counts lines the agent
+	// wrote back unchanged or requests only a client sends, and firstEcho
+	// is the first of them.
+	sent      map[string]bool
+	echoes    int
+	firstEcho string
+}
+
+// clientMethods are requests only a client sends to an agent: an agent
+// that sends one back is echoing its input.
+var clientMethods = map[string]bool{
+	"initialize": true, "authenticate": true, "session/new": true, "session/load": true,
+	"session/prompt": true, "session/cancel": true, "session/set_mode": true,
 }
 
 // tap is the acp.Options.Tap of the probe's client.
@@ -45,6 +58,19 @@ func (w *wireLog) tap(out bool, at time.Time, line []byte) {
 	defer w.mu.Unlock()
 	if w.start.IsZero() {
 		w.start = at
+	}
+	if out {
+		if w.sent == nil {
+			w.sent = map[string]bool{}
+		}
+		if len(w.sent) < maxWireEvents {
+			w.sent[string(line)] = true
+		}
+	} else if w.sent[string(line)] || clientMethods[env.Method] {
+		w.echoes++
+		if w.firstEcho == "" {
+			w.firstEcho = string(line)
+		}
 	}
 	if w.out != nil {
 		dir := "<-"
@@ -108,4 +134,12 @@ func (w *wireLog) updatesBetween(from, to int) []string {
 		}
 	}
 	return kinds
+}
+
+// echoed returns how many lines the agent wrote back as a client would
+// write them, and the first.
+func (w *wireLog) echoed() (int, string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.echoes, w.firstEcho
 }
