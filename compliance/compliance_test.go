@@ -132,7 +132,7 @@ func TestTextReport(t *testing.T) {
 	out := b.String()
 	for _, want := range []string{
 		"✓ initialize answered [required]",
-		"✗ stdout holds only protocol messages: 1 line(s)",
+		"✗ stdout holds only protocol messages: the agent writes non-protocol output to stdout: 1 line(s)",
 		"  | fakeagent: stderr spam line 2/2\n",
 		"USABLE, with 1 advisory failure(s): stdout holds only protocol messages\n",
 	} {
