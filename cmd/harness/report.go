@@ -3,11 +3,15 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 
 	"github.com/spf13/pflag"
 
 	"harness/report"
 	"harness/results"
+	"harness/rundir"
 	"harness/trials"
 )
 
@@ -20,7 +24,7 @@ func newReportCmd() *command {
 	)
 	c := &command{
 		name:  "report",
-		usage: "report RESULTS [RESULTS_B] [-o report.html] [--junit FILE] [--markdown FILE]",
+		usage: "report RESULTS [RESULTS_B] | RUNDIR | RUNS [-o report.html] [--junit FILE] [--markdown FILE]",
 		short: "one self-contained HTML page of a run (or two side by side); JUnit XML; markdown",
 		long: `Reads one results file (capture or trials; .zst/.gz too; - for stdin), or two
 to compare (A then B), and writes:
@@ -38,6 +42,12 @@ to compare (A then B), and writes:
 
 Without any of the three, the HTML page goes to stdout. "-" as FILE is stdout.
 
+A run directory of harness run (RUNDIR, with run.json) stands for its
+agents' outputs, side by side. A directory of runs (RUNS, such as runs/)
+gives one page of every run in it, oldest first, with the pass-rate trend
+of each suite's agents across them (-o, and --markdown for the same as
+tables).
+
 Case status, from the n graded trials of which c passed (trials with
 infrastructure errors are left out of n, never failures): pass (c = n),
 fail (c = 0), flaky (0 < c < n), error (n = 0 and some trial errored),
@@ -51,7 +61,8 @@ infrastructure error is an <error>; one run without a grader is <skipped>.
 Examples:
   harness report trials.jsonl -o report.html
   harness report before.jsonl after.jsonl -o compare.html
-  harness report trials.jsonl --junit junit.xml --markdown summary.md`,
+  harness report trials.jsonl --junit junit.xml --markdown summary.md
+  harness report runs/ -o runs.html`,
 		flags: pflag.NewFlagSet("report", pflag.ContinueOnError),
 	}
 	c.flags.StringVarP(&output, "output", "o", "", "write the HTML page to `file`")
@@ -90,6 +101,31 @@ Examples:
 			return usageErrorf("only one of -o, --junit and --markdown can write to stdout")
 		}
 
+		if len(args) == 1 {
+			if st, err := os.Stat(args[0]); err == nil && st.IsDir() {
+				if !rundir.Is(args[0]) {
+					return reportRunsDir(e, args[0], title, output, junit, markdown, force)
+				}
+				// One run directory: its agents side by side.
+				dir := args[0]
+				m, err := rundir.Read(dir)
+				if err != nil {
+					return inputError(err)
+				}
+				args = nil
+				for _, a := range m.Agents {
+					if p := filepath.Join(dir, a.Output); fileExists(p) {
+						args = append(args, p)
+					}
+				}
+				if len(args) == 0 || len(args) > report.MaxRuns {
+					return usageErrorf("%s holds %d agent outputs; a report shows 1 or %d side by side: name the files", dir, len(args), report.MaxRuns)
+				}
+				if title == "" {
+					title = m.Suite.Name
+				}
+			}
+		}
 		var runs []*report.Run
 		defer func() {
 			for _, r := range runs {
@@ -175,4 +211,34 @@ func resamplesOpt(n int) int {
 		return -1
 	}
 	return n
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular()
+}
+
+// reportRunsDir writes the report of a directory of runs: the pass-rate
+// trend of each suite's agents across runs, and every run.
+func reportRunsDir(e *env, dir, title, output, junit, markdown string, force bool) error {
+	if junit != "" {
+		return usageErrorf("--junit is for results files, not for a directory of runs")
+	}
+	runs, err := rundir.List(dir)
+	if err != nil {
+		return inputError(fmt.Errorf("%s: %w", dir, err))
+	}
+	if output != "" {
+		if err := writeOutput(e, output, force, func(w io.Writer) error {
+			return report.WriteRunsHTML(w, title, dir, runs)
+		}); err != nil {
+			return err
+		}
+	}
+	if markdown != "" {
+		return writeOutput(e, markdown, force, func(w io.Writer) error {
+			return report.WriteRunsMarkdown(w, title, runs)
+		})
+	}
+	return nil
 }

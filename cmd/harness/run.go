@@ -21,59 +21,10 @@ import (
 	"harness/internal/buildinfo"
 	"harness/report"
 	"harness/results"
+	"harness/rundir"
 	"harness/schemas"
 	"harness/suite"
 )
-
-// RunManifest is run.json: what a run directory holds and how its run went.
-type RunManifest struct {
-	Suite   ManifestSuite   `json:"suite"`
-	Harness ManifestHarness `json:"harness"`
-	// Started and Ended are RFC 3339 times (Ended empty while running).
-	Started string `json:"started"`
-	Ended   string `json:"ended,omitempty"`
-	// Status is running, done, stopped (interrupted or budget) or failed.
-	Status string          `json:"status"`
-	K      int             `json:"k"`
-	Cases  int             `json:"cases"`
-	Agents []ManifestAgent `json:"agents"`
-	// Cost sums the agents' costs.
-	Cost *schemas.Cost `json:"cost,omitempty"`
-	// Compare and Report name the comparison and the HTML page, when made.
-	Compare string `json:"compare,omitempty"`
-	Report  string `json:"report,omitempty"`
-}
-
-// ManifestSuite identifies the suite file a run came from.
-type ManifestSuite struct {
-	Name string `json:"name"`
-	File string `json:"file"`
-	// Path is the file's absolute path, for --resume.
-	Path string `json:"path"`
-	Hash string `json:"sha256"`
-}
-
-// ManifestHarness identifies the harness build that ran.
-type ManifestHarness struct {
-	Version  string `json:"version"`
-	Revision string `json:"revision,omitempty"`
-	Dirty    bool   `json:"dirty,omitempty"`
-}
-
-// ManifestAgent is one agent's part of a run.
-type ManifestAgent struct {
-	Name    string   `json:"name"`
-	Command []string `json:"command"`
-	// Output and Summary are file names in the run directory.
-	Output  string `json:"output"`
-	Summary string `json:"summary"`
-	// Status is ok, gate_failed, infra_errors, budget, interrupted, error
-	// or pending; Message says why when it is not ok.
-	Status   string        `json:"status"`
-	Message  string        `json:"message,omitempty"`
-	PassRate *float64      `json:"passRate,omitempty"`
-	Cost     *schemas.Cost `json:"cost,omitempty"`
-}
 
 // runFlagsSetByRun are the run flags harness run decides itself.
 var runFlagsSetByRun = []string{"output", "resume", "force", "summary", "shard", "junit", "markdown", "k"}
@@ -133,7 +84,7 @@ Examples:
 	c.flags.BoolVar(&force, "force", false, "with --resume: continue although the suite file changed")
 	c.flags.BoolVarP(&quiet, "quiet", "q", false, "print nothing but errors on stderr")
 	c.run = func(ctx context.Context, e *env, args, agentCmd []string) error {
-		var m *RunManifest
+		var m *rundir.Manifest
 		var dir, suiteFile string
 		switch {
 		case resumeDir != "":
@@ -201,16 +152,16 @@ Examples:
 			}
 			abs, _ := filepath.Abs(suiteFile)
 			bi := buildinfo.Read(version)
-			m = &RunManifest{
-				Suite:   ManifestSuite{Name: s.Name, File: suiteFile, Path: abs, Hash: s.Hash},
-				Harness: ManifestHarness{Version: bi.Version, Revision: bi.Revision, Dirty: bi.Dirty},
+			m = &rundir.Manifest{
+				Suite:   rundir.Suite{Name: s.Name, File: suiteFile, Path: abs, Hash: s.Hash},
+				Harness: rundir.Harness{Version: bi.Version, Revision: bi.Revision, Dirty: bi.Dirty},
 				Started: time.Now().UTC().Format(time.RFC3339),
 			}
 		}
 		m.Status, m.Ended, m.K, m.Cases = "running", "", s.K, len(cases)
 		m.Agents = m.Agents[:0]
 		for _, a := range agents {
-			m.Agents = append(m.Agents, ManifestAgent{Name: a.Name, Command: a.Command, Output: a.Name + ".jsonl", Summary: a.Name + ".summary.json", Status: "pending"})
+			m.Agents = append(m.Agents, rundir.Agent{Name: a.Name, Command: a.Command, Output: a.Name + ".jsonl", Summary: a.Name + ".summary.json", Status: "pending"})
 		}
 		casesPath := filepath.Join(dir, "cases.jsonl")
 		if err := writeCases(casesPath, cases); err != nil {
@@ -271,7 +222,7 @@ Examples:
 		switch {
 		case stopped:
 			m.Status = "stopped"
-		case slices.ContainsFunc(m.Agents, func(a ManifestAgent) bool { return a.Status == "error" }):
+		case slices.ContainsFunc(m.Agents, func(a rundir.Agent) bool { return a.Status == "error" }):
 			m.Status = "failed"
 		}
 		if err := writeManifest(dir, m); err != nil {
@@ -616,7 +567,7 @@ func runExit(errs []error) error {
 }
 
 // runLine is a run's outcome in one line: each agent's pass rate and cost.
-func runLine(m *RunManifest) string {
+func runLine(m *rundir.Manifest) string {
 	var parts []string
 	for _, a := range m.Agents {
 		p := a.Name + " " + a.Status
@@ -634,7 +585,7 @@ func runLine(m *RunManifest) string {
 // compareAndReport writes compare.json (several agents) and the HTML report
 // and markdown of the run's outputs; it returns their names ("" when not
 // made). Problems are reported, never fatal: the records are safe.
-func compareAndReport(ctx context.Context, e *env, dir, title string, m *RunManifest, logf func(string, ...any)) (compareName, reportName string) {
+func compareAndReport(ctx context.Context, e *env, dir, title string, m *rundir.Manifest, logf func(string, ...any)) (compareName, reportName string) {
 	var outs []string
 	for _, a := range m.Agents {
 		p := filepath.Join(dir, a.Output)
@@ -722,25 +673,17 @@ func writeCases(path string, cases []schemas.PromptCase) error {
 	})
 }
 
-func writeManifest(dir string, m *RunManifest) error {
-	return results.WriteFile(filepath.Join(dir, "run.json"), nil, true, func(w io.Writer) error {
-		return writePrettyJSON(w, m)
-	})
-}
+func writeManifest(dir string, m *rundir.Manifest) error { return rundir.Write(dir, m) }
 
-func readManifest(dir string) (*RunManifest, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "run.json"))
+func readManifest(dir string) (*rundir.Manifest, error) {
+	m, err := rundir.Read(dir)
 	if err != nil {
 		return nil, fmt.Errorf("--resume %s: not a run directory: %w", dir, err)
 	}
-	var m RunManifest
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "run.json"), err)
-	}
 	if m.Suite.Path == "" {
-		return nil, fmt.Errorf("%s: names no suite file", filepath.Join(dir, "run.json"))
+		return nil, fmt.Errorf("%s: names no suite file", filepath.Join(dir, rundir.ManifestName))
 	}
-	return &m, nil
+	return m, nil
 }
 
 func readSummary(path string) (*schemas.TrialsSummary, error) {

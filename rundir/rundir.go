@@ -1,0 +1,131 @@
+// Package rundir is the run directory harness run writes: its manifest,
+// run.json, and the listing of the runs under a directory.
+package rundir
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"harness/results"
+	"harness/schemas"
+)
+
+// ManifestName is the manifest's file name in a run directory.
+const ManifestName = "run.json"
+
+// Manifest is run.json: what a run directory holds and how its run went.
+type Manifest struct {
+	Suite   Suite   `json:"suite"`
+	Harness Harness `json:"harness"`
+	// Started and Ended are RFC 3339 times (Ended empty while running).
+	Started string `json:"started"`
+	Ended   string `json:"ended,omitempty"`
+	// Status is running, done, stopped (interrupted or budget) or failed.
+	Status string  `json:"status"`
+	K      int     `json:"k"`
+	Cases  int     `json:"cases"`
+	Agents []Agent `json:"agents"`
+	// Cost sums the agents' costs.
+	Cost *schemas.Cost `json:"cost,omitempty"`
+	// Compare and Report name the comparison and the HTML page, when made.
+	Compare string `json:"compare,omitempty"`
+	Report  string `json:"report,omitempty"`
+}
+
+// Suite identifies the suite file a run came from.
+type Suite struct {
+	Name string `json:"name"`
+	File string `json:"file"`
+	// Path is the file's absolute path, for --resume.
+	Path string `json:"path"`
+	Hash string `json:"sha256"`
+}
+
+// Harness identifies the harness build that ran.
+type Harness struct {
+	Version  string `json:"version"`
+	Revision string `json:"revision,omitempty"`
+	Dirty    bool   `json:"dirty,omitempty"`
+}
+
+// Agent is one agent's part of a run.
+type Agent struct {
+	Name    string   `json:"name"`
+	Command []string `json:"command"`
+	// Output and Summary are file names in the run directory.
+	Output  string `json:"output"`
+	Summary string `json:"summary"`
+	// Status is ok, gate_failed, infra_errors, budget, interrupted, error
+	// or pending; Message says why when it is not ok.
+	Status   string        `json:"status"`
+	Message  string        `json:"message,omitempty"`
+	PassRate *float64      `json:"passRate,omitempty"`
+	Cost     *schemas.Cost `json:"cost,omitempty"`
+}
+
+// Write writes dir's manifest whole (a temporary file renamed into place).
+func Write(dir string, m *Manifest) error {
+	return results.WriteFile(filepath.Join(dir, ManifestName), nil, true, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		return enc.Encode(m)
+	})
+}
+
+// Read reads dir's manifest.
+func Read(dir string) (*Manifest, error) {
+	name := filepath.Join(dir, ManifestName)
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return nil, err
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return &m, nil
+}
+
+// Is reports whether dir is a run directory.
+func Is(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, ManifestName))
+	return err == nil
+}
+
+// Run is a run directory and its manifest.
+type Run struct {
+	Dir      string
+	Manifest *Manifest
+}
+
+// List returns the run directories directly under dir, oldest first. A
+// directory whose manifest does not read is an error naming it.
+func List(dir string) ([]Run, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var runs []Run
+	for _, e := range entries {
+		sub := filepath.Join(dir, e.Name())
+		if !e.IsDir() || !Is(sub) {
+			continue
+		}
+		m, err := Read(sub)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, Run{Dir: sub, Manifest: m})
+	}
+	if len(runs) == 0 {
+		return nil, errors.New("no run directories (with run.json) in it")
+	}
+	sort.SliceStable(runs, func(i, j int) bool { return runs[i].Manifest.Started < runs[j].Manifest.Started })
+	return runs, nil
+}
