@@ -25,6 +25,7 @@ type mergeFlags struct {
 	seed         uint64
 	resamples    int
 	quiet        bool
+	failOn       []string
 }
 
 func newMergeCmd() *command {
@@ -67,6 +68,7 @@ Examples:
 	fs.Uint64Var(&f.seed, "seed", trials.DefaultSeed, "seed of the bootstrap intervals")
 	fs.IntVar(&f.resamples, "resamples", trials.DefaultResamples, "bootstrap resamples")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors on stderr")
+	fs.StringSliceVar(&f.failOn, "fail-on", nil, "with -k: count trials with these error `classes` as failures, as trials --fail-on does")
 	c.run = func(ctx context.Context, e *env, args, _ []string) error {
 		return f.run(e, args)
 	}
@@ -236,7 +238,14 @@ func (f *mergeFlags) writeTrials(e *env, w *results.Writer, m *results.Merger, c
 		if err != nil {
 			return inputError(err)
 		}
-		tr := trials.BuildRecord(*c, k, recs)
+		var failOn map[string]bool
+		for _, class := range f.failOn {
+			if failOn == nil {
+				failOn = map[string]bool{}
+			}
+			failOn[strings.TrimSpace(class)] = true
+		}
+		tr := trials.BuildRecordFailing(*c, k, recs, failOn)
 		sum.Add(tr)
 		if err := w.Write(tr); err != nil {
 			return fmt.Errorf("merge: output: %w", err)
