@@ -11,7 +11,7 @@ import (
 )
 
 // casesKeys are the keys of a per-case grader config.
-var casesKeys = []string{"cases", "default", "judge"}
+var casesKeys = []string{"cases", "default", "judge", "dir"}
 
 // byCase grades each record with the graders of its case: agentv's
 // per-test assert lists in one config. A case's graders all run; the
@@ -23,13 +23,21 @@ type byCase struct {
 	def   []Grader
 }
 
-// buildCases builds {cases: {ID: ASSERTS}, default: ASSERTS, judge: MODEL}.
+// buildCases builds {cases: {ID: ASSERTS}, default: ASSERTS, judge: MODEL,
+// dir: DIR}.
 // ASSERTS is a list whose items are grader configs, paths of grader files,
 // assertions ({type: contains, value: ...}) or strings, which are rubrics
 // for an LLM judge (agentv's plain-string asserts) using the judge model
 // settings of judge ({model, provider, baseURL, apiKeyEnv}); one item may
 // stand alone.
 func buildCases(m map[string]any, c cfgCtx) (Grader, error) {
+	if d, err := c.str(m, "dir"); err != nil {
+		return nil, err
+	} else if d != "" {
+		// Relative paths in the lists are relative to dir (harness run
+		// writes such a config for the suite it came from).
+		c.dir = c.resolve(d)
+	}
 	judge, ok := m["judge"].(map[string]any)
 	if !ok && m["judge"] != nil {
 		return nil, c.errf("judge", "must be an object such as {model: gpt-4o-mini}, got %s", typeName(m["judge"]))

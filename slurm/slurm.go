@@ -40,7 +40,12 @@ type CommandError struct {
 	Err     error
 }
 
-func (e *CommandError) Error() string { return e.Command + ": " + e.Message }
+func (e *CommandError) Error() string {
+	if strings.HasPrefix(e.Message, e.Command+":") {
+		return e.Message
+	}
+	return e.Command + ": " + e.Message
+}
 func (e *CommandError) Unwrap() error { return e.Err }
 
 // Client submits and watches array jobs.

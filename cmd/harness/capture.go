@@ -44,9 +44,16 @@ Examples:
 	}
 	f.addFlags(c.flags)
 	c.run = func(ctx context.Context, e *env, args, agent []string) error {
+		if err := f.checkSlurm(args); err != nil {
+			return err
+		}
 		setup, err := f.prepare(e, args, agent, "capture")
 		if err != nil {
 			return err
+		}
+		if f.slurm.tasks > 0 {
+			setup.cleanup()
+			return runSlurm(ctx, &slurmRun{e: e, c: c, f: &f, cmdName: "capture", k: 1, agent: agent}, args)
 		}
 		return runUnits(ctx, e, &f, setup, 1, runHooks{})
 	}

@@ -191,6 +191,13 @@ Examples:
 			f := &runFlags{moreGraders: moreGraders, prices: prices}
 			tc := newTrialsCmdWith(f)
 			argv, err := trialsArgs(s, a, out, casesPath, budget, spent, quiet)
+			if err == nil && onSlurm(s, a) {
+				// The tasks get the suite's graders and prices as files.
+				var more []string
+				more, err = writeForTasks(dir, s, asserts, prices)
+				argv = append(argv, more...)
+				f.moreGraders, f.prices = nil, nil
+			}
 			if err == nil {
 				err = applySuiteFlags(tc, s, a, argv)
 			}
@@ -323,10 +330,10 @@ func suiteCases(s *suite.Suite) ([]schemas.PromptCase, map[string]any, error) {
 	return cases, asserts, nil
 }
 
-// suiteGraders builds the suite's graders with the options of each trials
-// run: the suite-wide graders for every case, and with per-case asserts
-// one per-case grader holding both.
-func suiteGraders(s *suite.Suite, asserts map[string]any) func(graders.Options) ([]graders.Grader, error) {
+// suiteGraderConfig is the grader config of a suite: a per-case config
+// holding, for each case, the suite-wide graders and the case's asserts
+// (nil when the suite grades nothing).
+func suiteGraderConfig(s *suite.Suite, asserts map[string]any) map[string]any {
 	if len(s.Graders) == 0 && len(asserts) == 0 {
 		return nil
 	}
@@ -338,39 +345,77 @@ func suiteGraders(s *suite.Suite, asserts map[string]any) func(graders.Options) 
 			common = append(common, g)
 		}
 	}
+	cases := map[string]any{}
+	for id, a := range asserts {
+		list, ok := a.([]any)
+		if !ok {
+			list = []any{a}
+		}
+		cases[id] = append(slices.Clone(common), list...)
+	}
+	cfg := map[string]any{"type": "cases", "cases": cases, "dir": s.Dir}
+	if len(common) > 0 {
+		cfg["default"] = common
+	}
+	if s.Judge != nil {
+		cfg["judge"] = s.Judge
+	}
+	return cfg
+}
+
+// suiteGraders builds the suite's graders with the options of each trials
+// run (nil when the suite grades nothing).
+func suiteGraders(s *suite.Suite, asserts map[string]any) func(graders.Options) ([]graders.Grader, error) {
+	cfg := suiteGraderConfig(s, asserts)
+	if cfg == nil {
+		return nil
+	}
 	return func(opts graders.Options) ([]graders.Grader, error) {
-		if len(asserts) == 0 {
-			var out []graders.Grader
-			for i, c := range common {
-				g, err := graders.FromConfig(c.(map[string]any), s.File, s.Dir, opts)
-				if err != nil {
-					return nil, fmt.Errorf("graders[%d]: %w", i, err)
-				}
-				out = append(out, g)
-			}
-			return out, nil
-		}
-		cases := map[string]any{}
-		for id, a := range asserts {
-			list, ok := a.([]any)
-			if !ok {
-				list = []any{a}
-			}
-			cases[id] = append(slices.Clone(common), list...)
-		}
-		cfg := map[string]any{"type": "cases", "cases": cases}
-		if len(common) > 0 {
-			cfg["default"] = common
-		}
-		if s.Judge != nil {
-			cfg["judge"] = s.Judge
-		}
 		g, err := graders.FromConfig(cfg, s.File, s.Dir, opts)
 		if err != nil {
 			return nil, suiteGraderError(s, err)
 		}
 		return []graders.Grader{g}, nil
 	}
+}
+
+// onSlurm reports whether an agent of the suite runs on Slurm.
+func onSlurm(s *suite.Suite, a *suite.Agent) bool {
+	for _, f := range append(slices.Clone(s.Flags), a.Flags...) {
+		if f.Name == "slurm" {
+			return true
+		}
+	}
+	return false
+}
+
+// writeForTasks writes the suite's graders and prices as files in the run
+// directory, for Slurm tasks (which get them as -g and --prices), and
+// returns the flags that name them.
+func writeForTasks(dir string, s *suite.Suite, asserts map[string]any, prices cost.Table) ([]string, error) {
+	var flags []string
+	write := func(name string, v any) (string, error) {
+		p, err := filepath.Abs(filepath.Join(dir, name))
+		if err != nil {
+			return "", err
+		}
+		return p, results.WriteFile(p, nil, true, func(w io.Writer) error { return writePrettyJSON(w, v) })
+	}
+	if cfg := suiteGraderConfig(s, asserts); cfg != nil {
+		p, err := write("graders.json", cfg)
+		if err != nil {
+			return nil, err
+		}
+		flags = append(flags, "--grader="+p)
+	}
+	if len(prices) > 0 {
+		p, err := write("prices.json", prices)
+		if err != nil {
+			return nil, err
+		}
+		flags = append(flags, "--prices="+p)
+	}
+	return flags, nil
 }
 
 // suiteGraderError says where in the suite a per-case grader is wrong.

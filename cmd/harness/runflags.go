@@ -79,6 +79,11 @@ type runFlags struct {
 	// moreGraders, when set, builds graders besides -g's with the same
 	// options (harness run's suite graders and per-case asserts).
 	moreGraders func(graders.Options) ([]graders.Grader, error)
+	slurm       slurmFlags
+	// failOn and summaryPath are trials' --fail-on and --summary, which a
+	// Slurm run applies when it merges.
+	failOn      []string
+	summaryPath string
 }
 
 func (f *runFlags) addFlags(fs *pflag.FlagSet) {
@@ -125,6 +130,7 @@ func (f *runFlags) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.agentModel, "agent-model", "", "the `model` whose price applies to the agent's tokens (default: the table's \"*\" row, else the cost the agent reports)")
 	fs.Float64Var(&f.maxCost, "max-cost", 0, "start no new work once the run has cost `usd` (needs prices, or an agent that reports its cost); exit 4")
 	fs.Int64Var(&f.maxTokens, "max-tokens", 0, "start no new work once the run has used `n` tokens (agent and judge); exit 4")
+	f.slurm.addFlags(fs)
 	fs.StringVar(&f.adapter, "adapter", "", "run an agent without ACP headless, one process per turn, mapping its JSON events: `name` is claude-stream-json, codex-json or gemini-stream-json")
 }
 

@@ -44,6 +44,10 @@ func TestScripts(t *testing.T) {
 		}
 		bunDir = ""
 	}
+	slurmUp := slurmCluster()
+	if !slurmUp && os.Getenv(RequireSlurmEnv) != "" {
+		t.Fatalf("no Slurm cluster answers (sinfo), and %s is set: run scripts/slurm-local start first", RequireSlurmEnv)
+	}
 	testscript.Run(t, testscript.Params{
 		Dir:                 "../../testdata/script",
 		RequireExplicitExec: true,
@@ -57,6 +61,12 @@ func TestScripts(t *testing.T) {
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"waitlock":  waitLock,
 			"fakejudge": fakeJudge,
+		},
+		Condition: func(cond string) (bool, error) {
+			if cond != "slurm" {
+				return false, fmt.Errorf("unknown condition %q", cond)
+			}
+			return slurmUp, nil
 		},
 	})
 }
@@ -119,6 +129,20 @@ func fakeJudge(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Defer(srv.Close)
 	ts.Setenv("OPENAI_BASE_URL", srv.URL+"/v1")
 	ts.Setenv("OPENAI_API_KEY", "fake-judge-key")
+}
+
+// RequireSlurmEnv, when set, turns a missing Slurm cluster into a failure
+// instead of skipped scripts.
+const RequireSlurmEnv = "HARNESS_REQUIRE_SLURM"
+
+// slurmCluster reports whether a Slurm cluster answers: sbatch is on PATH
+// and sinfo lists a node that is up.
+func slurmCluster() bool {
+	if _, err := exec.LookPath("sbatch"); err != nil {
+		return false
+	}
+	out, err := exec.Command("sinfo", "-h", "-o", "%T").Output()
+	return err == nil && strings.TrimSpace(string(out)) != "" && !strings.Contains(string(out), "down")
 }
 
 func mustAbs(t *testing.T, p string) string {

@@ -86,14 +86,27 @@ Examples:
 				return usageErrorf("--summary %s already exists; use --force to overwrite it", summaryPath)
 			}
 		}
+		explicitSummary := summaryPath != ""
 		if summaryPath == "" {
 			// The records stream holds only trials records, as the
 			// TypeScript acp-harness's readers expect.
 			summaryPath = summaryBeside(f.output)
 		}
+		if err := f.checkSlurm(args); err != nil {
+			return err
+		}
 		setup, err := f.prepare(e, args, agent, "trials")
 		if err != nil {
 			return err
+		}
+		if f.slurm.tasks > 0 {
+			setup.cleanup()
+			f.failOn = failOn
+			if explicitSummary {
+				f.summaryPath = summaryPath
+			}
+			return runSlurm(ctx, &slurmRun{e: e, c: c, f: f, cmdName: "trials", k: k, agent: agent,
+				finish: func(sum schemas.TrialsSummary) error { return checkGates(gates, sum, allowGraderErrors) }}, args)
 		}
 		if setup.shard[1] > 0 {
 			// A shard holds only some trials of a case: it writes capture
@@ -399,8 +412,14 @@ func (t *trialsCollector) finish(e *env, f *runFlags, out *results.Output, inter
 	if !f.quiet {
 		trials.WriteSummaryTable(e.stderr, sum)
 	}
+	return checkGates(gates, sum, t.allowGraderErrors)
+}
+
+// checkGates applies the gates to a run's summary: exit 1 naming each gate
+// that failed, and grader errors under gates unless they are allowed.
+func checkGates(gates []trials.Gate, sum schemas.TrialsSummary, allowGraderErrors bool) error {
 	failed := trials.CheckGates(gates, sum)
-	if n := trials.GraderErrors(sum); n > 0 && len(gates) > 0 && !t.allowGraderErrors {
+	if n := trials.GraderErrors(sum); n > 0 && len(gates) > 0 && !allowGraderErrors {
 		failed = append(failed, fmt.Sprintf("%d trials hit grader errors, so the metrics cover only the graded ones; fix the grader, or accept that with --allow-grader-errors", n))
 	}
 	if len(failed) > 0 {
