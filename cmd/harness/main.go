@@ -306,12 +306,7 @@ func flagHint(c *command, err error) string {
 		}
 		return ""
 	}
-	best, bestDist := "", 3
-	c.flags.VisitAll(func(f *pflag.Flag) {
-		if d := editDistance(name, f.Name); d < bestDist {
-			best, bestDist = f.Name, d
-		}
-	})
+	best := closestFlag(c.flags, name)
 	hint := ""
 	if best != "" {
 		hint = fmt.Sprintf("\ndid you mean --%s?", best)
@@ -320,6 +315,18 @@ func flagHint(c *command, err error) string {
 		hint += "\n(if --" + name + " is the agent's flag, put it after --: harness " + c.name + " PROMPTS [flags] -- AGENT --" + name + ")"
 	}
 	return hint
+}
+
+// closestFlag is the flag of fs whose name is nearest to name (at most two
+// edits away), or "".
+func closestFlag(fs *pflag.FlagSet, name string) string {
+	best, bestDist := "", 3
+	fs.VisitAll(func(f *pflag.Flag) {
+		if d := editDistance(name, f.Name); d < bestDist {
+			best, bestDist = f.Name, d
+		}
+	})
+	return best
 }
 
 // editDistance is the Levenshtein distance of a and b.

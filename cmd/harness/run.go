@@ -532,13 +532,7 @@ func applySuiteFlags(tc *command, s *suite.Suite, a *suite.Agent, argv []string)
 		fl := tc.flags.Lookup(f.Name)
 		if fl == nil {
 			msg := "not a suite key or a run flag (keys: " + strings.Join(suite.RootKeys, ", ") + ")"
-			best, bestDist := "", 3
-			tc.flags.VisitAll(func(x *pflag.Flag) {
-				if d := editDistance(f.Name, x.Name); d < bestDist {
-					best, bestDist = x.Name, d
-				}
-			})
-			if best != "" {
+			if best := closestFlag(tc.flags, f.Name); best != "" {
 				msg += "; did you mean " + best + "?"
 			}
 			return bad(msg)
