@@ -509,3 +509,37 @@ func TestReportScreenshot(t *testing.T) {
 	}
 	tb.clean()
 }
+
+// Three runs side by side: a strip per run in every case row, a curve per
+// run, and the detail labels each run's trials.
+func TestBrowserThreeRuns(t *testing.T) {
+	a := readFixture(t, "trials_a.jsonl", true)
+	b := readFixture(t, "trials_b.jsonl", true)
+	c := readFixture(t, "trials_a.jsonl", true)
+	path := writeHTML(t, t.TempDir(), Options{Resamples: 50}, a, b, c)
+	tb := newTab(t, 1400, 1000)
+	tb.open(path, "")
+	type view struct {
+		Series []int    `json:"series"`
+		Head   []string `json:"head"`
+		Strips int      `json:"strips"`
+		Matrix bool     `json:"matrix"`
+		Runs   []string `json:"runs"`
+	}
+	v := evalJS[view](tb, `(() => ({
+		series: [...document.querySelectorAll('figure[data-metric="passAt"] g.series')].map(g => g.querySelectorAll("circle.pt").length),
+		head: [...document.querySelectorAll("#case-head span")].map(n => n.textContent),
+		strips: document.querySelectorAll('#case-rows .case-row')[0].querySelectorAll(".strip").length,
+		matrix: !!document.getElementById("status-matrix"),
+		runs: [...document.querySelectorAll("#summary-table th.runcol")].map(n => n.textContent),
+	}))()`)
+	if len(v.Series) != 3 || v.Strips != 3 || v.Matrix || len(v.Runs) != 3 ||
+		fmt.Sprint(v.Head) != "[case category A trials B trials C trials]" {
+		t.Errorf("three-run view: %+v", v)
+	}
+	tb.openCase("answer")
+	if txt := evalJS[string](tb, `document.getElementById("detail").textContent`); !strings.Contains(txt, "A:") || !strings.Contains(txt, "C:") {
+		t.Errorf("detail of a case in three runs: %q", txt)
+	}
+	tb.clean()
+}

@@ -52,8 +52,9 @@ func (o Options) resamples() int {
 	return o.Resamples
 }
 
-// MaxRuns is how many runs one report holds: one, or two side by side.
-const MaxRuns = 2
+// MaxRuns is how many runs one report holds side by side (two get the
+// A → B comparison as well).
+const MaxRuns = 8
 
 // WriteHTML writes one self-contained HTML page for one run, or for two
 // runs side by side (A and B, in that order). The page needs nothing from
@@ -65,7 +66,7 @@ const MaxRuns = 2
 // without RunOptions.Details get no trajectories.
 func WriteHTML(w io.Writer, opt Options, runs ...*Run) error {
 	if len(runs) == 0 || len(runs) > MaxRuns {
-		return fmt.Errorf("report: want 1 or %d runs, got %d", MaxRuns, len(runs))
+		return fmt.Errorf("report: want 1 to %d runs, got %d", MaxRuns, len(runs))
 	}
 	t, err := template.New("page").Funcs(template.FuncMap{
 		"pct":  pct,

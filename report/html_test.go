@@ -131,8 +131,8 @@ func TestWriteHTMLCompareAndLimits(t *testing.T) {
 	if err := WriteHTML(&buf, Options{}); err == nil {
 		t.Error("WriteHTML with no runs did not fail")
 	}
-	if err := WriteHTML(&buf, Options{}, a, b, a); err == nil {
-		t.Error("WriteHTML with three runs did not fail")
+	if err := WriteHTML(&buf, Options{}, a, b, a, b, a, b, a, b, a); err == nil {
+		t.Error("WriteHTML with nine runs did not fail")
 	}
 }
 

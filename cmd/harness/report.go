@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/spf13/pflag"
 
@@ -24,10 +25,10 @@ func newReportCmd() *command {
 	)
 	c := &command{
 		name:  "report",
-		usage: "report RESULTS [RESULTS_B] | RUNDIR | RUNS [-o report.html] [--junit FILE] [--markdown FILE]",
-		short: "one self-contained HTML page of a run (or two side by side); JUnit XML; markdown",
-		long: `Reads one results file (capture or trials; .zst/.gz too; - for stdin), or two
-to compare (A then B), and writes:
+		usage: "report RESULTS [RESULTS_B...] | RUNDIR | RUNS [-o report.html] [--junit FILE] [--markdown FILE]",
+		short: "one self-contained HTML page of a run (or several side by side); JUnit XML; markdown",
+		long: `Reads one results file (capture or trials; .zst/.gz too; - for stdin), or up
+to 8 side by side (A, B, C...; two are also compared A → B), and writes:
 
   -o FILE          one self-contained HTML page (inline CSS, JavaScript and SVG;
                    nothing is fetched): the summary, pass@k and pass^k curves
@@ -75,9 +76,9 @@ Examples:
 	c.flags.BoolVar(&force, "force", false, "overwrite existing output files")
 	c.run = func(ctx context.Context, e *env, args, agent []string) error {
 		if len(args) < 1 || len(args) > report.MaxRuns {
-			return usageErrorf("want one results file, or two to compare, got %d arguments", len(args))
+			return usageErrorf("want one results file, or up to %d side by side (two are compared A → B), got %d arguments", report.MaxRuns, len(args))
 		}
-		if len(args) == 2 && args[0] == "-" && args[1] == "-" {
+		if stdins := slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a != "-" }); len(stdins) > 1 {
 			return usageErrorf("only one input can be stdin (-)")
 		}
 		cr, err := report.ParseCaseRule(rule)
@@ -119,7 +120,7 @@ Examples:
 					}
 				}
 				if len(args) == 0 || len(args) > report.MaxRuns {
-					return usageErrorf("%s holds %d agent outputs; a report shows 1 or %d side by side: name the files", dir, len(args), report.MaxRuns)
+					return usageErrorf("%s holds %d agent outputs; a report shows 1 to %d side by side: name the files", dir, len(args), report.MaxRuns)
 				}
 				if title == "" {
 					title = m.Suite.Name

@@ -54,7 +54,7 @@ RUNS/<time>-<name>/:
   <agent>.jsonl     each agent's trials records (and <agent>.summary.json)
   compare.json      with several agents: the ranking (mean pass rate with
                     intervals, pairwise McNemar with Holm correction)
-  report.html       the agents side by side (two at most; with more, one
+  report.html       the agents side by side (up to 8; with more, one
                     report-<agent>.html each), and summary.md
 
 A suite that names no agents takes the agent command after --. agentv's

@@ -14,6 +14,8 @@
 
   var IX = JSON.parse(document.getElementById("report-index").textContent);
   var compare = IX.runs.length === 2;
+  var multi = IX.runs.length > 2;
+  var several = IX.runs.length > 1;
   var STATUSES = ["pass", "fail", "flaky", "error", "ungraded"];
   var state = { statuses: {}, cat: "", chg: "", text: "", shown: [], open: -1, run: 0, trial: 0, hidden: {} };
   STATUSES.forEach(function (s) { state.statuses[s] = true; });
@@ -153,9 +155,14 @@
     var cols = compare
       ? "64px minmax(90px, 1fr) minmax(40px, 110px) minmax(60px, 170px) minmax(60px, 170px)"
       : "64px minmax(90px, 1fr) minmax(40px, 120px) 44px minmax(60px, 200px) 60px";
+    var names = compare ? ["A → B", "case", "category", "A trials", "B trials"] : ["status", "case", "category", "c/n", "trials", "errors"];
+    if (multi) {
+      cols = "minmax(90px, 1fr) minmax(40px, 110px)";
+      names = ["case", "category"];
+      IX.runs.forEach(function (r) { cols += " minmax(50px, 140px)"; names.push(r.label + " trials"); });
+    }
     head.style.setProperty("--cols", cols);
     list.style.setProperty("--cols", cols);
-    var names = compare ? ["A → B", "case", "category", "A trials", "B trials"] : ["status", "case", "category", "c/n", "trials", "errors"];
     names.forEach(function (n) { head.appendChild(el("span", { text: n })); });
     var pending = false;
     list.addEventListener("scroll", function () {
@@ -173,6 +180,12 @@
   function rowEl(ci, pos) {
     var c = IX.cases[ci];
     var row = el("div", { class: "case-row" + (ci === state.open ? " open" : ""), "data-index": ci, "data-id": c.id, role: "button", style: "top:" + pos * ROW + "px" });
+    if (multi) {
+      row.appendChild(el("span", { class: "id", title: c.id, text: c.id }));
+      row.appendChild(el("span", { class: "catc", title: c.cat || "", text: c.cat || "" }));
+      c.sides.forEach(function (side, ri) { row.appendChild(strip(side, IX.runs[ri].label)); });
+      return row;
+    }
     if (compare) {
       row.appendChild(el("span", null, el("span", { class: "chg chg-" + c.chg, text: c.chg.replace("only-", "only ").replace("-", " ") })));
     } else {
@@ -272,7 +285,7 @@
         return;
       }
       var line = el("div", { class: "sideline" });
-      if (compare) line.appendChild(el("b", { text: IX.runs[ri].label + ": " }));
+      if (several) line.appendChild(el("b", { text: IX.runs[ri].label + ": " }));
       line.appendChild(el("span", { class: "pill st-" + side.st, text: side.st }));
       var txt = " " + side.c + "/" + side.n + " graded trials passed";
       if (side.n) txt += " · pass rate " + pct(side.c / side.n) + " [" + pct(side.lo) + ", " + pct(side.hi) + "] (Wilson 95%)";
@@ -283,7 +296,7 @@
       d.appendChild(line);
       (side.warn || []).forEach(function (w) { d.appendChild(el("p", { class: "warn", text: w })); });
       var tabs = el("div", { class: "tabs", role: "tablist" });
-      if (compare) tabs.appendChild(el("span", { class: "runlab", text: IX.runs[ri].label }));
+      if (several) tabs.appendChild(el("span", { class: "runlab", text: IX.runs[ri].label }));
       side.tr.forEach(function (t) {
         var on = ri === run && t.t === trial;
         tabs.appendChild(el("button", {
