@@ -138,7 +138,13 @@ Examples:
 		if err != nil {
 			return err
 		}
-		// Every agent's flags are checked before anything is made.
+		// The graders, and every agent's flags, are checked before anything
+		// is made.
+		if build := suiteGraders(s, asserts); build != nil {
+			if _, err := build(graders.Options{Getenv: e.getenv, Dir: s.Dir}); err != nil {
+				return inputError(err)
+			}
+		}
 		for i := range agents {
 			argv, _ := trialsArgs(s, &agents[i], "out.jsonl", "", budget, nil, true)
 			if err := applySuiteFlags(newTrialsCmdWith(&runFlags{}), s, &agents[i], argv); err != nil {
@@ -425,6 +431,9 @@ func suiteGraderError(s *suite.Suite, err error) error {
 		return err
 	}
 	field := ce.Field
+	if rest, ok := strings.CutPrefix(field, "default"); ok {
+		field = "graders" + rest
+	}
 	if rest, ok := strings.CutPrefix(field, "cases."); ok {
 		id, sub, _ := strings.Cut(rest, "[")
 		for i, c := range s.Cases {
