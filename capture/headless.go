@@ -112,7 +112,7 @@ func (w *worker) headlessTurn(ctx context.Context, run *caseRun, cwd, text, sess
 		size int
 		cut  bool
 	}
-	lines := make(chan outLine, 64)
+	lines := make(chan outLine, 4) // each up to maxHeadlessLine: little is held
 	go func() {
 		defer close(lines)
 		br := bufio.NewReaderSize(proc.Stdout(), 64<<10)

@@ -125,6 +125,7 @@ func Of(rec *schemas.CaptureRecord, t Table, agentModel string) *schemas.Cost {
 		}
 	}
 	for _, g := range graderUsages(rec) {
+		g.InputTokens, g.OutputTokens = max(g.InputTokens, 0), max(g.OutputTokens, 0)
 		c.JudgeInputTokens += g.InputTokens
 		c.JudgeOutputTokens += g.OutputTokens
 		if g.InputTokens+g.OutputTokens == 0 {
@@ -145,8 +146,10 @@ func Of(rec *schemas.CaptureRecord, t Table, agentModel string) *schemas.Cost {
 	return c
 }
 
+// val reads a token count the agent reported; a negative one (an agent
+// cannot un-spend tokens) counts as 0.
 func val(p *int64) int64 {
-	if p == nil {
+	if p == nil || *p < 0 {
 		return 0
 	}
 	return *p
@@ -162,7 +165,7 @@ func reportedUSD(raw json.RawMessage) (float64, bool) {
 		Amount   *float64 `json:"amount"`
 		Currency string   `json:"currency"`
 	}
-	if len(raw) == 0 || json.Unmarshal(raw, &c) != nil || c.Amount == nil || !strings.EqualFold(c.Currency, "USD") {
+	if len(raw) == 0 || json.Unmarshal(raw, &c) != nil || c.Amount == nil || !strings.EqualFold(c.Currency, "USD") || *c.Amount < 0 {
 		return 0, false
 	}
 	return *c.Amount, true
