@@ -71,12 +71,19 @@ func (w *worker) playHeadless(ctx context.Context, u Unit) {
 		if turn.AgentVersion != "" {
 			rec.Provenance.AgentVersion = turn.AgentVersion
 		}
-		if turn.Session != "" {
+		if turn.Session != "" && plainID(turn.Session) {
 			session = turn.Session
 			rec.Session = &schemas.Session{ID: session}
 		}
 		if info != nil {
 			run.err = info
+			break
+		}
+		if turn.Session != "" && !plainID(turn.Session) {
+			// It would go on the next turn's command line: an id that
+			// could pass for a flag is refused.
+			run.err = &schemas.ErrorInfo{Class: schemas.ErrProtocol,
+				Message: fmt.Sprintf("turn %d: the agent named a session id that is not a plain id: %.80q", i+1, turn.Session)}
 			break
 		}
 		if session == "" && i+1 < len(u.Case.Input.List) {
@@ -195,6 +202,20 @@ read:
 		return turn, ag.exitInfo(schemas.ErrProtocol, fmt.Sprintf("the agent's output ended without the result event of %s", cfg.Adapter.Name))
 	}
 	return turn, nil
+}
+
+// plainID reports whether a session id is letters, digits and . _ : -
+// (not first), at most 200 bytes: safe as a command-line argument.
+func plainID(s string) bool {
+	if s == "" || len(s) > 200 || s[0] == '-' {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == ':' || r == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // readLimited reads one line, without its line ending. A line longer than
