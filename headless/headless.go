@@ -80,8 +80,9 @@ func claudeCommand(base []string, prompt, session string) []string {
 	if session != "" {
 		argv = append(argv, "--resume", session)
 	}
-	// -p takes the prompt as its value.
-	return append(argv, "-p", prompt)
+	// -p (print) then the prompt as the one argument after --, so a prompt
+	// that starts with a dash is not read as a flag.
+	return append(argv, "-p", "--", prompt)
 }
 
 func codexCommand(base []string, prompt, session string) []string {
@@ -101,7 +102,8 @@ func geminiCommand(base []string, prompt, session string) []string {
 	if session != "" {
 		argv = append(argv, "--resume", session)
 	}
-	return append(argv, "--prompt", prompt)
+	// One argument, so a prompt that starts with a dash is still the value.
+	return append(argv, "--prompt="+prompt)
 }
 
 // End is how a turn ended, as the stream's last event said.

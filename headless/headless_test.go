@@ -168,12 +168,12 @@ func TestCommands(t *testing.T) {
 		adapter, session string
 		base, want       []string
 	}{
-		{ClaudeStreamJSON, "", []string{"claude", "--model", "x"}, []string{"claude", "--model", "x", "--output-format", "stream-json", "--verbose", "-p", "PROMPT"}},
-		{ClaudeStreamJSON, "s", []string{"claude", "--verbose"}, []string{"claude", "--verbose", "--output-format", "stream-json", "--resume", "s", "-p", "PROMPT"}},
+		{ClaudeStreamJSON, "", []string{"claude", "--model", "x"}, []string{"claude", "--model", "x", "--output-format", "stream-json", "--verbose", "-p", "--", "PROMPT"}},
+		{ClaudeStreamJSON, "s", []string{"claude", "--verbose"}, []string{"claude", "--verbose", "--output-format", "stream-json", "--resume", "s", "-p", "--", "PROMPT"}},
 		{CodexJSON, "", []string{"codex", "-m", "o3"}, []string{"codex", "-m", "o3", "exec", "--json", "--skip-git-repo-check", "--", "PROMPT"}},
 		{CodexJSON, "th", []string{"codex", "exec", "--json"}, []string{"codex", "exec", "--json", "--skip-git-repo-check", "resume", "th", "--", "PROMPT"}},
-		{GeminiStreamJSON, "", []string{"gemini", "--yolo"}, []string{"gemini", "--yolo", "--output-format", "stream-json", "--prompt", "PROMPT"}},
-		{GeminiStreamJSON, "g", []string{"gemini"}, []string{"gemini", "--output-format", "stream-json", "--resume", "g", "--prompt", "PROMPT"}},
+		{GeminiStreamJSON, "", []string{"gemini", "--yolo"}, []string{"gemini", "--yolo", "--output-format", "stream-json", "--prompt=PROMPT"}},
+		{GeminiStreamJSON, "g", []string{"gemini"}, []string{"gemini", "--output-format", "stream-json", "--resume", "g", "--prompt=PROMPT"}},
 	}
 	for _, c := range cases {
 		a, _ := Lookup(c.adapter)
