@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
 	"time"
 
@@ -145,6 +146,22 @@ type Client struct {
 	inflight  map[string]context.CancelFunc
 	init      *InitializeResponse
 	budget    *byteBudget
+	// prompts maps the ids of the session/prompt requests out to their
+	// sessions, so the read goroutine knows a turn ended the moment its
+	// answer is read.
+	prompts   map[uint64]string
+	promptSeq uint64
+}
+
+// promptIDBase is where the ids of session/prompt requests start, far from
+// the ids jsonrpc2 numbers the other requests with.
+const promptIDBase = 1 << 40
+
+// Answerer is an Observer that wants to know when a prompt turn was
+// answered: Answered is called on the read goroutine as the answer is read,
+// before any message that follows it on the wire.
+type Answerer interface {
+	Answered(at time.Time)
 }
 
 // Stray is a message for a session no observer was attached to when it
@@ -193,6 +210,7 @@ func Connect(ctx context.Context, r io.Reader, w io.WriteCloser, opts Options) *
 	}
 	c.stream = newLineStream(r, w, c.now, c.onJunk, opts.Tap)
 	c.stream.notify = c.onNotification
+	c.stream.response = c.onResponse
 	logger := opts.Logger
 	if logger == nil {
 		logger = discardLogger{}
@@ -356,11 +374,46 @@ func (c *Client) Prompt(ctx context.Context, sessionID string, prompt []ContentB
 		}
 		c.mu.Unlock()
 	}()
+	c.mu.Lock()
+	c.promptSeq++
+	id := promptIDBase + c.promptSeq
+	if c.prompts == nil {
+		c.prompts = map[uint64]string{}
+	}
+	c.prompts[id] = sessionID
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.prompts, id)
+		c.mu.Unlock()
+	}()
 	var res PromptResponse
-	if err := c.call(ctx, MethodSessionPrompt, PromptRequest{SessionID: sessionID, Prompt: prompt}, &res); err != nil {
+	if err := c.call(ctx, MethodSessionPrompt, PromptRequest{SessionID: sessionID, Prompt: prompt}, &res, jsonrpc2.PickID(jsonrpc2.ID{Num: id})); err != nil {
 		return nil, err
 	}
 	return &res, nil
+}
+
+// onResponse runs on the read goroutine for every response: the answer to
+// a session/prompt ends its turn there and then, so updates read after it
+// are late and permission asked after it is never granted.
+func (c *Client) onResponse(rawID json.RawMessage, at time.Time) {
+	id, err := strconv.ParseUint(string(rawID), 10, 64)
+	if err != nil || id <= promptIDBase {
+		return
+	}
+	c.mu.Lock()
+	var obs Observer
+	if sid, ok := c.prompts[id]; ok {
+		if s := c.sessions[sid]; s != nil {
+			s.prompting = false
+			obs = s.obs
+		}
+	}
+	c.mu.Unlock()
+	if a, ok := obs.(Answerer); ok {
+		a.Answered(at)
+	}
 }
 
 // Cancel sends session/cancel and answers every permission request still
@@ -380,8 +433,8 @@ func (c *Client) Cancel(ctx context.Context, sessionID string) error {
 
 // call makes a request and turns transport errors into ErrConnectionClosed.
 // JSON-RPC error answers come back as *jsonrpc2.Error.
-func (c *Client) call(ctx context.Context, method string, params, result any) error {
-	err := c.conn.Call(ctx, method, params, result)
+func (c *Client) call(ctx context.Context, method string, params, result any, opts ...jsonrpc2.CallOption) error {
+	err := c.conn.Call(ctx, method, params, result, opts...)
 	if err == nil {
 		return nil
 	}

@@ -58,6 +58,9 @@ type lineStream struct {
 	// notify handles notifications on the read goroutine, in order; they
 	// never reach jsonrpc2, which has nothing to do for them.
 	notify func(in inbound)
+	// response, if set, is told of each response on the read goroutine
+	// before jsonrpc2 gets it: what follows it on the wire is read after.
+	response func(id json.RawMessage, at time.Time)
 
 	// cur is the message being decoded by ReadObject.
 	cur inbound
@@ -140,6 +143,9 @@ func (s *lineStream) ReadObject(v any) error {
 		} else if notif {
 			s.notify(s.cur)
 		} else {
+			if s.cur.method == nil && s.response != nil {
+				s.response(s.cur.id, at)
+			}
 			return nil
 		}
 		if err != nil {

@@ -673,6 +673,22 @@ func TestAgentDyingBetweenCases(t *testing.T) {
 
 // TestLateUpdatesWithBackToBackCases: late updates reach their case even
 // when the next case on the same agent has already started.
+// A chunk the agent writes right after its answer, with no pause, is late:
+// the turn ends when the answer is read, not when the worker gets to it.
+func TestChunkRightAfterTheAnswerIsLate(t *testing.T) {
+	t.Parallel()
+	script := `{"script":[{"message":"main","messageId":"m1"},{"stop":"end_turn"},{"message":" tail","messageId":"m1"}]}`
+	var units []Unit
+	for i := range 20 {
+		units = append(units, Unit{Case: &schemas.PromptCase{ID: fmt.Sprint("c", i), Input: schemas.SingleTurn(script)}, Trial: 1})
+	}
+	for _, rec := range run(t, testConfig(t), units) {
+		if rec.Output != "main" || lateText(rec) != " tail" {
+			t.Errorf("case %s: output %q, late text %q", rec.ID, rec.Output, lateText(rec))
+		}
+	}
+}
+
 func TestLateUpdatesWithBackToBackCases(t *testing.T) {
 	t.Parallel()
 	cfg := testConfig(t)

@@ -92,6 +92,16 @@ func (r *Recorder) MarkCancelled() {
 	r.phase = schemas.PhaseCancel
 }
 
+// Answered marks the turn answered as its answer is read: whatever the
+// agent sends after it is late (acp.Answerer).
+func (r *Recorder) Answered(at time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.phase == "" {
+		r.phase = schemas.PhaseLate
+	}
+}
+
 // EndTurn marks the steps that follow as late: the prompt has answered.
 // A usage report in the answer is added to the record's usage.
 func (r *Recorder) EndTurn(resp *acp.PromptResponse) {
