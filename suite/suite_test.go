@@ -84,6 +84,7 @@ gates:
 timeout: 30s
 env: [A=1, B=2]
 concurrency: 4
+maxAgentRequests: 4
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -107,7 +108,7 @@ concurrency: 4
 	for _, f := range s.Flags {
 		flags = append(flags, f.Name+"="+strings.Join(f.Values, ","))
 	}
-	want := []string{"min-pass-rate=0.5", "min-pass-at=1=0.6,3=0.9", "fail-on=timeout,agent_crash", "timeout=30s", "env=A=1,B=2", "concurrency=4"}
+	want := []string{"min-pass-rate=0.5", "min-pass-at=1=0.6,3=0.9", "fail-on=timeout,agent_crash", "timeout=30s", "env=A=1,B=2", "concurrency=4", "max-agent-requests=4"}
 	if !reflect.DeepEqual(flags, want) {
 		t.Errorf("flags\n got %v\nwant %v", flags, want)
 	}
