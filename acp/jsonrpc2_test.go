@@ -1,8 +1,11 @@
 package acp
 
 import (
+	"bufio"
 	"context"
 	"io"
+	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -72,5 +75,32 @@ func TestJSONRPC2HandlesRequestsInOrder(t *testing.T) {
 		if order[i] != want[i] {
 			t.Fatalf("handled %q, want %q", order, want)
 		}
+	}
+}
+
+// ReadLine returns lines without their endings, whole lines up to the limit
+// in place, and longer ones cut with their full size; it never stops on a
+// long line.
+func TestReadLine(t *testing.T) {
+	long := strings.Repeat("x", 100)
+	br := bufio.NewReaderSize(strings.NewReader("short\r\n"+long+"\n"+long+long+"\nlast"), 16)
+	type got struct {
+		line string
+		size int
+		cut  bool
+	}
+	var lines []got
+	for {
+		line, size, cut, err := ReadLine(br, 150)
+		if size > 0 {
+			lines = append(lines, got{string(line), size, cut})
+		}
+		if err != nil {
+			break
+		}
+	}
+	want := []got{{"short", 7, false}, {long, 101, false}, {(long + long)[:150], 201, true}, {"last", 4, false}}
+	if !reflect.DeepEqual(lines, want) {
+		t.Errorf("lines\n got %+v\nwant %+v", lines, want)
 	}
 }

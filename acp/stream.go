@@ -238,25 +238,44 @@ func (s *lineStream) reportJunk(at time.Time, line []byte, reason string) {
 	s.junk(Junk{At: at, Line: append([]byte(nil), line...), Size: size, Reason: reason})
 }
 
-// readLine returns the next line without its newline. A line over
+// readLine returns the next line without its line ending. A line over
 // MaxLineBytes is consumed whole and reported as junk.
 func (s *lineStream) readLine() ([]byte, error) {
-	line, err := s.r.ReadSlice('\n')
-	if err == nil || !errors.Is(err, bufio.ErrBufferFull) {
-		return bytes.TrimSuffix(line, []byte("\n")), err
-	}
-	buf := append([]byte(nil), line...)
-	for errors.Is(err, bufio.ErrBufferFull) {
-		line, err = s.r.ReadSlice('\n')
-		if len(buf) <= MaxLineBytes {
-			buf = append(buf, line...)
-		}
-	}
-	if len(buf) > MaxLineBytes {
-		s.reportJunk(s.now(), buf[:1024], fmt.Sprintf("line longer than %d bytes", MaxLineBytes))
+	line, size, cut, err := ReadLine(s.r, MaxLineBytes)
+	if cut {
+		s.reportJunk(s.now(), line[:min(len(line), 1024)], fmt.Sprintf("line longer than %d bytes", MaxLineBytes))
 		return nil, err
 	}
-	return bytes.TrimSuffix(buf, []byte("\n")), err
+	if size == 0 {
+		return nil, err
+	}
+	return line, err
+}
+
+// ReadLine reads one line from br, without its line ending. A line longer
+// than limit is consumed whole: its first limit bytes come back, cut, with
+// its full size. size is 0 only at the end of the input. A line that fits
+// br's buffer is returned in place, valid until the next read: copy it to
+// keep it.
+func ReadLine(br *bufio.Reader, limit int) (line []byte, size int, cut bool, err error) {
+	chunk, err := br.ReadSlice('\n')
+	if !errors.Is(err, bufio.ErrBufferFull) && len(chunk) <= limit {
+		return bytes.TrimRight(chunk, "\r\n"), len(chunk), false, err
+	}
+	size = len(chunk)
+	line = append(line, chunk[:min(len(chunk), limit)]...)
+	for errors.Is(err, bufio.ErrBufferFull) {
+		chunk, err = br.ReadSlice('\n')
+		size += len(chunk)
+		if room := limit - len(line); room > 0 {
+			line = append(line, chunk[:min(len(chunk), room)]...)
+		}
+	}
+	n := size
+	if err == nil {
+		n-- // the newline
+	}
+	return bytes.TrimRight(line, "\r\n"), size, n > limit, err
 }
 
 // WriteObject writes v as one line.

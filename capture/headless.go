@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -124,9 +123,10 @@ func (w *worker) headlessTurn(ctx context.Context, run *caseRun, cwd, text, sess
 		defer close(lines)
 		br := bufio.NewReaderSize(proc.Stdout(), 64<<10)
 		for {
-			line, size, cut, err := readLimited(br, maxHeadlessLine)
+			line, size, cut, err := acp.ReadLine(br, maxHeadlessLine)
 			if size > 0 {
-				lines <- outLine{time.Now(), line, size, cut}
+				// The line is the reader's buffer: it is copied to cross.
+				lines <- outLine{time.Now(), append([]byte(nil), line...), size, cut}
 			}
 			if err != nil {
 				return
@@ -216,26 +216,4 @@ func plainID(s string) bool {
 		}
 	}
 	return true
-}
-
-// readLimited reads one line, without its line ending. A line longer than
-// limit is consumed whole: its first limit bytes come back, cut, with its
-// full size.
-func readLimited(br *bufio.Reader, limit int) (line []byte, size int, cut bool, err error) {
-	for {
-		var chunk []byte
-		chunk, err = br.ReadSlice('\n')
-		size += len(chunk)
-		if room := limit - len(line); room > 0 {
-			line = append(line, chunk[:min(len(chunk), room)]...)
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		n := size
-		if err == nil {
-			n-- // the newline
-		}
-		return bytes.TrimRight(line, "\r\n"), size, n > limit, err
-	}
 }

@@ -220,9 +220,10 @@ func finalMetrics(rec *schemas.CaptureRecord, steps int) *FinalMetrics {
 type atifBuilder struct {
 	rec   *schemas.CaptureRecord
 	steps []Step
-	cur   *Step // the agent step being filled
-	// toolSteps maps a tool call id to the agent step that issued it, so a
-	// result lands with its call.
+	// cur is the index of the agent step being filled, -1 for none.
+	cur int
+	// calls maps a tool call id to the index of the agent step that issued
+	// it, so a result lands with its call.
 	calls map[string]int
 }
 
@@ -238,7 +239,7 @@ func (b *atifBuilder) at(st *schemas.Step) string {
 
 func (b *atifBuilder) build() {
 	rec := b.rec
-	b.calls = map[string]int{}
+	b.calls, b.cur = map[string]int{}, -1
 	turns := rec.Input.List
 	turn := 0
 	var setup []schemas.Step
@@ -290,7 +291,7 @@ func (b *atifBuilder) userStep(turn int, first *schemas.Step) {
 		s.Extra = map[string]any{"turn": turn}
 	}
 	b.add(s)
-	b.cur = nil
+	b.cur = -1
 }
 
 // agentStep puts one recorded step into the current agent step, starting a
@@ -301,9 +302,14 @@ func (b *atifBuilder) agentStep(st *schemas.Step, turn int) {
 		if st.Phase != "" {
 			s.Extra["phase"] = st.Phase
 		}
+		b.cur = len(b.steps) - 1
 		return s
 	}
-	cur := b.cur
+	// Pointers into b.steps last only until the next add.
+	var cur *Step
+	if b.cur >= 0 {
+		cur = &b.steps[b.cur]
+	}
 	textAfterTools := cur != nil && len(cur.ToolCalls) > 0
 	newPhase := cur != nil && phaseOf(cur) != st.Phase
 	switch st.Type {
@@ -326,19 +332,15 @@ func (b *atifBuilder) agentStep(st *schemas.Step, turn int) {
 			cur = start()
 		}
 		cur.ToolCalls = append(cur.ToolCalls, toolCall(st))
-		b.calls[st.ToolCallID] = cur.StepID - 1
+		b.calls[st.ToolCallID] = b.cur
 		b.toolResult(cur, st)
 	default:
 		if cur == nil {
-			cur = start()
-		}
-		if cur.Extra == nil {
-			cur.Extra = map[string]any{}
+			cur = start() // agent steps always have extra (their turn)
 		}
 		events, _ := cur.Extra["events"].([]schemas.Step)
 		cur.Extra["events"] = append(events, *st)
 	}
-	b.cur = cur
 }
 
 func phaseOf(s *Step) string {

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 )
 
@@ -218,18 +217,14 @@ func (o *output) plan(entries []map[string]string) {
 // absent ones.
 func usage(counts map[string]*int64) json.RawMessage {
 	m := map[string]int64{}
-	keys := make([]string, 0, len(counts))
-	for k := range counts {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var total int64
-	for _, k := range keys {
-		if v := counts[k]; v != nil {
-			m[k] = *v
-			if k == "inputTokens" || k == "outputTokens" || k == "cachedReadTokens" || k == "cachedWriteTokens" {
-				total += *v
-			}
+	for k, v := range counts {
+		if v == nil {
+			continue
+		}
+		m[k] = *v
+		if k != "thoughtTokens" && k != "totalTokens" {
+			total += *v
 		}
 	}
 	if len(m) == 0 {

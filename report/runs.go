@@ -90,7 +90,7 @@ var runsPage = template.Must(template.New("runs").Funcs(template.FuncMap{
 		}
 		return fmt.Sprintf("%.3f", *p)
 	},
-	"cost": func(m *rundir.Manifest, a rundir.Agent) string {
+	"cost": func(a rundir.Agent) string {
 		if a.Cost == nil {
 			return ""
 		}
@@ -114,7 +114,7 @@ th{background:#f4f4f4}svg polyline{fill:none;stroke:#2a6fdb;stroke-width:1.5}svg
 <h2>Runs</h2>
 <table id="runs"><tr><th>started</th><th>suite</th><th>status</th><th>k</th><th>cases</th><th>agents: pass rate, cost</th><th>report</th></tr>
 {{range .Runs}}{{$m := .Manifest}}{{$d := .Dir}}<tr><td>{{$m.Started}}</td><td>{{$m.Suite.Name}}</td><td class="st-{{$m.Status}}">{{$m.Status}}</td><td>{{$m.K}}</td><td>{{$m.Cases}}</td>
-<td>{{range $m.Agents}}<div><b>{{.Name}}</b> {{rate .PassRate}} {{with cost $m .}}· {{.}}{{end}}{{if ne .Status "ok"}} · {{.Status}}{{end}}</div>{{end}}</td>
+<td>{{range $m.Agents}}<div><b>{{.Name}}</b> {{rate .PassRate}} {{with cost .}}· {{.}}{{end}}{{if ne .Status "ok"}} · {{.Status}}{{end}}</div>{{end}}</td>
 <td>{{if $m.Report}}<a href="{{link $d $m.Report}}">report</a>{{end}}</td></tr>
 {{end}}</table>
 </body></html>

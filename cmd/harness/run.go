@@ -24,6 +24,7 @@ import (
 	"harness/rundir"
 	"harness/schemas"
 	"harness/suite"
+	"harness/trials"
 )
 
 // runFlagsSetByRun are the run flags harness run decides itself.
@@ -146,7 +147,7 @@ Examples:
 			}
 		}
 		for i := range agents {
-			argv, _ := trialsArgs(s, &agents[i], "out.jsonl", "", budget, nil, true)
+			argv := trialsArgs(s, &agents[i], "", budget, nil, true)
 			if err := applySuiteFlags(newTrialsCmdWith(&runFlags{}), s, &agents[i], argv); err != nil {
 				return err
 			}
@@ -173,7 +174,7 @@ Examples:
 		if err := writeCases(casesPath, cases); err != nil {
 			return err
 		}
-		if err := writeManifest(dir, m); err != nil {
+		if err := rundir.Write(dir, m); err != nil {
 			return err
 		}
 		logf := func(format string, a ...any) {
@@ -196,8 +197,9 @@ Examples:
 			out := filepath.Join(dir, ma.Output)
 			f := &runFlags{moreGraders: moreGraders, prices: prices}
 			tc := newTrialsCmdWith(f)
-			argv, err := trialsArgs(s, a, out, casesPath, budget, spent, quiet)
-			if err == nil && onSlurm(s, a) {
+			argv := trialsArgs(s, a, out, budget, spent, quiet)
+			var err error
+			if onSlurm(s, a) {
 				// The tasks get the suite's graders and prices as files.
 				var more []string
 				more, err = writeForTasks(dir, s, asserts, prices)
@@ -222,13 +224,13 @@ Examples:
 			if ma.Status == "interrupted" || ma.Status == "budget" {
 				stopped = true
 			}
-			if werr := writeManifest(dir, m); werr != nil {
+			if werr := rundir.Write(dir, m); werr != nil {
 				return werr
 			}
 		}
 		m.Cost = spent
 		if !stopped {
-			m.Compare, m.Report = compareAndReport(ctx, e, dir, s.Name, m, logf)
+			m.Compare, m.Report = compareAndReport(ctx, e, dir, s.Name, m, quiet)
 		}
 		m.Ended = time.Now().UTC().Format(time.RFC3339)
 		m.Status = "done"
@@ -238,7 +240,7 @@ Examples:
 		case slices.ContainsFunc(m.Agents, func(a rundir.Agent) bool { return a.Status == "error" }):
 			m.Status = "failed"
 		}
-		if err := writeManifest(dir, m); err != nil {
+		if err := rundir.Write(dir, m); err != nil {
 			return err
 		}
 		logf("\nrun %s: %s in %s\n", m.Status, runLine(m), dir)
@@ -477,10 +479,10 @@ func suiteBudget(s *suite.Suite, maxCost float64, maxTokens int64) (budget, erro
 }
 
 // trialsArgs are the flags harness run gives each agent's trials run.
-func trialsArgs(s *suite.Suite, a *suite.Agent, out, casesPath string, b budget, spent *schemas.Cost, quiet bool) ([]string, error) {
+func trialsArgs(s *suite.Suite, a *suite.Agent, out string, b budget, spent *schemas.Cost, quiet bool) []string {
 	argv := []string{"-k", strconv.Itoa(s.K), "-o", out}
 	if _, err := os.Stat(out); err == nil {
-		argv = append(argv, "--resume")
+		argv = append(argv, "--resume") // the earlier run of a resumed one
 	}
 	if w := s.Workspace; w.Template != "" {
 		argv = append(argv, "--workspace", w.Template)
@@ -519,7 +521,7 @@ func trialsArgs(s *suite.Suite, a *suite.Agent, out, casesPath string, b budget,
 	if quiet {
 		argv = append(argv, "-q")
 	}
-	return argv, nil
+	return argv
 }
 
 // applySuiteFlags sets the trials flags: harness run's own, then the
@@ -633,7 +635,12 @@ func runLine(m *rundir.Manifest) string {
 // compareAndReport writes compare.json (several agents) and the HTML report
 // and markdown of the run's outputs; it returns their names ("" when not
 // made). Problems are reported, never fatal: the records are safe.
-func compareAndReport(ctx context.Context, e *env, dir, title string, m *rundir.Manifest, logf func(string, ...any)) (compareName, reportName string) {
+func compareAndReport(ctx context.Context, e *env, dir, title string, m *rundir.Manifest, quiet bool) (compareName, reportName string) {
+	logf := func(format string, a ...any) {
+		if !quiet {
+			fmt.Fprintf(e.stderr, format, a...)
+		}
+	}
 	var outs []string
 	for _, a := range m.Agents {
 		p := filepath.Join(dir, a.Output)
@@ -647,16 +654,15 @@ func compareAndReport(ctx context.Context, e *env, dir, title string, m *rundir.
 	quietEnv := *e
 	quietEnv.stdout = io.Discard
 	if len(outs) >= 2 {
-		cc := newCompareCmd()
-		argv := append(slices.Clone(outs), "--json", "-o", filepath.Join(dir, "compare.json"), "--force")
-		if err := invokeCmd(ctx, &quietEnv, cc, argv); err == nil || isExit(err, exitGateFailed) {
-			compareName = "compare.json"
-			text := *e
-			text.stdout = e.stderr
-			logf("\n")
-			_ = invokeCmd(ctx, &text, newCompareCmd(), slices.Clone(outs))
-		} else {
+		text := e.stderr
+		if quiet {
+			text = io.Discard
+		}
+		logf("\n")
+		if err := compareRuns(outs, filepath.Join(dir, "compare.json"), text); err != nil {
 			logf("harness run: compare: %v\n", err)
+		} else {
+			compareName = "compare.json"
 		}
 	}
 	if len(outs) <= report.MaxRuns {
@@ -676,9 +682,36 @@ func compareAndReport(ctx context.Context, e *env, dir, title string, m *rundir.
 	return compareName, ""
 }
 
-func isExit(err error, code int) bool {
-	var ee *exitError
-	return errors.As(err, &ee) && ee.code == code
+// compareRuns reads the agents' outputs once and writes their comparison
+// (two runs: per case and McNemar; more: the ranking, as harness compare
+// does) as JSON to jsonPath and as text to text.
+func compareRuns(outs []string, jsonPath string, text io.Writer) error {
+	runs := make([]*trials.Run, len(outs))
+	for i, name := range outs {
+		in, err := results.Open(name, nil)
+		if err != nil {
+			return err
+		}
+		runs[i], err = trials.ReadRun(name, in)
+		in.Close()
+		if err != nil {
+			return err
+		}
+	}
+	opt := trials.CompareOptions{K: 1, Seed: trials.DefaultSeed, Resamples: trials.DefaultResamples}
+	var v any
+	var writeText func(io.Writer) error
+	if len(runs) > 2 {
+		rk := trials.Rank(runs, opt)
+		v, writeText = rk, func(w io.Writer) error { return trials.WriteRankingText(w, rk) }
+	} else {
+		rep := trials.Compare(runs[0], runs[1], opt)
+		v, writeText = rep, func(w io.Writer) error { return trials.WriteCompareText(w, rep) }
+	}
+	if err := results.WriteFile(jsonPath, nil, true, func(w io.Writer) error { return writePrettyJSON(w, v) }); err != nil {
+		return err
+	}
+	return writeText(text)
 }
 
 // invokeCmd runs another command in-process with its own flags.
@@ -720,8 +753,6 @@ func writeCases(path string, cases []schemas.PromptCase) error {
 		return nil
 	})
 }
-
-func writeManifest(dir string, m *rundir.Manifest) error { return rundir.Write(dir, m) }
 
 func readManifest(dir string) (*rundir.Manifest, error) {
 	m, err := rundir.Read(dir)

@@ -363,6 +363,7 @@ func (r *slurmRun) watch(ctx context.Context, arrayJob string) ([]int, error) {
 		tasks[i] = &taskState{job: arrayJob, attempts: 1}
 	}
 	units := r.units()
+	var counter shardCounter
 	lastLine := ""
 	tick := time.NewTicker(s.poll)
 	defer tick.Stop()
@@ -432,7 +433,7 @@ func (r *slurmRun) watch(ctx context.Context, arrayJob string) ([]int, error) {
 			pending++
 			r.logf("harness: task %d %s; resubmitted as job %s (attempt %d of %d), continuing its shard\n", i, t.last, id, t.attempts, s.retries+1)
 		}
-		line := fmt.Sprintf("slurm: %d of %d units in the shards; tasks: %d pending, %d running, %d done, %d failed", r.countRecords(), units, pending, running, done, failed)
+		line := fmt.Sprintf("slurm: %d of %d units in the shards; tasks: %d pending, %d running, %d done, %d failed", counter.count(r.shardFiles()), units, pending, running, done, failed)
 		if line != lastLine {
 			r.logf("%s\n", line)
 			lastLine = line
@@ -464,16 +465,48 @@ func (r *slurmRun) units() int {
 	return len(cases) * max(r.k, 1)
 }
 
-// countRecords counts the records in the shard files.
-func (r *slurmRun) countRecords() int {
-	n := 0
-	for _, f := range r.shardFiles() {
-		b, err := os.ReadFile(f)
-		if err == nil {
-			n += bytes.Count(b, []byte("\n"))
-		}
+// shardCounter counts the records in the shard files as they grow, reading
+// each file only past where it read last time.
+type shardCounter struct {
+	files map[string]*shardCount
+}
+
+type shardCount struct {
+	offset int64
+	lines  int
+}
+
+func (c *shardCounter) count(files []string) int {
+	if c.files == nil {
+		c.files = map[string]*shardCount{}
 	}
-	return n
+	buf := make([]byte, 64<<10)
+	total := 0
+	for _, name := range files {
+		sc := c.files[name]
+		if sc == nil {
+			sc = &shardCount{}
+			c.files[name] = sc
+		}
+		if f, err := os.Open(name); err == nil {
+			if st, err := f.Stat(); err == nil && st.Size() < sc.offset {
+				*sc = shardCount{} // started over: count it again
+			}
+			if _, err := f.Seek(sc.offset, io.SeekStart); err == nil {
+				for {
+					n, err := f.Read(buf)
+					sc.lines += bytes.Count(buf[:n], []byte("\n"))
+					sc.offset += int64(n)
+					if err != nil {
+						break
+					}
+				}
+			}
+			f.Close()
+		}
+		total += sc.lines
+	}
+	return total
 }
 
 // mergeAndFinish merges the shards into the output and ends as the local

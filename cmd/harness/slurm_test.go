@@ -72,3 +72,26 @@ func isLocal(t *testing.T, dir string) bool {
 	_, ok := localFS[int64(st.Type)]
 	return ok
 }
+
+// The progress count reads only what the shards gained since the last poll,
+// and starts over for a shard that was emptied.
+func TestShardCounter(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	os.WriteFile(a, []byte("1\n2\n"), 0o644)
+	var c shardCounter
+	if n := c.count([]string{a, b}); n != 2 {
+		t.Fatalf("first count %d", n)
+	}
+	f, _ := os.OpenFile(a, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString("3\n")
+	f.Close()
+	os.WriteFile(b, []byte("x\n"), 0o644)
+	if n := c.count([]string{a, b}); n != 4 || c.files[a].offset != 6 {
+		t.Errorf("after growth %d (offset %d)", n, c.files[a].offset)
+	}
+	os.WriteFile(a, []byte("9\n"), 0o644)
+	if n := c.count([]string{a, b}); n != 2 {
+		t.Errorf("after a shard started over: %d", n)
+	}
+}
