@@ -171,6 +171,7 @@ type Runner struct {
 	junkShown atomic.Int32 // junk lines told to the run's log
 	prepMu    sync.Mutex
 	prepared  map[string]*preparedTemplate // by template path
+	trees     map[string]*sourceListing    // baselines of workspace sources, by path
 	ready     chan *agent                  // agents started by Preflight, adopted by workers
 	stats     Stats
 }

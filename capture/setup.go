@@ -62,6 +62,35 @@ func (r *Runner) template(t string) (string, error) {
 	return p.dir, p.err
 }
 
+// sourceTree lists a workspace source once per run: the baseline of every
+// copy made from it with no setup command.
+func (r *Runner) sourceTree(dir string) (*tree, error) {
+	r.prepMu.Lock()
+	if r.trees == nil {
+		r.trees = map[string]*sourceListing{}
+	}
+	l := r.trees[dir]
+	if l == nil {
+		l = &sourceListing{}
+		r.trees[dir] = l
+	}
+	r.prepMu.Unlock()
+	l.once.Do(func() {
+		l.tree, l.err = listTree(dir, nil)
+		if l.err != nil {
+			l.err = fmt.Errorf("workspace baseline %s: %w", dir, l.err)
+		}
+	})
+	return l.tree, l.err
+}
+
+// sourceListing is a workspace source listed once.
+type sourceListing struct {
+	once sync.Once
+	tree *tree
+	err  error
+}
+
 // removePrepared removes the prepared templates at the end of a run.
 func (r *Runner) removePrepared() {
 	r.prepMu.Lock()

@@ -227,7 +227,13 @@ func (w *worker) workspace(run *caseRun) (string, error) {
 				return "", err
 			}
 		}
-		if err := ws.Baseline(); err != nil {
+		var base *tree
+		if cfg.WorkspaceSetup == "" {
+			if base, err = w.r.sourceTree(src); err != nil {
+				return "", &setupError{msg: err.Error()}
+			}
+		}
+		if err := ws.baseline(base, cfg.WorkspaceTmp, cfg.WorkspaceSetup != ""); err != nil {
 			return "", &setupError{msg: err.Error()}
 		}
 	}

@@ -1,18 +1,12 @@
 package capture
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
-	"unicode/utf8"
 
-	"github.com/aymanbagabas/go-udiff"
-
-	"harness/internal/safefile"
 	"harness/schemas"
 )
 
@@ -23,24 +17,51 @@ const maxDiffBytes = 256 << 10
 type Workspace struct {
 	Template string
 	Path     string
-	// bases are the baseline commits of the copy's repositories (relative
-	// path, "" for the root); nil when the copy has no git baseline, and
-	// changes are found by comparing with the template.
-	bases map[string]string
+	// source is the directory the copy was made from.
+	source string
+	// baseDir and base are the baseline the changes are counted from:
+	// the source (when nothing ran in the copy before the agent) or a
+	// snapshot of the copy taken after its setup command.
+	baseDir  string
+	base     *tree
+	snapshot string
 }
 
-// Baseline commits the copy as it is now (after any setup command), so that
-// Changes lists what happened since: the agent's work, not the setup's. It
-// does nothing when git is not installed.
-func (w *Workspace) Baseline() error {
-	if !gitAvailable() {
+// Baseline records the copy as it is now, so that Changes lists what
+// happened since: the agent's work, not the setup's. Without a setup
+// command the copy is its source, whose listing (given, when the run has
+// it already) is the baseline; after one, the copy is snapshotted into a
+// private directory beside it (tmpDir) that no agent can reach.
+func (w *Workspace) Baseline() error { return w.baseline(nil, "", false) }
+
+func (w *Workspace) baseline(sourceTree *tree, tmpDir string, changed bool) error {
+	if !changed {
+		w.baseDir = w.source
+		if sourceTree != nil {
+			w.base = sourceTree
+			return nil
+		}
+		t, err := listTree(w.source, nil)
+		if err != nil {
+			return fmt.Errorf("workspace baseline %s: %w", w.source, err)
+		}
+		w.base = t
 		return nil
 	}
-	bases, err := baseline(w.Path)
+	snap, err := os.MkdirTemp(tmpDir, "harness-base-")
 	if err != nil {
 		return fmt.Errorf("workspace baseline: %w", err)
 	}
-	w.bases = bases
+	if err := copyTree(w.Path, snap); err != nil {
+		os.RemoveAll(snap)
+		return fmt.Errorf("workspace baseline: %w", err)
+	}
+	t, err := listTree(snap, nil)
+	if err != nil {
+		os.RemoveAll(snap)
+		return fmt.Errorf("workspace baseline: %w", err)
+	}
+	w.snapshot, w.baseDir, w.base = snap, snap, t
 	return nil
 }
 
@@ -67,7 +88,7 @@ func NewWorkspace(template, tmpDir, name string) (*Workspace, error) {
 	if err == nil {
 		dir = real
 	}
-	return &Workspace{Template: template, Path: dir}, nil
+	return &Workspace{Template: template, Path: dir, source: template}, nil
 }
 
 func sanitize(s string) string {
@@ -130,121 +151,22 @@ func copyFile(src, dst string, mode fs.FileMode) error {
 	return out.Close()
 }
 
-// Changes compares the workspace with its template and lists what was
-// added, modified or deleted, with unified diffs for text files.
+// Changes lists what was added, modified, deleted or renamed in the
+// workspace since its baseline, with unified diffs for text files.
 func (w *Workspace) Changes() ([]schemas.FileChange, error) {
-	if w.bases != nil {
-		return gitChanges(w.Path, w.bases)
-	}
-	before, err := listFiles(w.Template)
-	if err != nil {
-		return nil, err
-	}
-	after, err := listFiles(w.Path)
-	if err != nil {
-		return nil, err
-	}
-	changes := []schemas.FileChange{}
-	for rel, a := range after {
-		b, existed := before[rel]
-		switch {
-		case !existed:
-			changes = append(changes, w.change(rel, "added", nil, a))
-		case !sameFile(b, a):
-			changes = append(changes, w.change(rel, "modified", b, a))
+	if w.base == nil {
+		if err := w.Baseline(); err != nil {
+			return nil, err
 		}
 	}
-	for rel, b := range before {
-		if _, ok := after[rel]; !ok {
-			changes = append(changes, w.change(rel, "deleted", b, nil))
-		}
-	}
-	sort.Slice(changes, func(i, j int) bool { return changes[i].Path < changes[j].Path })
-	return changes, nil
+	return diffTrees(w.baseDir, w.base, w.Path)
 }
 
-type fileInfo struct {
-	path string
-	size int64
-	link string
-	mode fs.FileMode
+// Remove deletes the workspace copy, and its baseline snapshot if it has
+// one.
+func (w *Workspace) Remove() error {
+	if w.snapshot != "" {
+		os.RemoveAll(w.snapshot)
+	}
+	return os.RemoveAll(w.Path)
 }
-
-func listFiles(root string) (map[string]*fileInfo, error) {
-	files := map[string]*fileInfo{}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			return nil
-		}
-		rel, _ := filepath.Rel(root, path)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		fi := &fileInfo{path: path, size: info.Size(), mode: info.Mode()}
-		if d.Type()&fs.ModeSymlink != 0 {
-			fi.link, _ = os.Readlink(path)
-		} else if !d.Type().IsRegular() {
-			return nil
-		}
-		files[filepath.ToSlash(rel)] = fi
-		return nil
-	})
-	return files, err
-}
-
-func sameFile(a, b *fileInfo) bool {
-	if a.link != "" || b.link != "" {
-		return a.link == b.link
-	}
-	if a.size != b.size || a.mode.Perm() != b.mode.Perm() {
-		return false
-	}
-	x, err1 := safefile.Read(a.path, a.size)
-	y, err2 := safefile.Read(b.path, b.size)
-	return err1 == nil && err2 == nil && bytes.Equal(x, y)
-}
-
-func (w *Workspace) change(rel, status string, before, after *fileInfo) schemas.FileChange {
-	c := schemas.FileChange{Path: rel, Status: status}
-	if after != nil {
-		c.Size = after.size
-	}
-	old, oldOK := readText(before)
-	cur, curOK := readText(after)
-	if !oldOK || !curOK {
-		c.Binary = true
-		return c
-	}
-	d := udiff.Unified("a/"+rel, "b/"+rel, old, cur)
-	if len(d) > maxDiffBytes {
-		d = d[:maxDiffBytes] + "\n[diff truncated]\n"
-	}
-	c.Diff = d
-	return c
-}
-
-// readText returns a file's text; ok is false for binary or large files.
-// A missing file reads as empty text.
-func readText(f *fileInfo) (string, bool) {
-	if f == nil {
-		return "", true
-	}
-	if f.link != "" {
-		return "symlink -> " + f.link + "\n", true
-	}
-	if f.size > maxDiffBytes {
-		return "", false
-	}
-	b, err := safefile.Read(f.path, maxDiffBytes)
-	if err != nil || bytes.IndexByte(b, 0) >= 0 || !utf8.Valid(b) {
-		return "", false
-	}
-	return string(b), true
-}
-
-// Remove deletes the workspace copy.
-func (w *Workspace) Remove() error { return os.RemoveAll(w.Path) }
