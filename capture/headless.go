@@ -101,11 +101,9 @@ func (w *worker) headlessTurn(ctx context.Context, run *caseRun, cwd, text, sess
 	cfg := &w.r.cfg
 	turn := cfg.Adapter.NewTurn()
 	argv := cfg.Adapter.Command(cfg.Agent, text, session)
-	var rw []string
-	if cfg.Sandbox != nil && cwd != cfg.AgentDir {
-		rw = []string{cwd}
-	}
-	proc, err := acp.StartProcess(argv, acp.ProcessOptions{Dir: cwd, Env: cfg.AgentEnv, StderrCopy: cfg.StderrCopy, Sandbox: cfg.Sandbox, RW: rw})
+	// The turn's directory is the one it may write: its workspace copy,
+	// or the directory the user gave.
+	proc, err := acp.StartProcess(argv, acp.ProcessOptions{Dir: cwd, Env: cfg.AgentEnv, StderrCopy: cfg.StderrCopy, Sandbox: cfg.Sandbox, RW: []string{cwd}})
 	if err != nil {
 		return turn, &schemas.ErrorInfo{Class: schemas.ErrAgentStart, Message: err.Error()}
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -172,6 +173,7 @@ type Runner struct {
 	prepMu    sync.Mutex
 	prepared  map[string]*preparedTemplate // by template path
 	trees     map[string]*sourceListing    // baselines of workspace sources, by path
+	scratch   string                       // the first agent's directory, when it has its own
 	ready     chan *agent                  // agents started by Preflight, adopted by workers
 	stats     Stats
 }
@@ -208,12 +210,39 @@ func (r *Runner) Preflight(ctx context.Context) (*acp.InitializeResponse, error)
 	if r.cfg.Adapter != nil {
 		return r.headlessPreflight()
 	}
-	ag, info := r.startAgent(ctx, r.cfg.AgentDir)
+	dir := r.cfg.AgentDir
+	if r.ownDirs() {
+		// In a sandbox with workspaces, no agent process starts in the
+		// user's directory: this one gets an empty scratch directory.
+		scratch, err := os.MkdirTemp(r.cfg.WorkspaceTmp, "harness-scratch-")
+		if err != nil {
+			return nil, &AgentError{Info: schemas.ErrorInfo{Class: schemas.ErrWorkspaceSetup, Message: "scratch directory: " + err.Error()}}
+		}
+		dir = scratch
+		r.scratch = scratch
+	}
+	ag, info := r.startAgent(ctx, dir)
 	if info != nil {
+		r.removeScratch()
 		return nil, &AgentError{Info: *info}
 	}
 	r.ready <- ag
 	return ag.init, nil
+}
+
+// ownDirs says whether every agent process starts in a directory of its
+// own: in a sandbox, when the run has workspaces.
+func (r *Runner) ownDirs() bool {
+	return r.cfg.Sandbox != nil && (r.cfg.Workspace != "" || r.cfg.AnyCaseWorkspace)
+}
+
+// removeScratch removes the first agent's scratch directory once that
+// agent is gone.
+func (r *Runner) removeScratch() {
+	if r.scratch != "" {
+		os.RemoveAll(r.scratch)
+		r.scratch = ""
+	}
 }
 
 // Run runs every unit units yields (read as they are needed, so a run of any
@@ -306,6 +335,7 @@ func (r *Runner) Run(ctx context.Context, units iter.Seq[Unit], emit func(*schem
 		r.retire(ag)
 	default:
 	}
+	r.removeScratch()
 	return &r.stats, emitErr
 }
 
@@ -419,12 +449,10 @@ func (r *Runner) startAgent(ctx context.Context, dir string) (*agent, *schemas.E
 			r.cfg.Client.OnJunk(j)
 		}
 	}
-	var rw []string
-	if r.cfg.Sandbox != nil && dir != r.cfg.AgentDir {
-		rw = []string{dir}
-	}
+	// The agent's directory is the one it may write (in a sandbox): its
+	// case's copy, a scratch directory, or the directory the user gave.
 	proc, err := acp.StartProcess(r.cfg.Agent, acp.ProcessOptions{
-		Dir: dir, Env: r.cfg.AgentEnv, StderrCopy: r.cfg.StderrCopy, Sandbox: r.cfg.Sandbox, RW: rw,
+		Dir: dir, Env: r.cfg.AgentEnv, StderrCopy: r.cfg.StderrCopy, Sandbox: r.cfg.Sandbox, RW: []string{dir},
 	})
 	if err != nil {
 		return nil, &schemas.ErrorInfo{Class: schemas.ErrAgentStart, Message: err.Error()}

@@ -531,6 +531,7 @@ func (w *worker) finish(run *caseRun) {
 	}
 	res := run.rec.Seal(fmt.Sprintf("%s-t%d", run.unit.Case.ID, run.unit.Trial))
 	rec := run.record
+	rec.Provenance.Sandbox = sandboxInfo(cfg.Sandbox) // what was bound, now that the agent ran
 	rec.Trajectory = res.Steps
 	rec.Output = res.Output
 	rec.Plan = res.Plan
@@ -635,7 +636,8 @@ func sandboxInfo(sb sandbox.Runner) *schemas.SandboxInfo {
 		return &schemas.SandboxInfo{Backend: "none"}
 	}
 	i := sb.Info()
-	return &schemas.SandboxInfo{Backend: i.Backend, Network: i.Network, Version: i.Version}
+	return &schemas.SandboxInfo{Backend: i.Backend, Network: i.Network, Version: i.Version,
+		Hidden: i.Hidden, Bound: i.Bound, Protected: i.Protected}
 }
 
 // workspaceErr is the error of a case whose workspace could not be made.

@@ -93,7 +93,13 @@ func runProcess(ctx context.Context, argv []string, dir string, env []string, st
 				rw = append(rw, r.Workspace.Path)
 			}
 		}
-		w, err := sb.Wrap(sandbox.Command{Argv: argv, Dir: dir, Env: env, RW: rw})
+		// The grader's directory is readable, not writable: what a
+		// grader runs of the agent's may write only the workspace.
+		var ro []string
+		if dir != "" {
+			ro = append(ro, dir)
+		}
+		w, err := sb.Wrap(sandbox.Command{Argv: argv, Dir: dir, Env: env, RW: rw, RO: ro})
 		if err != nil {
 			return procResult{err: err, exitCode: -1}
 		}

@@ -1,38 +1,46 @@
 // Package sandbox runs the commands of an evaluation (agents, their
 // terminal commands, executable graders) confined: a Runner wraps a command
 // line so that it runs inside the sandbox with its working directory and
-// the directories it may write bound in.
+// the paths it may write bound in.
 //
 // Two backends: None runs commands as they are; Bwrap runs each under
-// bubblewrap with the host filesystem read-only, the given directories
-// read-write, a private /tmp, a fresh empty HOME, new /proc and /dev, its
-// own PID namespace (so every process it starts dies with it) and, with
-// network "none", no network.
+// bubblewrap. An agent is untrusted code, so the bubblewrap sandbox shows
+// it the host's system read-only and nothing of its users: home
+// directories, the host's sockets and credential stores are hidden (empty),
+// and only what the command needs to start (its program, interpreter and
+// install directory, found from the command line) is bound back,
+// read-only. It gets a private /tmp, a fresh empty HOME, new /proc and
+// /dev, its own PID namespace (every process it starts dies with it) and,
+// with network "none", no network. The run's own files (outputs, graders,
+// prompts) are bound read-only over any writable directory that holds
+// them.
 package sandbox
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
-
-	"harness/internal/redact"
+	"sync"
 )
 
 // Command is one command to run.
 type Command struct {
 	// Argv is the command line; Argv[0] is looked up on PATH.
 	Argv []string
-	// Dir is the working directory; it is bound read-write.
+	// Dir is the working directory. It is not writable unless RW names it.
 	Dir string
 	// Env is the environment the caller would give the command.
 	Env []string
-	// RW lists more directories the command may write.
+	// RW lists the directories the command may write.
 	RW []string
-	// RO lists more paths the command may read (the host is readable
-	// anyway, but for the private /tmp).
+	// RO lists more paths the command may read.
 	RO []string
 }
 
@@ -62,6 +70,14 @@ type Info struct {
 	Network string `json:"network,omitempty"`
 	// Version is the backend's version, when it has one.
 	Version string `json:"version,omitempty"`
+	// Hidden are the host paths the sandbox shows empty.
+	Hidden []string `json:"hidden,omitempty"`
+	// Bound are the hidden paths bound back read-only (what the commands
+	// need to start, and --sandbox-ro).
+	Bound []string `json:"bound,omitempty"`
+	// Protected are the run's own files, read-only inside the sandbox
+	// even where their directory is writable.
+	Protected []string `json:"protected,omitempty"`
 }
 
 // None runs commands as they are.
@@ -77,11 +93,21 @@ func (None) Info() Info { return Info{Backend: "none"} }
 
 // Options configure a bubblewrap sandbox.
 type Options struct {
-	// Network is "host" (the default: agents must reach their model) or
-	// "none" (a network namespace of its own, with loopback only).
+	// Network is "host" (the host's network) or "none" (a network
+	// namespace of its own, with loopback only); "" means host.
 	Network string
 	// RO and RW are extra paths bound read-only and read-write.
 	RO, RW []string
+	// Hide are more host paths to show empty, beyond DefaultHidden.
+	Hide []string
+	// Home is the home directory of the user running harness, hidden like
+	// every other ("" = $HOME).
+	Home string
+	// Protect are the run's own files and directories (outputs, graders,
+	// prompts, prices): bound read-only over any writable bind that holds
+	// them. Paths that do not exist when a command starts are skipped.
+	// More can be added with (*Bwrap).Protect.
+	Protect []string
 	// HomeTemplate, when set, is copied into each fresh HOME (agent
 	// configuration such as ~/.claude or ~/.codex).
 	HomeTemplate string
@@ -89,18 +115,37 @@ type Options struct {
 	// temp dir).
 	TmpDir string
 	// KeepEnv names more variables passed into the sandbox (beyond PATH,
-	// locale, TERM, TZ, variables named like credentials, and the ones
-	// the command sets itself).
+	// locale, TERM, TZ and the model providers' variables).
 	KeepEnv []string
 	// Path is the bwrap binary ("" = bwrap on PATH).
 	Path string
 }
+
+// DefaultHidden are the host paths a sandboxed command sees empty: home
+// directories, the host's runtime sockets (docker, podman, dbus, ssh-agent
+// live under /run), and stores of credentials and logs. Files are
+// replaced by an empty file, directories by an empty directory.
+var defaultHidden = []string{
+	"/root", "/home", "/run", "/var/run", "/var/tmp", "/var/log", "/var/mail", "/var/spool", "/var/backups",
+	"/var/lib/docker", "/var/lib/containers", "/var/lib/munge", "/var/lib/sss", "/var/lib/systemd", "/var/lib/private",
+	"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/ssh", "/etc/munge", "/etc/sudoers", "/etc/sudoers.d",
+	"/etc/security/opasswd", "/etc/krb5.keytab",
+}
+
+// DefaultHidden returns the host paths every bubblewrap sandbox hides.
+func DefaultHidden() []string { return slices.Clone(defaultHidden) }
 
 // Bwrap runs commands under bubblewrap.
 type Bwrap struct {
 	opts    Options
 	path    string
 	version string
+	hidden  []string // absolute, existing, cleaned
+
+	mu        sync.Mutex
+	protect   []string
+	bound     map[string]bool // hidden paths bound back, for Info
+	protected map[string]bool // protected paths bound, for Info
 }
 
 // NewBwrap checks that bubblewrap is installed and works here, and that
@@ -132,13 +177,18 @@ func NewBwrap(opts Options) (*Bwrap, error) {
 			return nil, fmt.Errorf("sandbox home template %s: not a directory", opts.HomeTemplate)
 		}
 	}
-	b := &Bwrap{opts: opts, path: path}
+	if opts.Home == "" {
+		opts.Home = os.Getenv("HOME")
+	}
+	b := &Bwrap{opts: opts, path: path, bound: map[string]bool{}, protected: map[string]bool{}}
+	b.hidden = hiddenPaths(append(append(DefaultHidden(), opts.Home), opts.Hide...))
+	b.Protect(opts.Protect...)
 	out, err := exec.Command(path, "--version").Output()
 	if err == nil {
 		b.version = strings.TrimSpace(strings.TrimPrefix(string(out), "bubblewrap"))
 	}
 	// A trial run says whether namespaces can be made here.
-	probe := exec.Command(path, b.args(Command{Dir: "/"}, "/")...)
+	probe := exec.Command(path, b.args(Command{Dir: "/"}, "/", nil)...)
 	probe.Args = append(probe.Args, "true")
 	if msg, err := probe.CombinedOutput(); err != nil {
 		text := strings.TrimSpace(string(msg))
@@ -151,48 +201,151 @@ func NewBwrap(opts Options) (*Bwrap, error) {
 	return b, nil
 }
 
+// hiddenPaths keeps the paths that exist and are not symbolic links (a
+// link such as /var/run -> /run is hidden with its target), absolute and
+// cleaned, without duplicates, outermost first.
+func hiddenPaths(paths []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, p := range paths {
+		if p == "" || !filepath.IsAbs(p) {
+			continue
+		}
+		p = filepath.Clean(p)
+		if p == "/" || seen[p] {
+			continue
+		}
+		st, err := os.Lstat(p)
+		if err != nil || st.Mode()&os.ModeSymlink != 0 {
+			continue
+		}
+		seen[p] = true
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return len(out[i]) < len(out[j]) || len(out[i]) == len(out[j]) && out[i] < out[j] })
+	// A path under another hidden one needs nothing of its own.
+	var kept []string
+	for _, p := range out {
+		if !slices.ContainsFunc(kept, func(k string) bool { return within(p, k) }) {
+			kept = append(kept, p)
+		}
+	}
+	return kept
+}
+
+// Protect adds paths to keep read-only inside the sandbox (see
+// Options.Protect); it is safe to call while commands start.
+func (b *Bwrap) Protect(paths ...string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, p := range paths {
+		if p == "" || p == "-" {
+			continue
+		}
+		if a, err := filepath.Abs(p); err == nil && !slices.Contains(b.protect, a) {
+			b.protect = append(b.protect, a)
+		}
+	}
+}
+
 // Info says how commands run.
 func (b *Bwrap) Info() Info {
-	return Info{Backend: "bwrap", Network: b.opts.Network, Version: b.version}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	info := Info{Backend: "bwrap", Network: b.opts.Network, Version: b.version, Hidden: slices.Clone(b.hidden)}
+	for p := range b.bound {
+		info.Bound = append(info.Bound, p)
+	}
+	for p := range b.protected {
+		info.Protected = append(info.Protected, p)
+	}
+	sort.Strings(info.Bound)
+	sort.Strings(info.Protected)
+	return info
 }
 
 // Args returns the bubblewrap arguments (before the command) for c with
 // the given HOME, for documentation and tests.
-func (b *Bwrap) Args(c Command, home string) []string { return b.args(c, home) }
+func (b *Bwrap) Args(c Command, home string) []string { return b.args(c, home, nil) }
 
-func (b *Bwrap) args(c Command, home string) []string {
+// within says whether path p is dir or lies under it.
+func within(p, dir string) bool {
+	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
+}
+
+func (b *Bwrap) args(c Command, home string, back []string) []string {
 	a := []string{
 		"--ro-bind", "/", "/",
 		"--dev", "/dev",
 		"--proc", "/proc",
 		"--tmpfs", "/tmp",
+	}
+	for _, h := range b.hidden {
+		if st, err := os.Stat(h); err == nil && st.IsDir() {
+			a = append(a, "--tmpfs", h)
+		} else {
+			a = append(a, "--ro-bind", "/dev/null", h)
+		}
+	}
+	a = append(a,
 		"--unshare-pid",
 		"--unshare-ipc",
 		"--unshare-uts",
 		"--die-with-parent",
 		"--new-session",
-	}
+	)
 	if b.opts.Network == "none" {
 		a = append(a, "--unshare-net")
 	}
-	for _, p := range append(append([]string{}, b.opts.RO...), c.RO...) {
+	ro := append(append(append([]string{}, back...), b.opts.RO...), c.RO...)
+	for _, p := range ro {
 		a = append(a, "--ro-bind", abs(p), abs(p))
 	}
-	rw := append([]string{}, b.opts.RW...)
-	if c.Dir != "" && c.Dir != "/" {
-		rw = append(rw, c.Dir)
-	}
-	rw = append(rw, c.RW...)
+	rw := append(append([]string{}, b.opts.RW...), c.RW...)
 	for _, p := range rw {
 		a = append(a, "--bind", abs(p), abs(p))
 	}
 	if home != "/" {
 		a = append(a, "--bind", home, home)
 	}
+	// The run's own files stay read-only, last, over any writable bind.
+	b.mu.Lock()
+	protect := slices.Clone(b.protect)
+	b.mu.Unlock()
+	for _, p := range protect {
+		if !b.exposedWritable(p, rw) {
+			continue
+		}
+		a = append(a, "--ro-bind", p, p)
+		b.mu.Lock()
+		b.protected[p] = true
+		b.mu.Unlock()
+	}
 	if c.Dir != "" {
 		a = append(a, "--chdir", c.Dir)
 	}
 	return append(a, "--")
+}
+
+// exposedWritable says whether protected path p exists and lies inside a
+// writable bind, and is not itself a writable directory's ancestor (the
+// command's own directory is never made read-only; its files are
+// protected one by one).
+func (b *Bwrap) exposedWritable(p string, rw []string) bool {
+	if _, err := os.Lstat(p); err != nil {
+		return false
+	}
+	inside := false
+	for _, r := range rw {
+		r = abs(r)
+		if within(r, p) {
+			return false
+		}
+		if within(p, r) {
+			inside = true
+		}
+	}
+	return inside
 }
 
 func abs(p string) string {
@@ -218,30 +371,163 @@ func (b *Bwrap) Wrap(c Command) (Wrapped, error) {
 			return Wrapped{}, fmt.Errorf("sandbox home from %s: %w", b.opts.HomeTemplate, err)
 		}
 	}
-	argv0 := c.Argv[0]
-	if p, err := lookPath(argv0, c.Env); err == nil {
-		argv0 = p
+	argv := slices.Clone(c.Argv)
+	if p, err := lookPath(argv[0], c.Env); err == nil {
+		argv[0] = p
 	}
+	// Arguments naming a file or directory of the user's (relative to
+	// harness's own directory) are made absolute: the command starts in
+	// its own directory, not the user's.
+	for i, arg := range argv[1:] {
+		if arg != "" && !filepath.IsAbs(arg) && !strings.HasPrefix(arg, "-") {
+			if _, err := os.Stat(arg); err == nil {
+				argv[i+1] = abs(arg)
+			}
+		}
+	}
+	back := b.needed(argv, c.Env)
 	// /tmp is private in the sandbox: the program and what its arguments
 	// name there (a script and the packages beside it) are bound in,
 	// read-only, by their top directory under /tmp.
-	for _, a := range append([]string{argv0}, c.Argv[1:]...) {
+	for _, a := range argv {
 		if top := tmpTop(a); top != "" {
 			if _, err := os.Stat(top); err == nil {
 				c.RO = append(c.RO, top)
 			}
 		}
 	}
-	argv := append([]string{b.path}, b.args(c, home)...)
-	argv = append(argv, argv0)
-	argv = append(argv, c.Argv[1:]...)
-	return Wrapped{Argv: argv, Dir: c.Dir, Env: b.env(c.Env, home), Cleanup: cleanup}, nil
+	wrapped := append([]string{b.path}, b.args(c, home, back)...)
+	wrapped = append(wrapped, argv...)
+	return Wrapped{Argv: wrapped, Dir: c.Dir, Env: b.env(c.Env, home), Cleanup: cleanup}, nil
+}
+
+// needed finds what a command needs to start that the sandbox hides: its
+// program (and where its link points), the interpreter its #! line names
+// (through env), and the files its arguments name. Each is bound back
+// read-only by its install directory: under a home directory, the entry
+// of the home it lies in (~/.nvm, ~/.local, ~/.bun); elsewhere, its
+// directory.
+func (b *Bwrap) needed(argv, env []string) []string {
+	var paths []string
+	add := func(p string) {
+		if p == "" || !filepath.IsAbs(p) {
+			return
+		}
+		paths = append(paths, p)
+		if real, err := filepath.EvalSymlinks(p); err == nil && real != p {
+			paths = append(paths, real)
+		}
+	}
+	add(argv[0])
+	if interp := interpreter(argv[0]); len(interp) > 0 {
+		add(interp[0])
+		if filepath.Base(interp[0]) == "env" {
+			for _, w := range interp[1:] {
+				if strings.HasPrefix(w, "-") || strings.Contains(w, "=") {
+					continue
+				}
+				if p, err := lookPath(w, env); err == nil {
+					add(p)
+				}
+				break
+			}
+		}
+	}
+	for _, a := range argv[1:] {
+		if filepath.IsAbs(a) {
+			if _, err := os.Stat(a); err == nil {
+				add(a)
+			}
+		}
+	}
+	var out []string
+	for _, p := range paths {
+		h := b.hiddenHolding(p)
+		if h == "" {
+			continue
+		}
+		dir := installDir(p, h, b.homes())
+		if !slices.Contains(out, dir) {
+			out = append(out, dir)
+		}
+	}
+	b.mu.Lock()
+	for _, d := range out {
+		b.bound[d] = true
+	}
+	b.mu.Unlock()
+	return out
+}
+
+// hiddenHolding returns the hidden path p lies under, or "".
+func (b *Bwrap) hiddenHolding(p string) string {
+	for _, h := range b.hidden {
+		if within(p, h) {
+			return h
+		}
+	}
+	return ""
+}
+
+// homes are the directories whose entries are install directories.
+func (b *Bwrap) homes() []string {
+	homes := []string{"/root"}
+	if b.opts.Home != "" {
+		homes = append(homes, filepath.Clean(b.opts.Home))
+	}
+	if ents, err := os.ReadDir("/home"); err == nil {
+		for _, e := range ents {
+			homes = append(homes, "/home/"+e.Name())
+		}
+	}
+	return homes
+}
+
+// installDir is what to bind back for path p, hidden under h: the entry of
+// a home directory that holds it, or its directory.
+func installDir(p, h string, homes []string) string {
+	for _, home := range homes {
+		if rest, ok := strings.CutPrefix(p, home+"/"); ok {
+			first, _, more := strings.Cut(rest, "/")
+			if !more {
+				return p // a file right in the home directory
+			}
+			return filepath.Join(home, first)
+		}
+	}
+	if st, err := os.Stat(p); err == nil && st.IsDir() {
+		return p
+	}
+	if d := filepath.Dir(p); within(d, h) {
+		return d
+	}
+	return p
+}
+
+// interpreter reads the #! line of an executable script.
+func interpreter(path string) []string {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	buf := make([]byte, 256)
+	n, _ := io.ReadFull(f, buf)
+	line, _, _ := bytes.Cut(buf[:n], []byte("\n"))
+	rest, ok := bytes.CutPrefix(line, []byte("#!"))
+	if !ok {
+		return nil
+	}
+	return strings.Fields(string(rest))
 }
 
 // env keeps what a command needs and nothing else of the harness's own
-// environment: PATH, locale, TERM, TZ, variables named like credentials
-// (an agent needs its API key), the ones named in KeepEnv, and HOME set to
-// the sandbox's.
+// environment: PATH, locale, TERM, TZ, the model providers' variables
+// (an agent needs its API key and endpoint), the ones named in KeepEnv
+// (the agent's --env and --secret-env), harness's own (the process
+// token), and HOME set
+// to the sandbox's. Other credentials (GITHUB_TOKEN, AWS_*, NPM_TOKEN...)
+// stay out unless named.
 func (b *Bwrap) env(env []string, home string) []string {
 	keep := map[string]bool{"PATH": true, "LANG": true, "LANGUAGE": true, "TERM": true, "TZ": true}
 	for _, k := range b.opts.KeepEnv {
@@ -250,11 +536,27 @@ func (b *Bwrap) env(env []string, home string) []string {
 	var out []string
 	for _, kv := range env {
 		k, _, _ := strings.Cut(kv, "=")
-		if keep[k] || strings.HasPrefix(k, "LC_") || strings.HasPrefix(k, "HARNESS_") || redact.IsSecretName(k) {
+		if keep[k] || strings.HasPrefix(k, "LC_") || strings.HasPrefix(k, "HARNESS_") || modelVar(k) {
 			out = append(out, kv)
 		}
 	}
 	return append(out, "HOME="+home, "TMPDIR=/tmp")
+}
+
+// modelPrefixes name the variables of model providers and of the agents
+// that call them.
+var modelPrefixes = []string{"ANTHROPIC_", "CLAUDE_", "OPENAI_", "CODEX_", "GEMINI_", "GOOGLE_GENAI_", "GOOGLE_GEMINI_",
+	"GOOGLE_CLOUD_PROJECT", "GOOGLE_API_KEY", "VERTEX_", "OPENROUTER_", "MISTRAL_", "DEEPSEEK_", "GROQ_", "XAI_",
+	"AZURE_OPENAI_", "OLLAMA_"}
+
+// modelVar says whether k names a model provider's or agent's variable.
+func modelVar(k string) bool {
+	for _, p := range modelPrefixes {
+		if strings.HasPrefix(k, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // lookPath finds argv0 on the PATH of env (the sandbox's), falling back to

@@ -28,7 +28,7 @@ func TestBwrapArgs(t *testing.T) {
 	root := t.TempDir()
 	p := func(name string) string { return filepath.Join(root, name) }
 	b := &Bwrap{opts: Options{Network: "none", RO: []string{p("tools")}, RW: []string{p("data")}}, path: "bwrap"}
-	got := strings.Join(b.Args(Command{Dir: p("ws"), RW: []string{p("extra")}}, p("home")), " ")
+	got := strings.Join(b.Args(Command{Dir: p("ws"), RW: []string{p("ws"), p("extra")}}, p("home")), " ")
 	want := "--ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --unshare-pid --unshare-ipc --unshare-uts --die-with-parent --new-session --unshare-net " +
 		"--ro-bind R/tools R/tools --bind R/data R/data --bind R/ws R/ws --bind R/extra R/extra --bind R/home R/home --chdir R/ws --"
 	want = strings.ReplaceAll(want, "R/", root+"/")
@@ -39,8 +39,8 @@ func TestBwrapArgs(t *testing.T) {
 
 func TestBwrapEnvKeepsOnlyWhatIsNeeded(t *testing.T) {
 	b := &Bwrap{opts: Options{KeepEnv: []string{"MY_FLAG"}}}
-	got := strings.Join(b.env([]string{"PATH=/bin", "HOME=/home/user", "SSH_AUTH_SOCK=/run/agent", "ANTHROPIC_API_KEY=k", "MY_FLAG=1", "LC_ALL=C", "HARNESS_PROC=t", "OTHER=x"}, "/tmp/h"), " ")
-	want := "PATH=/bin ANTHROPIC_API_KEY=k MY_FLAG=1 LC_ALL=C HARNESS_PROC=t HOME=/tmp/h TMPDIR=/tmp"
+	got := strings.Join(b.env([]string{"PATH=/bin", "HOME=/home/user", "SSH_AUTH_SOCK=/run/agent", "ANTHROPIC_API_KEY=k", "MY_FLAG=1", "LC_ALL=C", "HARNESS_PROC=t", "OTHER=x", "GITHUB_TOKEN=g", "AWS_SECRET_ACCESS_KEY=a", "OPENAI_BASE_URL=u"}, "/tmp/h"), " ")
+	want := "PATH=/bin ANTHROPIC_API_KEY=k MY_FLAG=1 LC_ALL=C HARNESS_PROC=t OPENAI_BASE_URL=u HOME=/tmp/h TMPDIR=/tmp"
 	if got != want {
 		t.Errorf("env:\n got %s\nwant %s", got, want)
 	}
@@ -63,7 +63,7 @@ func TestBwrapRuns(t *testing.T) {
 	}
 	ws := t.TempDir()
 	outside := t.TempDir()
-	w, err := b.Wrap(Command{Argv: []string{"/bin/sh", "-c", "echo in > in.txt; cat $HOME/.agentrc; echo out > " + outside + "/out.txt; echo $HOME"}, Dir: ws, Env: os.Environ()})
+	w, err := b.Wrap(Command{Argv: []string{"/bin/sh", "-c", "echo in > in.txt; cat $HOME/.agentrc; echo out > " + outside + "/out.txt; echo $HOME"}, Dir: ws, RW: []string{ws}, Env: os.Environ()})
 	if err != nil {
 		t.Fatal(err)
 	}

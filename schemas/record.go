@@ -172,6 +172,15 @@ type SandboxInfo struct {
 	Backend string `json:"backend"`
 	Network string `json:"network,omitempty"`
 	Version string `json:"version,omitempty"`
+	// Hidden are the host paths the agent saw empty (home directories,
+	// sockets, credential stores).
+	Hidden []string `json:"hidden,omitempty"`
+	// Bound are hidden paths bound back read-only (the agent's install
+	// directory, --sandbox-ro).
+	Bound []string `json:"bound,omitempty"`
+	// Protected are the run's files kept read-only inside writable
+	// directories (outputs, graders, prompts).
+	Protected []string `json:"protected,omitempty"`
 }
 
 // GraderResult is what a grader said about a record.

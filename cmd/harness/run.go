@@ -495,6 +495,16 @@ func trialsArgs(s *suite.Suite, a *suite.Agent, out string, b budget, spent *sch
 	}
 	if a.Sandbox != "" {
 		argv = append(argv, "--sandbox", a.Sandbox)
+		if a.Sandbox == "bwrap" {
+			// The run directory and the suite file stay out of the
+			// agent's reach, as the run's own outputs do.
+			if out != "" {
+				argv = append(argv, "--sandbox-protect", filepath.Dir(out))
+			}
+			if s.File != "" {
+				argv = append(argv, "--sandbox-protect", s.File)
+			}
+		}
 	}
 	if a.Adapter != "" {
 		argv = append(argv, "--adapter", a.Adapter)

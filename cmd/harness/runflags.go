@@ -374,7 +374,40 @@ func (f *runFlags) prepare(e *env, args, agent []string, cmdName string) (*runSe
 	if err := f.checkOutput(); err != nil {
 		return nil, err
 	}
+	if bw, ok := sb.(*sandbox.Bwrap); ok {
+		bw.Protect(f.runFiles(s, gopts)...)
+	} else if f.output != "" && f.output != "-" && f.adapter == "" && !f.quiet {
+		fmt.Fprintf(e.stderr, "warning: no sandbox: the agent runs as you and can change %s, the graders and the prompts; add --sandbox bwrap to keep them out of its reach\n", f.output)
+	}
 	return s, nil
+}
+
+// runFiles are the run's own files, kept read-only in the sandbox: the
+// prompts, every grader (its file and directory), the prices, workspace
+// templates, the outputs and the files harness writes beside them, and
+// --sandbox-protect paths.
+func (f *runFlags) runFiles(s *runSetup, gopts graders.Options) []string {
+	files := []string{s.path, f.pricesFile, f.junit, f.markdown, f.summaryPath}
+	if f.output != "" && f.output != "-" {
+		files = append(files, f.output, f.output+".partial", summaryBeside(f.output))
+	}
+	for _, spec := range f.graders {
+		p := spec
+		if !filepath.IsAbs(p) && gopts.Dir != "" {
+			p = filepath.Join(gopts.Dir, p)
+		}
+		files = append(files, p, filepath.Dir(p))
+	}
+	if s.cfg.Workspace != "" {
+		files = append(files, s.cfg.Workspace)
+	}
+	s.scan(func(_ int, c *schemas.PromptCase) error {
+		if c.Workspace != "" {
+			files = append(files, c.Workspace)
+		}
+		return nil
+	})
+	return append(files, f.sandbox.protect...)
 }
 
 // checkOutput refuses to touch an existing output without --resume or
@@ -544,6 +577,7 @@ type sandboxFlags struct {
 	home    string
 	network string
 	ro, rw  []string
+	protect []string
 }
 
 func (f *sandboxFlags) addFlags(fs *pflag.FlagSet, usage string) {
@@ -552,6 +586,7 @@ func (f *sandboxFlags) addFlags(fs *pflag.FlagSet, usage string) {
 	fs.StringVar(&f.network, "sandbox-network", "host", "with --sandbox bwrap, the agent's `network`: host or none")
 	fs.StringArrayVar(&f.ro, "sandbox-ro", nil, "with --sandbox bwrap, also bind `path` read-only; repeatable")
 	fs.StringArrayVar(&f.rw, "sandbox-rw", nil, "with --sandbox bwrap, also bind `path` read-write; repeatable")
+	fs.StringArrayVar(&f.protect, "sandbox-protect", nil, "with --sandbox bwrap, keep `path` read-only even inside a writable directory (the run's outputs, graders and prompts are kept so anyway); repeatable")
 }
 
 // runner builds the sandbox of --sandbox (nil for none), checking that it
@@ -565,8 +600,8 @@ func (f *sandboxFlags) runner(env, secretEnv []string) (sandbox.Runner, error) {
 	}
 	switch f.backend {
 	case "", "none":
-		if f.home != "" || len(f.ro)+len(f.rw) > 0 || f.network != "host" {
-			return nil, usageErrorf("--sandbox-home, --sandbox-network, --sandbox-ro and --sandbox-rw need --sandbox bwrap")
+		if f.home != "" || len(f.ro)+len(f.rw)+len(f.protect) > 0 || f.network != "host" {
+			return nil, usageErrorf("--sandbox-home, --sandbox-network, --sandbox-ro, --sandbox-rw and --sandbox-protect need --sandbox bwrap")
 		}
 		return nil, nil
 	case "bwrap":

@@ -95,6 +95,9 @@ Examples:
 		if err := f.checkSlurm(args); err != nil {
 			return err
 		}
+		if explicitSummary {
+			f.summaryPath = summaryPath // kept read-only in the sandbox
+		}
 		setup, err := f.prepare(e, args, agent, "trials")
 		if err != nil {
 			return err
