@@ -25,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	"harness/judgecache"
 	"harness/sandbox"
 	"harness/schemas"
 )
@@ -88,6 +89,11 @@ type Options struct {
 	// a grader reads a credential from (the judge's API key), so the
 	// caller can redact its value and keep it from the agent.
 	SecretEnv func(name string)
+	// JudgeCache, when set, keeps the LLM judge's answers: a request
+	// answered before for the same trial is not sent again (see
+	// WithJudgeDraw for repeated gradings). The target proxy of agentv
+	// scripts is not cached.
+	JudgeCache *judgecache.Cache
 }
 
 func (o Options) getenv(k string) string {

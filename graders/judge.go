@@ -17,6 +17,7 @@ import (
 	"github.com/cbroglie/mustache"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"harness/judgecache"
 	"harness/schemas"
 )
 
@@ -63,6 +64,44 @@ type judge struct {
 	model     *judgeModel
 	timeout   time.Duration
 	threshold float64
+	cache     *judgecache.Cache
+}
+
+// cacheScope is what a judge call's cache key adds to the request itself:
+// the trial judged (case id and trial number) and the draw, so that two
+// trials with the same trajectory, or two draws of calibrate --repeat, are
+// judged separately, as a sampling judge must.
+type cacheScope struct {
+	cache *judgecache.Cache
+	id    string
+	trial int
+	draw  int
+}
+
+// key is the cache key of one request: the provider and endpoint (base
+// URL), the request body (model, rendered prompt and the conversation so
+// far, output schema, temperature, max tokens), and the scope.
+func (s *cacheScope) key(provider, url string, payload []byte) string {
+	return judgecache.Key([]byte(provider), []byte(url), payload,
+		[]byte(s.id), []byte(strconv.Itoa(s.trial)), []byte(strconv.Itoa(s.draw)))
+}
+
+// judgeDrawKey is the context key of WithJudgeDraw.
+type judgeDrawKey struct{}
+
+// WithJudgeDraw marks the gradings made under ctx as draw n (from 1) of
+// repeated gradings of the same records. Each draw has judge cache entries
+// of its own, so a repeated grading asks the model again instead of
+// reading the first answer back; draw 1 is a plain grading.
+func WithJudgeDraw(ctx context.Context, n int) context.Context {
+	return context.WithValue(ctx, judgeDrawKey{}, n)
+}
+
+func judgeDraw(ctx context.Context) int {
+	if n, ok := ctx.Value(judgeDrawKey{}).(int); ok && n > 0 {
+		return n
+	}
+	return 1
 }
 
 // parseModel reads provider, model, temperature, maxTokens, baseURL and
@@ -215,6 +254,7 @@ func buildJudge(m map[string]any, c cfgCtx) (Grader, error) {
 		model:     jm,
 		timeout:   c.opts.timeout(DefaultTimeout),
 		threshold: c.opts.threshold(),
+		cache:     c.opts.JudgeCache,
 	}, nil
 }
 
@@ -305,10 +345,14 @@ func (j *judge) grade(ctx context.Context, in *Input) schemas.GraderResult {
 		return failure(schemas.ErrGraderError, "rendering prompt: %v", err)
 	}
 	conv := j.model.newConversation(prompt, j.schemaDoc)
+	var scope *cacheScope
+	if j.cache != nil && in.Record != nil {
+		scope = &cacheScope{cache: j.cache, id: in.Record.ID, trial: in.Record.Trial, draw: judgeDraw(ctx)}
+	}
 	var usage tokenUsage
 	var lastErrs string
 	for attempt := 0; attempt < 2; attempt++ {
-		reply, err := j.model.call(ctx, conv, &usage)
+		reply, err := j.model.call(ctx, conv, &usage, scope)
 		if err != nil {
 			res := failure(schemas.ErrGraderError, "judge call failed: %v", err)
 			if ctx.Err() != nil {
@@ -370,16 +414,21 @@ func stripFences(s string) string {
 	return strings.TrimSpace(s)
 }
 
-// tokenUsage sums token counts over the calls of one grading.
+// tokenUsage sums token counts over the calls of one grading. Calls
+// answered from the judge cache are counted apart and spend no tokens.
 type tokenUsage struct {
-	calls, input, output int64
+	calls, cached, input, output int64
 }
 
 func (u *tokenUsage) json(model string) json.RawMessage {
-	if u.calls == 0 {
+	if u.calls == 0 && u.cached == 0 {
 		return nil
 	}
-	b, _ := json.Marshal(map[string]any{"model": model, "calls": u.calls, "inputTokens": u.input, "outputTokens": u.output, "totalTokens": u.input + u.output})
+	m := map[string]any{"model": model, "calls": u.calls, "inputTokens": u.input, "outputTokens": u.output, "totalTokens": u.input + u.output}
+	if u.cached > 0 {
+		m["cachedCalls"] = u.cached
+	}
+	b, _ := json.Marshal(m)
 	return b
 }
 
@@ -486,18 +535,36 @@ func (c *conversation) request() (string, map[string]any) {
 }
 
 // call sends the conversation, retrying 429, 5xx and transport errors with
-// backoff, and returns the reply.
-func (m *judgeModel) call(ctx context.Context, c *conversation, usage *tokenUsage) (modelReply, error) {
+// backoff, and returns the reply. With a cache scope, a reply stored for
+// the same request and scope is returned without a call, and a new good
+// reply is stored.
+func (m *judgeModel) call(ctx context.Context, c *conversation, usage *tokenUsage, scope *cacheScope) (modelReply, error) {
 	url, body := c.request()
 	payload, err := json.Marshal(body)
 	if err != nil {
 		return modelReply{}, err
 	}
+	var key string
+	if scope != nil {
+		key = scope.key(m.provider, url, payload)
+		if b, ok := scope.cache.Get(key); ok {
+			var discard tokenUsage
+			if reply, err := m.parseReply(b, &discard); err == nil {
+				usage.cached++
+				return reply, nil
+			}
+			// An entry that does not parse is asked again and replaced.
+		}
+	}
 	var lastErr error
 	for try := 0; ; try++ {
 		status, respBody, hdr, err := m.post(ctx, url, payload)
 		if err == nil && status == http.StatusOK {
-			return m.parseReply(respBody, usage)
+			reply, err := m.parseReply(respBody, usage)
+			if err == nil && scope != nil {
+				scope.cache.Put(key, respBody)
+			}
+			return reply, err
 		}
 		if err != nil {
 			lastErr = errors.New(m.scrub(err.Error()))

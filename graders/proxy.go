@@ -166,7 +166,7 @@ func (p *targetProxy) checkTarget(w http.ResponseWriter, reqs []invokeRequest) b
 func (p *targetProxy) invoke(ctx context.Context, r invokeRequest) (map[string]any, error) {
 	conv := p.cfg.judge.newTextConversation(r.SystemPrompt, r.Question)
 	var u tokenUsage
-	reply, err := p.cfg.judge.call(ctx, conv, &u)
+	reply, err := p.cfg.judge.call(ctx, conv, &u, nil)
 	p.mu.Lock()
 	p.usageTotal.calls += u.calls
 	p.usageTotal.input += u.input

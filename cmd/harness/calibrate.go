@@ -56,6 +56,8 @@ Examples:
 	c.flags.BoolVar(&js, "json", false, "write the report as JSON")
 	c.flags.StringVarP(&output, "output", "o", "", "write to `file` (default stdout)")
 	c.flags.BoolVar(&force, "force", false, "overwrite an existing output file")
+	var jc judgeCacheFlags
+	jc.addFlags(c.flags)
 	c.run = func(ctx context.Context, e *env, args, agent []string) error {
 		if len(args) != 1 {
 			return usageErrorf("want one results file, got %d arguments", len(args))
@@ -83,11 +85,15 @@ Examples:
 			}
 		}
 		if grader != "" {
-			g, fn, err := loadReviewGrader(e, grader, graderTO)
+			cache, err := jc.open(e)
 			if err != nil {
 				return err
 			}
-			opt.Grade, opt.GraderName = fn, g.Name()
+			g, fn, err := loadReviewGrader(e, grader, graderTO, cache)
+			if err != nil {
+				return err
+			}
+			opt.Grade, opt.GraderName = drawCounter(fn), g.Name()
 		}
 		in, err := reviewInput(e, args[0])
 		if err != nil {

@@ -32,6 +32,7 @@ type gradeFlags struct {
 	threshold   float64
 	quiet       bool
 	workspace   string
+	judgeCache  judgeCacheFlags
 	// single-shot mode
 	agentOutput string
 	input       string
@@ -55,6 +56,7 @@ func (f *gradeFlags) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.input, "input", "", "single shot: the prompt the output answers")
 	fs.StringVar(&f.expected, "expected", "", "single shot: the expected answer")
 	fs.StringVar(&f.hint, "hint", "", "single shot: a grading hint")
+	f.judgeCache.addFlags(fs)
 }
 
 func newGradeCmd() *command {
@@ -121,7 +123,11 @@ func runGrade(ctx context.Context, e *env, fs *pflag.FlagSet, f *gradeFlags, arg
 	if f.threshold < 0 || f.threshold > 1 {
 		return usageErrorf("--threshold must be between 0 and 1")
 	}
-	opts := graders.Options{Getenv: e.getenv}
+	cache, err := f.judgeCache.open(e)
+	if err != nil {
+		return err
+	}
+	opts := graders.Options{Getenv: e.getenv, JudgeCache: cache}
 	if wd, err := os.Getwd(); err == nil {
 		opts.Dir = wd
 	}

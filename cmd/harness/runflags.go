@@ -80,6 +80,7 @@ type runFlags struct {
 	// options (harness run's suite graders and per-case asserts).
 	moreGraders func(graders.Options) ([]graders.Grader, error)
 	slurm       slurmFlags
+	judgeCache  judgeCacheFlags
 	// failOn and summaryPath are trials' --fail-on and --summary, which a
 	// Slurm run applies when it merges.
 	failOn      []string
@@ -131,6 +132,7 @@ func (f *runFlags) addFlags(fs *pflag.FlagSet) {
 	fs.Float64Var(&f.maxCost, "max-cost", 0, "start no new work once the run has cost `usd` (needs prices, or an agent that reports its cost); exit 4")
 	fs.Int64Var(&f.maxTokens, "max-tokens", 0, "start no new work once the run has used `n` tokens (agent and judge); exit 4")
 	f.slurm.addFlags(fs)
+	f.judgeCache.addFlags(fs)
 	fs.StringVar(&f.adapter, "adapter", "", "run an agent without ACP headless, one process per turn, mapping its JSON events: `name` is claude-stream-json, codex-json or gemini-stream-json")
 }
 
@@ -248,7 +250,11 @@ func (f *runFlags) prepare(e *env, args, agent []string, cmdName string) (*runSe
 	// Graders first: a judge's API key variable is a secret, redacted
 	// everywhere and kept from the agent.
 	var graderSecrets []string
-	gopts := graders.Options{Timeout: graderTO, Getenv: e.getenv, Dir: wd, Sandbox: sb,
+	cache, err := f.judgeCache.open(e)
+	if err != nil {
+		return nil, err
+	}
+	gopts := graders.Options{Timeout: graderTO, Getenv: e.getenv, Dir: wd, Sandbox: sb, JudgeCache: cache,
 		SecretEnv: func(name string) { graderSecrets = append(graderSecrets, name) }}
 	for _, spec := range f.graders {
 		g, err := graders.Load(spec, gopts)

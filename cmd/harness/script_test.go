@@ -53,6 +53,8 @@ func TestScripts(t *testing.T) {
 		RequireExplicitExec: true,
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("TESTDATA", mustAbs(t, "../../testdata"))
+			// Each script has a judge cache of its own.
+			env.Setenv("XDG_CACHE_HOME", filepath.Join(env.WorkDir, ".cache"))
 			if bunDir != "" {
 				env.Setenv("PATH", bunDir+string(os.PathListSeparator)+env.Getenv("PATH"))
 			}

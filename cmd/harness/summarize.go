@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"harness/graders"
+	"harness/judgecache"
 	"harness/results"
 	"harness/review"
 	"harness/schemas"
@@ -85,7 +86,7 @@ func reviewInputErr(err error) error {
 }
 
 // loadReviewGrader loads -g for calibrate and validate-refs.
-func loadReviewGrader(e *env, spec, timeout string) (graders.Grader, review.GradeFunc, error) {
+func loadReviewGrader(e *env, spec, timeout string, cache *judgecache.Cache) (graders.Grader, review.GradeFunc, error) {
 	var to time.Duration
 	if timeout != "" {
 		d, err := schemas.ParseDuration(timeout)
@@ -95,7 +96,7 @@ func loadReviewGrader(e *env, spec, timeout string) (graders.Grader, review.Grad
 		to = d
 	}
 	wd, _ := os.Getwd()
-	g, err := graders.Load(spec, graders.Options{Timeout: to, Getenv: e.getenv, Dir: wd})
+	g, err := graders.Load(spec, graders.Options{Timeout: to, Getenv: e.getenv, Dir: wd, JudgeCache: cache})
 	if err != nil {
 		return nil, nil, inputError(err)
 	}

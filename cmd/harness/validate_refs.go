@@ -42,6 +42,8 @@ Example:
 	c.flags.StringVarP(&output, "output", "o", "", "write results to `file` (default stdout); a .zst or .gz suffix compresses")
 	c.flags.BoolVar(&force, "force", false, "overwrite an existing output file")
 	c.flags.BoolVarP(&quiet, "quiet", "q", false, "no progress on stderr")
+	var jc judgeCacheFlags
+	jc.addFlags(c.flags)
 	c.run = func(ctx context.Context, e *env, args, agent []string) error {
 		if len(args) != 1 {
 			return usageErrorf("want one prompts file, got %d arguments", len(args))
@@ -70,7 +72,11 @@ Example:
 		if total == 0 {
 			return inputError(fmt.Errorf("%s: no case has a reference or negativeReference to validate", args[0]))
 		}
-		_, grade, err := loadReviewGrader(e, grader, graderTO)
+		cache, err := jc.open(e)
+		if err != nil {
+			return err
+		}
+		_, grade, err := loadReviewGrader(e, grader, graderTO, cache)
 		if err != nil {
 			return err
 		}
