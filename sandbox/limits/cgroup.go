@@ -159,6 +159,11 @@ func contains(list []string, s string) bool {
 	return false
 }
 
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
 // writable says whether this process may write the file (access(2)).
 func writable(path string) bool {
 	return syscall.Access(path, 2) == nil
@@ -282,8 +287,9 @@ func (d cgroupDir) procs() []int {
 // deadline passes; it says whether they are empty.
 func killAll(dirs []cgroupDir, deadline time.Time) bool {
 	for _, d := range dirs {
-		if d.v2 {
-			_ = writeFile(filepath.Join(d.path, "cgroup.kill"), "1")
+		// cgroup.kill came with Linux 5.14.
+		if f := filepath.Join(d.path, "cgroup.kill"); d.v2 && exists(f) {
+			_ = writeFile(f, "1")
 		}
 	}
 	for {

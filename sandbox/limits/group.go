@@ -316,11 +316,9 @@ func (g *Group) makeV2(m mount, ownPath, parent string, need []string) (cgroupDi
 	if err != nil {
 		return cgroupDir{}, err
 	}
+	// The new group's files belong to whoever made it, so its
+	// cgroup.procs is writable.
 	d := cgroupDir{path: dir, v2: true}
-	if !writable(filepath.Join(dir, "cgroup.procs")) {
-		_ = removeDirs([]cgroupDir{d}, time.Now())
-		return cgroupDir{}, fmt.Errorf("%s is not writable", filepath.Join(dir, "cgroup.procs"))
-	}
 	d.controllers = v2Limits(dir, g.caps, usable)
 	return d, nil
 }
