@@ -546,3 +546,13 @@ func (g *Group) Close() error {
 	g.mu.Unlock()
 	return g.closeErr
 }
+
+// TmpfsSizeArgs returns the bwrap arguments that cap the next --tmpfs at
+// the disk cap ("--size", BYTES), to put just before "--tmpfs", "/tmp";
+// nil without a disk cap. --size needs bubblewrap 0.8 or later.
+func (g *Group) TmpfsSizeArgs() []string {
+	if g.caps.DiskBytes <= 0 {
+		return nil
+	}
+	return []string{"--size", strconv.FormatInt(g.caps.DiskBytes, 10)}
+}
