@@ -14,34 +14,28 @@ import (
 	"time"
 )
 
-// TestMain lets the test binary act as the wrapper and as a workload.
+// TestMain lets the test binary act as the wrapper.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
 		case ExecArg:
 			os.Exit(ExecMain(os.Args[2:]))
-		case "alloc-and-wait":
-			os.Exit(allocAndWait(os.Args[2]))
 		}
 	}
 	os.Exit(m.Run())
 }
 
-// allocAndWait allocates and touches the given size, says so, and waits
-// to be killed.
-func allocAndWait(size string) int {
-	n, err := ParseSize(size)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
+// allocator returns a command that allocates and touches size bytes,
+// says so, and waits to be killed.
+func allocator(t *testing.T, size int64) []string {
+	t.Helper()
+	if _, err := exec.LookPath("python3"); err != nil {
+		if os.Getenv("HARNESS_REQUIRE_AGENTS") != "" {
+			t.Fatal("python3 not installed (scripts/test installs it)")
+		}
+		t.Skip("python3 not installed")
 	}
-	buf := make([]byte, n)
-	for i := 0; i < len(buf); i += 4096 {
-		buf[i] = 1
-	}
-	fmt.Println("allocated", len(buf))
-	time.Sleep(time.Hour)
-	return int(buf[0])
+	return []string{"python3", "-c", fmt.Sprintf("import time\nb = b'x' * %d\nprint('allocated', flush=True)\ntime.sleep(1000)", size)}
 }
 
 func requireBwrap(t testing.TB) string {
@@ -186,7 +180,7 @@ func TestForkBombStoppedAtPidsCap(t *testing.T) {
 }
 
 func TestMemoryPastCapIsHit(t *testing.T) {
-	r := runCapped(t, Caps{MemoryBytes: 64 << 20}, Options{}, os.Args[0], "alloc-and-wait", "256M")
+	r := runCapped(t, Caps{MemoryBytes: 64 << 20}, Options{}, allocator(t, 256<<20)...)
 	requireCgroups(t, r)
 	if r.g.HitCap() != CapMemory || r.g.Hit() != "memory over the 64 MiB cap (--sandbox-memory)" {
 		t.Errorf("hit = %q, want the memory cap; output %.300s", r.g.Hit(), r.out)
@@ -298,8 +292,7 @@ func TestFallbackRlimitAndWatcher(t *testing.T) {
 	})
 	t.Run("memory", func(t *testing.T) {
 		// Over the cap, under the rlimit: the watcher ends it.
-		r := runCapped(t, Caps{MemoryBytes: 64 << 20}, Options{NoCgroup: true},
-			os.Args[0], "alloc-and-wait", "96M")
+		r := runCapped(t, Caps{MemoryBytes: 64 << 20}, Options{NoCgroup: true}, allocator(t, 96<<20)...)
 		if r.g.HitCap() != CapMemory {
 			t.Errorf("hit %q; output %.300s", r.g.Hit(), r.out)
 		}
