@@ -55,6 +55,9 @@ type TrialsRecord struct {
 	Warnings []string `json:"warnings,omitempty"`
 	// Cost sums the trials' costs.
 	Cost *Cost `json:"cost,omitempty"`
+	// Adaptive is set by an adaptive run: why the case stopped and its
+	// estimates that stay unbiased under the stopping rule.
+	Adaptive *AdaptiveCase `json:"adaptive,omitempty"`
 }
 
 // Interval is a confidence interval.
@@ -316,6 +319,11 @@ type TrialsSummary struct {
 	Warnings []string `json:"warnings,omitempty"`
 	// Cost sums the cases' costs.
 	Cost *Cost `json:"cost,omitempty"`
+	// Adaptive is set for an adaptive run. Then PassRate is the mean over
+	// cases of their unbiased per-case estimates (AdaptiveCase.PassRate),
+	// PassAt and PassExp come from the first MinK trials of every case
+	// (K is MinK), and Graded and Passes count every trial.
+	Adaptive *AdaptiveSummary `json:"adaptive,omitempty"`
 }
 
 // Estimate is a mean over cases with its bootstrap interval.

@@ -37,6 +37,12 @@ type Summary struct {
 	errors   map[string]int
 	cost     *schemas.Cost
 	last     *schemas.TrialsSummary
+	// adaptive accumulates the adaptive part of the records (nil when
+	// none has one); rates are their unbiased per-case pass rates, and
+	// allN, allC count every graded trial and pass.
+	adaptive   *schemas.AdaptiveSummary
+	rates      []float64
+	allN, allC int
 }
 
 // NewSummary returns an empty summary for a run that asked k trials per case
@@ -46,10 +52,34 @@ func NewSummary(k int) *Summary {
 	return &Summary{k: max(k, 0), fixedK: k > 0, errors: map[string]int{}}
 }
 
-// Add counts one case's trials record.
+// Add counts one case's trials record. A record of an adaptive run counts
+// its first MinK trials in the curves and its unbiased pass rate in the
+// pass rate (see schemas.TrialsSummary.Adaptive).
 func (s *Summary) Add(r schemas.TrialsRecord) {
 	s.cost = s.cost.Add(r.Cost)
+	if a := r.Adaptive; a != nil {
+		s.addAdaptive(r)
+		s.add(r.ID, a.MinK, len(r.Trials), a.FirstN, a.FirstC, r.Ungraded, r.Missing, r.Errors)
+		return
+	}
 	s.add(r.ID, r.K, len(r.Trials), r.N, r.C, r.Ungraded, r.Missing, r.Errors)
+}
+
+func (s *Summary) addAdaptive(r schemas.TrialsRecord) {
+	a := r.Adaptive
+	if s.adaptive == nil {
+		s.adaptive = &schemas.AdaptiveSummary{MinK: a.MinK, MaxK: a.MaxK, CIWidth: a.CIWidth, Stopped: map[string]int{}}
+	}
+	s.adaptive.Stopped[a.Stop]++
+	if a.Stop == StopMaxK {
+		s.adaptive.AtMaxK = append(s.adaptive.AtMaxK, r.ID)
+	}
+	s.adaptive.Trials += len(r.Trials)
+	s.allN += r.N
+	s.allC += r.C
+	if a.PassRate != nil {
+		s.rates = append(s.rates, *a.PassRate)
+	}
 }
 
 func (s *Summary) add(id string, k, trials, n, c, ungraded, missing int, errors map[string]int) {
@@ -107,6 +137,21 @@ func (s *Summary) Result(seed uint64, resamples int) schemas.TrialsSummary {
 		out.Graded += s.n[i]
 		out.Passes += s.c[i]
 	}
+	if s.adaptive != nil {
+		a := *s.adaptive
+		a.Stopped = maps.Clone(a.Stopped)
+		a.AtMaxK = slices.Sorted(slices.Values(a.AtMaxK))
+		if s.cases > 0 {
+			a.MeanTrials = float64(a.Trials) / float64(s.cases)
+		}
+		if s.allN > 0 {
+			naive := float64(s.allC) / float64(s.allN)
+			a.NaivePassRate = &naive
+		}
+		a.Note = AdaptiveNote(a.MinK)
+		out.Adaptive = &a
+		out.Graded, out.Passes = s.allN, s.allC
+	}
 	if resamples < 1 {
 		out.Warnings = append(out.Warnings, "bootstrap disabled (resamples < 1): intervals have zero width")
 	}
@@ -114,7 +159,7 @@ func (s *Summary) Result(seed uint64, resamples int) schemas.TrialsSummary {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("%d case(s) had no graded trial and are left out of every mean: %s",
 			len(s.unscored), idList(s.unscored, 10)))
 	}
-	if out.Graded == 0 {
+	if out.Graded == 0 || len(s.n) == 0 && len(s.rates) == 0 {
 		if s.cases > 0 {
 			out.Warnings = append(out.Warnings, "no graded trial in the run: there are no pass metrics (run with a grader, -g)")
 		}
@@ -122,16 +167,27 @@ func (s *Summary) Result(seed uint64, resamples int) schemas.TrialsSummary {
 		return out
 	}
 	rate := float64(out.Passes) / float64(out.Graded)
-	out.PassRate = &rate
 	lo, hi := rate, rate
 	// The bootstrap resamples cases; putting them in a canonical order
 	// first makes the intervals independent of the order cases finished in
 	// (a run with -j, or shards merged).
 	ns, cs := canonical(s.n, s.c)
-	if l, h, ok := bootstrapRatio(cs, ns, seed, resamples, DefaultConfidence); ok {
+	if s.adaptive != nil && len(s.rates) > 0 {
+		rates := slices.Sorted(slices.Values(s.rates))
+		rate = mean(rates)
+		lo, hi = rate, rate
+		if l, h, ok := BootstrapMean(rates, seed, resamples, DefaultConfidence); ok {
+			lo, hi = l, h
+		}
+	} else if l, h, ok := bootstrapRatio(cs, ns, seed, resamples, DefaultConfidence); ok {
 		lo, hi = l, h
 	}
+	out.PassRate = &rate
 	out.PassRateCI = &schemas.Interval{Low: lo, High: hi}
+	if len(ns) == 0 {
+		s.last = &out
+		return out
+	}
 
 	maxN := slices.Max(ns)
 	for k := 1; k <= maxN; k++ {
@@ -297,6 +353,9 @@ func WriteSummaryTable(w io.Writer, r schemas.TrialsSummary) error {
 	} else {
 		b.WriteString("pass rate: n/a (no graded trial)\n")
 	}
+	if a := r.Adaptive; a != nil {
+		writeAdaptive(&b, a)
+	}
 	if len(r.PassAt) > 0 {
 		b.WriteString("\n")
 		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
@@ -338,4 +397,18 @@ func (s *Summary) AddCount(cc *CaseCount, k int) {
 // grader failed (grader_error, grader_timeout, grader_invalid).
 func GraderErrors(r schemas.TrialsSummary) int {
 	return r.Errors[schemas.ErrGraderError] + r.Errors[schemas.ErrGraderTimeout] + r.Errors[schemas.ErrGraderInvalid]
+}
+
+// writeAdaptive writes the adaptive part of a summary table: the stopping
+// rule, why the cases stopped, and which figures are unbiased.
+func writeAdaptive(b *strings.Builder, a *schemas.AdaptiveSummary) {
+	fmt.Fprintf(b, "adaptive: min-k %d, max-k %d, ci-width %g; %d trials (%.1f per case); stopped: %s\n",
+		a.MinK, a.MaxK, a.CIWidth, a.Trials, a.MeanTrials, ClassCounts(a.Stopped))
+	if len(a.AtMaxK) > 0 {
+		fmt.Fprintf(b, "still wider than %g at max-k: %s\n", a.CIWidth, idList(a.AtMaxK, 10))
+	}
+	if a.NaivePassRate != nil {
+		fmt.Fprintf(b, "pass rate above: mean of per-case estimates unbiased under the stopping rule (naive passes/graded %.3f is biased)\n", *a.NaivePassRate)
+	}
+	fmt.Fprintf(b, "pass@k and pass^k below: from the first %d trials of every case, unbiased for k ≤ %d\n", a.MinK, a.MinK)
 }
