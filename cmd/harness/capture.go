@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"slices"
 	"strings"
 	"sync"
@@ -71,6 +72,11 @@ type runHooks struct {
 	collect func(*schemas.CaptureRecord, *results.Output) error
 	// finish runs after the last record, before the output is closed.
 	finish func(out *results.Output, stats *capture.Stats, interrupted bool) error
+	// units, when set, replaces the k trials of every case: given the
+	// units done, it returns how many units the run starts with and the
+	// sequence to run under ctx, which may add units as records come in
+	// (grow raises the progress total).
+	units func(done map[results.UnitKey]bool) (total int, seq func(ctx context.Context, grow func(int)) iter.Seq[capture.Unit])
 }
 
 // runUnits runs k trials of every case and writes each record as it
@@ -101,6 +107,10 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 	}
 	_, total := setup.units(k, done, nil)
 	units, _ := setup.units(k, done, hooks.onCase)
+	var growing func(ctx context.Context, grow func(int)) iter.Seq[capture.Unit]
+	if hooks.units != nil {
+		total, growing = hooks.units(done)
+	}
 	collect := hooks.collect
 	log := newProgress(e, f, total, setup.redact)
 	defer log.stop()
@@ -188,6 +198,9 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 		}
 		log.record(rec)
 		return nil
+	}
+	if growing != nil {
+		units = growing(runCtx, log.grow)
 	}
 	stats, runErr := runner.Run(runCtx, units, emit)
 	var gateErr error

@@ -67,6 +67,14 @@ func newProgress(e *env, f *runFlags, total int, red interface{ String(string) s
 	return p
 }
 
+// grow raises the total by n units (an adaptive run adds units as it
+// goes).
+func (p *progress) grow(n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.total += n
+}
+
 // stop ends the status line; it is safe to call more than once.
 func (p *progress) stop() {
 	p.once.Do(func() {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"strings"
 	"sync"
@@ -33,6 +34,7 @@ func newTrialsCmdWith(f *runFlags) *command {
 		minExp            []string
 		allowGraderErrors bool
 		failOn            []string
+		adaptive          adaptiveFlags
 	)
 	c := &command{
 		name:  "trials",
@@ -70,6 +72,7 @@ Examples:
 	c.flags.StringArrayVar(&minExp, "min-pass-exp", nil, "exit 1 unless mean pass^K is at least X (`K=X`); repeatable")
 	c.flags.BoolVar(&allowGraderErrors, "allow-grader-errors", false, "let the gates pass although some trials hit grader errors (left out of n)")
 	c.flags.StringSliceVar(&failOn, "fail-on", nil, "count trials with these error `classes` (timeout,agent_crash,...) as failures in n and the gates, instead of leaving them out")
+	adaptive.addFlags(c.flags)
 	c.run = func(ctx context.Context, e *env, args, agent []string) error {
 		if k < 1 {
 			return usageErrorf("-k must be at least 1")
@@ -91,6 +94,10 @@ Examples:
 			// The records stream holds only trials records, as the
 			// TypeScript acp-harness's readers expect.
 			summaryPath = summaryBeside(f.output)
+		}
+		policy, err := adaptive.policy(c.flags, k, f)
+		if err != nil {
+			return err
 		}
 		if err := f.checkSlurm(args); err != nil {
 			return err
@@ -123,6 +130,11 @@ Examples:
 				col.failOn[strings.TrimSpace(class)] = true
 			}
 		}
+		if policy != nil {
+			col.k = policy.MinK
+			col.summary = trials.NewSummary(policy.MinK)
+			col.adaptive = &adaptiveRun{est: trials.NewEstimator(*policy), wake: make(chan struct{}, 1)}
+		}
 		if f.output != "" && f.output != "-" {
 			col.partialPath = f.output + ".partial"
 		}
@@ -133,7 +145,12 @@ Examples:
 			fmt.Fprintln(e.stderr, "harness trials: no grader (-g): trials are recorded but nothing is scored")
 		}
 		defer col.closePartial()
+		var units func(map[results.UnitKey]bool) (int, func(context.Context, func(int)) iter.Seq[capture.Unit])
+		if col.adaptive != nil {
+			units = col.adaptiveUnits
+		}
 		return runUnits(ctx, e, f, setup, k, runHooks{
+			units: units,
 			resume: func(out *results.Output) (map[results.UnitKey]bool, error) {
 				return col.resume(out, f.retryErrors)
 			},
@@ -167,12 +184,16 @@ type trialsCollector struct {
 	partialPath string
 	partial     *results.Output
 	out         *results.Output
+	// adaptive is set for an adaptive run (--adaptive).
+	adaptive *adaptiveRun
 }
 
 type pendingCase struct {
 	c      *schemas.PromptCase
 	recs   []schemas.CaptureRecord
 	record *schemas.TrialsRecord // built when all k trials are in
+	// scheduled is the highest trial number handed out (adaptive runs).
+	scheduled int
 }
 
 // resume loads what an earlier run left: whole cases in the output (their
@@ -183,6 +204,7 @@ func (t *trialsCollector) resume(out *results.Output, retryErrors bool) (map[res
 	complete := map[string]bool{}
 	t.written = complete
 	var retried []schemas.CaptureRecord
+	var mismatch error
 	// Old summaries go (a new one ends the run); with retryErrors, a case
 	// with errored trials goes too, its good trials kept as pending.
 	_, err := out.Resume(func(line []byte) bool {
@@ -197,6 +219,9 @@ func (t *trialsCollector) resume(out *results.Output, retryErrors bool) (map[res
 		var tr schemas.TrialsRecord
 		if json.Unmarshal(line, &tr) != nil || tr.ID == "" || complete[tr.ID] {
 			return false
+		}
+		if mismatch == nil {
+			mismatch = t.sameRun(&tr)
 		}
 		if retryErrors && len(tr.Errors) > 0 {
 			for i := range tr.Trials {
@@ -215,6 +240,9 @@ func (t *trialsCollector) resume(out *results.Output, retryErrors bool) (map[res
 		}
 		return true
 	})
+	if err == nil {
+		err = mismatch
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -282,6 +310,10 @@ func (t *trialsCollector) seeCase(c *schemas.PromptCase) {
 	}
 	p.c = c
 	t.queue = append(t.queue, p)
+	if t.adaptive != nil {
+		t.schedule(p, false)
+		return
+	}
 	if len(p.recs) >= t.k {
 		t.complete(p)
 	}
@@ -292,7 +324,13 @@ func (t *trialsCollector) add(rec *schemas.CaptureRecord, out *results.Output) e
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.out = out
+	if t.adaptive != nil {
+		t.adaptive.reported()
+	}
 	if err := t.keepPartial(rec); err != nil {
+		if t.adaptive != nil {
+			t.adaptive.fail()
+		}
 		return err
 	}
 	if rec.Error != nil && rec.Error.Class == schemas.ErrInterrupted {
@@ -304,6 +342,13 @@ func (t *trialsCollector) add(rec *schemas.CaptureRecord, out *results.Output) e
 		t.open[rec.ID] = p
 	}
 	p.recs = append(p.recs, *rec)
+	if t.adaptive != nil && p.c != nil {
+		if err := t.schedule(p, true); err != nil {
+			t.adaptive.fail()
+			return err
+		}
+		return nil
+	}
 	if len(p.recs) >= t.k && p.c != nil {
 		return t.complete(p)
 	}
@@ -340,7 +385,12 @@ func (t *trialsCollector) closePartial() error {
 // complete builds a case's trials record and writes every finished case
 // that no unfinished case comes before; t.mu is held.
 func (t *trialsCollector) complete(p *pendingCase) error {
-	tr := trials.BuildRecordFailing(*p.c, t.k, p.recs, t.failOn)
+	var tr schemas.TrialsRecord
+	if t.adaptive != nil {
+		tr = trials.BuildAdaptiveRecord(*p.c, p.recs, t.adaptive.est, t.failOn)
+	} else {
+		tr = trials.BuildRecordFailing(*p.c, t.k, p.recs, t.failOn)
+	}
 	p.record = &tr
 	delete(t.open, p.c.ID)
 	if t.out == nil {
@@ -473,4 +523,219 @@ func summaryBeside(output string) string {
 		base = strings.TrimSuffix(base, ext)
 	}
 	return base + ".summary.json"
+}
+
+// adaptiveFlags are the flags of an adaptive trials run.
+type adaptiveFlags struct {
+	on      bool
+	minK    int
+	maxK    int
+	ciWidth float64
+}
+
+func (a *adaptiveFlags) addFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&a.on, "adaptive", false, "spend trials where the pass rate is uncertain: every case gets --min-k trials, then more until its interval is at most --ci-width wide or it has --max-k")
+	fs.IntVar(&a.minK, "min-k", 0, "with --adaptive, the trials every case gets first (default: -k)")
+	fs.IntVar(&a.maxK, "max-k", 50, "with --adaptive, the most trials a case gets")
+	fs.Float64Var(&a.ciWidth, "ci-width", 0.3, "with --adaptive, stop giving a case trials once its Wilson 95% interval is at most this `width`")
+}
+
+// policy is the stopping rule the flags ask for, or nil without
+// --adaptive; k is -k, the default of --min-k.
+func (a *adaptiveFlags) policy(fs *pflag.FlagSet, k int, f *runFlags) (*trials.Policy, error) {
+	if !a.on {
+		for _, name := range []string{"min-k", "max-k", "ci-width"} {
+			if fs.Changed(name) {
+				return nil, usageErrorf("--%s needs --adaptive", name)
+			}
+		}
+		return nil, nil
+	}
+	if f.shard != "" || f.slurm.tasks > 0 {
+		return nil, usageErrorf("--adaptive decides each case's next trials from its finished ones, so it runs on one machine: drop --shard and --slurm")
+	}
+	p := trials.Policy{MinK: a.minK, MaxK: a.maxK, CIWidth: a.ciWidth}
+	if !fs.Changed("min-k") {
+		p.MinK = k
+	}
+	if err := p.Check(); err != nil {
+		return nil, usageErrorf("--adaptive: %v", err)
+	}
+	return &p, nil
+}
+
+// adaptiveRun is the schedule of an adaptive trials run: the units the
+// policy has asked for and not yet handed to the runner. Its fields are
+// guarded by the collector's mutex.
+type adaptiveRun struct {
+	est         *trials.Estimator
+	queue       []capture.Unit
+	outstanding int  // units handed out whose record has not come back
+	failed      bool // a record could not be kept: the run is ending
+	grow        func(int)
+	wake        chan struct{} // a record came back
+}
+
+// reported counts a record that came back and wakes the schedule.
+func (a *adaptiveRun) reported() {
+	a.outstanding--
+	a.signal()
+}
+
+// fail ends the schedule: no more units are handed out.
+func (a *adaptiveRun) fail() {
+	a.failed = true
+	a.signal()
+}
+
+func (a *adaptiveRun) signal() {
+	select {
+	case a.wake <- struct{}{}:
+	default:
+	}
+}
+
+// verdicts are a case's finished trials as the policy sees them.
+func (t *trialsCollector) verdicts(recs []schemas.CaptureRecord) map[int]trials.Verdict {
+	finished := make(map[int]trials.Verdict, len(recs))
+	for i := range recs {
+		finished[recs[i].Trial] = trials.VerdictOf(&recs[i], t.failOn)
+	}
+	return finished
+}
+
+// schedule applies the policy to a case's finished trials: a case that
+// stops is completed; otherwise the trials the policy asks for that were
+// not handed out yet are queued (and, after is set once the run is under
+// way, added to the progress total); t.mu is held.
+func (t *trialsCollector) schedule(p *pendingCase, after bool) error {
+	a := t.adaptive
+	finished := t.verdicts(p.recs)
+	asked, stop := a.est.Policy().Replay(finished)
+	if stop != "" {
+		return t.complete(p)
+	}
+	added := 0
+	for trial := p.scheduled + 1; trial <= asked; trial++ {
+		if _, done := finished[trial]; !done {
+			a.queue = append(a.queue, capture.Unit{Case: p.c, Trial: trial})
+			added++
+		}
+	}
+	p.scheduled = max(p.scheduled, asked)
+	if added > 0 {
+		if after && a.grow != nil {
+			a.grow(added)
+		}
+		a.signal()
+	}
+	return nil
+}
+
+// nextUnit takes the next queued unit; when there is none, waiting says
+// whether units are still out whose records may queue more.
+func (t *trialsCollector) nextUnit() (u capture.Unit, ok, waiting bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	a := t.adaptive
+	if a.failed {
+		return u, false, false
+	}
+	if len(a.queue) > 0 {
+		u = a.queue[0]
+		a.queue[0] = capture.Unit{}
+		a.queue = a.queue[1:]
+		a.outstanding++
+		return u, true, false
+	}
+	return u, false, a.outstanding > 0
+}
+
+// adaptiveUnits is the unit source of an adaptive run: the first trials of
+// every case in file order (as many as the policy asks before it decides
+// anything, less those done), then the trials the policy asks for as the
+// records come back, until every case has stopped.
+func (t *trialsCollector) adaptiveUnits(map[results.UnitKey]bool) (int, func(context.Context, func(int)) iter.Seq[capture.Unit]) {
+	total := 0
+	policy := t.adaptive.est.Policy()
+	t.setup.scan(func(_ int, c *schemas.PromptCase) error {
+		if t.written[c.ID] {
+			return nil
+		}
+		var recs []schemas.CaptureRecord
+		if p := t.open[c.ID]; p != nil {
+			recs = p.recs
+		}
+		finished := t.verdicts(recs)
+		asked, stop := policy.Replay(finished)
+		if stop == "" {
+			for trial := 1; trial <= asked; trial++ {
+				if _, done := finished[trial]; !done {
+					total++
+				}
+			}
+		}
+		return nil
+	})
+	return total, func(ctx context.Context, grow func(int)) iter.Seq[capture.Unit] {
+		return func(yield func(capture.Unit) bool) {
+			t.mu.Lock()
+			t.adaptive.grow = grow
+			t.mu.Unlock()
+			// pump hands out what is queued; false when the runner
+			// takes no more.
+			pump := func() bool {
+				for {
+					u, ok, _ := t.nextUnit()
+					if !ok {
+						return true
+					}
+					if !yield(u) {
+						return false
+					}
+				}
+			}
+			stopped := false
+			t.setup.scan(func(_ int, c *schemas.PromptCase) error {
+				t.seeCase(c)
+				if !pump() {
+					stopped = true
+					return errStop
+				}
+				return nil
+			})
+			for !stopped {
+				u, ok, waiting := t.nextUnit()
+				switch {
+				case ok:
+					stopped = !yield(u)
+				case !waiting:
+					return
+				default:
+					select {
+					case <-t.adaptive.wake:
+					case <-ctx.Done():
+						return
+					}
+				}
+			}
+		}
+	}
+}
+
+// sameRun refuses to resume an output written under another stopping rule
+// (or without one, or with one when this run has none).
+func (t *trialsCollector) sameRun(tr *schemas.TrialsRecord) error {
+	switch {
+	case t.adaptive == nil && tr.Adaptive != nil:
+		return fmt.Errorf("case %q was written by an adaptive run: resume with --adaptive and its --min-k, --max-k and --ci-width", tr.ID)
+	case t.adaptive != nil && tr.Adaptive == nil:
+		return fmt.Errorf("case %q was written by a run without --adaptive: resume without --adaptive, or write a new output", tr.ID)
+	case t.adaptive != nil:
+		p, a := t.adaptive.est.Policy(), tr.Adaptive
+		if a.MinK != p.MinK || a.MaxK != p.MaxK || a.CIWidth != p.CIWidth {
+			return fmt.Errorf("case %q was written with --min-k %d --max-k %d --ci-width %g: resume with the same stopping rule", tr.ID, a.MinK, a.MaxK, a.CIWidth)
+		}
+	}
+	return nil
 }
