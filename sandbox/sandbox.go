@@ -188,7 +188,7 @@ func NewBwrap(opts Options) (*Bwrap, error) {
 		b.version = strings.TrimSpace(strings.TrimPrefix(string(out), "bubblewrap"))
 	}
 	// A trial run says whether namespaces can be made here.
-	probe := exec.Command(path, b.args(Command{Dir: "/"}, "/", nil)...)
+	probe := exec.Command(path, b.args(Command{Dir: "/"}, "/", nil, nil)...)
 	probe.Args = append(probe.Args, "true")
 	if msg, err := probe.CombinedOutput(); err != nil {
 		text := strings.TrimSpace(string(msg))
@@ -266,20 +266,25 @@ func (b *Bwrap) Info() Info {
 
 // Args returns the bubblewrap arguments (before the command) for c with
 // the given HOME, for documentation and tests.
-func (b *Bwrap) Args(c Command, home string) []string { return b.args(c, home, nil) }
+func (b *Bwrap) Args(c Command, home string) []string { return b.args(c, home, nil, nil) }
 
 // within says whether path p is dir or lies under it.
 func within(p, dir string) bool {
 	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
 }
 
-func (b *Bwrap) args(c Command, home string, back []string) []string {
+func (b *Bwrap) args(c Command, home string, back, tmps []string) []string {
 	a := []string{
 		"--ro-bind", "/", "/",
 		"--dev", "/dev",
 		"--proc", "/proc",
 		"--tmpfs", "/tmp",
 	}
+	for _, p := range tmps {
+		a = append(a, "--ro-bind", p, p)
+	}
+	// Hidden paths go over everything bound so far, so a hidden home
+	// under /tmp stays hidden; what is bound back comes after.
 	for _, h := range b.hidden {
 		if st, err := os.Stat(h); err == nil && st.IsDir() {
 			a = append(a, "--tmpfs", h)
@@ -313,13 +318,15 @@ func (b *Bwrap) args(c Command, home string, back []string) []string {
 	protect := slices.Clone(b.protect)
 	b.mu.Unlock()
 	for _, p := range protect {
-		if !b.exposedWritable(p, rw) {
+		if _, err := os.Lstat(p); err != nil {
 			continue
 		}
-		a = append(a, "--ro-bind", p, p)
 		b.mu.Lock()
 		b.protected[p] = true
 		b.mu.Unlock()
+		if b.exposedWritable(p, rw) {
+			a = append(a, "--ro-bind", p, p)
+		}
 	}
 	if c.Dir != "" {
 		a = append(a, "--chdir", c.Dir)
@@ -389,14 +396,15 @@ func (b *Bwrap) Wrap(c Command) (Wrapped, error) {
 	// /tmp is private in the sandbox: the program and what its arguments
 	// name there (a script and the packages beside it) are bound in,
 	// read-only, by their top directory under /tmp.
+	var tmps []string
 	for _, a := range argv {
-		if top := tmpTop(a); top != "" {
+		if top := tmpTop(a); top != "" && !slices.Contains(tmps, top) {
 			if _, err := os.Stat(top); err == nil {
-				c.RO = append(c.RO, top)
+				tmps = append(tmps, top)
 			}
 		}
 	}
-	wrapped := append([]string{b.path}, b.args(c, home, back)...)
+	wrapped := append([]string{b.path}, b.args(c, home, back, tmps)...)
 	wrapped = append(wrapped, argv...)
 	return Wrapped{Argv: wrapped, Dir: c.Dir, Env: b.env(c.Env, home), Cleanup: cleanup}, nil
 }

@@ -141,6 +141,13 @@ Examples:
 		if !f.resume && col.partialPath != "" {
 			os.Remove(col.partialPath)
 		}
+		if col.partialPath != "" && f.sandbox.backend == "bwrap" {
+			// Made before any agent starts, so that the sandbox keeps
+			// it read-only like the output.
+			if pf, err := os.OpenFile(col.partialPath, os.O_CREATE|os.O_WRONLY, 0o666); err == nil {
+				pf.Close()
+			}
+		}
 		if len(setup.graders) == 0 && !f.quiet {
 			fmt.Fprintln(e.stderr, "harness trials: no grader (-g): trials are recorded but nothing is scored")
 		}

@@ -197,6 +197,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -225,6 +226,7 @@ type options struct {
 	stderrSpam     int
 	logFile        string
 	usage          bool
+	onStart        string
 }
 
 // Main runs the agent: args are the command-line arguments without the
@@ -248,6 +250,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.stderrSpam, "stderr-spam", 0, "write N lines to stderr at start")
 	fs.StringVar(&o.logFile, "log", "", "append every received line to this file")
 	fs.BoolVar(&o.usage, "usage", false, "report token usage with every end_turn answer: inputTokens = prompt bytes, outputTokens = 10")
+	fs.StringVar(&o.onStart, "on-start", "", "run this shell `command` (sh -c, in the agent's directory, output to stderr) before serving: what an agent's start script could do")
 	fs.IntVar(&o.sessionDelay, "session-delay", 0, "answer session/new after `ms` milliseconds (other messages are read meanwhile)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -277,6 +280,13 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if o.exitBeforeInit {
 		a.errorf("fatal: cannot start")
 		return 3
+	}
+	if o.onStart != "" {
+		cmd := exec.Command("/bin/sh", "-c", o.onStart)
+		cmd.Stdout, cmd.Stderr = stderr, stderr
+		if err := cmd.Run(); err != nil {
+			a.errorf("fakeagent: --on-start: %v", err)
+		}
 	}
 	if o.logFile != "" {
 		f, err := os.OpenFile(o.logFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -24,6 +25,7 @@ func init() {
 		"fs-read":         scFsRead,
 		"fs-write":        scFsWrite,
 		"terminal":        scTerminal,
+		"sh":              scShell,
 		"slow":            scSlow,
 		"sleep":           scSleep,
 		"hang":            scHang,
@@ -231,6 +233,20 @@ func scFsWrite(t *turn, arg string) {
 		return
 	}
 	t.msg("fs-write ok", "m1")
+}
+
+// scShell runs a shell command in the agent's own process, in the
+// session's directory, as agents with a shell tool of their own do (not
+// through the client's terminal), and answers with its output.
+func scShell(t *turn, arg string) {
+	cmd := exec.Command("/bin/sh", "-c", strings.TrimSpace(arg))
+	cmd.Dir = t.s.cwd
+	out, err := cmd.CombinedOutput()
+	status := "exit=0"
+	if err != nil {
+		status = "error=" + err.Error()
+	}
+	t.msg(fmt.Sprintf("sh %s output=%s", status, out), "m1")
 }
 
 func scTerminal(t *turn, arg string) {
