@@ -1,0 +1,139 @@
+package egress
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// BridgeArg is the first argument that makes the harness binary run as
+// the bridge (BridgeMain) instead of as itself.
+const BridgeArg = "__sandbox-bridge"
+
+// bridgeConfig is what the bridge's command line says.
+type bridgeConfig struct {
+	socket   string
+	http     string
+	forwards []Forward
+	// fds, in the second stage, are the inherited listeners: the HTTP
+	// proxy's, then one per forward.
+	fds   []int
+	agent []string
+}
+
+type forwardFlag struct{ list *[]Forward }
+
+func (f forwardFlag) String() string { return "" }
+
+func (f forwardFlag) Set(v string) error {
+	listen, target, ok := strings.Cut(v, "=")
+	if !ok || listen == "" || target == "" {
+		return fmt.Errorf("want LISTEN=HOST:PORT, got %q", v)
+	}
+	*f.list = append(*f.list, Forward{Listen: listen, Target: target})
+	return nil
+}
+
+type fdsFlag struct{ list *[]int }
+
+func (f fdsFlag) String() string { return "" }
+
+func (f fdsFlag) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 3 {
+			return fmt.Errorf("bad descriptor %q", s)
+		}
+		*f.list = append(*f.list, n)
+	}
+	return nil
+}
+
+func parseBridgeArgs(args []string) (bridgeConfig, error) {
+	var c bridgeConfig
+	fs := flag.NewFlagSet(BridgeArg, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&c.socket, "socket", "", "the proxy's unix socket")
+	fs.StringVar(&c.http, "http", "", "address of the HTTP proxy listener")
+	fs.Var(forwardFlag{&c.forwards}, "forward", "LISTEN=HOST:PORT plain forward")
+	fs.Var(fdsFlag{&c.fds}, "fds", "inherited listeners")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	c.agent = fs.Args()
+	switch {
+	case c.socket == "" || c.http == "":
+		return c, errors.New("--socket and --http are required")
+	case len(c.agent) == 0:
+		return c, errors.New("no command to run (want ... -- COMMAND ARGS...)")
+	case c.fds != nil && len(c.fds) != 1+len(c.forwards):
+		return c, errors.New("--fds does not match the listeners")
+	}
+	return c, nil
+}
+
+// bridgeConn carries one connection accepted in the sandbox to the proxy.
+// For a forward, it first asks the proxy for a tunnel to target; a
+// refused one is closed.
+func bridgeConn(c net.Conn, socket, target string) {
+	defer c.Close()
+	u, err := net.Dial("unix", socket)
+	if err != nil {
+		return
+	}
+	defer u.Close()
+	var fromProxy io.Reader = u
+	if target != "" {
+		if _, err := fmt.Fprintf(u, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target); err != nil {
+			return
+		}
+		u.SetReadDeadline(time.Now().Add(2 * time.Minute))
+		br := bufio.NewReader(u)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			if tc, ok := c.(*net.TCPConn); ok {
+				tc.SetLinger(0) // the client sees a reset, as for a refused connection
+			}
+			return
+		}
+		u.SetReadDeadline(time.Time{})
+		fromProxy = br
+	}
+	done := make(chan struct{})
+	go func() {
+		io.Copy(u, c)
+		closeWrite(u)
+		close(done)
+	}()
+	io.Copy(c, fromProxy)
+	closeWrite(c)
+	<-done
+}
+
+// acceptLoop bridges every connection l accepts.
+func acceptLoop(l net.Listener, socket, target string) {
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			time.Sleep(10 * time.Millisecond) // e.g. out of file descriptors
+			continue
+		}
+		go bridgeConn(c, socket, target)
+	}
+}
+
+func bridgeFail(format string, a ...any) int {
+	fmt.Fprintf(os.Stderr, "harness sandbox bridge: "+format+"\n", a...)
+	return 125
+}
