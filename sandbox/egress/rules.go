@@ -141,9 +141,9 @@ func parseEntry(entry string) (Rule, error) {
 	} else if strings.Contains(entry, ":") && !strings.HasPrefix(entry, "[") {
 		return Rule{}, fmt.Errorf("want HOST or HOST:PORT")
 	}
-	if strings.HasPrefix(host, "[") {
+	if strings.HasPrefix(entry, "[") {
 		inner := strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-		if _, err := netip.ParseAddr(inner); err != nil {
+		if a, err := netip.ParseAddr(inner); err != nil || !a.Is6() {
 			return Rule{}, fmt.Errorf("%q in brackets is not an IPv6 address", inner)
 		}
 		host = inner
