@@ -165,7 +165,8 @@ func lastCap() int {
 // capability sets and sets no-new-privs, so that what it executes has no
 // capabilities and cannot gain any, even as root.
 func dropCapabilities() error {
-	for c := 0; c <= lastCap(); c++ {
+	last := lastCap()
+	for c := 0; c <= last; c++ {
 		if _, _, e := syscall.RawSyscall6(syscall.SYS_PRCTL, prCapbsetDrop, uintptr(c), 0, 0, 0, 0); e != 0 && e != syscall.EINVAL {
 			if on, _, _ := syscall.RawSyscall6(syscall.SYS_PRCTL, prCapbsetRead, uintptr(c), 0, 0, 0, 0); on == 1 {
 				return fmt.Errorf("drop capability %d from the bounding set: %v (the sandbox needs bwrap --cap-add CAP_SETPCAP for the bridge)", c, e)
@@ -199,7 +200,8 @@ func checkNoCapabilities() error {
 			return errors.New("capabilities left after dropping them")
 		}
 	}
-	for c := 0; c <= lastCap(); c++ {
+	last := lastCap()
+	for c := 0; c <= last; c++ {
 		if on, _, _ := syscall.RawSyscall6(syscall.SYS_PRCTL, prCapbsetRead, uintptr(c), 0, 0, 0, 0); on == 1 {
 			return fmt.Errorf("capability %d left in the bounding set", c)
 		}
