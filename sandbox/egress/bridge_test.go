@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -407,5 +408,52 @@ func TestBridgePassesExitAndSignals(t *testing.T) {
 		if code != tc.code {
 			t.Errorf("%v: exit %d, want %d (%s)", tc.args, code, tc.code, out)
 		}
+	}
+}
+
+// TestBridgeEgressUnprivileged runs TestBridgeEgress as an unprivileged
+// user when the tests run as root: bwrap then makes user namespaces, and
+// the bridge must still bind port 443 and leave the agent nothing.
+func TestBridgeEgressUnprivileged(t *testing.T) {
+	requireBwrap(t)
+	if os.Geteuid() != 0 {
+		t.Skip("not root: TestBridgeEgress itself runs unprivileged")
+	}
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		t.Fatal("setpriv (util-linux) not found")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// t.TempDir's parent is closed to other users.
+	dir, err := os.MkdirTemp("", "egress-unprivileged-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	bin, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(dir, "egress.test")
+	if err := os.WriteFile(exe, bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const nobody = 65534
+	for _, p := range []string{dir, exe} {
+		if err := os.Chown(p, nobody, nobody); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Chmod(dir, 0o755)
+	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups",
+		exe, "-test.run=^TestBridgeEgress$", "-test.count=1", "-test.v")
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "TMPDIR=" + dir, "HOME=" + dir, "HARNESS_REQUIRE_AGENTS=1"}
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestBridgeEgress") {
+		t.Errorf("as an unprivileged user: %v\n%s", err, out)
 	}
 }

@@ -53,17 +53,22 @@
 //
 // s.BwrapArgs are:
 //
-//	--unshare-net --cap-drop ALL --cap-add CAP_SETPCAP [--cap-add CAP_NET_BIND_SERVICE]
+//	--unshare-net --cap-drop ALL --cap-add CAP_SETPCAP
+//	[--cap-add CAP_NET_BIND_SERVICE [--uid 0 --gid 0]]   (a port below 1024; uid 0 when not root)
 //	--ro-bind SOCKETDIR /run/harness-net
 //	--ro-bind HOSTSFILE /etc/hosts
 //	--ro-bind HARNESS-EXECUTABLE /run/harness-bin/harness
 //
 // They assume /run is a tmpfs in the sandbox (bwrap has to make the mount
 // points) and that no later argument adds capabilities or drops these
-// two: the bridge fails closed, with a message naming the missing
+// two (nor sets --uid after them): the bridge fails closed, with a message naming the missing
 // option, when it cannot empty the bounding set or bind a port. As root,
 // bwrap keeps every capability unless --cap-drop ALL is given; the bridge
-// drops them all for the agent either way.
+// drops them all for the agent either way. Not as root, bwrap moves a
+// sandbox whose uid is not 0 into a nested user namespace that does not
+// own the network namespace, where no capability lets the bridge bind
+// port 443: such sessions run the sandbox as uid 0 of its own user
+// namespace (see Proxy.Unprivileged).
 //
 // The harness binary must dispatch to the bridge before anything else
 // in main:

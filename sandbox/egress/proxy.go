@@ -78,6 +78,14 @@ type Proxy struct {
 	// CloseGrace is how long Session.Close lets open connections finish
 	// before it cuts them (default 2s).
 	CloseGrace time.Duration
+	// Unprivileged says bwrap runs as a user other than root (default:
+	// when harness does). bwrap then puts a sandbox whose user is not
+	// uid 0 in a nested user namespace, which does not own the network
+	// namespace, so the bridge could not bind ports below 1024 there;
+	// such a session has the sandbox run as uid 0 of its own user
+	// namespace (mapped to the user; no capabilities once the bridge has
+	// dropped them).
+	Unprivileged bool
 }
 
 // maxHead bounds a request head (request line and headers).
@@ -97,6 +105,8 @@ func NewProxy(rules []Rule, tmpDir string) *Proxy {
 		DialTimeout: 30 * time.Second,
 		MaxConns:    256,
 		CloseGrace:  2 * time.Second,
+
+		Unprivileged: os.Geteuid() != 0,
 	}
 }
 
@@ -227,6 +237,9 @@ func (p *Proxy) NewSession(onConn func(Connection)) (*Session, error) {
 	s.BwrapArgs = []string{"--unshare-net", "--cap-drop", "ALL", "--cap-add", "CAP_SETPCAP"}
 	if lowPort {
 		s.BwrapArgs = append(s.BwrapArgs, "--cap-add", "CAP_NET_BIND_SERVICE")
+		if p.Unprivileged {
+			s.BwrapArgs = append(s.BwrapArgs, "--uid", "0", "--gid", "0")
+		}
 	}
 	s.BwrapArgs = append(s.BwrapArgs,
 		"--ro-bind", sockDir, MountDir,

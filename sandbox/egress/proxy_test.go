@@ -56,7 +56,7 @@ func status(t *testing.T, c net.Conn) int {
 }
 
 func TestSessionLayout(t *testing.T) {
-	s, _ := newTestSession(t, "api.example.com,127.0.0.1:8123", func(p *Proxy) { p.Executable = "/opt/harness" })
+	s, _ := newTestSession(t, "api.example.com,127.0.0.1:8123", func(p *Proxy) { p.Executable, p.Unprivileged = "/opt/harness", false })
 	env := strings.Join(s.Env, " ")
 	want := "HTTP_PROXY=http://127.0.0.1:3128 HTTPS_PROXY=http://127.0.0.1:3128 ALL_PROXY=http://127.0.0.1:3128 " +
 		"http_proxy=http://127.0.0.1:3128 https_proxy=http://127.0.0.1:3128 all_proxy=http://127.0.0.1:3128 NO_PROXY= no_proxy="
@@ -75,9 +75,13 @@ func TestSessionLayout(t *testing.T) {
 	if bw != want {
 		t.Errorf("bwrap args:\n got %s\nwant %s", bw, want)
 	}
-	s2, _ := newTestSession(t, "127.0.0.1:8123", nil)
-	if slices.Contains(s2.BwrapArgs, "CAP_NET_BIND_SERVICE") {
+	s2, _ := newTestSession(t, "127.0.0.1:8123", func(p *Proxy) { p.Unprivileged = true })
+	if slices.Contains(s2.BwrapArgs, "CAP_NET_BIND_SERVICE") || slices.Contains(s2.BwrapArgs, "--uid") {
 		t.Errorf("no port below 1024, yet %v", s2.BwrapArgs)
+	}
+	s3, _ := newTestSession(t, "api.example.com", func(p *Proxy) { p.Unprivileged = true })
+	if !strings.Contains(strings.Join(s3.BwrapArgs, " "), "--cap-add CAP_NET_BIND_SERVICE --uid 0 --gid 0 ") {
+		t.Errorf("unprivileged, port 443: %v", s3.BwrapArgs)
 	}
 }
 
