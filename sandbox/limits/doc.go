@@ -25,8 +25,9 @@
 //     root), so a fast fork bomb can overshoot for up to one poll; cpus
 //     get nothing (no rlimit caps a rate) and are reported not applied.
 //   - disk is always a watcher: the allocated size of Options.DiskDirs,
-//     walked at least once a second (more often for small trees: at most
-//     a tenth of the time goes to walking).
+//     walked at each poll, less often for big trees so that at most a
+//     tenth of the time goes to walking (a 100 ms walk is repeated once a
+//     second).
 //
 // A v2 group is also made without any controller when the hierarchy is
 // writable: it tracks the sandbox's processes exactly and kills them with

@@ -179,7 +179,7 @@ func New(c Caps, opts Options) (*Group, []string, error) {
 			a.Note = "no directory to watch"
 			warn = fmt.Sprintf("%s %s not applied: no directory to watch", FlagDisk, a.Value)
 		} else {
-			a.Note = "the size of " + strings.Join(opts.DiskDirs, ", ") + " is checked at least every second"
+			a.Note = fmt.Sprintf("the size of %s is checked every %s, less often when walking it takes longer than a tenth of that", strings.Join(opts.DiskDirs, ", "), g.interval)
 		}
 		add(a, warn)
 	} else {
@@ -421,13 +421,10 @@ func (g *Group) check(final bool) bool {
 			size += diskUsage(d)
 		}
 		// A big tree is walked less often: at most a tenth of the time
-		// goes to walking it, and at least once a second.
+		// goes to walking it.
 		wait := 10 * time.Since(start)
 		if wait < g.interval {
 			wait = g.interval
-		}
-		if wait > time.Second {
-			wait = time.Second
 		}
 		g.nextDisk = time.Now().Add(wait)
 		if size > g.caps.DiskBytes {

@@ -76,6 +76,13 @@ type result struct {
 // wrapper, start, watch, wait, close.
 func runCapped(t *testing.T, c Caps, opts Options, argv ...string) result {
 	t.Helper()
+	return runCappedThen(t, c, opts, nil, argv...)
+}
+
+// runCappedThen is runCapped calling beforeClose once the command ended,
+// with its cgroups still there.
+func runCappedThen(t *testing.T, c Caps, opts Options, beforeClose func(*Group), argv ...string) result {
+	t.Helper()
 	bwrap := requireBwrap(t)
 	exe, err := os.Executable()
 	if err != nil {
@@ -113,6 +120,9 @@ func runCapped(t *testing.T, c Caps, opts Options, argv ...string) result {
 	werr := cmd.Wait()
 	if ctx.Err() != nil {
 		t.Errorf("workload still running after %v: the cap did not end it", 2*time.Minute)
+	}
+	if beforeClose != nil {
+		beforeClose(g)
 	}
 	if err := g.Close(); err != nil {
 		t.Errorf("close: %v", err)
@@ -306,4 +316,24 @@ func TestFallbackRlimitAndWatcher(t *testing.T) {
 		}
 		noProcessWith(t, marker)
 	})
+}
+
+// TestCPUCapThrottles runs a busy loop under half a CPU: the kernel
+// throttles it.
+func TestCPUCapThrottles(t *testing.T) {
+	throttled := int64(-1)
+	r := runCappedThen(t, Caps{CPUs: 0.5}, Options{}, func(g *Group) {
+		for _, d := range g.dirs {
+			if contains(d.controllers, "cpu") {
+				throttled = counter(filepath.Join(d.path, "cpu.stat"), "nr_throttled")
+			}
+		}
+	}, "sh", "-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done")
+	requireCgroups(t, r)
+	if r.err != nil {
+		t.Fatalf("%v: %s", r.err, r.out)
+	}
+	if throttled <= 0 {
+		t.Errorf("nr_throttled = %d, want the loop throttled (applied %+v)", throttled, r.g.Applied())
+	}
 }
