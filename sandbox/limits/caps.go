@@ -15,7 +15,8 @@ type Caps struct {
 	// MemoryBytes caps the memory (resident, plus page cache and tmpfs
 	// under a cgroup) of all processes together.
 	MemoryBytes int64
-	// Pids caps the number of tasks (processes and threads) alive at once.
+	// Pids caps the number of tasks (processes and threads) alive at once,
+	// bwrap's own two processes included.
 	Pids int
 	// CPUs caps the CPU time per wall-clock second, in CPUs (1.5 = one
 	// and a half cores' worth).
