@@ -292,6 +292,7 @@ func killAll(dirs []cgroupDir, deadline time.Time) bool {
 			_ = writeFile(f, "1")
 		}
 	}
+	pause := newBackoff()
 	for {
 		left := 0
 		for _, d := range dirs {
@@ -306,7 +307,7 @@ func killAll(dirs []cgroupDir, deadline time.Time) bool {
 		if time.Now().After(deadline) {
 			return false
 		}
-		time.Sleep(5 * time.Millisecond)
+		pause()
 	}
 }
 
@@ -315,6 +316,7 @@ func killAll(dirs []cgroupDir, deadline time.Time) bool {
 func removeDirs(dirs []cgroupDir, deadline time.Time) error {
 	var errs []error
 	for _, d := range dirs {
+		pause := newBackoff()
 		for {
 			err := syscall.Rmdir(d.path)
 			if err == nil || errors.Is(err, syscall.ENOENT) {
@@ -324,8 +326,21 @@ func removeDirs(dirs []cgroupDir, deadline time.Time) error {
 				errs = append(errs, fmt.Errorf("remove cgroup %s: %w", d.path, err))
 				break
 			}
-			time.Sleep(5 * time.Millisecond)
+			pause()
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// newBackoff returns a pause for retry loops waiting on processes that
+// are exiting: short at first (most are gone within a millisecond), then
+// doubling up to 10 ms.
+func newBackoff() func() {
+	d := 100 * time.Microsecond
+	return func() {
+		time.Sleep(d)
+		if d < 10*time.Millisecond {
+			d *= 2
+		}
+	}
 }

@@ -91,6 +91,7 @@ func processTree(proc string, root procInfo) []procInfo {
 // tree at once, so children reparented when their parent dies are
 // killed in the same pass.
 func killTree(proc string, root procInfo, deadline time.Time) {
+	pause := newBackoff()
 	for {
 		tree := processTree(proc, root)
 		if len(tree) == 0 {
@@ -102,7 +103,7 @@ func killTree(proc string, root procInfo, deadline time.Time) {
 		if time.Now().After(deadline) {
 			return
 		}
-		time.Sleep(5 * time.Millisecond)
+		pause()
 	}
 }
 
