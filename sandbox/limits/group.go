@@ -362,7 +362,8 @@ func (g *Group) Applied() []Applied { return append([]Applied(nil), g.applied...
 // Start begins watching the command started with pid (the wrapper's,
 // which becomes bwrap's). On the first cap hit the watcher kills every
 // process of the sandbox and calls kill (the caller's own way to end the
-// command, such as killing its process group). Start at most once.
+// command, such as killing its process group); kill runs on the
+// watcher's goroutine and must not wait for Close. Start at most once.
 func (g *Group) Start(pid int, kill func()) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
