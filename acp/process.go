@@ -24,19 +24,22 @@ type ProcessOptions struct {
 	StderrTail int
 	// StderrCopy, if set, also receives everything the agent writes to stderr.
 	StderrCopy io.Writer
-	// Sandbox, when set, runs the agent in it, with Dir and RW writable.
+	// Sandbox, when set, runs the agent in it, with RW writable and Disk
+	// under the disk cap.
 	Sandbox sandbox.Runner
 	RW      []string
+	Disk    []string
 }
 
 // Process is a running agent: its own process group, pipes to its stdin and
 // stdout, and its stderr drained into a bounded tail so it can never block.
 type Process struct {
-	token  string // marks the process tree (see internal/orphans)
-	cmd    *exec.Cmd
-	stdin  *os.File
-	stdout *os.File
-	tail   *Tail
+	limitHit func() string // the sandbox's cap that ended it, if any
+	token    string        // marks the process tree (see internal/orphans)
+	cmd      *exec.Cmd
+	stdin    *os.File
+	stdout   *os.File
+	tail     *Tail
 
 	done      chan struct{}
 	drained   chan struct{}
@@ -90,12 +93,15 @@ func StartProcess(argv []string, opts ProcessOptions) (*Process, error) {
 	token := orphans.Token()
 	env = orphans.Env(env, token)
 	cleanup := func() {}
+	var started func(int)
+	var limitHit func() string
 	if opts.Sandbox != nil {
-		w, err := opts.Sandbox.Wrap(sandbox.Command{Argv: argv, Dir: opts.Dir, Env: env, RW: opts.RW})
+		w, err := opts.Sandbox.Wrap(sandbox.Command{Argv: argv, Dir: opts.Dir, Env: env, RW: opts.RW, Disk: opts.Disk})
 		if err != nil {
 			return nil, &StartError{Argv: argv, Err: err}
 		}
 		path, argv, env, cleanup = w.Argv[0], w.Argv, w.Env, w.Cleanup
+		started, limitHit = w.Started, w.LimitHit
 	}
 	cmd := &exec.Cmd{
 		Path:        path,
@@ -112,13 +118,14 @@ func StartProcess(argv []string, opts ProcessOptions) (*Process, error) {
 		size = 64 << 10
 	}
 	p := &Process{
-		token:   token,
-		cmd:     cmd,
-		stdin:   inW,
-		stdout:  outR,
-		tail:    NewTail(size),
-		done:    make(chan struct{}),
-		drained: make(chan struct{}),
+		limitHit: limitHit,
+		token:    token,
+		cmd:      cmd,
+		stdin:    inW,
+		stdout:   outR,
+		tail:     NewTail(size),
+		done:     make(chan struct{}),
+		drained:  make(chan struct{}),
 	}
 	err = cmd.Start()
 	inR.Close()
@@ -130,6 +137,9 @@ func StartProcess(argv []string, opts ProcessOptions) (*Process, error) {
 		errR.Close()
 		cleanup()
 		return nil, &StartError{Argv: argv, Err: err}
+	}
+	if started != nil {
+		started(cmd.Process.Pid)
 	}
 	go func() {
 		defer close(p.drained)
@@ -154,6 +164,15 @@ func (p *Process) Stdin() io.WriteCloser { return p.stdin }
 
 // Stdout is the agent's standard output.
 func (p *Process) Stdout() io.ReadCloser { return p.stdout }
+
+// LimitHit names the sandbox's resource cap the agent hit, with its flag
+// ("" for none): the sandbox ended it when it did.
+func (p *Process) LimitHit() string {
+	if p.limitHit == nil {
+		return ""
+	}
+	return p.limitHit()
+}
 
 // Pid is the process id of the agent (and the id of its process group).
 func (p *Process) Pid() int { return p.cmd.Process.Pid }

@@ -161,6 +161,7 @@ func (ts *terminals) create(p CreateTerminalRequest) (any, *jsonrpc2.Error, stri
 	t := &terminal{limit: limit, done: make(chan struct{}), token: orphans.Token()}
 	env = orphans.Env(env, t.token)
 	cleanup := func() {}
+	var started func(int)
 	if ts.opts.Sandbox != nil {
 		// The sandbox starts in the directory by its path (the open
 		// descriptor does not cross into it); inside, nothing outside
@@ -174,6 +175,7 @@ func (ts *terminals) create(p CreateTerminalRequest) (any, *jsonrpc2.Error, stri
 			return nil, &jsonrpc2.Error{Code: CodeInternalError, Message: "cannot start command: " + err.Error()}, err.Error()
 		}
 		argv, dir, env, cleanup = w.Argv, w.Dir, w.Env, w.Cleanup
+		started = w.Started
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
@@ -186,6 +188,9 @@ func (ts *terminals) create(p CreateTerminalRequest) (any, *jsonrpc2.Error, stri
 	if err := cmd.Start(); err != nil {
 		cleanup()
 		return nil, &jsonrpc2.Error{Code: CodeInternalError, Message: "cannot start command: " + err.Error()}, err.Error()
+	}
+	if started != nil {
+		started(cmd.Process.Pid)
 	}
 	ts.mu.Lock()
 	if ts.closed {

@@ -103,7 +103,7 @@ func (w *worker) headlessTurn(ctx context.Context, run *caseRun, cwd, text, sess
 	argv := cfg.Adapter.Command(cfg.Agent, text, session)
 	// The turn's directory is the one it may write: its workspace copy,
 	// or the directory the user gave.
-	proc, err := acp.StartProcess(argv, acp.ProcessOptions{Dir: cwd, Env: cfg.AgentEnv, StderrCopy: cfg.StderrCopy, Sandbox: cfg.Sandbox, RW: []string{cwd}})
+	proc, err := acp.StartProcess(argv, acp.ProcessOptions{Dir: cwd, Env: cfg.AgentEnv, StderrCopy: cfg.StderrCopy, Sandbox: cfg.Sandbox, RW: []string{cwd}, Disk: headlessDisk(cfg, cwd)})
 	if err != nil {
 		return turn, &schemas.ErrorInfo{Class: schemas.ErrAgentStart, Message: err.Error()}
 	}
@@ -214,4 +214,13 @@ func plainID(s string) bool {
 		}
 	}
 	return true
+}
+
+// headlessDisk is what the disk cap covers for a turn run in cwd: the
+// workspace copy, never the user's directory.
+func headlessDisk(cfg *Config, cwd string) []string {
+	if cwd == cfg.AgentDir || cwd == cfg.Cwd {
+		return nil
+	}
+	return []string{cwd}
 }

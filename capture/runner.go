@@ -416,6 +416,10 @@ func (a *agent) exited(d time.Duration) bool {
 }
 
 func (a *agent) exitInfo(class, msg string) *schemas.ErrorInfo {
+	if hit := a.proc.LimitHit(); hit != "" {
+		// The sandbox ended the agent at a resource cap.
+		return &schemas.ErrorInfo{Class: schemas.ErrResourceLimit, Message: hit + ": the sandbox ended the agent", Stderr: a.proc.StderrTail()}
+	}
 	info := &schemas.ErrorInfo{Class: class, Message: msg, Stderr: a.proc.StderrTail()}
 	select {
 	case <-a.proc.Exited():
@@ -451,8 +455,12 @@ func (r *Runner) startAgent(ctx context.Context, dir string) (*agent, *schemas.E
 	}
 	// The agent's directory is the one it may write (in a sandbox): its
 	// case's copy, a scratch directory, or the directory the user gave.
+	var disk []string
+	if dir != r.cfg.AgentDir {
+		disk = []string{dir} // a copy or scratch directory, not the user's
+	}
 	proc, err := acp.StartProcess(r.cfg.Agent, acp.ProcessOptions{
-		Dir: dir, Env: r.cfg.AgentEnv, StderrCopy: r.cfg.StderrCopy, Sandbox: r.cfg.Sandbox, RW: []string{dir},
+		Dir: dir, Env: r.cfg.AgentEnv, StderrCopy: r.cfg.StderrCopy, Sandbox: r.cfg.Sandbox, RW: []string{dir}, Disk: disk,
 	})
 	if err != nil {
 		return nil, &schemas.ErrorInfo{Class: schemas.ErrAgentStart, Message: err.Error()}

@@ -506,6 +506,11 @@ func (w *worker) turn(ctx context.Context, run *caseRun, n int, text string, tim
 
 func (w *worker) turnError(run *caseRun, n int, err error) *schemas.ErrorInfo {
 	info := rpcErrorInfo(w.ag, schemas.ErrAgentError, err)
+	if info.Class == schemas.ErrResourceLimit {
+		info.Message += fmt.Sprintf(" during turn %d", n)
+		w.ag.kill()
+		return info
+	}
 	if info.Class == schemas.ErrAgentCrash {
 		w.ag.kill()
 		info.Message = fmt.Sprintf("the agent exited during turn %d", n) + strings.TrimPrefix(info.Message, "the agent closed the connection")
@@ -549,6 +554,17 @@ func (w *worker) finish(run *caseRun) {
 	if res.FirstResponse != nil {
 		d := res.FirstResponse.Milliseconds()
 		rec.Timing.FirstResponse = &d
+	}
+	if run.ag != nil && (run.err == nil || run.err.Class != schemas.ErrResourceLimit) {
+		if hit := run.ag.proc.LimitHit(); hit != "" {
+			// The agent answered, but the sandbox ended it (or what it
+			// ran) at a resource cap.
+			msg := hit
+			if run.err != nil {
+				msg += "; " + run.err.Message
+			}
+			run.err = &schemas.ErrorInfo{Class: schemas.ErrResourceLimit, Message: msg}
+		}
 	}
 	if run.err != nil {
 		rec.Error = run.err
@@ -636,8 +652,12 @@ func sandboxInfo(sb sandbox.Runner) *schemas.SandboxInfo {
 		return &schemas.SandboxInfo{Backend: "none"}
 	}
 	i := sb.Info()
-	return &schemas.SandboxInfo{Backend: i.Backend, Network: i.Network, Version: i.Version,
+	info := &schemas.SandboxInfo{Backend: i.Backend, Network: i.Network, Version: i.Version,
 		Hidden: i.Hidden, Bound: i.Bound, Protected: i.Protected}
+	for _, c := range i.Caps {
+		info.Caps = append(info.Caps, schemas.SandboxCap{Cap: c.Cap, Value: c.Value, How: c.How, Note: c.Note})
+	}
+	return info
 }
 
 // workspaceErr is the error of a case whose workspace could not be made.

@@ -84,6 +84,7 @@ func runProcess(ctx context.Context, argv []string, dir string, env []string, st
 	}
 	token := orphans.Token()
 	env = orphans.Env(env, token)
+	var started func(int)
 	if sb != nil {
 		// A sandboxed run's graders run in the sandbox too, with the
 		// workspace (code the agent wrote) writable.
@@ -105,6 +106,7 @@ func runProcess(ctx context.Context, argv []string, dir string, env []string, st
 		}
 		defer w.Cleanup()
 		argv, env = w.Argv, w.Env
+		started = w.Started
 	}
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = dir
@@ -120,7 +122,13 @@ func runProcess(ctx context.Context, argv []string, dir string, env []string, st
 	}
 	// Children that keep the pipes open must not hold us past the kill.
 	cmd.WaitDelay = 2 * time.Second
-	err := cmd.Run()
+	err := cmd.Start()
+	if err == nil {
+		if started != nil {
+			started(cmd.Process.Pid)
+		}
+		err = cmd.Wait()
+	}
 	if cmd.Process != nil {
 		// Reap anything the grader left running, in its group or not.
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)

@@ -28,6 +28,9 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
+
+	"harness/sandbox/limits"
 )
 
 // Command is one command to run.
@@ -42,6 +45,9 @@ type Command struct {
 	RW []string
 	// RO lists more paths the command may read.
 	RO []string
+	// Disk lists the directories the disk cap covers (a workspace copy;
+	// never a directory of the user's), beyond the sandbox's HOME.
+	Disk []string
 }
 
 // Wrapped is a command ready to exec, and what to do once it has ended.
@@ -49,9 +55,15 @@ type Wrapped struct {
 	Argv []string
 	Dir  string
 	Env  []string
-	// Cleanup removes what the sandbox made for the command (its HOME);
-	// call it once the command and every process it started are gone.
+	// Cleanup removes what the sandbox made for the command (its HOME,
+	// its cgroups); call it once the command has ended.
 	Cleanup func()
+	// Started, when not nil, is to be called with the command's pid as
+	// soon as it has started: the caps' watcher begins.
+	Started func(pid int)
+	// LimitHit, when not nil, names the resource cap the command hit, with
+	// its flag ("" for none); the sandbox was ended when it did.
+	LimitHit func() string
 }
 
 // Runner wraps commands to run in a sandbox.
@@ -78,6 +90,8 @@ type Info struct {
 	// Protected are the run's own files, read-only inside the sandbox
 	// even where their directory is writable.
 	Protected []string `json:"protected,omitempty"`
+	// Caps say how each resource cap is enforced.
+	Caps []limits.Applied `json:"caps,omitempty"`
 }
 
 // None runs commands as they are.
@@ -119,6 +133,15 @@ type Options struct {
 	KeepEnv []string
 	// Path is the bwrap binary ("" = bwrap on PATH).
 	Path string
+	// Caps, when not nil, caps the resources of each command and all it
+	// starts (see package limits).
+	Caps *limits.Caps
+	// CgroupParent is a delegated cgroup v2 directory for the caps ("" =
+	// found from this process's own cgroup).
+	CgroupParent string
+	// Exe is the harness executable that puts a capped command into its
+	// cgroups ("" = this process's own executable).
+	Exe string
 }
 
 // DefaultHidden are the host paths a sandboxed command sees empty: home
@@ -141,6 +164,10 @@ type Bwrap struct {
 	path    string
 	version string
 	hidden  []string // absolute, existing, cleaned
+
+	exe      string           // for the caps' wrapper
+	applied  []limits.Applied // how the caps are enforced
+	warnings []string         // caps that could not be applied as asked
 
 	mu        sync.Mutex
 	protect   []string
@@ -187,8 +214,24 @@ func NewBwrap(opts Options) (*Bwrap, error) {
 	if err == nil {
 		b.version = strings.TrimSpace(strings.TrimPrefix(string(out), "bubblewrap"))
 	}
+	if opts.Caps != nil {
+		b.exe = opts.Exe
+		if b.exe == "" {
+			if b.exe, err = os.Executable(); err != nil {
+				return nil, fmt.Errorf("sandbox caps: the harness executable: %w", err)
+			}
+		}
+		// A first group says how the caps can be enforced here; every
+		// command's is made the same way.
+		g, warnings, err := limits.New(*opts.Caps, limits.Options{CgroupParent: opts.CgroupParent, DiskDirs: []string{os.TempDir()}})
+		if err != nil {
+			return nil, fmt.Errorf("sandbox caps: %w", err)
+		}
+		b.applied, b.warnings = g.Applied(), warnings
+		g.Close()
+	}
 	// A trial run says whether namespaces can be made here.
-	probe := exec.Command(path, b.args(Command{Dir: "/"}, "/", nil, nil)...)
+	probe := exec.Command(path, b.args(Command{Dir: "/"}, "/", nil, nil, nil)...)
 	probe.Args = append(probe.Args, "true")
 	if msg, err := probe.CombinedOutput(); err != nil {
 		text := strings.TrimSpace(string(msg))
@@ -248,11 +291,16 @@ func (b *Bwrap) Protect(paths ...string) {
 	}
 }
 
+// Warnings say which caps could not be enforced as asked, and how they
+// are instead: to be shown once per run.
+func (b *Bwrap) Warnings() []string { return slices.Clone(b.warnings) }
+
 // Info says how commands run.
 func (b *Bwrap) Info() Info {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	info := Info{Backend: "bwrap", Network: b.opts.Network, Version: b.version, Hidden: slices.Clone(b.hidden)}
+	info := Info{Backend: "bwrap", Network: b.opts.Network, Version: b.version, Hidden: slices.Clone(b.hidden),
+		Caps: slices.Clone(b.applied)}
 	for p := range b.bound {
 		info.Bound = append(info.Bound, p)
 	}
@@ -266,20 +314,20 @@ func (b *Bwrap) Info() Info {
 
 // Args returns the bubblewrap arguments (before the command) for c with
 // the given HOME, for documentation and tests.
-func (b *Bwrap) Args(c Command, home string) []string { return b.args(c, home, nil, nil) }
+func (b *Bwrap) Args(c Command, home string) []string { return b.args(c, home, nil, nil, nil) }
 
 // within says whether path p is dir or lies under it.
 func within(p, dir string) bool {
 	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
 }
 
-func (b *Bwrap) args(c Command, home string, back, tmps []string) []string {
+func (b *Bwrap) args(c Command, home string, back, tmps, tmpSize []string) []string {
 	a := []string{
 		"--ro-bind", "/", "/",
 		"--dev", "/dev",
 		"--proc", "/proc",
-		"--tmpfs", "/tmp",
 	}
+	a = append(append(a, tmpSize...), "--tmpfs", "/tmp")
 	for _, p := range tmps {
 		a = append(a, "--ro-bind", p, p)
 	}
@@ -298,6 +346,9 @@ func (b *Bwrap) args(c Command, home string, back, tmps []string) []string {
 		"--unshare-uts",
 		"--die-with-parent",
 		"--new-session",
+		// Run as root, bwrap would leave the command every capability
+		// (it could remount the host's / writable); none is kept.
+		"--cap-drop", "ALL",
 	)
 	if b.opts.Network == "none" {
 		a = append(a, "--unshare-net")
@@ -404,9 +455,24 @@ func (b *Bwrap) Wrap(c Command) (Wrapped, error) {
 			}
 		}
 	}
-	wrapped := append([]string{b.path}, b.args(c, home, back, tmps)...)
-	wrapped = append(wrapped, argv...)
-	return Wrapped{Argv: wrapped, Dir: c.Dir, Env: b.env(c.Env, home), Cleanup: cleanup}, nil
+	w := Wrapped{Dir: c.Dir, Env: b.env(c.Env, home), Cleanup: cleanup}
+	var prefix, tmpSize []string
+	if b.opts.Caps != nil {
+		g, _, err := limits.New(*b.opts.Caps, limits.Options{CgroupParent: b.opts.CgroupParent, DiskDirs: append(slices.Clone(c.Disk), home)})
+		if err != nil {
+			cleanup()
+			return Wrapped{}, fmt.Errorf("sandbox caps: %w", err)
+		}
+		prefix, tmpSize = g.WrapperArgs(b.exe), g.TmpfsSizeArgs()
+		w.Cleanup = func() { g.Close(); cleanup() }
+		w.Started = func(pid int) {
+			g.Start(pid, func() { syscall.Kill(-pid, syscall.SIGKILL) })
+		}
+		w.LimitHit = g.Check
+	}
+	w.Argv = append(append(prefix, b.path), b.args(c, home, back, tmps, tmpSize)...)
+	w.Argv = append(w.Argv, argv...)
+	return w, nil
 }
 
 // needed finds what a command needs to start that the sandbox hides: its

@@ -29,7 +29,7 @@ func TestBwrapArgs(t *testing.T) {
 	p := func(name string) string { return filepath.Join(root, name) }
 	b := &Bwrap{opts: Options{Network: "none", RO: []string{p("tools")}, RW: []string{p("data")}}, path: "bwrap"}
 	got := strings.Join(b.Args(Command{Dir: p("ws"), RW: []string{p("ws"), p("extra")}}, p("home")), " ")
-	want := "--ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --unshare-pid --unshare-ipc --unshare-uts --die-with-parent --new-session --unshare-net " +
+	want := "--ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --unshare-pid --unshare-ipc --unshare-uts --die-with-parent --new-session --cap-drop ALL --unshare-net " +
 		"--ro-bind R/tools R/tools --bind R/data R/data --bind R/ws R/ws --bind R/extra R/extra --bind R/home R/home --chdir R/ws --"
 	want = strings.ReplaceAll(want, "R/", root+"/")
 	if got != want {

@@ -18,6 +18,7 @@ const (
 	ErrGraderTimeout  = "grader_timeout"  // the grader exceeded its timeout
 	ErrGraderInvalid  = "grader_invalid"  // the grader's output was not a valid result
 	ErrInterrupted    = "interrupted"     // the run was interrupted by a signal
+	ErrResourceLimit  = "resource_limit"  // the agent hit a resource cap of its sandbox (memory, pids, disk)
 )
 
 // CaptureRecord is one line of capture output: what the agent did for one
@@ -181,6 +182,21 @@ type SandboxInfo struct {
 	// Protected are the run's files kept read-only inside writable
 	// directories (outputs, graders, prompts).
 	Protected []string `json:"protected,omitempty"`
+	// Caps say how each resource cap was enforced.
+	Caps []SandboxCap `json:"caps,omitempty"`
+}
+
+// SandboxCap says how one resource cap of a sandbox was enforced.
+type SandboxCap struct {
+	// Cap is memory, pids, cpus or disk.
+	Cap string `json:"cap"`
+	// Value is the cap as written ("512 MiB", "1024", "1.5").
+	Value string `json:"value"`
+	// How is "cgroup v2", "cgroup v1", "rlimit", "watcher", "not
+	// applied" or "no cap".
+	How string `json:"how"`
+	// Note says more when the enforcement is partial.
+	Note string `json:"note,omitempty"`
 }
 
 // GraderResult is what a grader said about a record.

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"harness/sandbox"
 	"io"
 	"os"
 	"os/signal"
@@ -135,7 +136,12 @@ func commands() []*command {
 	return cmds
 }
 
-func main() { os.Exit(mainExit()) }
+func main() {
+	if code, ok := sandbox.HelperMain(); ok {
+		os.Exit(code) // harness started as a part of a sandbox
+	}
+	os.Exit(mainExit())
+}
 
 // mainExit runs harness with the process's arguments, streams and signals:
 // the first SIGINT or SIGTERM cancels the run's context, a second one kills

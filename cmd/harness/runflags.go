@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,6 +26,7 @@ import (
 	"harness/internal/redact"
 	"harness/results"
 	"harness/sandbox"
+	"harness/sandbox/limits"
 	"harness/schemas"
 )
 
@@ -382,7 +384,12 @@ func (f *runFlags) prepare(e *env, args, agent []string, cmdName string) (*runSe
 	}
 	if bw, ok := sb.(*sandbox.Bwrap); ok {
 		bw.Protect(f.runFiles(s, gopts)...)
-	} else if f.output != "" && f.output != "-" && f.adapter == "" && !f.quiet {
+		if !f.quiet {
+			for _, w := range bw.Warnings() {
+				fmt.Fprintf(e.stderr, "warning: %s\n", w)
+			}
+		}
+	} else if f.output != "" && f.output != "-" && !f.quiet {
 		fmt.Fprintf(e.stderr, "warning: no sandbox: the agent runs as you and can change %s, the graders and the prompts; add --sandbox bwrap to keep them out of its reach\n", f.output)
 	}
 	return s, nil
@@ -584,6 +591,12 @@ type sandboxFlags struct {
 	network string
 	ro, rw  []string
 	protect []string
+	memory  string
+	pids    string
+	cpus    string
+	disk    string
+	cgroup  string
+	set     *pflag.FlagSet
 }
 
 func (f *sandboxFlags) addFlags(fs *pflag.FlagSet, usage string) {
@@ -592,6 +605,13 @@ func (f *sandboxFlags) addFlags(fs *pflag.FlagSet, usage string) {
 	fs.StringVar(&f.network, "sandbox-network", "host", "with --sandbox bwrap, the agent's `network`: host or none")
 	fs.StringArrayVar(&f.ro, "sandbox-ro", nil, "with --sandbox bwrap, also bind `path` read-only; repeatable")
 	fs.StringArrayVar(&f.rw, "sandbox-rw", nil, "with --sandbox bwrap, also bind `path` read-write; repeatable")
+	f.set = fs
+	defaults := limits.DefaultCaps()
+	fs.StringVar(&f.memory, "sandbox-memory", limits.FormatSize(defaults.MemoryBytes), "with --sandbox bwrap, cap each agent's memory at `size` (512M, 4G; 0: no cap)")
+	fs.StringVar(&f.pids, "sandbox-pids", strconv.Itoa(defaults.Pids), "with --sandbox bwrap, cap each agent's processes and threads at `n` (0: no cap)")
+	fs.StringVar(&f.cpus, "sandbox-cpus", "0", "with --sandbox bwrap, cap each agent's CPU use at `n` cores (1.5; 0: no cap)")
+	fs.StringVar(&f.disk, "sandbox-disk", limits.FormatSize(defaults.DiskBytes), "with --sandbox bwrap, cap what each agent writes in its workspace copy and private /tmp at `size` (0: no cap)")
+	fs.StringVar(&f.cgroup, "sandbox-cgroup", "", "with --sandbox bwrap, make the caps' cgroups under this delegated cgroup v2 `dir` (default: found)")
 	fs.StringArrayVar(&f.protect, "sandbox-protect", nil, "with --sandbox bwrap, keep `path` read-only even inside a writable directory (the run's outputs, graders and prompts are kept so anyway); repeatable")
 }
 
@@ -606,12 +626,20 @@ func (f *sandboxFlags) runner(env, secretEnv []string) (sandbox.Runner, error) {
 	}
 	switch f.backend {
 	case "", "none":
-		if f.home != "" || len(f.ro)+len(f.rw)+len(f.protect) > 0 || f.network != "host" {
-			return nil, usageErrorf("--sandbox-home, --sandbox-network, --sandbox-ro, --sandbox-rw and --sandbox-protect need --sandbox bwrap")
+		for _, name := range []string{"sandbox-home", "sandbox-network", "sandbox-ro", "sandbox-rw", "sandbox-protect",
+			"sandbox-memory", "sandbox-pids", "sandbox-cpus", "sandbox-disk", "sandbox-cgroup"} {
+			if f.set != nil && f.set.Changed(name) {
+				return nil, usageErrorf("--%s needs --sandbox bwrap", name)
+			}
 		}
 		return nil, nil
 	case "bwrap":
-		sb, err := sandbox.NewBwrap(sandbox.Options{Network: f.network, RO: f.ro, RW: f.rw, HomeTemplate: f.home, KeepEnv: keepEnv})
+		caps, err := f.caps()
+		if err != nil {
+			return nil, err
+		}
+		sb, err := sandbox.NewBwrap(sandbox.Options{Network: f.network, RO: f.ro, RW: f.rw, HomeTemplate: f.home, KeepEnv: keepEnv,
+			Caps: &caps, CgroupParent: f.cgroup})
 		if err != nil {
 			return nil, usageErrorf("--sandbox bwrap: %v", err)
 		}
@@ -620,11 +648,30 @@ func (f *sandboxFlags) runner(env, secretEnv []string) (sandbox.Runner, error) {
 	return nil, usageErrorf("--sandbox %q: want none or bwrap", f.backend)
 }
 
+// caps reads the --sandbox-memory, -pids, -cpus and -disk flags.
+func (f *sandboxFlags) caps() (limits.Caps, error) {
+	var c limits.Caps
+	var err error
+	if c.MemoryBytes, err = limits.ParseSize(f.memory); err != nil {
+		return c, usageErrorf("--sandbox-memory %q: %v", f.memory, err)
+	}
+	if c.Pids, err = limits.ParsePids(f.pids); err != nil {
+		return c, usageErrorf("--sandbox-pids %q: %v", f.pids, err)
+	}
+	if c.CPUs, err = limits.ParseCPUs(f.cpus); err != nil {
+		return c, usageErrorf("--sandbox-cpus %q: %v", f.cpus, err)
+	}
+	if c.DiskBytes, err = limits.ParseSize(f.disk); err != nil {
+		return c, usageErrorf("--sandbox-disk %q: %v", f.disk, err)
+	}
+	return c, nil
+}
+
 // errorClasses are the error classes a record can have.
 func errorClasses() []string {
 	return []string{schemas.ErrAgentStart, schemas.ErrWorkspaceSetup, schemas.ErrAgentCrash, schemas.ErrTimeout,
 		schemas.ErrProtocol, schemas.ErrAuthRequired, schemas.ErrAgentError, schemas.ErrGraderError, schemas.ErrGraderTimeout,
-		schemas.ErrGraderInvalid}
+		schemas.ErrGraderInvalid, schemas.ErrResourceLimit}
 }
 
 // checkClasses refuses an error class that does not exist.

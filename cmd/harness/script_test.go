@@ -19,11 +19,15 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"harness/internal/fakeagent"
+	"harness/sandbox"
 	"harness/internal/testagents"
 )
 
 // TestMain lets the test binary double as the harness command in scripts.
 func TestMain(m *testing.M) {
+	if code, ok := sandbox.HelperMain(); ok {
+		os.Exit(code)
+	}
 	testscript.Main(m, map[string]func(){
 		"harness":   main,
 		"fakeagent": fakeagent.Run,

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"harness/internal/fakeagent"
+	"harness/sandbox"
 )
 
 // RequireEnv is the environment variable that turns a missing real agent
@@ -54,6 +55,9 @@ func NodeScript(t testing.TB, rel string) string {
 // fixture agent: started with FakeAgentEnv set (see FakeAgent) it plays
 // the agent, otherwise it runs the tests.
 func FakeAgentMain(m *testing.M) int {
+	if code, ok := sandbox.HelperMain(); ok {
+		return code
+	}
 	if os.Getenv(FakeAgentEnv) == "1" {
 		fakeagent.Run()
 		return 0

@@ -500,6 +500,28 @@ func (g *Group) Hit() string {
 	return ""
 }
 
+// Check looks at the cgroups' event counters now, not waiting for the
+// watcher's next poll (the kernel may have killed a process at its memory
+// cap just before the command answered), and returns Hit(). A hit found
+// here ends the sandbox, as the watcher would.
+func (g *Group) Check() string {
+	if h := g.Hit(); h != "" {
+		return h
+	}
+	for _, d := range g.dirs {
+		if hit := d.hitIn(); hit != "" {
+			g.mu.Lock()
+			if g.hitCap == "" {
+				g.hitCap = hit
+			}
+			g.mu.Unlock()
+			g.killEverything()
+			break
+		}
+	}
+	return g.Hit()
+}
+
 // HitCap returns the name of the cap that was hit ("memory", "pids",
 // "disk") or "".
 func (g *Group) HitCap() string {
