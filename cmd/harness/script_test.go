@@ -19,8 +19,8 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"harness/internal/fakeagent"
-	"harness/sandbox"
 	"harness/internal/testagents"
+	"harness/sandbox"
 )
 
 // TestMain lets the test binary double as the harness command in scripts.
