@@ -47,6 +47,7 @@ var goTypes = map[string]reflect.Type{
 	"TrajectoryStep":    reflect.TypeFor[Step](),
 	"TrialEntry":        reflect.TypeFor[entryFields](),
 	"TrialsRecord":      reflect.TypeFor[TrialsRecord](),
+	"TrialsNeeded":      reflect.TypeFor[TrialsNeeded](),
 	"TrialsSummary":     reflect.TypeFor[TrialsSummary](),
 	"ValidationResult":  reflect.TypeFor[ValidationResult](),
 }

@@ -121,6 +121,7 @@ func commands() []*command {
 		newValidateRefsCmd(),
 		newBalanceCmd(),
 		newCompareCmd(),
+		newTrialsNeededCmd(),
 		newReportCmd(),
 		newMergeCmd(),
 		newCheckCmd(),
