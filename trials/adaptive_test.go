@@ -2,7 +2,6 @@ package trials
 
 import (
 	"math"
-	"math/rand/v2"
 	"testing"
 
 	"harness/schemas"
@@ -103,29 +102,6 @@ func TestEstimatorExactlyUnbiased(t *testing.T) {
 		t.Logf("rate %.2f: E[rao-blackwell] %.6f  E[c/n] %.6f", rate, mean, naive)
 		if rate == 0.2 && math.Abs(naive-rate) < 0.005 {
 			t.Errorf("rate %g: naive c/n is unbiased here too (%g): the enumeration shows no stopping effect", rate, naive)
-		}
-	}
-}
-
-// simulateCase runs one case under the policy with pass rate rate and
-// returns its capture records.
-func simulateCase(r *rand.Rand, id string, rate float64, p Policy) []schemas.CaptureRecord {
-	var recs []schemas.CaptureRecord
-	finished := map[int]Verdict{}
-	for {
-		asked, stop := p.Replay(finished)
-		if stop != "" {
-			return recs
-		}
-		for t := len(recs) + 1; t <= asked; t++ {
-			pass := r.Float64() < rate
-			score := 0.0
-			finished[t] = VerdictFail
-			if pass {
-				score = 1
-				finished[t] = VerdictPass
-			}
-			recs = append(recs, schemas.CaptureRecord{ID: id, Trial: t, Score: &schemas.GraderResult{Pass: pass, Score: score}})
 		}
 	}
 }
