@@ -116,6 +116,8 @@ type Case struct {
 	Count trials.CaseCount
 	// Warnings of the trials record, if any.
 	Warnings []string
+	// Adaptive is the trials record's adaptive part (an adaptive run).
+	Adaptive *schemas.AdaptiveCase
 }
 
 // Trial is what is kept in memory about one trial.
@@ -274,6 +276,7 @@ func (r *Run) addTrials(tr *schemas.TrialsRecord, line int) error {
 	c.Expected = shorten(tr.Expected, maxInput)
 	c.Category = category(tr.Metadata)
 	c.Warnings = tr.Warnings
+	c.Adaptive = tr.Adaptive
 	recs := review.TrialCaptures(tr)
 	for i := range recs {
 		if c.Category == "" {
@@ -431,6 +434,10 @@ func (c *Case) Missing() int { return max(0, c.K-len(c.Trials)) }
 func (r *Run) Summary(seed uint64, resamples int) schemas.TrialsSummary {
 	s := trials.NewSummary(0)
 	for _, c := range r.Cases {
+		if c.Adaptive != nil {
+			s.AddAdaptiveCount(&c.Count, c.Adaptive)
+			continue
+		}
 		s.AddCount(&c.Count, max(c.K, 1))
 	}
 	sum := s.Result(seed, resamples)

@@ -244,6 +244,7 @@ type CaseRow struct {
 func Aggregate(name string, r io.Reader, seed uint64, resamples int) ([]*CaseRow, schemas.TrialsSummary, string, error) {
 	var rows []*CaseRow
 	ks := map[string]int{}
+	adaptive := map[string]*schemas.AdaptiveCase{}
 	index := map[string]int{}
 	row := func(id string) *CaseRow {
 		i, ok := index[id]
@@ -263,6 +264,9 @@ func Aggregate(name string, r io.Reader, seed uint64, resamples int) ([]*CaseRow
 				return &schemas.InputError{File: name, Line: l.Line, Field: "id", Msg: fmt.Sprintf("case %q appears twice", l.Trials.ID)}
 			}
 			ks[l.Trials.ID] = l.Trials.K
+			if l.Trials.Adaptive != nil {
+				adaptive[l.Trials.ID] = l.Trials.Adaptive
+			}
 			rw := row(l.Trials.ID)
 			for _, rec := range TrialCaptures(l.Trials) {
 				rw.add(&rec)
@@ -281,6 +285,10 @@ func Aggregate(name string, r io.Reader, seed uint64, resamples int) ([]*CaseRow
 		k, ok := ks[rw.ID]
 		if !ok || k < 1 {
 			k = rw.Count.Trials
+		}
+		if a := adaptive[rw.ID]; a != nil {
+			s.AddAdaptiveCount(&rw.Count, a)
+			continue
 		}
 		s.AddCount(&rw.Count, k)
 	}

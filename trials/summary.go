@@ -66,17 +66,28 @@ func (s *Summary) Add(r schemas.TrialsRecord) {
 }
 
 func (s *Summary) addAdaptive(r schemas.TrialsRecord) {
-	a := r.Adaptive
+	s.addAdaptiveCounts(r.ID, r.Adaptive, len(r.Trials), r.N, r.C)
+}
+
+// AddAdaptiveCount is AddCount for a case of an adaptive run, a being its
+// trials record's Adaptive part: like Add, it counts the case's first MinK
+// trials in the curves and its unbiased pass rate in the pass rate.
+func (s *Summary) AddAdaptiveCount(cc *CaseCount, a *schemas.AdaptiveCase) {
+	s.addAdaptiveCounts(cc.ID, a, cc.Trials, cc.N, cc.C)
+	s.add(cc.ID, a.MinK, cc.Trials, a.FirstN, a.FirstC, cc.Ungraded, 0, cc.Errors)
+}
+
+func (s *Summary) addAdaptiveCounts(id string, a *schemas.AdaptiveCase, trials, n, c int) {
 	if s.adaptive == nil {
 		s.adaptive = &schemas.AdaptiveSummary{MinK: a.MinK, MaxK: a.MaxK, CIWidth: a.CIWidth, Stopped: map[string]int{}}
 	}
 	s.adaptive.Stopped[a.Stop]++
 	if a.Stop == StopMaxK {
-		s.adaptive.AtMaxK = append(s.adaptive.AtMaxK, r.ID)
+		s.adaptive.AtMaxK = append(s.adaptive.AtMaxK, id)
 	}
-	s.adaptive.Trials += len(r.Trials)
-	s.allN += r.N
-	s.allC += r.C
+	s.adaptive.Trials += trials
+	s.allN += n
+	s.allC += c
 	if a.PassRate != nil {
 		s.rates = append(s.rates, *a.PassRate)
 	}
