@@ -12,7 +12,8 @@ type AdaptiveCase struct {
 	MaxK    int     `json:"maxK"`
 	CIWidth float64 `json:"ciWidth"`
 	// Stop is why the case stopped: "width" (its interval is narrow
-	// enough) or "max-k" (it reached MaxK trials first).
+	// enough), "max-k" (it reached MaxK trials first) or "ungraded" (none
+	// of its first MinK trials got a verdict).
 	Stop string `json:"stop"`
 	// FirstN and FirstC count the graded and passed trials among trials
 	// 1..MinK.
@@ -33,7 +34,7 @@ type AdaptiveSummary struct {
 	MinK    int     `json:"minK"`
 	MaxK    int     `json:"maxK"`
 	CIWidth float64 `json:"ciWidth"`
-	// Stopped counts cases by stop reason ("width", "max-k").
+	// Stopped counts cases by stop reason ("width", "max-k", "ungraded").
 	Stopped map[string]int `json:"stopped"`
 	// AtMaxK lists the cases that reached MaxK with their interval still
 	// wider than CIWidth.

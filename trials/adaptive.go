@@ -14,6 +14,10 @@ const (
 	StopWidth = "width"
 	// StopMaxK: the case reached MaxK trials first.
 	StopMaxK = "max-k"
+	// StopUngraded: none of the case's first MinK trials got a verdict
+	// (every one hit an infrastructure error): more would most likely
+	// fail the same way (--resume --retry-errors runs them again).
+	StopUngraded = "ungraded"
 )
 
 // Estimators of an adaptive case's pass rate.
@@ -32,8 +36,9 @@ const MaxAdaptiveK = 1000
 // Policy is the stopping rule of an adaptive trials run. Every case gets
 // MinK trials. After that, whenever every trial a case was given has
 // finished, the case stops if its Wilson 95% interval (over its graded
-// trials) is at most CIWidth wide (StopWidth) or it has been given MaxK
-// trials (StopMaxK); otherwise it is given more: half the gap to the
+// trials) is at most CIWidth wide (StopWidth), it has been given MaxK
+// trials (StopMaxK), or none of its trials was graded (StopUngraded);
+// otherwise it is given more: half the gap to the
 // number of trials that would reach the width at its current pass rate,
 // at least one and at most up to MaxK.
 //
@@ -90,13 +95,13 @@ func (p Policy) Decide(asked, n, c int) (stop string, more int) {
 	if n >= 1 && WilsonWidth(c, n) <= p.CIWidth {
 		return StopWidth, 0
 	}
+	if n == 0 {
+		return StopUngraded, 0
+	}
 	if asked >= p.MaxK {
 		return StopMaxK, 0
 	}
 	left := p.MaxK - asked
-	if n == 0 {
-		return "", min(p.MinK, left)
-	}
 	rate := float64(c) / float64(n)
 	// The smallest total that reaches the width at this rate; the width
 	// falls as the total grows.
@@ -280,8 +285,11 @@ func BuildAdaptiveRecord(c schemas.PromptCase, recs []schemas.CaptureRecord, est
 		rate := float64(a.FirstC) / float64(a.FirstN)
 		a.PassRate, a.Estimator = &rate, EstimatorFirstMinK
 	}
-	if stop == StopMaxK {
+	switch stop {
+	case StopMaxK:
 		tr.Warnings = append(tr.Warnings, fmt.Sprintf("stopped at max-k=%d trials with the interval still wider than %g", p.MaxK, p.CIWidth))
+	case StopUngraded:
+		tr.Warnings = append(tr.Warnings, fmt.Sprintf("stopped after %d trials without a graded one", asked))
 	}
 	tr.Adaptive = a
 	return tr

@@ -240,3 +240,18 @@ func TestBuildAdaptiveRecordFallback(t *testing.T) {
 		t.Fatalf("stop %q k %d", a.Stop, tr.K)
 	}
 }
+
+// A case none of whose first min-k trials was graded stops there.
+func TestAdaptiveStopsUngraded(t *testing.T) {
+	p := Policy{MinK: 2, MaxK: 10, CIWidth: 0.3}
+	crash := &schemas.ErrorInfo{Class: schemas.ErrAgentCrash}
+	recs := []schemas.CaptureRecord{{ID: "x", Trial: 1, Error: crash}, {ID: "x", Trial: 2, Error: crash}}
+	tr := BuildAdaptiveRecord(schemas.PromptCase{ID: "x"}, recs, NewEstimator(p), nil)
+	if tr.Adaptive.Stop != StopUngraded || tr.K != 2 || tr.Adaptive.PassRate != nil {
+		t.Fatalf("stop %q k %d passRate %v", tr.Adaptive.Stop, tr.K, tr.Adaptive.PassRate)
+	}
+	// With --fail-on agent_crash they count as failures: the case goes on.
+	if _, stop := p.Replay(map[int]Verdict{1: VerdictOf(&recs[0], map[string]bool{schemas.ErrAgentCrash: true}), 2: VerdictFail}); stop != "" {
+		t.Fatalf("counted failures: stop %q", stop)
+	}
+}

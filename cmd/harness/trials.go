@@ -148,6 +148,10 @@ Examples:
 				pf.Close()
 			}
 		}
+		if policy != nil && len(setup.graders) == 0 {
+			setup.cleanup()
+			return usageErrorf("--adaptive decides from the trials' verdicts: give a grader (-g)")
+		}
 		if len(setup.graders) == 0 && !f.quiet {
 			fmt.Fprintln(e.stderr, "harness trials: no grader (-g): trials are recorded but nothing is scored")
 		}
