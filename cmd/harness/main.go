@@ -185,6 +185,10 @@ func runMain(ctx context.Context, e *env, args []string) int {
 				printCommandHelp(e.stdout, c)
 				return exitOK
 			}
+			if args[1] == "version" {
+				fmt.Fprintf(e.stdout, "Usage: harness version\n\n%s\n\nAlso: harness --version, harness -v.\n", versionShort)
+				return exitOK
+			}
 			fmt.Fprintf(e.stderr, "harness: unknown command %q\n", args[1])
 			return exitUsage
 		}
@@ -273,17 +277,22 @@ func findCommand(cmds []*command, name string) *command {
 	return nil
 }
 
+// versionShort describes the version command, which has no flags and so
+// no entry in the command table.
+const versionShort = "version, VCS revision and dirty flag of this build"
+
 func printOverview(w io.Writer, cmds []*command) {
 	fmt.Fprintf(w, "harness %s: evaluate coding agents that speak the Agent Client Protocol.\n\n", buildinfo.Read(version).Version)
 	fmt.Fprintln(w, "Usage: harness <command> [flags] [args] [-- agent command...]")
 	fmt.Fprintln(w, "\nCommands:")
-	width := 0
+	width := len("version")
 	for _, c := range cmds {
 		width = max(width, len(c.name))
 	}
 	for _, c := range cmds {
 		fmt.Fprintf(w, "  %-*s  %s\n", width, c.name, c.short)
 	}
+	fmt.Fprintf(w, "  %-*s  %s\n", width, "version", versionShort)
 	fmt.Fprintln(w, "\nRun 'harness help <command>' or 'harness <command> --help' for its flags and examples.")
 	fmt.Fprintln(w, "Durations take Go syntax (90s, 2m); a bare number means milliseconds.")
 	fmt.Fprint(w, "\n"+exitCodesHelp)
