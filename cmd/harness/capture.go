@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -77,6 +78,20 @@ type runHooks struct {
 	// sequence to run under ctx, which may add units as records come in
 	// (grow raises the progress total).
 	units func(done map[results.UnitKey]bool) (total int, seq func(ctx context.Context, grow func(int)) iter.Seq[capture.Unit])
+	// summaryPrinted reports whether finish printed the run's counts
+	// itself, so that only the cost line follows.
+	summaryPrinted func() bool
+}
+
+// costLine says what a run cost; without a price table its dollars are
+// what the agents reported themselves, and it says so.
+func costLine(spent *schemas.Cost, priced bool) string {
+	if priced || spent == nil || spent.USD == nil {
+		return cost.Format(spent)
+	}
+	tokens := *spent
+	tokens.USD = nil
+	return fmt.Sprintf("$%.4f (reported by the agent; no --prices), %s", *spent.USD, cost.Format(&tokens))
 }
 
 // runUnits runs k trials of every case and writes each record as it
@@ -116,6 +131,19 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 	defer log.stop()
 	if total == 0 {
 		log.printf("nothing to run: all %s in %s\n", plural(len(done), "unit"), f.output)
+		if hooks.finish != nil {
+			// A run stopped with nothing left to do is finished now.
+			err := hooks.finish(out, &capture.Stats{}, false)
+			var ee *exitError
+			if err != nil && !errors.As(err, &ee) {
+				err = outputError(err)
+			}
+			closed = true
+			if cerr := out.Close(); cerr != nil && err == nil {
+				err = outputError(cerr)
+			}
+			return err
+		}
 		return nil
 	}
 	kill := make(chan struct{})
@@ -151,9 +179,11 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 		}
 		return inputError(setup.redactErr(err))
 	}
+	// Units that share the working directory are warned of at the end,
+	// and only when one of them wrote files there.
+	var shared *sharedWrites
 	if total > 1 && setup.cfg.Workspace == "" && !setup.anyCaseWorkspace {
-		log.printf("warning: %s share the working directory %s: what one writes, the next sees; give --workspace DIR for a fresh copy per unit\n",
-			plural(total, "unit"), setup.cfg.Cwd)
+		shared = newSharedWrites(setup.cfg.Cwd, time.Now())
 	}
 	switch {
 	case setup.cfg.Adapter != nil:
@@ -167,10 +197,19 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 	var mu sync.Mutex
 	var spent *schemas.Cost
 	var budgetHit atomic.Bool
+	// finished counts the units that ran to the end (not interrupted): a
+	// budget spent by the last of them stopped nothing.
+	var finished atomic.Int64
 	if f.maxCost > 0 && len(f.prices) == 0 {
 		log.printf("warning: --max-cost without --prices counts only the cost agents report themselves\n")
 	}
 	emit := func(rec *schemas.CaptureRecord) error {
+		if rec.Error == nil || rec.Error.Class != schemas.ErrInterrupted {
+			finished.Add(1)
+		}
+		if shared != nil {
+			shared.see(rec)
+		}
 		if rec.Error != nil && slices.Contains(f.stopOn, rec.Error.Class) && stoppedBy.CompareAndSwap(nil, rec) {
 			stopRun() // no new work: every case would fail the same way
 		}
@@ -203,6 +242,9 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 		units = growing(runCtx, log.grow)
 	}
 	stats, runErr := runner.Run(runCtx, units, emit)
+	if budgetHit.Load() && growing == nil && finished.Load() == int64(total) {
+		budgetHit.Store(false) // every unit ran: the budget stopped nothing
+	}
 	var gateErr error
 	if hooks.finish != nil && runErr == nil {
 		gateErr = hooks.finish(out, stats, ctx.Err() != nil || budgetHit.Load())
@@ -216,9 +258,15 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 		runErr = outputError(err)
 	}
 	log.stop()
-	log.summary(stats)
+	if hooks.summaryPrinted == nil || !hooks.summaryPrinted() {
+		log.summary(stats)
+	}
 	if spent != nil {
-		log.printf("cost: %s\n", cost.Format(spent))
+		log.printf("cost: %s\n", costLine(spent, len(f.prices) > 0))
+	}
+	if n, path := shared.seen(); n > 0 {
+		log.printf("warning: %s of %d wrote files in the working directory they share, %s (%s, ...): what one writes, the next sees; give --workspace DIR for a fresh copy per unit\n",
+			plural(n, "unit"), total, setup.cfg.Cwd, path)
 	}
 	if runErr == nil && (f.junit != "" || f.markdown != "") {
 		runErr = writeCIReports(f)

@@ -64,7 +64,7 @@ Examples:
 	fs.StringVar(&f.prompts, "prompts", "", "the prompts `file` of the run: the full set of cases, in order")
 	fs.BoolVar(&f.allowMissing, "allow-missing", false, "write what there is when units are missing, and list them")
 	fs.BoolVar(&f.force, "force", false, "overwrite an existing output file")
-	fs.StringVar(&f.summaryPath, "summary", "", "with -k, write the summary (JSON) to `file` (default: beside -o, as OUT.summary.json; the last line when writing to stdout)")
+	fs.StringVar(&f.summaryPath, "summary", "", "with -k, write the summary (JSON) to `file` (default: beside -o, named after it: -o merged.jsonl writes merged.summary.json; the last line when writing to stdout)")
 	fs.Uint64Var(&f.seed, "seed", trials.DefaultSeed, "seed of the bootstrap intervals")
 	fs.IntVar(&f.resamples, "resamples", trials.DefaultResamples, "bootstrap resamples")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors on stderr")

@@ -193,6 +193,19 @@ Examples:
 			if stopped {
 				continue
 			}
+			if limit := budget.spentBy(spent); limit != "" {
+				// The agents before this one spent the run's budget: it
+				// does not start.
+				err := withCode(exitBudget, fmt.Errorf("budget spent (%s; %s) before it started; continue with --resume and a larger budget", cost.Format(spent), limit))
+				ma.Status, ma.Message = agentStatus(err)
+				errs = append(errs, fmt.Errorf("agent %s: %w", a.Name, err))
+				logf("harness run: agent %s: %v\n", a.Name, err)
+				stopped = true
+				if werr := rundir.Write(dir, m); werr != nil {
+					return werr
+				}
+				continue
+			}
 			logf("\n== agent %s (%d of %d): %s\n", a.Name, i+1, len(agents), strings.Join(a.Command, " "))
 			out := filepath.Join(dir, ma.Output)
 			f := &runFlags{moreGraders: moreGraders, prices: prices}
@@ -455,6 +468,17 @@ func suiteGraderError(s *suite.Suite, err error) error {
 type budget struct {
 	cost   float64
 	tokens int64
+}
+
+// spentBy names the limit spent reaches ("--max-tokens 30"), or "".
+func (b budget) spentBy(spent *schemas.Cost) string {
+	switch {
+	case b.cost > 0 && spent != nil && spent.USD != nil && *spent.USD >= b.cost:
+		return fmt.Sprintf("--max-cost %g", b.cost)
+	case b.tokens > 0 && spent.Tokens() >= b.tokens:
+		return fmt.Sprintf("--max-tokens %d", b.tokens)
+	}
+	return ""
 }
 
 // suiteBudget takes the budget from the flags, else from the suite.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"iter"
 	"os"
 	"strings"
@@ -66,7 +67,7 @@ Examples:
 	f.addFlags(c.flags)
 	c.flags.Uint64Var(&seed, "seed", trials.DefaultSeed, "seed of the bootstrap intervals")
 	c.flags.IntVar(&resamples, "resamples", trials.DefaultResamples, "bootstrap resamples")
-	c.flags.StringVar(&summaryPath, "summary", "", "write the run summary (JSON) to `file` (default: beside -o, as OUT.summary.json; the last line when writing to stdout)")
+	c.flags.StringVar(&summaryPath, "summary", "", "write the run summary (JSON) to `file` (default: beside -o, named after it: -o trials.jsonl writes trials.summary.json; the last line when writing to stdout)")
 	c.flags.StringVar(&minRate, "min-pass-rate", "", "exit 1 unless the pass rate is at least `x` (0..1)")
 	c.flags.StringArrayVar(&minAt, "min-pass-at", nil, "exit 1 unless mean pass@K is at least X (`K=X`); repeatable")
 	c.flags.StringArrayVar(&minExp, "min-pass-exp", nil, "exit 1 unless mean pass^K is at least X (`K=X`); repeatable")
@@ -170,6 +171,7 @@ Examples:
 			finish: func(out *results.Output, stats *capture.Stats, interrupted bool) error {
 				return col.finish(e, f, out, interrupted, summaryPath, seed, resamples, gates)
 			},
+			summaryPrinted: func() bool { return col.tablePrinted },
 		})
 	}
 	return c
@@ -194,6 +196,8 @@ type trialsCollector struct {
 	setup       *runSetup
 	partialPath string
 	partial     *results.Output
+	// tablePrinted says the end-of-run table, with the run's counts, is out.
+	tablePrinted bool
 	out         *results.Output
 	// adaptive is set for an adaptive run (--adaptive).
 	adaptive *adaptiveRun
@@ -450,17 +454,21 @@ func (t *trialsCollector) finish(e *env, f *runFlags, out *results.Output, inter
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if interrupted {
-		return nil
-	}
 	unfinished := 0
 	for _, p := range t.open {
 		if len(p.recs) > 0 {
 			unfinished++
 		}
 	}
+	// The partial file holds the trials of unfinished cases, for
+	// --resume; with none, it has nothing left to keep.
 	if unfinished == 0 && t.partialPath != "" {
-		os.Remove(t.partialPath)
+		if err := os.Remove(t.partialPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("remove %s: %w", t.partialPath, err)
+		}
+	}
+	if interrupted {
+		return nil
 	}
 	sum := t.summary.Result(seed, resamples)
 	if summaryPath != "" {
@@ -474,7 +482,14 @@ func (t *trialsCollector) finish(e *env, f *runFlags, out *results.Output, inter
 		return err
 	}
 	if !f.quiet {
-		trials.WriteSummaryTable(e.stderr, sum)
+		// The run's cost line follows the table, once.
+		table := sum
+		table.Cost = nil
+		trials.WriteSummaryTable(e.stderr, table)
+		if summaryPath != "" {
+			fmt.Fprintf(e.stderr, "summary: %s\n", summaryPath)
+		}
+		t.tablePrinted = true
 	}
 	return checkGates(gates, sum, t.allowGraderErrors)
 }
@@ -520,8 +535,9 @@ func parseGates(minPassRate string, minPassAt, minPassExp []string) ([]trials.Ga
 }
 
 // summaryBeside is where a run's summary goes by default: beside the
-// output file OUT as OUT.summary.json (compression suffixes and .jsonl
-// dropped), or "" for standard output, where it is the last line.
+// output file, named after it with its .jsonl (or .json) and compression
+// suffixes dropped (trials.jsonl.zst: trials.summary.json), or "" for
+// standard output, where it is the last line.
 func summaryBeside(output string) string {
 	if output == "" || output == "-" {
 		return ""
