@@ -198,7 +198,7 @@ type trialsCollector struct {
 	partial     *results.Output
 	// tablePrinted says the end-of-run table, with the run's counts, is out.
 	tablePrinted bool
-	out         *results.Output
+	out          *results.Output
 	// adaptive is set for an adaptive run (--adaptive).
 	adaptive *adaptiveRun
 }
