@@ -177,6 +177,10 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 		if ctx.Err() != nil {
 			return withCode(exitInterrupted, errors.New("interrupted while the agent started; nothing ran"))
 		}
+		var ae *capture.AgentError
+		if errors.As(err, &ae) {
+			err = errors.New(agentErrorText(&ae.Info))
+		}
 		return inputError(setup.redactErr(err))
 	}
 	// Units that share the working directory are warned of at the end,
@@ -297,6 +301,24 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 		return withCode(exitInfraErrors, fmt.Errorf("%d records have infrastructure errors", stats.InfraErrors()))
 	}
 	return nil
+}
+
+// agentErrorText says why an agent could not start, with an excerpt of its
+// stderr: the first lines (where an agent that rejects its command line
+// says what it rejected) and the last ones.
+func agentErrorText(info *schemas.ErrorInfo) string {
+	msg := info.Message
+	stderr := strings.TrimRight(info.Stderr, "\n")
+	if strings.TrimSpace(stderr) == "" {
+		return msg
+	}
+	const head, tail = 3, 7
+	lines := strings.Split(stderr, "\n")
+	if len(lines) > head+tail+1 {
+		skipped := len(lines) - head - tail
+		lines = slices.Concat(lines[:head], []string{fmt.Sprintf("... (%d lines)", skipped)}, lines[len(lines)-tail:])
+	}
+	return msg + "\nagent stderr:\n  " + strings.Join(lines, "\n  ")
 }
 
 // writeCIReports writes the --junit and --markdown reports of the output

@@ -260,7 +260,9 @@ Examples:
 		if stopped {
 			logf("continue with: harness run --resume %s\n", dir)
 		}
-		return runExit(errs)
+		// The agents' errors were told as they happened, their stderr
+		// with them; the run ends with one line for each.
+		return runExit(errs, !quiet)
 	}
 	return c
 }
@@ -630,8 +632,9 @@ func agentStatus(err error) (status, message string) {
 
 // runExit is the exit status of a run from its agents' errors: an
 // interrupt first, then a usage or input error, a spent budget, a failed
-// gate, infrastructure errors.
-func runExit(errs []error) error {
+// gate, infrastructure errors. With brief, its message holds the first
+// line of each error only.
+func runExit(errs []error, brief bool) error {
 	if len(errs) == 0 {
 		return nil
 	}
@@ -646,6 +649,13 @@ func runExit(errs []error) error {
 		if rank[code] > bestRank {
 			best, bestRank = code, rank[code]
 		}
+	}
+	if brief {
+		var lines []string
+		for _, err := range errs {
+			lines = append(lines, firstLine(err.Error()))
+		}
+		return withCode(best, errors.New(strings.Join(lines, "\n")))
 	}
 	return withCode(best, errors.Join(errs...))
 }
