@@ -78,9 +78,6 @@ type runHooks struct {
 	// sequence to run under ctx, which may add units as records come in
 	// (grow raises the progress total).
 	units func(done map[results.UnitKey]bool) (total int, seq func(ctx context.Context, grow func(int)) iter.Seq[capture.Unit])
-	// summaryPrinted reports whether finish printed the run's counts
-	// itself, so that only the cost line follows.
-	summaryPrinted func() bool
 }
 
 // costLine says what a run cost; without a price table its dollars are
@@ -262,9 +259,7 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 		runErr = outputError(err)
 	}
 	log.stop()
-	if hooks.summaryPrinted == nil || !hooks.summaryPrinted() {
-		log.summary(stats)
-	}
+	log.summary(stats)
 	if spent != nil {
 		log.printf("cost: %s\n", costLine(spent, len(f.prices) > 0))
 	}

@@ -171,7 +171,6 @@ Examples:
 			finish: func(out *results.Output, stats *capture.Stats, interrupted bool) error {
 				return col.finish(e, f, out, interrupted, summaryPath, seed, resamples, gates)
 			},
-			summaryPrinted: func() bool { return col.tablePrinted },
 		})
 	}
 	return c
@@ -196,9 +195,7 @@ type trialsCollector struct {
 	setup       *runSetup
 	partialPath string
 	partial     *results.Output
-	// tablePrinted says the end-of-run table, with the run's counts, is out.
-	tablePrinted bool
-	out          *results.Output
+	out         *results.Output
 	// adaptive is set for an adaptive run (--adaptive).
 	adaptive *adaptiveRun
 }
@@ -482,14 +479,13 @@ func (t *trialsCollector) finish(e *env, f *runFlags, out *results.Output, inter
 		return err
 	}
 	if !f.quiet {
-		// The run's cost line follows the table, once.
+		// The run's cost line follows, once, after the counts.
 		table := sum
 		table.Cost = nil
 		trials.WriteSummaryTable(e.stderr, table)
 		if summaryPath != "" {
 			fmt.Fprintf(e.stderr, "summary: %s\n", summaryPath)
 		}
-		t.tablePrinted = true
 	}
 	return checkGates(gates, sum, t.allowGraderErrors)
 }
