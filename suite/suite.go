@@ -59,6 +59,30 @@ type Suite struct {
 	Workspace Workspace
 	// Flags are the run flags the suite sets, with the gates as flags.
 	Flags []Flag
+	// CaseFields names the field of each inline case, by id
+	// ("tests[2]", "prompts[0]"), for errors found after parsing.
+	CaseFields map[string]string
+	// Lines holds the line of every value under graders, judge and each
+	// case's assert, by field path as errors name it
+	// ("tests[0].assert[1].type"); see Line.
+	Lines map[string]int
+}
+
+// Line returns the line of the suite that field (a path such as
+// "tests[0].assert[1].type") is on, or that of the nearest value holding
+// it the suite recorded; 0 when there is none.
+func (s *Suite) Line(field string) int {
+	for field != "" {
+		if n, ok := s.Lines[field]; ok {
+			return n
+		}
+		i := strings.LastIndexAny(field, ".[")
+		if i < 0 {
+			break
+		}
+		field = field[:i]
+	}
+	return 0
 }
 
 // Agent is one agent of the matrix.
@@ -112,7 +136,8 @@ func Parse(name string, b []byte) (*Suite, error) {
 		return nil, err
 	}
 	sum := sha256.Sum256(b)
-	s := &Suite{File: name, Dir: dir, Hash: hex.EncodeToString(sum[:]), Asserts: map[string]any{}}
+	s := &Suite{File: name, Dir: dir, Hash: hex.EncodeToString(sum[:]), Asserts: map[string]any{},
+		CaseFields: map[string]string{}, Lines: map[string]int{}}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err != nil {
 		return nil, &Error{File: name, Line: yamlErrLine(err), Msg: "not valid YAML or JSON: " + err.Error()}
@@ -150,6 +175,29 @@ func yamlErrLine(err error) int {
 
 type parser struct {
 	s *Suite
+}
+
+// recordLines notes the line of n and of every value within it, under
+// field and the paths below it; a key's line stands for its value's.
+func (p *parser) recordLines(n *yaml.Node, field string, line int) {
+	if _, ok := p.s.Lines[field]; !ok {
+		p.s.Lines[field] = line
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		pairs(n, func(k, v *yaml.Node) error {
+			p.recordLines(v, field+"."+k.Value, k.Line)
+			return nil
+		})
+	case yaml.SequenceNode:
+		for i, item := range n.Content {
+			p.recordLines(item, fmt.Sprintf("%s[%d]", field, i), item.Line)
+		}
+	case yaml.AliasNode:
+		if n.Alias != nil {
+			p.recordLines(n.Alias, field, line)
+		}
+	}
 }
 
 func (p *parser) errf(n *yaml.Node, field, format string, args ...any) error {
@@ -217,6 +265,7 @@ func (p *parser) root(root *yaml.Node) error {
 		case "judge":
 			m, err := p.object(v, k.Value)
 			p.s.Judge = m
+			p.recordLines(v, "judge", k.Line)
 			return err
 		case "k":
 			n, err := strconv.Atoi(v.Value)
@@ -258,7 +307,8 @@ func (p *parser) root(root *yaml.Node) error {
 	if len(p.s.Asserts) > 0 && len(p.s.Graders) == 0 {
 		for _, c := range p.s.Cases {
 			if _, ok := p.s.Asserts[c.ID]; !ok {
-				return &Error{File: p.s.File, Field: "tests", Msg: fmt.Sprintf("case %q has no assert and the suite has no graders: every case needs a grader once one has", c.ID)}
+				field := p.s.CaseFields[c.ID]
+				return &Error{File: p.s.File, Line: p.s.Line(field), Field: field, Msg: fmt.Sprintf("case %q has no assert and the suite has no graders: every case needs a grader once one has", c.ID)}
 			}
 		}
 	}
@@ -385,6 +435,7 @@ func (p *parser) testCase(n *yaml.Node, field string) error {
 		switch key {
 		case "assert":
 			assert = x
+			p.recordLines(v, field+".assert", k.Line)
 			return nil
 		case "input":
 			turns, err := inputTurns(x)
@@ -435,6 +486,8 @@ func (p *parser) testCase(n *yaml.Node, field string) error {
 		}
 	}
 	p.s.Cases = append(p.s.Cases, c)
+	p.s.CaseFields[c.ID] = field
+	p.s.Lines[field] = n.Line
 	if assert != nil {
 		p.s.Asserts[c.ID] = assert
 	}
@@ -518,6 +571,7 @@ func (p *parser) graders(v *yaml.Node) error {
 	}
 	for i, item := range items {
 		field := fmt.Sprintf("graders[%d]", i)
+		p.recordLines(item, field, item.Line)
 		switch item.Kind {
 		case yaml.ScalarNode:
 			p.s.Graders = append(p.s.Graders, p.path(item.Value))

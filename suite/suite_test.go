@@ -115,6 +115,54 @@ maxAgentRequests: 4
 }
 
 // Every error names the file, the line and the key.
+// TestLine checks that the lines of graders, the judge and asserts are
+// recorded by the field paths errors name, a path the suite does not
+// record falling back to the value that holds it.
+func TestLine(t *testing.T) {
+	const text = `graders:
+  - grade.sh
+  - type: script
+    command: [x]
+judge:
+  model: m
+tests:
+  - id: a
+    input: x
+    assert:
+      - type: contains
+        value: x
+  - id: b
+    input: y
+    assert: {type: contains, value: y}
+`
+	s, err := Parse("s.yaml", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for field, want := range map[string]int{
+		"graders[0]":               2,
+		"graders[1]":               3,
+		"graders[1].command":       4,
+		"graders[1].command[0]":    4,
+		"judge.model":              6,
+		"tests[0]":                 8,
+		"tests[0].assert":          10,
+		"tests[0].assert[0].type":  11,
+		"tests[0].assert[0].value": 12,
+		"tests[0].assert[0].nope":  11,
+		"tests[1].assert.value":    15,
+		"tests[1].assert[0].type":  15,
+		"k":                        0,
+	} {
+		if got := s.Line(field); got != want {
+			t.Errorf("Line(%q) = %d, want %d", field, got, want)
+		}
+	}
+	if got := s.CaseFields["b"]; got != "tests[1]" {
+		t.Errorf(`CaseFields["b"] = %q, want "tests[1]"`, got)
+	}
+}
+
 func TestErrors(t *testing.T) {
 	cases := map[string]string{
 		"k: 0\ntests: [{id: a, input: x}]":                           `s.yaml:1: field "k": must be a whole number`,
@@ -127,7 +175,7 @@ func TestErrors(t *testing.T) {
 		"prompts: p.jsonl\nworkspace: {repos: []}":                   `s.yaml:2: field "workspace.repos": not supported`,
 		"prompts: p.jsonl\nprompts: q.jsonl":                         `s.yaml:2: field "prompts": set twice`,
 		"name: x":                                                    `no cases`,
-		"tests: [{id: a, input: x, assert: [x]}, {id: b, input: y}]": `case "b" has no assert`,
+		"tests: [{id: a, input: x, assert: [x]}, {id: b, input: y}]": `s.yaml:1: field "tests[1]": case "b" has no assert`,
 		"prompts: [\n": `s.yaml:1: not valid YAML`,
 		"tests:\n  - id: a\n    input: [{role: system, content: x}]": `s.yaml:3: field "tests[0].input": message 0: role "system"`,
 		"prompts: p.jsonl\nagents: {a: \"./x 'y\"}":                  `s.yaml:2: field "agents.a": unterminated '`,

@@ -131,7 +131,7 @@ Examples:
 			}
 			maps.Copy(prices, t)
 		}
-		cases, asserts, err := suiteCases(s)
+		cases, asserts, assertLines, err := suiteCases(s)
 		if err != nil {
 			return inputError(err)
 		}
@@ -141,7 +141,7 @@ Examples:
 		}
 		// The graders, and every agent's flags, are checked before anything
 		// is made.
-		if build := suiteGraders(s, asserts); build != nil {
+		if build := suiteGraders(s, asserts, assertLines); build != nil {
 			if _, err := build(graders.Options{Getenv: e.getenv, Dir: s.Dir}); err != nil {
 				return inputError(err)
 			}
@@ -183,7 +183,7 @@ Examples:
 			}
 		}
 		logf("run %s: %s, %s, k=%d, into %s\n", s.Name, plural(len(agents), "agent"), plural(len(cases), "case"), s.K, dir)
-		moreGraders := suiteGraders(s, asserts)
+		moreGraders := suiteGraders(s, asserts, assertLines)
 		var spent *schemas.Cost
 		var errs []error
 		stopped := false
@@ -311,30 +311,31 @@ func agentNames(as []suite.Agent) string {
 
 // suiteCases gathers the cases: the prompts file's, then the inline ones;
 // asserts are the suite's per-case asserts and those of prompts lines
-// carrying an "assert" key.
-func suiteCases(s *suite.Suite) ([]schemas.PromptCase, map[string]any, error) {
-	var cases []schemas.PromptCase
-	asserts := maps.Clone(s.Asserts)
+// carrying an "assert" key, whose line numbers assertLines holds by case id.
+func suiteCases(s *suite.Suite) (cases []schemas.PromptCase, asserts map[string]any, assertLines map[string]int, err error) {
+	asserts = maps.Clone(s.Asserts)
+	assertLines = map[string]int{}
 	if s.PromptsFile != "" {
 		r, err := results.Open(s.PromptsFile, nil)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s: prompts: %w", s.File, err)
+			return nil, nil, nil, fmt.Errorf("%s: prompts: %w", s.File, err)
 		}
 		defer r.Close()
-		if cases, err = schemas.ReadPrompts(s.PromptsFile, r); err != nil {
-			return nil, nil, err
-		}
-		for i := range cases {
-			raw, ok := cases[i].Extra["assert"]
-			if !ok {
-				continue
+		err = schemas.ScanPrompts(s.PromptsFile, r, func(line int, c schemas.PromptCase) error {
+			if raw, ok := c.Extra["assert"]; ok {
+				var v any
+				if err := json.Unmarshal(raw, &v); err != nil {
+					return &schemas.InputError{File: s.PromptsFile, Line: line, Field: "assert", Msg: err.Error()}
+				}
+				asserts[c.ID] = v
+				assertLines[c.ID] = line
+				delete(c.Extra, "assert")
 			}
-			var v any
-			if err := json.Unmarshal(raw, &v); err != nil {
-				return nil, nil, fmt.Errorf("%s: case %s: assert: %w", s.PromptsFile, cases[i].ID, err)
-			}
-			asserts[cases[i].ID] = v
-			delete(cases[i].Extra, "assert")
+			cases = append(cases, c)
+			return nil
+		})
+		if err != nil {
+			return nil, nil, nil, err
 		}
 	}
 	seen := map[string]bool{}
@@ -343,14 +344,15 @@ func suiteCases(s *suite.Suite) ([]schemas.PromptCase, map[string]any, error) {
 	}
 	for _, c := range s.Cases {
 		if seen[c.ID] {
-			return nil, nil, fmt.Errorf("%s: case %q is both in %s and inline", s.File, c.ID, s.PromptsFile)
+			field := s.CaseFields[c.ID]
+			return nil, nil, nil, &schemas.InputError{File: s.File, Line: s.Line(field), Field: field + ".id", Msg: fmt.Sprintf("case %q is in %s too", c.ID, s.PromptsFile)}
 		}
 		cases = append(cases, c)
 	}
 	if len(cases) == 0 {
-		return nil, nil, fmt.Errorf("%s: no cases to run", s.File)
+		return nil, nil, nil, fmt.Errorf("%s: no cases to run", s.File)
 	}
-	return cases, asserts, nil
+	return cases, asserts, assertLines, nil
 }
 
 // suiteGraderConfig is the grader config of a suite: a per-case config
@@ -388,7 +390,7 @@ func suiteGraderConfig(s *suite.Suite, asserts map[string]any) map[string]any {
 
 // suiteGraders builds the suite's graders with the options of each trials
 // run (nil when the suite grades nothing).
-func suiteGraders(s *suite.Suite, asserts map[string]any) func(graders.Options) ([]graders.Grader, error) {
+func suiteGraders(s *suite.Suite, asserts map[string]any, assertLines map[string]int) func(graders.Options) ([]graders.Grader, error) {
 	cfg := suiteGraderConfig(s, asserts)
 	if cfg == nil {
 		return nil
@@ -396,7 +398,7 @@ func suiteGraders(s *suite.Suite, asserts map[string]any) func(graders.Options) 
 	return func(opts graders.Options) ([]graders.Grader, error) {
 		g, err := graders.FromConfig(cfg, s.File, s.Dir, opts)
 		if err != nil {
-			return nil, suiteGraderError(s, err)
+			return nil, suiteGraderError(s, err, asserts, assertLines)
 		}
 		return []graders.Grader{g}, nil
 	}
@@ -441,8 +443,12 @@ func writeForTasks(dir string, s *suite.Suite, asserts map[string]any, prices co
 	return flags, nil
 }
 
-// suiteGraderError says where in the suite a per-case grader is wrong.
-func suiteGraderError(s *suite.Suite, err error) error {
+// suiteGraderError says where a grader of the suite is wrong: the file
+// (the suite, or the prompts file for an assert on a prompts line), the
+// line and the field. The config suiteGraderConfig builds gives each case
+// the suite-wide graders first, then its own asserts; the error's field is
+// mapped back to where the user wrote it.
+func suiteGraderError(s *suite.Suite, err error, asserts map[string]any, assertLines map[string]int) error {
 	var ce *graders.ConfigError
 	if !errors.As(err, &ce) {
 		return err
@@ -452,18 +458,45 @@ func suiteGraderError(s *suite.Suite, err error) error {
 		field = "graders" + rest
 	}
 	if rest, ok := strings.CutPrefix(field, "cases."); ok {
-		id, sub, _ := strings.Cut(rest, "[")
-		for i, c := range s.Cases {
-			if c.ID == id {
-				field = fmt.Sprintf("tests[%d].assert", i)
-				if sub != "" {
-					field += "[" + sub
-				}
-				break
+		id, sub, hasIndex := strings.Cut(rest, "[")
+		assertField, line := "", 0
+		switch caseField, inline := s.CaseFields[id]; {
+		case inline:
+			assertField = caseField + ".assert"
+		case assertLines[id] > 0:
+			assertField, line = "assert", assertLines[id]
+		}
+		if assertField != "" {
+			field = assertField
+			if hasIndex {
+				field = assertIndexField(len(s.Graders), asserts[id], assertField, sub)
+			}
+			if line > 0 {
+				return &schemas.InputError{File: s.PromptsFile, Line: line, Field: field, Msg: ce.Msg}
 			}
 		}
 	}
-	return &schemas.InputError{File: s.File, Field: field, Msg: ce.Msg}
+	return &schemas.InputError{File: s.File, Line: s.Line(field), Field: field, Msg: ce.Msg}
+}
+
+// assertIndexField maps "J]REST", the index J of a case's grader list in
+// the suite's config and what follows, to the field the user wrote: one
+// of the suite-wide graders (graders[J]REST), or the case's assert
+// (assertField[J-n]REST, n being the number of suite-wide graders; without
+// the index when the assert is a single grader, not a list).
+func assertIndexField(n int, assert any, assertField, sub string) string {
+	idx, rest, _ := strings.Cut(sub, "]")
+	j, err := strconv.Atoi(idx)
+	if err != nil {
+		return assertField + "[" + sub
+	}
+	if j < n {
+		return fmt.Sprintf("graders[%d]%s", j, rest)
+	}
+	if _, isList := assert.([]any); !isList {
+		return assertField + rest
+	}
+	return fmt.Sprintf("%s[%d]%s", assertField, j-n, rest)
 }
 
 // budget is the run's spending limit.
