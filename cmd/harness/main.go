@@ -127,6 +127,7 @@ func commands() []*command {
 		newCheckCmd(),
 		newSchemasCmd(),
 		newExportCmd(),
+		newReplayCmd(),
 		newRunCmd(),
 	}
 	for _, c := range cmds {

@@ -4,6 +4,9 @@
 package testagents
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,7 +14,10 @@ import (
 	"testing"
 
 	"harness/internal/fakeagent"
+	"harness/replay"
+	"harness/results"
 	"harness/sandbox"
+	"harness/schemas"
 )
 
 // RequireEnv is the environment variable that turns a missing real agent
@@ -51,9 +57,19 @@ func NodeScript(t testing.TB, rel string) string {
 	return File(t, rel, true)
 }
 
+// ReplayEnv is the environment variable that makes a test binary whose
+// TestMain calls FakeAgentMain behave as the replay agent of the results
+// file it names.
+const ReplayEnv = "HARNESS_TEST_REPLAY"
+
+// ReplayTimingEnv, set to 1 beside ReplayEnv, replays with the recorded
+// timing.
+const ReplayTimingEnv = "HARNESS_TEST_REPLAY_TIMING"
+
 // FakeAgentMain is the body of a TestMain whose test binary doubles as the
-// fixture agent: started with FakeAgentEnv set (see FakeAgent) it plays
-// the agent, otherwise it runs the tests.
+// fixture agent or the replay agent: started with FakeAgentEnv set (see
+// FakeAgent) it plays the fixture agent, with ReplayEnv set (see
+// ReplayAgent) it replays a results file, otherwise it runs the tests.
 func FakeAgentMain(m *testing.M) int {
 	if code, ok := sandbox.HelperMain(); ok {
 		return code
@@ -62,11 +78,74 @@ func FakeAgentMain(m *testing.M) int {
 		fakeagent.Run()
 		return 0
 	}
+	if name := os.Getenv(ReplayEnv); name != "" {
+		return runReplay(name, os.Getenv(ReplayTimingEnv) == "1")
+	}
 	return m.Run()
+}
+
+func runReplay(name string, timing bool) int {
+	f, err := os.Open(name)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	lib, err := replay.Load(name, f)
+	f.Close()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	if err := replay.Serve(context.Background(), lib, os.Stdin, os.Stdout, replay.Options{Timing: timing, Log: os.Stderr, Version: "test"}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// ReplayAgent returns the command line and environment that start the
+// running test binary as the replay agent of the results file name (with
+// the recorded timing when timing is set). env is added to the test
+// process's environment.
+func ReplayAgent(name string, timing bool, env ...string) (argv, fullEnv []string) {
+	e := append(append(os.Environ(), env...), ReplayEnv+"="+name)
+	if timing {
+		e = append(e, ReplayTimingEnv+"=1")
+	}
+	return []string{os.Args[0]}, e
 }
 
 // FakeAgent returns the command line and environment that start the
 // running test binary as the fixture agent with the given flags.
 func FakeAgent(flags ...string) (argv, env []string) {
 	return append([]string{os.Args[0]}, flags...), append(os.Environ(), FakeAgentEnv+"=1")
+}
+
+// TrajectoryBytes is a record's trajectory as written: its "trajectory"
+// and "events" fields, byte for byte. Unless keepTimes, step timestamps
+// and tool call durations are zeroed first (they differ from run to run).
+func TrajectoryBytes(rec *schemas.CaptureRecord, keepTimes bool) (string, error) {
+	c := *rec
+	c.Trajectory = append([]schemas.Step(nil), rec.Trajectory...)
+	if !keepTimes {
+		for i := range c.Trajectory {
+			s := &c.Trajectory[i]
+			s.Timestamp = 0
+			if s.Duration != nil {
+				s.Duration = new(int64)
+			}
+		}
+	}
+	b, err := results.Marshal(&c)
+	if err != nil {
+		return "", err
+	}
+	var w struct {
+		Trajectory json.RawMessage `json:"trajectory"`
+		Events     json.RawMessage `json:"events"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return "", err
+	}
+	return string(w.Trajectory) + "\n" + string(w.Events), nil
 }

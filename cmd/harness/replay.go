@@ -1,0 +1,57 @@
+package main
+
+import (
+	"context"
+
+	"github.com/spf13/pflag"
+
+	"harness/internal/buildinfo"
+	"harness/replay"
+)
+
+func newReplayCmd() *command {
+	var timing bool
+	c := &command{
+		name:  "replay",
+		usage: "replay RESULTS [--timing]",
+		short: "an ACP agent that serves recorded trajectories back (for capture, trials, check)",
+		long: `Replay is an ACP agent on stdin and stdout that plays the trials of a
+capture or trials file back: for each session, the recorded trial whose
+first prompt matches (the n-th session with a prompt gets its n-th trial),
+with the same session updates in the same order, the same tool calls,
+permission, fs and terminal requests, final answer and stop reason. Run it
+as the agent of capture or trials to test graders, gates, reports or the
+client at no model cost: a capture of the replay reproduces the recorded
+trajectories. A prompt the results do not hold is answered with a JSON-RPC
+error naming it.
+
+--timing sends every message at its recorded time; without it everything
+goes out at once. See docs/replay.md for what is and is not reproduced.
+
+Examples:
+  harness capture prompts.jsonl -o again.jsonl -- harness replay out.jsonl
+  harness trials prompts.jsonl -k 5 -g new-grader.py -o t2.jsonl -- harness replay t.jsonl`,
+		flags: pflag.NewFlagSet("replay", pflag.ContinueOnError),
+	}
+	c.flags.BoolVar(&timing, "timing", false, "send each message at its recorded time instead of at once")
+	c.run = func(ctx context.Context, e *env, args, _ []string) error {
+		if len(args) != 1 {
+			return usageErrorf("want one results file, got %d arguments", len(args))
+		}
+		if args[0] == "-" {
+			return usageErrorf("RESULTS cannot be standard input: the replay speaks ACP there")
+		}
+		in, err := reviewInput(e, args[0])
+		if err != nil {
+			return err
+		}
+		lib, err := replay.Load(args[0], in)
+		in.Close()
+		if err != nil {
+			return reviewInputErr(err)
+		}
+		return replay.Serve(ctx, lib, e.stdin, e.stdout, replay.Options{
+			Timing: timing, Log: e.stderr, Version: buildinfo.Read(version).Version})
+	}
+	return c
+}

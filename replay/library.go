@@ -1,0 +1,150 @@
+package replay
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+
+	"harness/review"
+	"harness/schemas"
+)
+
+// Library is the recorded trials a replay serves, found by the text of
+// their first prompt. The n-th session that sends a prompt gets the n-th
+// recorded trial of it (in the results file's case order, then by trial
+// number), so a replayed run with the same prompts gets every trial once.
+// It is safe for concurrent use.
+type Library struct {
+	mu       sync.Mutex
+	byPrompt map[string][]*schemas.CaptureRecord
+	served   map[string]int
+	prompts  int
+	records  int
+	// setup holds the steps every record has before its first prompt
+	// (phase setup), when they are the same in all records: they go out
+	// while session/new is answered, before the prompt says which record
+	// the session is. sharedSetup says they are.
+	setup       []schemas.Step
+	sharedSetup bool
+}
+
+// Load reads a capture or trials file (each trial of a trials record is
+// one record). Errors name the file and the line.
+func Load(name string, r io.Reader) (*Library, error) {
+	type keyed struct {
+		rec   *schemas.CaptureRecord
+		order int // the case's first appearance in the file
+	}
+	caseOrder := map[string]int{}
+	var all []keyed
+	seen := map[[2]any]int{}
+	_, err := review.EachRecord(name, r, func(line int, rec *schemas.CaptureRecord) error {
+		k := [2]any{rec.ID, rec.Trial}
+		if prev, ok := seen[k]; ok {
+			return &schemas.InputError{File: name, Line: line, Field: "trial",
+				Msg: fmt.Sprintf("case %q trial %d is also on line %d: a replay serves each trial once", rec.ID, rec.Trial, prev)}
+		}
+		seen[k] = line
+		if len(rec.Input.List) == 0 {
+			return &schemas.InputError{File: name, Line: line, Field: "input", Msg: "missing: a replay finds records by their prompt"}
+		}
+		if _, ok := caseOrder[rec.ID]; !ok {
+			caseOrder[rec.ID] = len(caseOrder)
+		}
+		c := *rec
+		all = append(all, keyed{&c, caseOrder[rec.ID]})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(all) == 0 {
+		return nil, &schemas.InputError{File: name, Msg: "no records to replay"}
+	}
+	sort.SliceStable(all, func(i, j int) bool {
+		if all[i].order != all[j].order {
+			return all[i].order < all[j].order
+		}
+		return all[i].rec.Trial < all[j].rec.Trial
+	})
+	lib := &Library{byPrompt: map[string][]*schemas.CaptureRecord{}, served: map[string]int{}, records: len(all)}
+	for _, k := range all {
+		p := k.rec.Input.List[0]
+		lib.byPrompt[p] = append(lib.byPrompt[p], k.rec)
+	}
+	lib.prompts = len(lib.byPrompt)
+	lib.setup, lib.sharedSetup = sharedSetup(all[0].rec, func(yield func(*schemas.CaptureRecord) bool) {
+		for _, k := range all {
+			if !yield(k.rec) {
+				return
+			}
+		}
+	})
+	return lib, nil
+}
+
+// Records is how many recorded trials the library holds.
+func (l *Library) Records() int { return l.records }
+
+// SharedSetup says whether every record has the same setup steps (those
+// then go out before session/new answers, and replay exactly).
+func (l *Library) SharedSetup() bool { return l.sharedSetup }
+
+// sharedSetup returns the setup steps of first and whether every record
+// has the same (compared without their step ids and timestamps).
+func sharedSetup(first *schemas.CaptureRecord, recs func(func(*schemas.CaptureRecord) bool)) ([]schemas.Step, bool) {
+	want := setupKey(first)
+	same := true
+	recs(func(r *schemas.CaptureRecord) bool {
+		same = setupKey(r) == want
+		return same
+	})
+	if !same {
+		return nil, false
+	}
+	return setupSteps(first), true
+}
+
+func setupSteps(r *schemas.CaptureRecord) []schemas.Step {
+	var out []schemas.Step
+	for _, st := range r.Trajectory {
+		if st.Phase == schemas.PhaseSetup {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+func setupKey(r *schemas.CaptureRecord) string {
+	steps := setupSteps(r)
+	for i := range steps {
+		steps[i].StepID, steps[i].Timestamp, steps[i].Duration = "", 0, nil
+	}
+	b, _ := json.Marshal(steps)
+	return string(b)
+}
+
+// errNoRecord is the answer to a prompt the library cannot serve.
+type errNoRecord struct{ msg string }
+
+func (e *errNoRecord) Error() string { return e.msg }
+
+// take returns the next recorded trial whose first prompt is text.
+func (l *Library) take(text string) (*schemas.CaptureRecord, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	q, ok := l.byPrompt[text]
+	if !ok {
+		return nil, &errNoRecord{fmt.Sprintf("replay: no recorded trial has this prompt (the results hold %d records of %d prompts): %.200q",
+			l.records, l.prompts, text)}
+	}
+	n := l.served[text]
+	if n >= len(q) {
+		return nil, &errNoRecord{fmt.Sprintf("replay: all %d recorded trials of this prompt were served (case %q): %.200q",
+			len(q), q[0].ID, text)}
+	}
+	l.served[text] = n + 1
+	return q[n], nil
+}
