@@ -206,3 +206,46 @@ func code(e *schemas.ErrorInfo) string {
 	}
 	return fmt.Sprint(*e.Code)
 }
+
+// With --timing every step comes no sooner after the start of its turn
+// than it did in the recording (the sleeps are lower bounds; a loaded
+// machine can only make them later).
+func TestReplayTiming(t *testing.T) {
+	t.Parallel()
+	cwd := t.TempDir()
+	units := []capture.Unit{unit("slow", 1, script(
+		`{"thought":"thinking"}`,
+		`{"sleep":120}`,
+		`{"update":{"sessionUpdate":"tool_call","toolCallId":"c1","title":"Run","kind":"execute","status":"in_progress"}}`,
+		`{"sleep":80}`,
+		`{"update":{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed"}}`,
+		`{"sleep":50}`,
+		`{"message":"done"}`))}
+	argv, env := testagents.FakeAgent()
+	recorded := runUnits(t, config(argv, env, cwd), units)
+	file := writeResults(t, recorded)
+	rargv, renv := testagents.ReplayAgent(file, true)
+	replayed := runUnits(t, config(rargv, renv, cwd), units)
+	compare(t, recorded[0], replayed[0], false)
+	offsets := func(r *schemas.CaptureRecord) []int64 {
+		if r.Timing.FirstResponse == nil || len(r.Trajectory) == 0 {
+			t.Fatalf("record without a first response: %+v", r.Timing)
+		}
+		turnStart := r.Trajectory[0].Timestamp - *r.Timing.FirstResponse
+		var out []int64
+		for _, s := range r.Trajectory {
+			out = append(out, s.Timestamp-turnStart)
+		}
+		return out
+	}
+	want, got := offsets(recorded[0]), offsets(replayed[0])
+	if want[len(want)-1] < 250 {
+		t.Fatalf("the recording took %d ms, less than its sleeps", want[len(want)-1])
+	}
+	for i := range want {
+		// 2 ms: both ends are rounded down to milliseconds.
+		if got[i] < want[i]-2 {
+			t.Errorf("step %d came %d ms into the replayed turn, %d ms in the recording", i+1, got[i], want[i])
+		}
+	}
+}
