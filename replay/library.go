@@ -22,12 +22,11 @@ type Library struct {
 	served   map[string]int
 	prompts  int
 	records  int
-	// setup holds the steps every record has before its first prompt
-	// (phase setup), when they are the same in all records: they go out
-	// while session/new is answered, before the prompt says which record
-	// the session is. sharedSetup says they are.
-	setup       []schemas.Step
-	sharedSetup bool
+	// order is every record in the order a run of the same prompts
+	// makes its sessions in (cases in the file's order, each case's
+	// trials in turn): the n-th session a replay process makes is
+	// expected to be order[n].
+	order []*schemas.CaptureRecord
 }
 
 // Load reads a capture or trials file (each trial of a trials record is
@@ -75,38 +74,25 @@ func Load(name string, r io.Reader) (*Library, error) {
 		lib.byPrompt[p] = append(lib.byPrompt[p], k.rec)
 	}
 	lib.prompts = len(lib.byPrompt)
-	lib.setup, lib.sharedSetup = sharedSetup(all[0].rec, func(yield func(*schemas.CaptureRecord) bool) {
-		for _, k := range all {
-			if !yield(k.rec) {
-				return
-			}
-		}
-	})
+	for _, k := range all {
+		lib.order = append(lib.order, k.rec)
+	}
 	return lib, nil
 }
 
 // Records is how many recorded trials the library holds.
 func (l *Library) Records() int { return l.records }
 
-// SharedSetup says whether every record has the same setup steps (those
-// then go out before session/new answers, and replay exactly).
-func (l *Library) SharedSetup() bool { return l.sharedSetup }
-
-// sharedSetup returns the setup steps of first and whether every record
-// has the same (compared without their step ids and timestamps).
-func sharedSetup(first *schemas.CaptureRecord, recs func(func(*schemas.CaptureRecord) bool)) ([]schemas.Step, bool) {
-	want := setupKey(first)
-	same := true
-	recs(func(r *schemas.CaptureRecord) bool {
-		same = setupKey(r) == want
-		return same
-	})
-	if !same {
-		return nil, false
+// expected is the record the n-th session (from 0) of a replay process
+// is expected to replay, or nil.
+func (l *Library) expected(n int) *schemas.CaptureRecord {
+	if n < len(l.order) {
+		return l.order[n]
 	}
-	return setupSteps(first), true
+	return nil
 }
 
+// setupSteps returns the steps of phase setup.
 func setupSteps(r *schemas.CaptureRecord) []schemas.Step {
 	var out []schemas.Step
 	for _, st := range r.Trajectory {
@@ -117,12 +103,15 @@ func setupSteps(r *schemas.CaptureRecord) []schemas.Step {
 	return out
 }
 
-func setupKey(r *schemas.CaptureRecord) string {
-	steps := setupSteps(r)
-	for i := range steps {
-		steps[i].StepID, steps[i].Timestamp, steps[i].Duration = "", 0, nil
+// stepsKey identifies steps by what they say, not when or where they
+// came: step ids, times, turns and phases left out.
+func stepsKey(steps []schemas.Step) string {
+	c := make([]schemas.Step, len(steps))
+	for i, st := range steps {
+		st.StepID, st.Timestamp, st.Duration, st.Turn, st.Phase = "", 0, nil, 0, ""
+		c[i] = st
 	}
-	b, _ := json.Marshal(steps)
+	b, _ := json.Marshal(c)
 	return string(b)
 }
 

@@ -2,8 +2,11 @@ package replay
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+
+	"harness/schemas"
 )
 
 func load(t *testing.T, lines ...string) (*Library, error) {
@@ -63,23 +66,54 @@ func TestLoadErrors(t *testing.T) {
 	}
 }
 
-// Setup steps go out at session/new only when every record has the same.
-func TestSharedSetup(t *testing.T) {
-	setup := func(id, cmd string) string {
-		return `{"id":"` + id + `","trial":1,"input":"` + id + `","trajectory":[{"type":"commands","stepId":"` + id +
-			`-t1-s1","timestamp":3,"phase":"setup","update":"available_commands_update","raw":{"sessionUpdate":"available_commands_update","availableCommands":[{"name":"` + cmd + `"}]}}]}`
+// The n-th session of a process expects the n-th record (cases in file
+// order, then trials); what the agent sent before the first prompt goes
+// out before session/new answers when the record is the expected one.
+func TestSetupOfTheExpectedRecord(t *testing.T) {
+	commands := func(id, where, cmd string) string {
+		return `{"type":"commands","stepId":"` + id + `-t1-s1","timestamp":3,` + where +
+			`,"update":"available_commands_update","raw":{"sessionUpdate":"available_commands_update","availableCommands":[{"name":"` + cmd + `"}]}}`
 	}
-	lib, err := load(t, setup("a", "x"), setup("b", "x"))
-	if err != nil || !lib.SharedSetup() || len(lib.setup) != 1 {
-		t.Errorf("same setup: shared %v, %d steps, %v", lib.SharedSetup(), len(lib.setup), err)
+	msg := func(id string) string {
+		return `{"type":"message","stepId":"` + id + `-t1-s2","timestamp":10,"turn":1,"content":"hi","chunks":1}`
 	}
-	lib, err = load(t, setup("a", "x"), setup("b", "y"))
-	if err != nil || lib.SharedSetup() {
-		t.Errorf("different setup: shared %v, %v", lib.SharedSetup(), err)
+	lib, err := load(t,
+		`{"id":"b","trial":2,"input":"b","trajectory":[`+commands("b", `"phase":"setup"`, "x")+`,`+msg("b")+`]}`,
+		`{"id":"a","trial":1,"input":"a","trajectory":[`+commands("a", `"turn":1`, "x")+`,`+msg("a")+`]}`,
+		`{"id":"b","trial":1,"input":"b","trajectory":[`+commands("b", `"phase":"setup"`, "y")+`,`+msg("b")+`]}`,
+	)
+	if err != nil {
+		t.Fatal(err)
 	}
-	sc := buildScript(lib.byPrompt["b"][0], false)
-	if len(sc.setup) != 0 || len(sc.turns[0].main) != 1 {
-		t.Errorf("unshared setup goes at the start of the first turn: %d setup, %d main", len(sc.setup), len(sc.turns[0].main))
+	var order []string
+	for n := 0; lib.expected(n) != nil; n++ {
+		order = append(order, fmt.Sprintf("%s/%d", lib.expected(n).ID, lib.expected(n).Trial))
+	}
+	if strings.Join(order, " ") != "b/1 b/2 a/1" {
+		t.Errorf("expected order %v", order)
+	}
+	b1, b2, a1 := lib.expected(0), lib.expected(1), lib.expected(2)
+	actions := func(rec, sentFor *schemas.CaptureRecord) int {
+		var sent []schemas.Step
+		if sentFor != nil {
+			sent = setupSteps(sentFor)
+		}
+		return len(buildScript(rec, sent).turns[0].main)
+	}
+	for _, tc := range []struct {
+		name         string
+		rec, sentFor *schemas.CaptureRecord
+		want         int
+	}{
+		{"its own setup was sent", b1, b1, 1},
+		{"nothing was sent: the setup opens the turn", b1, nil, 2},
+		{"another record's setup was sent", b1, b2, 2},
+		{"sent steps that open its first turn are not sent again", a1, b2, 1},
+		{"nothing sent, no setup", a1, nil, 2},
+	} {
+		if got := actions(tc.rec, tc.sentFor); got != tc.want {
+			t.Errorf("%s: %d actions in turn 1, want %d", tc.name, got, tc.want)
+		}
 	}
 }
 

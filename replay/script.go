@@ -55,7 +55,6 @@ type turnScript struct {
 // script is a recorded trial turned into messages to send.
 type script struct {
 	rec   *schemas.CaptureRecord
-	setup []action // before session/new answers, when every record agrees on them
 	turns []turnScript
 }
 
@@ -70,10 +69,13 @@ type rpcError struct {
 // capture writes for a prompt answered with an error.
 var promptErrMessage = regexp.MustCompile(`^turn \d+: session/prompt: (.*) \(JSON-RPC error -?\d+\)`)
 
-// buildScript turns a record into the messages of each turn. With
-// sharedSetup the setup steps are sent at session/new (by the library);
-// otherwise they open the first turn.
-func buildScript(rec *schemas.CaptureRecord, sharedSetup bool) *script {
+// buildScript turns a record into the messages of each turn. sent is
+// what went out before session/new answered (the setup steps of the
+// record the session was expected to replay): when they are the record's
+// own setup steps, they are not sent again; when the record has none but
+// its first turn opens with them, those are left out of the turn;
+// otherwise the record's setup steps open its first turn.
+func buildScript(rec *schemas.CaptureRecord, sent []schemas.Step) *script {
 	sc := &script{rec: rec}
 	nTurns := len(rec.Input.List)
 	if nTurns == 0 {
@@ -102,10 +104,8 @@ func buildScript(rec *schemas.CaptureRecord, sharedSetup bool) *script {
 		}
 		blocks[k] = append(blocks[k], st)
 	}
-	setup := blockActions(blocks[blockKey{0, schemas.PhaseSetup}], 0)
-	if sharedSetup {
-		sc.setup = setup
-	}
+	setupBlock := blocks[blockKey{0, schemas.PhaseSetup}]
+	setup := blockActions(setupBlock, 0)
 
 	stops := rec.StopReasons
 	if len(stops) == 0 && rec.StopReason != "" {
@@ -143,8 +143,13 @@ func buildScript(rec *schemas.CaptureRecord, sharedSetup bool) *script {
 			}
 		}
 		base = min(base, firstTs(main, base))
+		setupSent := len(sent) > 0 && len(setupBlock) == len(sent) && stepsKey(setupBlock) == stepsKey(sent)
+		if t == 1 && len(sent) > 0 && len(setupBlock) == 0 && len(sent) <= len(main) &&
+			stepsKey(main[:len(sent)]) == stepsKey(sent) {
+			main = main[len(sent):]
+		}
 		ts.main = blockActions(main, base)
-		if t == 1 && !sharedSetup && len(setup) > 0 {
+		if t == 1 && !setupSent && len(setup) > 0 {
 			ts.main = append(zeroDue(setup), ts.main...)
 		}
 		cancelSteps := blocks[blockKey{t, schemas.PhaseCancel}]

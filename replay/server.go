@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"harness/acp"
+	"harness/schemas"
 )
 
 // Options configures Serve.
@@ -41,9 +42,6 @@ func Serve(ctx context.Context, lib *Library, in io.Reader, out io.Writer, opts 
 		out:      out,
 		sessions: map[string]*session{},
 		pending:  map[int64]chan response{},
-	}
-	if !lib.sharedSetup {
-		s.logf("replay: the records differ in what the agent sent before the first prompt; that goes out at the start of each first turn instead (phase setup becomes turn 1)")
 	}
 	err := s.readLoop(in)
 	cancel()
@@ -73,6 +71,9 @@ type server struct {
 type session struct {
 	id     string
 	script *script
+	// sentSetup is what went out before session/new answered: the setup
+	// steps of the record the session was expected to replay.
+	sentSetup []schemas.Step
 	turn   int           // prompts started
 	busy   bool          // a turn is running
 	cancel chan struct{} // closed by session/cancel of the running turn
@@ -265,16 +266,20 @@ func (s *server) request(m message) {
 		s.mu.Lock()
 		s.nextSession++
 		ss := &session{id: "replay-" + strconv.Itoa(s.nextSession), terminals: map[string]string{}}
+		// What the agent sent before the first prompt (phase setup) has
+		// to go out before the prompt says which record the session is:
+		// it is the setup of the record expected next, in the order a
+		// run of the same prompts makes its sessions.
+		if rec := s.lib.expected(s.nextSession - 1); rec != nil {
+			ss.sentSetup = setupSteps(rec)
+		}
 		s.sessions[ss.id] = ss
 		s.mu.Unlock()
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			// The setup steps every record shares go out before the
-			// answer, as the recorded agent sent them.
-			if s.lib.sharedSetup {
-				setup := blockActions(s.lib.setup, 0)
-				if err := s.play(ss, setup, time.Now(), nil); err != nil {
+			if len(ss.sentSetup) > 0 {
+				if err := s.play(ss, blockActions(ss.sentSetup, 0), time.Now(), nil); err != nil {
 					return
 				}
 			}
@@ -320,7 +325,7 @@ func (s *server) prompt(m message) {
 			s.replyErr(m.ID, &rpcError{Code: acp.CodeInvalidParams, Message: err.Error()})
 			return
 		}
-		ss.script = buildScript(rec, s.lib.sharedSetup)
+		ss.script = buildScript(rec, ss.sentSetup)
 	}
 	ss.turn++
 	n := ss.turn
