@@ -74,9 +74,9 @@ type session struct {
 	// sentSetup is what went out before session/new answered: the setup
 	// steps of the record the session was expected to replay.
 	sentSetup []schemas.Step
-	turn   int           // prompts started
-	busy   bool          // a turn is running
-	cancel chan struct{} // closed by session/cancel of the running turn
+	turn      int           // prompts started
+	busy      bool          // a turn is running
+	cancel    chan struct{} // closed by session/cancel of the running turn
 	// terminals maps the terminal ids of the record to the ones the
 	// client gave this replay.
 	terminals map[string]string

@@ -95,4 +95,3 @@ func checkReplayed(t *testing.T, want, got *schemas.CaptureRecord) {
 		t.Errorf("case %s: replayed error %+v, output %q (recorded %q), stop %q (%q)", want.ID, got.Error, got.Output, want.Output, got.StopReason, want.StopReason)
 	}
 }
-
