@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -68,6 +70,11 @@ func newJSModule(name, file, src, ext string, timeout time.Duration, threshold f
 		}
 		return nil, fmt.Errorf("grader %s: %s", file, strings.Join(msgs, "; "))
 	}
+	if loader == api.LoaderTS {
+		if err := checkDroppedImports(file, src, string(res.Code)); err != nil {
+			return nil, err
+		}
+	}
 	code := moduleHead + string(res.Code) + moduleTail
 	prog, err := goja.Compile(file, code, false)
 	if err != nil {
@@ -75,7 +82,7 @@ func newJSModule(name, file, src, ext string, timeout time.Duration, threshold f
 	}
 	g := &jsGrader{name: name, file: file, prog: prog, timeout: timeout, threshold: threshold}
 	if err := g.check(); err != nil {
-		return nil, err
+		return nil, withImportLine(err, src)
 	}
 	return g, nil
 }
@@ -101,13 +108,126 @@ func newJSScript(name, file, src string, timeout time.Duration, threshold float6
 	}
 	g := &jsGrader{name: name, file: file, prog: prog, timeout: timeout, threshold: threshold}
 	if err := g.check(); err != nil {
-		return nil, err
+		return nil, withImportLine(err, src)
 	}
 	return g, nil
 }
 
 // Name implements Grader.
 func (g *jsGrader) Name() string { return g.name }
+
+// importError is a grader's import of a module the in-process runtime
+// cannot load: an npm package, a Node built-in or another file.
+type importError struct {
+	file, module string
+	line         int // of the import, when known
+}
+
+func (e *importError) Error() string {
+	at := ""
+	if e.line > 0 {
+		at = fmt.Sprintf(":%d", e.line)
+	}
+	return fmt.Sprintf("grader %s%s imports %q: the in-process JavaScript runtime cannot load npm packages, Node built-ins or other files (type-only imports are fine); bundle the grader into one file, or make it an executable grader (e.g. a script starting with #!/usr/bin/env bun or node)", e.file, at, e.module)
+}
+
+// esmImport matches an import statement as esbuild prints it in ESM
+// output: its bindings (empty for a bare import) and its module.
+var esmImport = regexp.MustCompile(`(?m)^import\s+(?:(.*?)\s+from\s+)?"((?:[^"\\]|\\.)*)";?\s*$`)
+
+// checkDroppedImports reports an import TypeScript's rules dropped from a
+// module (code, the transformed source) although it is not type-only: an
+// import none of whose names the grader uses. It would load nothing here,
+// where it cannot load, so it is the same load error as a used one. An
+// import whose names appear elsewhere in the source is taken as used for
+// types (import { Grader } used only in annotations) and is fine, as is
+// every import type.
+func checkDroppedImports(file, src, code string) error {
+	verbatim := api.Transform(src, api.TransformOptions{
+		Loader:      api.LoaderTS,
+		Format:      api.FormatESModule,
+		Target:      api.ESNext,
+		Sourcefile:  file,
+		TsconfigRaw: `{"compilerOptions": {"verbatimModuleSyntax": true}}`,
+	})
+	if len(verbatim.Errors) > 0 {
+		return nil // the first transform passed; nothing more to learn here
+	}
+	for _, m := range esmImport.FindAllStringSubmatch(string(verbatim.Code), -1) {
+		bindings, module := m[1], m[2]
+		if strings.Contains(code, "require("+strconv.Quote(module)+")") {
+			continue // kept: loading it fails as the module runs
+		}
+		names := importNames(bindings)
+		// The module's name is no use of a binding ("* as path" from
+		// "node:path").
+		rest := strings.NewReplacer(`"`+module+`"`, `""`, `'`+module+`'`, `''`).Replace(src)
+		if bindings != "" && (len(names) == 0 || namesUsed(rest, names)) {
+			continue // import { type A } (printed "import {} from"), or used
+		}
+		return &importError{file: file, module: module, line: importLine(src, module)}
+	}
+	return nil
+}
+
+// importNames lists the local names an import's bindings declare:
+// "A, { b, c as d }" gives A, b, d; "* as ns" gives ns.
+func importNames(bindings string) []string {
+	var names []string
+	for part := range strings.FieldsFuncSeq(bindings, func(r rune) bool { return r == ',' || r == '{' || r == '}' }) {
+		fields := strings.Fields(part)
+		if len(fields) > 0 {
+			names = append(names, fields[len(fields)-1])
+		}
+	}
+	return names
+}
+
+// namesUsed reports whether any of names occurs in src as a word more than
+// once: besides its import.
+func namesUsed(src string, names []string) bool {
+	ident := func(b byte) bool {
+		return b == '_' || b == '$' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= 0x80
+	}
+	for _, name := range names {
+		n := 0
+		for i := 0; ; {
+			j := strings.Index(src[i:], name)
+			if j < 0 {
+				break
+			}
+			start, end := i+j, i+j+len(name)
+			if (start == 0 || !ident(src[start-1])) && (end == len(src) || !ident(src[end])) {
+				n++
+			}
+			i = end
+		}
+		if n > 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// withImportLine adds to an import error the line of src that names the
+// module.
+func withImportLine(err error, src string) error {
+	var imp *importError
+	if errors.As(err, &imp) && imp.line == 0 {
+		imp.line = importLine(src, imp.module)
+	}
+	return err
+}
+
+// importLine is the line of src that names module in quotes first, or 0.
+func importLine(src, module string) int {
+	for _, q := range []string{`"`, `'`} {
+		if i := strings.Index(src, q+module+q); i >= 0 {
+			return strings.Count(src[:i], "\n") + 1
+		}
+	}
+	return 0
+}
 
 // jsRuntime is a goja runtime prepared for one grader: console and
 // require installed, the program compiled in. Runtimes are pooled; every
@@ -154,8 +274,7 @@ func (g *jsGrader) instance(rt *jsRuntime) (goja.Callable, error) {
 	vm := rt.vm
 	file := g.file
 	require := func(call goja.FunctionCall) goja.Value {
-		mod := call.Argument(0).String()
-		panic(vm.NewGoError(fmt.Errorf("grader %s imports %q: the in-process JavaScript runtime cannot load npm packages, Node built-ins or other files (type-only imports are fine); bundle the grader into one file, or make it an executable grader (e.g. a script starting with #!/usr/bin/env bun or node)", file, mod)))
+		panic(vm.NewGoError(&importError{file: file, module: call.Argument(0).String()}))
 	}
 	module := vm.NewObject()
 	exports := vm.NewObject()
@@ -187,6 +306,10 @@ func (g *jsGrader) check() error {
 		var ie *goja.InterruptedError
 		if errors.As(err, &ie) {
 			return fmt.Errorf("grader %s: top-level code did not finish within %v", g.file, g.timeout)
+		}
+		var imp *importError
+		if errors.As(err, &imp) {
+			return imp // the message alone, not the JavaScript exception around it
 		}
 		if strings.HasPrefix(err.Error(), "grader ") {
 			return err
@@ -239,7 +362,11 @@ func (g *jsGrader) grade(ctx context.Context, in *Input) schemas.GraderResult {
 		}
 		msg := err.Error()
 		var ex *goja.Exception
-		if errors.As(err, &ex) {
+		var imp *importError
+		switch {
+		case errors.As(err, &imp):
+			msg = imp.Error()
+		case errors.As(err, &ex):
 			msg = ex.String()
 		}
 		return schemas.GraderResult{Error: &schemas.ErrorInfo{Class: schemas.ErrGraderError,

@@ -189,3 +189,65 @@ func TestJSRecoveryAndConcurrency(t *testing.T) {
 		t.Errorf("scores sum to %v, want 3.6", sum)
 	}
 }
+
+// A TS grader that imports a module the runtime cannot load fails to load,
+// before any record is graded, whether or not it uses the import; the
+// message is the one the docs show, without the JavaScript exception and
+// Go frames around it. Type-only imports, however written, load.
+func TestJSImportLoadErrors(t *testing.T) {
+	cases := []struct {
+		name, src string
+		want      string // "" for a grader that loads
+	}{
+		{"used.ts", "import Anthropic from '@anthropic-ai/sdk'\nconst client = new Anthropic()\nexport const grade = () => ({pass: true, score: 1})\n",
+			`grader DIR/used.ts:1 imports "@anthropic-ai/sdk": the in-process`},
+		{"unused.ts", "// a judge\n\nimport Anthropic from '@anthropic-ai/sdk'\nexport const grade = () => ({pass: true, score: 1})\n",
+			`grader DIR/unused.ts:3 imports "@anthropic-ai/sdk": the in-process`},
+		{"unused-named.ts", "import { readFileSync as read } from 'node:fs'\nexport const grade = () => ({pass: true, score: 1})\n",
+			`grader DIR/unused-named.ts:1 imports "node:fs"`},
+		{"unused-namespace.mts", "import * as path from \"node:path\"\nexport const grade = () => ({pass: true, score: 1})\n",
+			`grader DIR/unused-namespace.mts:1 imports "node:path"`},
+		{"used-in-grade.ts", "import { readFileSync } from 'fs'\nexport const grade = () => ({pass: readFileSync('x') !== '', score: 1})\n",
+			`imports "fs"`},
+		{"import-type.ts", "import type { Grader } from '@plaited/acp-harness/schemas'\nexport const grade: Grader = () => ({pass: true, score: 1})\n", ""},
+		{"inline-type.ts", "import { type Grader } from '@plaited/acp-harness/schemas'\nexport const grade: Grader = () => ({pass: true, score: 1})\n", ""},
+		{"type-by-use.ts", "import { Grader } from '@plaited/acp-harness/schemas'\nexport const grade: Grader = () => ({pass: true, score: 1})\n", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := writeConfig(t, c.name, c.src)
+			_, err := Load(p, Options{})
+			if c.want == "" {
+				if err != nil {
+					t.Fatalf("want it to load, got %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("loaded; want a load error")
+			}
+			want := strings.ReplaceAll(c.want, "DIR", filepath.Dir(p))
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q\nlacks %q", err, want)
+			}
+			for _, internal := range []string{"GoError", "native", "harness/graders", "\n"} {
+				if strings.Contains(err.Error(), internal) {
+					t.Errorf("error %q shows %q", err, internal)
+				}
+			}
+		})
+	}
+}
+
+// A require called while grading (not at load) is a grader error with the
+// same message, not a Go stack.
+func TestJSRequireWhileGrading(t *testing.T) {
+	p := writeConfig(t, "late.js", "exports.grade = function () { return require('left-pad')('x', 3) === '  x' }\n")
+	r := grade(t, load(t, p, Options{}), record("x", ""))
+	if r.Error == nil || r.Error.Class != schemas.ErrGraderError {
+		t.Fatalf("want a grader error, got %+v", r)
+	}
+	if !strings.Contains(r.Error.Message, `imports "left-pad": the in-process JavaScript runtime cannot load`) || strings.Contains(r.Error.Message, "GoError") {
+		t.Errorf("message %q", r.Error.Message)
+	}
+}
