@@ -22,9 +22,9 @@ type Library struct {
 	served   map[string]int
 	prompts  int
 	records  int
-	// order is every record in the order a run of the same prompts
-	// makes its sessions in (cases in the file's order, each case's
-	// trials in turn): the n-th session a replay process makes is
+	// order is every record in the order the recorded run made their
+	// sessions (by start time, else cases in the file's order and each
+	// case's trials in turn): the n-th session a replay process makes is
 	// expected to be order[n].
 	order []*schemas.CaptureRecord
 }
@@ -74,8 +74,15 @@ func Load(name string, r io.Reader) (*Library, error) {
 		lib.byPrompt[p] = append(lib.byPrompt[p], k.rec)
 	}
 	lib.prompts = len(lib.byPrompt)
+	// Sessions were made in the order the trials started, which the
+	// file's order need not be (a record is written when it finishes).
+	started := true
 	for _, k := range all {
 		lib.order = append(lib.order, k.rec)
+		started = started && k.rec.Timing.Start > 0
+	}
+	if started {
+		sort.SliceStable(lib.order, func(i, j int) bool { return lib.order[i].Timing.Start < lib.order[j].Timing.Start })
 	}
 	return lib, nil
 }

@@ -93,6 +93,24 @@ func TestSetupOfTheExpectedRecord(t *testing.T) {
 		t.Errorf("expected order %v", order)
 	}
 	b1, b2, a1 := lib.expected(0), lib.expected(1), lib.expected(2)
+
+	// With start times, sessions are expected in the order the trials
+	// started.
+	timed, err := load(t,
+		`{"id":"b","trial":1,"input":"b","timing":{"start":30},"trajectory":[]}`,
+		`{"id":"a","trial":1,"input":"a","timing":{"start":20},"trajectory":[]}`,
+		`{"id":"a","trial":2,"input":"a","timing":{"start":40},"trajectory":[]}`,
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	order = nil
+	for n := 0; timed.expected(n) != nil; n++ {
+		order = append(order, fmt.Sprintf("%s/%d", timed.expected(n).ID, timed.expected(n).Trial))
+	}
+	if strings.Join(order, " ") != "a/1 b/1 a/2" {
+		t.Errorf("expected order by start time %v", order)
+	}
 	actions := func(rec, sentFor *schemas.CaptureRecord) int {
 		var sent []schemas.Step
 		if sentFor != nil {
