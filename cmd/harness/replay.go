@@ -14,7 +14,7 @@ func newReplayCmd() *command {
 	c := &command{
 		name:  "replay",
 		usage: "replay RESULTS [--timing]",
-		short: "an ACP agent that serves recorded trajectories back (for capture, trials, check)",
+		short: "an ACP agent that serves recorded trajectories back (the agent of capture or trials)",
 		long: `Replay is an ACP agent on stdin and stdout that plays the trials of a
 capture or trials file back: for each session, the recorded trial whose
 first prompt matches (the n-th session with a prompt gets its n-th trial),
