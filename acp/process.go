@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"harness/internal/orphans"
 	"harness/sandbox"
+	"harness/sandbox/egress"
 	"io"
 	"os"
 	"os/exec"
@@ -35,7 +36,8 @@ type ProcessOptions struct {
 // stdout, and its stderr drained into a bounded tail so it can never block.
 type Process struct {
 	limitHit func() string // the sandbox's cap that ended it, if any
-	token    string        // marks the process tree (see internal/orphans)
+	conns    func() []egress.Connection
+	token    string // marks the process tree (see internal/orphans)
 	cmd      *exec.Cmd
 	stdin    *os.File
 	stdout   *os.File
@@ -95,13 +97,14 @@ func StartProcess(argv []string, opts ProcessOptions) (*Process, error) {
 	cleanup := func() {}
 	var started func(int)
 	var limitHit func() string
+	var conns func() []egress.Connection
 	if opts.Sandbox != nil {
 		w, err := opts.Sandbox.Wrap(sandbox.Command{Argv: argv, Dir: opts.Dir, Env: env, RW: opts.RW, Disk: opts.Disk})
 		if err != nil {
 			return nil, &StartError{Argv: argv, Err: err}
 		}
 		path, argv, env, cleanup = w.Argv[0], w.Argv, w.Env, w.Cleanup
-		started, limitHit = w.Started, w.LimitHit
+		started, limitHit, conns = w.Started, w.LimitHit, w.Connections
 	}
 	cmd := &exec.Cmd{
 		Path:        path,
@@ -119,6 +122,7 @@ func StartProcess(argv []string, opts ProcessOptions) (*Process, error) {
 	}
 	p := &Process{
 		limitHit: limitHit,
+		conns:    conns,
 		token:    token,
 		cmd:      cmd,
 		stdin:    inW,
@@ -172,6 +176,15 @@ func (p *Process) LimitHit() string {
 		return ""
 	}
 	return p.limitHit()
+}
+
+// Connections returns the network connections the agent made through the
+// sandbox's allowlist proxy since the last call (nil without one).
+func (p *Process) Connections() []egress.Connection {
+	if p.conns == nil {
+		return nil
+	}
+	return p.conns()
 }
 
 // Pid is the process id of the agent (and the id of its process group).

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"harness/sandbox"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,7 +22,12 @@ import (
 	"harness/schemas"
 )
 
-func TestMain(m *testing.M) { os.Exit(testagents.FakeAgentMain(m)) }
+func TestMain(m *testing.M) {
+	if code, ok := sandbox.HelperMain(); ok {
+		os.Exit(code) // the test binary stands in for harness in a sandbox
+	}
+	os.Exit(testagents.FakeAgentMain(m))
+}
 
 // testConfig is a config running the fixture agent with the given flags.
 func testConfig(t *testing.T, agentArgs ...string) Config {

@@ -108,6 +108,8 @@ func (w *worker) headlessTurn(ctx context.Context, run *caseRun, cwd, text, sess
 		return turn, &schemas.ErrorInfo{Class: schemas.ErrAgentStart, Message: err.Error()}
 	}
 	ag := &agent{proc: proc}
+	// Once the turn's process is gone, its connections are all reported.
+	defer func() { run.rec.Network(proc.Connections()) }()
 	defer proc.Kill()    // and whatever it left running in its group
 	proc.Stdin().Close() // the prompt is on the command line
 	type outLine struct {

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"harness/acp"
+	"harness/sandbox/egress"
 	"harness/schemas"
 )
 
@@ -487,6 +489,26 @@ func (r *Recorder) Seal(prefix string) Result {
 		res.Usage = &u
 	}
 	return res
+}
+
+// Network records connections out of the sandbox as network steps, in
+// time order among the case's other steps.
+func (r *Recorder) Network(conns []egress.Connection) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.sealed || len(conns) == 0 {
+		return
+	}
+	for _, c := range conns {
+		s := &stepState{at: c.At, firstSeen: c.At}
+		allowed := c.Allowed
+		out, in := c.BytesOut, c.BytesIn
+		d := c.Duration.Milliseconds()
+		s.step = schemas.Step{Type: schemas.StepNetwork, Host: c.Host, Port: c.Port, Allowed: &allowed,
+			BytesOut: &out, BytesIn: &in, Duration: &d, Error: c.Error, Open: c.Open}
+		r.steps = append(r.steps, s)
+	}
+	sort.SliceStable(r.steps, func(i, j int) bool { return r.steps[i].at.Before(r.steps[j].at) })
 }
 
 // marshalText encodes s as a JSON string without HTML escaping, so agent

@@ -19,6 +19,7 @@ import (
 	"harness/headless"
 	"harness/internal/buildinfo"
 	"harness/sandbox"
+	"harness/sandbox/egress"
 	"harness/schemas"
 )
 
@@ -345,6 +346,27 @@ type agent struct {
 	client *acp.Client
 	init   *acp.InitializeResponse
 	dead   bool
+
+	netMu   sync.Mutex
+	netLeft []egress.Connection // taken, but made after the case that took them
+}
+
+// connectionsUntil returns the agent's network connections made up to end
+// (accept time), not yet given to a case; later ones wait for their case.
+func (a *agent) connectionsUntil(end time.Time) []egress.Connection {
+	a.netMu.Lock()
+	defer a.netMu.Unlock()
+	all := append(a.netLeft, a.proc.Connections()...)
+	a.netLeft = nil
+	var mine []egress.Connection
+	for _, c := range all {
+		if c.At.After(end) {
+			a.netLeft = append(a.netLeft, c)
+		} else {
+			mine = append(mine, c)
+		}
+	}
+	return mine
 }
 
 func (a *agent) kill() {

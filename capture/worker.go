@@ -534,9 +534,14 @@ func (w *worker) finish(run *caseRun) {
 	if run.ag != nil && run.sessionID != "" {
 		run.ag.client.Detach(run.sessionID)
 	}
+	if run.ag != nil && run.ag.client != nil {
+		run.rec.Network(run.ag.connectionsUntil(run.end))
+	}
 	res := run.rec.Seal(fmt.Sprintf("%s-t%d", run.unit.Case.ID, run.unit.Trial))
+	netCounts := countNetwork(res.Steps)
 	rec := run.record
 	rec.Provenance.Sandbox = sandboxInfo(cfg.Sandbox) // what was bound, now that the agent ran
+	rec.Network = netCounts
 	rec.Trajectory = res.Steps
 	rec.Output = res.Output
 	rec.Plan = res.Plan
@@ -592,6 +597,31 @@ func (w *worker) finish(run *caseRun) {
 			run.ws.Remove()
 		}
 	})
+}
+
+// countNetwork sums a trajectory's network steps (nil when it has none).
+func countNetwork(steps []schemas.Step) *schemas.NetworkCounts {
+	var n *schemas.NetworkCounts
+	for _, st := range steps {
+		if st.Type != schemas.StepNetwork {
+			continue
+		}
+		if n == nil {
+			n = &schemas.NetworkCounts{}
+		}
+		if st.Allowed != nil && *st.Allowed {
+			n.Allowed++
+		} else {
+			n.Denied++
+		}
+		if st.BytesOut != nil {
+			n.BytesOut += *st.BytesOut
+		}
+		if st.BytesIn != nil {
+			n.BytesIn += *st.BytesIn
+		}
+	}
+	return n
 }
 
 // newRecord starts the record of a unit with what is known up front.
@@ -652,7 +682,7 @@ func sandboxInfo(sb sandbox.Runner) *schemas.SandboxInfo {
 		return &schemas.SandboxInfo{Backend: "none"}
 	}
 	i := sb.Info()
-	info := &schemas.SandboxInfo{Backend: i.Backend, Network: i.Network, Version: i.Version,
+	info := &schemas.SandboxInfo{Backend: i.Backend, Network: i.Network, Version: i.Version, Allow: i.Allow,
 		Hidden: i.Hidden, Bound: i.Bound, Protected: i.Protected}
 	for _, c := range i.Caps {
 		info.Caps = append(info.Caps, schemas.SandboxCap{Cap: c.Cap, Value: c.Value, How: c.How, Note: c.Note})

@@ -30,6 +30,7 @@ import (
 	"sync"
 	"syscall"
 
+	"harness/sandbox/egress"
 	"harness/sandbox/limits"
 )
 
@@ -64,6 +65,10 @@ type Wrapped struct {
 	// LimitHit, when not nil, names the resource cap the command hit, with
 	// its flag ("" for none); the sandbox was ended when it did.
 	LimitHit func() string
+	// Connections, when not nil, returns the network connections the
+	// command made through the allowlist proxy since the last call: those
+	// that ended, and those still open with their bytes so far.
+	Connections func() []egress.Connection
 }
 
 // Runner wraps commands to run in a sandbox.
@@ -78,8 +83,10 @@ type Runner interface {
 type Info struct {
 	// Backend is "none" or "bwrap".
 	Backend string `json:"backend"`
-	// Network is "host" or "none" ("" for backend none).
+	// Network is "host", "none" or "allow" ("" for backend none).
 	Network string `json:"network,omitempty"`
+	// Allow is the egress allowlist of network "allow".
+	Allow []string `json:"allow,omitempty"`
 	// Version is the backend's version, when it has one.
 	Version string `json:"version,omitempty"`
 	// Hidden are the host paths the sandbox shows empty.
@@ -107,9 +114,13 @@ func (None) Info() Info { return Info{Backend: "none"} }
 
 // Options configure a bubblewrap sandbox.
 type Options struct {
-	// Network is "host" (the host's network) or "none" (a network
-	// namespace of its own, with loopback only); "" means host.
+	// Network is "allow" (a network namespace of its own whose only way
+	// out is a proxy harness runs, letting through the hosts of Allow),
+	// "none" (loopback only) or "host" (the host's network); "" means
+	// allow when Allow is set, else host.
 	Network string
+	// Allow is the egress allowlist of network "allow".
+	Allow []egress.Rule
 	// RO and RW are extra paths bound read-only and read-write.
 	RO, RW []string
 	// Hide are more host paths to show empty, beyond DefaultHidden.
@@ -166,6 +177,7 @@ type Bwrap struct {
 	hidden  []string // absolute, existing, cleaned
 
 	exe      string           // for the caps' wrapper
+	proxy    *egress.Proxy    // network "allow": the only way out
 	applied  []limits.Applied // how the caps are enforced
 	warnings []string         // caps that could not be applied as asked
 
@@ -182,9 +194,12 @@ func NewBwrap(opts Options) (*Bwrap, error) {
 	switch opts.Network {
 	case "":
 		opts.Network = "host"
-	case "host", "none":
+		if len(opts.Allow) > 0 {
+			opts.Network = "allow"
+		}
+	case "host", "none", "allow":
 	default:
-		return nil, fmt.Errorf("sandbox network %q: want host or none", opts.Network)
+		return nil, fmt.Errorf("sandbox network %q: want host, none or allow:HOST[:PORT],...", opts.Network)
 	}
 	path := opts.Path
 	if path == "" {
@@ -230,8 +245,21 @@ func NewBwrap(opts Options) (*Bwrap, error) {
 		b.applied, b.warnings = g.Applied(), warnings
 		g.Close()
 	}
+	if opts.Network == "allow" {
+		exe := opts.Exe
+		if exe == "" {
+			if exe, err = os.Executable(); err != nil {
+				return nil, fmt.Errorf("sandbox network: the harness executable: %w", err)
+			}
+		}
+		b.proxy = egress.NewProxy(opts.Allow, opts.TmpDir)
+		b.proxy.Executable = exe
+		if !slices.Contains(b.hidden, "/run") {
+			b.hidden = append(b.hidden, "/run") // the proxy's socket is bound under it
+		}
+	}
 	// A trial run says whether namespaces can be made here.
-	probe := exec.Command(path, b.args(Command{Dir: "/"}, "/", nil, nil, nil)...)
+	probe := exec.Command(path, b.args(Command{Dir: "/"}, wrapPlan{home: "/"})...)
 	probe.Args = append(probe.Args, "true")
 	if msg, err := probe.CombinedOutput(); err != nil {
 		text := strings.TrimSpace(string(msg))
@@ -301,6 +329,11 @@ func (b *Bwrap) Info() Info {
 	defer b.mu.Unlock()
 	info := Info{Backend: "bwrap", Network: b.opts.Network, Version: b.version, Hidden: slices.Clone(b.hidden),
 		Caps: slices.Clone(b.applied)}
+	if b.proxy != nil {
+		for _, r := range b.proxy.Rules() {
+			info.Allow = append(info.Allow, r.String())
+		}
+	}
 	for p := range b.bound {
 		info.Bound = append(info.Bound, p)
 	}
@@ -314,22 +347,33 @@ func (b *Bwrap) Info() Info {
 
 // Args returns the bubblewrap arguments (before the command) for c with
 // the given HOME, for documentation and tests.
-func (b *Bwrap) Args(c Command, home string) []string { return b.args(c, home, nil, nil, nil) }
+func (b *Bwrap) Args(c Command, home string) []string { return b.args(c, wrapPlan{home: home}) }
+
+// wrapPlan is what one command's bwrap arguments are made of, beyond the
+// sandbox's own.
+type wrapPlan struct {
+	home    string   // the fresh HOME
+	back    []string // hidden paths bound back read-only
+	tmps    []string // entries of the host's /tmp the command line names
+	tmpSize []string // --size of the private /tmp
+	extra   []string // the network session's arguments
+}
 
 // within says whether path p is dir or lies under it.
 func within(p, dir string) bool {
 	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
 }
 
-func (b *Bwrap) args(c Command, home string, back, tmps, tmpSize []string) []string {
+func (b *Bwrap) args(c Command, p wrapPlan) []string {
+	home, back, tmps, tmpSize := p.home, p.back, p.tmps, p.tmpSize
 	a := []string{
 		"--ro-bind", "/", "/",
 		"--dev", "/dev",
 		"--proc", "/proc",
 	}
 	a = append(append(a, tmpSize...), "--tmpfs", "/tmp")
-	for _, p := range tmps {
-		a = append(a, "--ro-bind", p, p)
+	for _, t := range tmps {
+		a = append(a, "--ro-bind", t, t)
 	}
 	// Hidden paths go over everything bound so far, so a hidden home
 	// under /tmp stays hidden; what is bound back comes after.
@@ -354,12 +398,12 @@ func (b *Bwrap) args(c Command, home string, back, tmps, tmpSize []string) []str
 		a = append(a, "--unshare-net")
 	}
 	ro := append(append(append([]string{}, back...), b.opts.RO...), c.RO...)
-	for _, p := range ro {
-		a = append(a, "--ro-bind", abs(p), abs(p))
+	for _, r := range ro {
+		a = append(a, "--ro-bind", abs(r), abs(r))
 	}
 	rw := append(append([]string{}, b.opts.RW...), c.RW...)
-	for _, p := range rw {
-		a = append(a, "--bind", abs(p), abs(p))
+	for _, w := range rw {
+		a = append(a, "--bind", abs(w), abs(w))
 	}
 	if home != "/" {
 		a = append(a, "--bind", home, home)
@@ -368,17 +412,18 @@ func (b *Bwrap) args(c Command, home string, back, tmps, tmpSize []string) []str
 	b.mu.Lock()
 	protect := slices.Clone(b.protect)
 	b.mu.Unlock()
-	for _, p := range protect {
-		if _, err := os.Lstat(p); err != nil {
+	for _, f := range protect {
+		if _, err := os.Lstat(f); err != nil {
 			continue
 		}
 		b.mu.Lock()
-		b.protected[p] = true
+		b.protected[f] = true
 		b.mu.Unlock()
-		if b.exposedWritable(p, rw) {
-			a = append(a, "--ro-bind", p, p)
+		if b.exposedWritable(f, rw) {
+			a = append(a, "--ro-bind", f, f)
 		}
 	}
+	a = append(a, p.extra...)
 	if c.Dir != "" {
 		a = append(a, "--chdir", c.Dir)
 	}
@@ -470,9 +515,62 @@ func (b *Bwrap) Wrap(c Command) (Wrapped, error) {
 		}
 		w.LimitHit = g.Check
 	}
-	w.Argv = append(append(prefix, b.path), b.args(c, home, back, tmps, tmpSize)...)
+	plan := wrapPlan{home: home, back: back, tmps: tmps, tmpSize: tmpSize}
+	if b.proxy != nil {
+		// The only way out: the allowlist proxy, through the bridge.
+		log := &netLog{shown: map[uint64]bool{}}
+		sess, err := b.proxy.NewSession(log.add)
+		if err != nil {
+			w.Cleanup()
+			return Wrapped{}, fmt.Errorf("sandbox network: %w", err)
+		}
+		log.sess = sess
+		plan.extra = sess.BwrapArgs
+		argv = sess.Command(argv)
+		w.Env = append(w.Env, sess.Env...)
+		inner := w.Cleanup
+		w.Cleanup = func() { sess.Close(); inner() }
+		w.Connections = log.take
+	}
+	w.Argv = append(append(prefix, b.path), b.args(c, plan)...)
 	w.Argv = append(w.Argv, argv...)
 	return w, nil
+}
+
+// netLog keeps a sandboxed command's connections until they are taken.
+type netLog struct {
+	mu    sync.Mutex
+	sess  *egress.Session
+	ended []egress.Connection
+	shown map[uint64]bool // taken while still open
+}
+
+func (l *netLog) add(c egress.Connection) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if c.ID != 0 && l.shown[c.ID] {
+		return // given out while open, with its bytes so far
+	}
+	l.ended = append(l.ended, c)
+}
+
+// take returns the connections that ended since the last take, and those
+// still open (once each, with their bytes so far), in accept order.
+func (l *netLog) take() []egress.Connection {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := l.ended
+	l.ended = nil
+	if l.sess != nil {
+		for _, c := range l.sess.Open() {
+			if !l.shown[c.ID] {
+				l.shown[c.ID] = true
+				out = append(out, c)
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
+	return out
 }
 
 // needed finds what a command needs to start that the sandbox hides: its

@@ -24,30 +24,33 @@ const (
 // CaptureRecord is one line of capture output: what the agent did for one
 // prompt case in one trial.
 type CaptureRecord struct {
-	ID                string          `json:"id"`
-	Trial             int             `json:"trial"`
-	Input             Turns           `json:"input"`
-	Output            string          `json:"output"`
-	Expected          string          `json:"expected,omitempty"`
-	Hint              string          `json:"hint,omitempty"`
-	Reference         string          `json:"reference,omitempty"`
-	Trajectory        []Step          `json:"trajectory"`
-	Plan              json.RawMessage `json:"plan,omitempty"`
-	StopReason        string          `json:"stopReason,omitempty"`
-	StopReasons       []string        `json:"stopReasons,omitempty"`
-	Metadata          map[string]any  `json:"metadata"`
-	Timing            Timing          `json:"timing"`
-	ToolErrors        bool            `json:"toolErrors"`
-	Usage             *Usage          `json:"usage,omitempty"`
-	Errors            []string        `json:"errors,omitempty"`
-	Error             *ErrorInfo      `json:"error,omitempty"`
-	Score             *GraderResult   `json:"score,omitempty"`
-	Scores            []GraderResult  `json:"scores,omitempty"`
-	Workspace         *Workspace      `json:"workspace,omitempty"`
-	Provenance        Provenance      `json:"provenance"`
-	Cwd               string          `json:"cwd,omitempty"`
-	TurnCount         int             `json:"turnCount,omitempty"`
-	NegativeReference string          `json:"negativeReference,omitempty"`
+	ID          string          `json:"id"`
+	Trial       int             `json:"trial"`
+	Input       Turns           `json:"input"`
+	Output      string          `json:"output"`
+	Expected    string          `json:"expected,omitempty"`
+	Hint        string          `json:"hint,omitempty"`
+	Reference   string          `json:"reference,omitempty"`
+	Trajectory  []Step          `json:"trajectory"`
+	Plan        json.RawMessage `json:"plan,omitempty"`
+	StopReason  string          `json:"stopReason,omitempty"`
+	StopReasons []string        `json:"stopReasons,omitempty"`
+	Metadata    map[string]any  `json:"metadata"`
+	Timing      Timing          `json:"timing"`
+	ToolErrors  bool            `json:"toolErrors"`
+	Usage       *Usage          `json:"usage,omitempty"`
+	Errors      []string        `json:"errors,omitempty"`
+	Error       *ErrorInfo      `json:"error,omitempty"`
+	Score       *GraderResult   `json:"score,omitempty"`
+	Scores      []GraderResult  `json:"scores,omitempty"`
+	Workspace   *Workspace      `json:"workspace,omitempty"`
+	// Network counts the connections the agent made out of its sandbox
+	// (each is a network step).
+	Network           *NetworkCounts `json:"network,omitempty"`
+	Provenance        Provenance     `json:"provenance"`
+	Cwd               string         `json:"cwd,omitempty"`
+	TurnCount         int            `json:"turnCount,omitempty"`
+	NegativeReference string         `json:"negativeReference,omitempty"`
 	// Truncated says the record was over its size limit and which values
 	// were cut (each ends with a marker saying how much).
 	Truncated *Truncation `json:"truncated,omitempty"`
@@ -173,6 +176,8 @@ type SandboxInfo struct {
 	Backend string `json:"backend"`
 	Network string `json:"network,omitempty"`
 	Version string `json:"version,omitempty"`
+	// Allow is the egress allowlist of network "allow".
+	Allow []string `json:"allow,omitempty"`
 	// Hidden are the host paths the agent saw empty (home directories,
 	// sockets, credential stores).
 	Hidden []string `json:"hidden,omitempty"`
@@ -184,6 +189,14 @@ type SandboxInfo struct {
 	Protected []string `json:"protected,omitempty"`
 	// Caps say how each resource cap was enforced.
 	Caps []SandboxCap `json:"caps,omitempty"`
+}
+
+// NetworkCounts sums a case's connections out of the sandbox.
+type NetworkCounts struct {
+	Allowed  int   `json:"allowed"`
+	Denied   int   `json:"denied"`
+	BytesOut int64 `json:"bytesOut"`
+	BytesIn  int64 `json:"bytesIn"`
 }
 
 // SandboxCap says how one resource cap of a sandbox was enforced.

@@ -21,6 +21,7 @@ const (
 	StepCommands    = "commands"     // available_commands_update
 	StepCompaction  = "compaction"   // compaction_update and compaction_summary_chunk
 	StepEvent       = "event"        // anything else, kept raw
+	StepNetwork     = "network"      // a connection out of the sandbox, allowed or denied
 )
 
 // Phases mark steps that arrived outside a prompt turn.
@@ -85,6 +86,15 @@ type Step struct {
 	ExitStatus json.RawMessage `json:"exitStatus,omitempty"`
 	Text       string          `json:"text,omitempty"`
 	Truncated  bool            `json:"truncated,omitempty"`
+
+	// network: the destination, and the bytes each way (Allowed, Error
+	// and Duration as above; Open when it was still open as the case
+	// ended)
+	Host     string `json:"host,omitempty"`
+	Port     int    `json:"port,omitempty"`
+	BytesOut *int64 `json:"bytesOut,omitempty"`
+	BytesIn  *int64 `json:"bytesIn,omitempty"`
+	Open     bool   `json:"open,omitempty"`
 
 	// usage, mode, notice, session_info, config, commands, compaction, event:
 	// the update as it arrived (for event: the whole update object).

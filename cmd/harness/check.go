@@ -182,7 +182,7 @@ func (f *checkFlags) options(e *env, agent []string) (compliance.Options, *redac
 		ClientInfo: acp.Implementation{Name: "harness", Title: "harness check", Version: buildinfo.Read(version).Version},
 		Permission: policy,
 	}
-	sb, err := f.sandbox.runner(f.env, f.secretEnv)
+	sb, err := f.sandbox.runner(f.env, f.secretEnv, agent)
 	if err != nil {
 		return o, nil, err
 	}

@@ -26,6 +26,7 @@ import (
 	"harness/internal/redact"
 	"harness/results"
 	"harness/sandbox"
+	"harness/sandbox/egress"
 	"harness/sandbox/limits"
 	"harness/schemas"
 )
@@ -245,7 +246,7 @@ func (f *runFlags) prepare(e *env, args, agent []string, cmdName string) (*runSe
 			return nil, usageErrorf("--workspace %s: not a directory", f.workspace)
 		}
 	}
-	sb, err := f.sandbox.runner(f.env, f.secretEnv)
+	sb, err := f.sandbox.runner(f.env, f.secretEnv, agent)
 	if err != nil {
 		return nil, err
 	}
@@ -602,7 +603,7 @@ type sandboxFlags struct {
 func (f *sandboxFlags) addFlags(fs *pflag.FlagSet, usage string) {
 	fs.StringVar(&f.backend, "sandbox", "none", usage)
 	fs.StringVar(&f.home, "sandbox-home", "", "with --sandbox bwrap, copy `dir` into each fresh HOME (agent config such as ~/.claude)")
-	fs.StringVar(&f.network, "sandbox-network", "host", "with --sandbox bwrap, the agent's `network`: host or none")
+	fs.StringVar(&f.network, "sandbox-network", "", "with --sandbox bwrap, the agent's `network`: allow:HOST[:PORT],... (only those, through a proxy; default: the hosts of its model endpoints), none, or host")
 	fs.StringArrayVar(&f.ro, "sandbox-ro", nil, "with --sandbox bwrap, also bind `path` read-only; repeatable")
 	fs.StringArrayVar(&f.rw, "sandbox-rw", nil, "with --sandbox bwrap, also bind `path` read-write; repeatable")
 	f.set = fs
@@ -618,7 +619,7 @@ func (f *sandboxFlags) addFlags(fs *pflag.FlagSet, usage string) {
 // runner builds the sandbox of --sandbox (nil for none), checking that it
 // works here. The agent's --env (KEY=VALUE) and --secret-env variables are
 // passed into it beyond the usual ones.
-func (f *sandboxFlags) runner(env, secretEnv []string) (sandbox.Runner, error) {
+func (f *sandboxFlags) runner(env, secretEnv, agent []string) (sandbox.Runner, error) {
 	keepEnv := slices.Clone(secretEnv)
 	for _, kv := range env {
 		k, _, _ := strings.Cut(kv, "=")
@@ -638,7 +639,11 @@ func (f *sandboxFlags) runner(env, secretEnv []string) (sandbox.Runner, error) {
 		if err != nil {
 			return nil, err
 		}
-		sb, err := sandbox.NewBwrap(sandbox.Options{Network: f.network, RO: f.ro, RW: f.rw, HomeTemplate: f.home, KeepEnv: keepEnv,
+		network, allow, err := f.egress(env, agent)
+		if err != nil {
+			return nil, err
+		}
+		sb, err := sandbox.NewBwrap(sandbox.Options{Network: network, Allow: allow, RO: f.ro, RW: f.rw, HomeTemplate: f.home, KeepEnv: keepEnv,
 			Caps: &caps, CgroupParent: f.cgroup})
 		if err != nil {
 			return nil, usageErrorf("--sandbox bwrap: %v", err)
@@ -646,6 +651,26 @@ func (f *sandboxFlags) runner(env, secretEnv []string) (sandbox.Runner, error) {
 		return sb, nil
 	}
 	return nil, usageErrorf("--sandbox %q: want none or bwrap", f.backend)
+}
+
+// egress reads --sandbox-network: host, none, or allow:HOST[:PORT],...;
+// by default the hosts of the agent's model endpoints (its base-URL
+// variables, in harness's environment or --env, or the known API hosts).
+func (f *sandboxFlags) egress(env, agent []string) (string, []egress.Rule, error) {
+	switch {
+	case f.network == "host" || f.network == "none":
+		return f.network, nil, nil
+	case f.network == "":
+		rules := egress.DefaultRules(append(os.Environ(), env...), agent)
+		return "allow", rules, nil
+	case strings.HasPrefix(f.network, "allow:"):
+		rules, err := egress.ParseAllow(strings.TrimPrefix(f.network, "allow:"))
+		if err != nil {
+			return "", nil, usageErrorf("--sandbox-network %s: %v", f.network, err)
+		}
+		return "allow", rules, nil
+	}
+	return "", nil, usageErrorf("--sandbox-network %q: want allow:HOST[:PORT],..., none or host", f.network)
 }
 
 // caps reads the --sandbox-memory, -pids, -cpus and -disk flags.

@@ -65,8 +65,9 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"waitlock":  waitLock,
-			"fakejudge": fakeJudge,
+			"waitlock":   waitLock,
+			"fakejudge":  fakeJudge,
+			"httpserver": httpServer,
 		},
 		Condition: func(cond string) (bool, error) {
 			if cond != "slurm" {
@@ -135,6 +136,27 @@ func fakeJudge(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Defer(srv.Close)
 	ts.Setenv("OPENAI_BASE_URL", srv.URL+"/v1")
 	ts.Setenv("OPENAI_API_KEY", "fake-judge-key")
+}
+
+// httpServer starts a loopback HTTP server for the script that answers
+// every request with "hello from NAME" and counts them in the file
+// NAME.count of the script's directory: "httpserver NAME" sets NAME_PORT
+// (upper case) to its port.
+func httpServer(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: httpserver NAME")
+	}
+	name := args[0]
+	var n atomic.Int64
+	count := ts.MkAbs(name + ".count")
+	os.WriteFile(count, []byte("0"), 0o644)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		os.WriteFile(count, []byte(fmt.Sprint(n.Add(1))), 0o644)
+		fmt.Fprintf(w, "hello from %s", name)
+	}))
+	ts.Defer(srv.Close)
+	_, port, _ := strings.Cut(strings.TrimPrefix(srv.URL, "http://"), ":")
+	ts.Setenv(strings.ToUpper(name)+"_PORT", port)
 }
 
 // RequireSlurmEnv, when set, turns a missing Slurm cluster into a failure

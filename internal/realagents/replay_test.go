@@ -1,6 +1,7 @@
 package realagents
 
 import (
+	hsandbox "harness/sandbox"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,7 +16,12 @@ import (
 )
 
 // The test binary doubles as the replay agent.
-func TestMain(m *testing.M) { os.Exit(testagents.FakeAgentMain(m)) }
+func TestMain(m *testing.M) {
+	if code, ok := hsandbox.HelperMain(); ok {
+		os.Exit(code) // the test binary stands in for harness in a sandbox
+	}
+	os.Exit(testagents.FakeAgentMain(m))
+}
 
 // TestReplayRealAgents captures real agents (against the fake model
 // servers), then replays their records through harness's replay agent:

@@ -11,6 +11,8 @@ import (
 	"harness/internal/fakemodel"
 	"harness/internal/testagents"
 	hsandbox "harness/sandbox"
+	"harness/sandbox/egress"
+	"harness/sandbox/limits"
 	"harness/schemas"
 )
 
@@ -37,7 +39,7 @@ func TestSandboxedAgents(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			sb, _, agent := tc.setup(t, fakemodel.Options{})
+			sb, srv, agent := tc.setup(t, fakemodel.Options{})
 			cfg, _ := baseConfig(t, sb, agent)
 			cfg.Auth = tc.auth
 			var keep []string
@@ -45,7 +47,11 @@ func TestSandboxedAgents(t *testing.T) {
 				k, _, _ := strings.Cut(kv, "=")
 				keep = append(keep, k)
 			}
-			bw, err := hsandbox.NewBwrap(hsandbox.Options{HomeTemplate: sb.Home, RW: []string{sb.Home, sb.Tmp}, KeepEnv: keep})
+			// The defaults of --sandbox bwrap: the network allowlist of
+			// the agent's model endpoints, and the resource caps.
+			caps := limits.DefaultCaps()
+			bw, err := hsandbox.NewBwrap(hsandbox.Options{HomeTemplate: sb.Home, RW: []string{sb.Home, sb.Tmp}, KeepEnv: keep,
+				Allow: egress.DefaultRules(sb.Env, agent), Caps: &caps})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -72,8 +78,23 @@ func TestSandboxedAgents(t *testing.T) {
 			if rec.Error != nil {
 				t.Fatalf("error %+v\n%s", rec.Error, dump(rec))
 			}
-			if p := rec.Provenance.Sandbox; p == nil || p.Backend != "bwrap" {
+			if p := rec.Provenance.Sandbox; p == nil || p.Backend != "bwrap" || p.Network != "allow" {
 				t.Errorf("provenance.sandbox = %+v", p)
+			}
+			// The model traffic went through the proxy, allowed, and is
+			// on the record.
+			_, port, _ := strings.Cut(strings.TrimPrefix(srv.URL, "http://"), ":")
+			var toModel int
+			for _, st := range rec.Trajectory {
+				if st.Type == schemas.StepNetwork && st.Host == "127.0.0.1" && fmt.Sprint(st.Port) == port {
+					if st.Allowed == nil || !*st.Allowed || st.BytesOut == nil || *st.BytesOut == 0 {
+						t.Errorf("a connection to the model was not allowed, or carried nothing: %+v", st)
+					}
+					toModel++
+				}
+			}
+			if toModel == 0 || rec.Network == nil || rec.Network.Allowed == 0 {
+				t.Errorf("no allowed network step to the model server %s (network %+v)\n%s", srv.URL, rec.Network, dump(rec))
 			}
 			var changed []string
 			if rec.Workspace != nil {

@@ -16,7 +16,6 @@ import (
 	"harness/internal/fakeagent"
 	"harness/replay"
 	"harness/results"
-	"harness/sandbox"
 	"harness/schemas"
 )
 
@@ -71,9 +70,6 @@ const ReplayTimingEnv = "HARNESS_TEST_REPLAY_TIMING"
 // FakeAgent) it plays the fixture agent, with ReplayEnv set (see
 // ReplayAgent) it replays a results file, otherwise it runs the tests.
 func FakeAgentMain(m *testing.M) int {
-	if code, ok := sandbox.HelperMain(); ok {
-		return code
-	}
 	if os.Getenv(FakeAgentEnv) == "1" {
 		fakeagent.Run()
 		return 0

@@ -1,6 +1,6 @@
 //go:build linux
 
-package egress
+package egress_test
 
 import (
 	"fmt"
@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"harness/internal/fakemodel"
+	"harness/sandbox/egress"
 	"harness/internal/testagents"
 )
 
@@ -24,7 +25,7 @@ import (
 // as allowed connections with bytes both ways, and whatever else it tries
 // (telemetry, update checks) is denied.
 func TestRealAgentsThroughBridge(t *testing.T) {
-	bwrap := requireBwrap(t)
+	bwrap := egress.RequireBwrap(t)
 	for _, name := range []string{"claude", "codex", "gemini"} {
 		t.Run(name, func(t *testing.T) {
 			home := t.TempDir()
@@ -65,18 +66,18 @@ func TestRealAgentsThroughBridge(t *testing.T) {
 			}
 			env = append(env, "HOME="+home, "PATH="+os.Getenv("PATH"))
 
-			rules := DefaultRules(env, agent)
+			rules := egress.DefaultRules(env, agent)
 			host, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
-			if want := []Rule{{Host: host, Port: atoi(port)}}; len(rules) != 1 || rules[0] != want[0] {
+			if want := []egress.Rule{{Host: host, Port: egress.Atoi(port)}}; len(rules) != 1 || rules[0] != want[0] {
 				t.Fatalf("default rules %v, want %v", rules, want)
 			}
 			var mu sync.Mutex
-			var conns []Connection
-			s, err := NewProxy(rules, t.TempDir()).NewSession(func(c Connection) { mu.Lock(); conns = append(conns, c); mu.Unlock() })
+			var conns []egress.Connection
+			s, err := egress.NewProxy(rules, t.TempDir()).NewSession(func(c egress.Connection) { mu.Lock(); conns = append(conns, c); mu.Unlock() })
 			if err != nil {
 				t.Fatal(err)
 			}
-			argv := append(append([]string{}, sandboxArgs...), "--bind", home, home, "--chdir", home)
+			argv := append(append([]string{}, egress.SandboxArgs...), "--bind", home, home, "--chdir", home)
 			argv = append(append(argv, s.BwrapArgs...), "--")
 			cmd := exec.Command(bwrap, append(argv, s.Command(agent)...)...)
 			cmd.Env = append(env, s.Env...)

@@ -36,6 +36,8 @@ const (
 // Connection is one connection a sandboxed process opened through the
 // proxy, allowed or denied.
 type Connection struct {
+	// ID numbers the session's connections from 1, in accept order.
+	ID uint64
 	// At is when the proxy accepted the connection.
 	At time.Time
 	// Host and Port are the destination asked for ("" and 0 when the
@@ -54,6 +56,9 @@ type Connection struct {
 	// Error says why a connection failed or was refused ("" when it
 	// ended normally).
 	Error string
+	// Open says the connection was still open when this was taken (see
+	// Session.Open): its bytes and duration are so far.
+	Open bool
 }
 
 // Proxy lets sandboxed processes out to the hosts of an allowlist. It runs
@@ -152,6 +157,8 @@ type Session struct {
 
 	mu        sync.Mutex
 	conns     map[net.Conn]struct{}
+	nextID    uint64
+	live      map[uint64]*liveConn
 	reportMu  sync.Mutex
 	closeOnce sync.Once
 	closeErr  error
@@ -219,6 +226,7 @@ func (p *Proxy) NewSession(onConn func(Connection)) (*Session, error) {
 		cancel:    cancel,
 		slots:     make(chan struct{}, max(p.MaxConns, 1)),
 		conns:     map[net.Conn]struct{}{},
+		live:      map[uint64]*liveConn{},
 	}
 	url := "http://" + proxyAddr
 	for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"} {
@@ -355,11 +363,15 @@ func (s *Session) accept() {
 			continue
 		}
 		s.track(c, true)
+		s.mu.Lock()
+		s.nextID++
+		id := s.nextID
+		s.mu.Unlock()
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
 			defer func() { <-s.slots }()
-			conn := s.serve(c, at)
+			conn := s.serve(c, Connection{ID: id, At: at})
 			s.track(c, false)
 			c.Close()
 			conn.Duration = time.Since(at)
@@ -410,9 +422,30 @@ func (h *headReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// liveConn is an allowed connection in progress.
+type liveConn struct {
+	conn    Connection
+	out, in *countingWriter
+}
+
+// Open returns the allowed connections still open, with their bytes so
+// far, marked Open.
+func (s *Session) Open() []Connection {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Connection, 0, len(s.live))
+	for _, l := range s.live {
+		c := l.conn
+		c.BytesOut, c.BytesIn = l.out.n.Load(), l.in.n.Load()
+		c.Duration = time.Since(c.At)
+		c.Open = true
+		out = append(out, c)
+	}
+	return out
+}
+
 // serve handles one client connection and says what became of it.
-func (s *Session) serve(c net.Conn, at time.Time) Connection {
-	conn := Connection{At: at}
+func (s *Session) serve(c net.Conn, conn Connection) Connection {
 	c.SetReadDeadline(time.Now().Add(s.p.HeadTimeout))
 	hr := &headReader{r: c, left: maxHead, limit: true}
 	br := bufio.NewReader(hr)
@@ -468,6 +501,14 @@ func (s *Session) serve(c net.Conn, at time.Time) Connection {
 	defer func() { s.track(up, false); up.Close() }()
 	out := &countingWriter{w: up}
 	in := &countingWriter{w: c}
+	s.mu.Lock()
+	s.live[conn.ID] = &liveConn{conn: conn, out: out, in: in}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.live, conn.ID)
+		s.mu.Unlock()
+	}()
 	var copyErr error
 	if req.Method == http.MethodConnect {
 		if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
