@@ -14,8 +14,8 @@ import (
 	"testing"
 
 	"harness/internal/fakemodel"
-	"harness/sandbox/egress"
 	"harness/internal/testagents"
+	"harness/sandbox/egress"
 )
 
 // TestRealAgentsThroughBridge runs Claude Code, Codex and Gemini CLI
