@@ -244,6 +244,11 @@ func NewBwrap(opts Options) (*Bwrap, error) {
 		}
 		b.applied, b.warnings = g.Applied(), warnings
 		g.Close()
+		for i, a := range b.applied {
+			if a.Cap == limits.CapDisk && a.How == "watcher" {
+				b.applied[i].Note = "the size of each workspace copy, its private /tmp and HOME, polled"
+			}
+		}
 	}
 	if opts.Network == "allow" {
 		exe := opts.Exe

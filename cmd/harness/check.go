@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"harness/compliance"
 	"harness/internal/buildinfo"
 	"harness/internal/redact"
+	"harness/sandbox"
 	"harness/schemas"
 )
 
@@ -97,8 +99,16 @@ Examples:
 		rep := compliance.Run(ctx, opts)
 		addFlagHints(rep)
 		var out []byte
+		var sbInfo *sandbox.Info
+		if opts.Sandbox != nil {
+			i := opts.Sandbox.Info()
+			sbInfo = &i
+		}
 		if f.jsonOut {
-			out, err = json.MarshalIndent(rep, "", "  ")
+			out, err = json.MarshalIndent(struct {
+				*compliance.Report
+				Sandbox *sandbox.Info `json:"sandbox,omitempty"`
+			}{rep, sbInfo}, "", "  ")
 			if err != nil {
 				return fmt.Errorf("check: encode report: %w", err)
 			}
@@ -106,6 +116,9 @@ Examples:
 		} else {
 			var b strings.Builder
 			compliance.WriteText(&b, rep)
+			if sbInfo != nil {
+				writeSandbox(&b, sbInfo)
+			}
 			out = []byte(b.String())
 		}
 		if _, err := e.stdout.Write(red.Bytes(out)); err != nil {
@@ -230,5 +243,30 @@ func addFlagHints(rep *compliance.Report) {
 		if flag := checkFlag(c.ID); flag != "" && c.Hint != "" {
 			c.Hint += " (" + flag + ")"
 		}
+	}
+}
+
+// writeSandbox says how the agent ran in the sandbox: its network, what
+// was hidden and bound back, and how each cap was enforced.
+func writeSandbox(w io.Writer, i *sandbox.Info) {
+	fmt.Fprintf(w, "\nSandbox: %s %s\n", i.Backend, i.Version)
+	switch i.Network {
+	case "allow":
+		fmt.Fprintf(w, "  network: only through harness's proxy, to %s\n", strings.Join(i.Allow, ", "))
+	case "none":
+		fmt.Fprintf(w, "  network: none (loopback only)\n")
+	default:
+		fmt.Fprintf(w, "  network: the host's, not isolated\n")
+	}
+	fmt.Fprintf(w, "  hidden (seen empty): %s\n", strings.Join(i.Hidden, " "))
+	if len(i.Bound) > 0 {
+		fmt.Fprintf(w, "  bound back read-only: %s\n", strings.Join(i.Bound, " "))
+	}
+	for _, c := range i.Caps {
+		note := ""
+		if c.Note != "" {
+			note = "; " + c.Note
+		}
+		fmt.Fprintf(w, "  cap %s: %s (%s%s)\n", c.Cap, c.Value, c.How, note)
 	}
 }
