@@ -199,7 +199,7 @@ func NewBwrap(opts Options) (*Bwrap, error) {
 		}
 	case "host", "none", "allow":
 	default:
-		return nil, fmt.Errorf("sandbox network %q: want host, none or allow:HOST[:PORT],...", opts.Network)
+		return nil, fmt.Errorf("sandbox network %q: want allow (with rules), none or host", opts.Network)
 	}
 	path := opts.Path
 	if path == "" {
