@@ -113,7 +113,12 @@ type Writer struct {
 	// batch turns off the flush after every record (for copies, where a
 	// crash loses nothing that is not still in the source).
 	batch bool
+	// key, when set, signs every line.
+	key *Key
 }
+
+// Sign makes the writer sign every line it writes with k (see Key.Sign).
+func (w *Writer) Sign(k *Key) { w.key = k }
 
 // Batch makes Write and WriteRaw leave records in the buffer until Close,
 // for bulk copies that need not survive a crash record by record.
@@ -162,6 +167,9 @@ func (w *Writer) WriteRaw(b []byte) error {
 	defer w.mu.Unlock()
 	if w.err != nil {
 		return w.err
+	}
+	if w.key != nil {
+		b, _ = w.key.Sign(b)
 	}
 	w.buf.Write(b)
 	w.buf.WriteByte('\n')

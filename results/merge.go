@@ -68,6 +68,12 @@ type Merger struct {
 	Skipped func(file string, line int)
 	// Bad collects the problems found while reading.
 	Bad Problems
+	// Key, when set, makes every line of a shard one harness must have
+	// signed: any other goes to Foreign, naming the file and line, and is
+	// never a record. Lines are spooled without their integrity field.
+	Key *Key
+	// Foreign collects the lines harness did not write.
+	Foreign Problems
 }
 
 // NewMerger starts a merge of the given files (named for messages).
@@ -117,6 +123,16 @@ func (m *Merger) Read(i int, r io.Reader) (int, error) {
 }
 
 func (m *Merger) addLine(fileIdx int, name string, lineNo int, line []byte) (int, error) {
+	if m.Key != nil && json.Valid(line) {
+		body, _, err := m.Key.Verify(name, lineNo, line)
+		if err != nil {
+			m.Foreign.Addf("%v", err)
+			return 0, nil
+		}
+		line = body
+	} else if body, _, signed := schemas.SplitIntegrity(line); signed {
+		line = body
+	}
 	rl, err := schemas.ParseResultLine(line)
 	if err == nil && rl.Kind == schemas.KindSummary {
 		return 0, nil

@@ -3,7 +3,9 @@ package results
 import (
 	"bufio"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -73,9 +75,13 @@ type Output struct {
 	file    *os.File
 	w       *Writer
 	redact  func([]byte) []byte
+	key     *Key
 
 	mu      sync.Mutex
 	written int
+	// macs counts the MACs of the lines the file holds by harness's
+	// hand: those written and those Resume kept.
+	macs map[[sha256.Size]byte]int
 }
 
 // OutputOptions configure OpenOutput.
@@ -90,6 +96,10 @@ type OutputOptions struct {
 	// Resumable says the command can continue an existing output; it is
 	// carried on the ExistsError that refuses one.
 	Resumable bool
+	// Key, when set, signs every line written (see Key.Sign), makes
+	// Resume refuse a line it did not sign, and lets CheckWritten tell
+	// the lines harness wrote from any other.
+	Key *Key
 }
 
 // OpenOutput opens name for writing records, compressed as its suffix says
@@ -97,7 +107,7 @@ type OutputOptions struct {
 // created with mode 0666 less the umask and locked for as long as the
 // Output is open; anything else is written through as it is.
 func OpenOutput(name string, opts OutputOptions) (*Output, error) {
-	o := &Output{name: name, redact: opts.Redact}
+	o := &Output{name: name, redact: opts.Redact, key: opts.Key, macs: map[[sha256.Size]byte]int{}}
 	if name == "" || name == "-" {
 		if opts.Mode == Append {
 			return nil, fmt.Errorf("output: standard output cannot be continued: name an output file")
@@ -252,11 +262,16 @@ func (o *Output) WriteRaw(b []byte) error {
 	if o.redact != nil {
 		b = o.redact(b)
 	}
+	var mac [sha256.Size]byte
+	if o.key != nil {
+		b, mac = o.key.Sign(b)
+	}
 	if err := o.w.WriteRaw(b); err != nil {
 		return fmt.Errorf("output %s: %w", o.displayName(), err)
 	}
 	o.mu.Lock()
 	o.written++
+	o.macs[mac]++
 	o.mu.Unlock()
 	return nil
 }
@@ -309,7 +324,9 @@ func (o *Output) Discard() error {
 // lines kept: written to a locked temporary file beside it, synced, and
 // renamed over it, so no kept record is ever at risk and the lock is never
 // let go. It must be called before the first write, and reports how many
-// lines were taken out.
+// lines were taken out. With a key, every line but a last one torn by a
+// crash must be one harness signed: any other stops the resume with a
+// *ForeignLineError naming the file and line, the file left as it was.
 func (o *Output) Resume(keep func(line []byte) bool) (int, error) {
 	if !o.regular {
 		return 0, fmt.Errorf("output %s cannot be continued: not a regular file", o.displayName())
@@ -342,17 +359,54 @@ func (o *Output) Resume(keep func(line []byte) bool) (int, error) {
 	}
 	w.Batch()
 	dropped := 0
-	err = schemas.EachLine(r, func(_ int, line []byte) error {
+	macs := map[[sha256.Size]byte]int{}
+	take := func(lineNo int, line []byte, last bool) error {
+		if o.key != nil {
+			if last && !json.Valid(line) {
+				dropped++ // a line the crash cut short
+				return nil
+			}
+			_, mac, err := o.key.Verify(o.name, lineNo, line)
+			if err != nil {
+				return err
+			}
+			if !keep(line) {
+				dropped++
+				return nil
+			}
+			macs[mac]++
+			return w.WriteRaw(line)
+		}
 		if !keep(line) {
 			dropped++
 			return nil
 		}
 		return w.WriteRaw(line)
+	}
+	// Each line is taken when the next is read, so the last one is known.
+	var pending []byte
+	pendingNo := 0
+	err = schemas.EachLine(r, func(lineNo int, line []byte) error {
+		if pendingNo > 0 {
+			if err := take(pendingNo, pending, false); err != nil {
+				return err
+			}
+		}
+		pending, pendingNo = append(pending[:0], line...), lineNo
+		return nil
 	})
-	if errors.Is(err, io.ErrUnexpectedEOF) {
+	torn := errors.Is(err, io.ErrUnexpectedEOF)
+	if (err == nil || torn) && pendingNo > 0 {
+		err = take(pendingNo, pending, true)
+	}
+	var fe *ForeignLineError
+	if errors.As(err, &fe) {
+		return 0, err
+	}
+	if torn && err == nil {
 		// A compressed stream the crash cut short: every whole record
 		// before the cut was read.
-		dropped, err = dropped+1, nil
+		dropped++
 	}
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", o.name, err)
@@ -360,6 +414,11 @@ func (o *Output) Resume(keep func(line []byte) bool) (int, error) {
 	if err := errors.Join(w.Close(), tmp.Sync()); err != nil {
 		return 0, fmt.Errorf("output %s: %w", o.name, err)
 	}
+	o.mu.Lock()
+	for mac, n := range macs {
+		o.macs[mac] += n
+	}
+	o.mu.Unlock()
 	if dropped == 0 {
 		return 0, nil
 	}
@@ -430,4 +489,91 @@ func fileKind(m fs.FileMode) string {
 		return "directory"
 	}
 	return "special file"
+}
+
+// ForeignLinesError reports an output that holds lines harness did not
+// write (or lost lines it did).
+type ForeignLinesError struct {
+	File string
+	// Lines are the foreign lines found (at most MaxProblems), in file
+	// order; N counts them all.
+	Lines []*ForeignLineError
+	N     int
+	// Missing counts the lines harness wrote that are no longer there.
+	Missing int
+}
+
+// Error names the file and every foreign line.
+func (e *ForeignLinesError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "output %s holds %d lines harness did not write; its records cannot be trusted", e.File, e.N)
+	if e.N == 0 {
+		b.Reset()
+		fmt.Fprintf(&b, "output %s was changed by something else than harness; its records cannot be trusted", e.File)
+	}
+	for _, l := range e.Lines {
+		b.WriteString("\n  " + l.Error())
+	}
+	if e.N > len(e.Lines) {
+		fmt.Fprintf(&b, "\n  ... and %d more", e.N-len(e.Lines))
+	}
+	if e.Missing > 0 {
+		fmt.Fprintf(&b, "\n  %d lines harness wrote are gone", e.Missing)
+	}
+	return b.String()
+}
+
+// CheckWritten reads a closed regular-file output back and checks that it
+// holds exactly the lines harness put there (written, or kept by Resume):
+// a line not signed with the key, or signed but not one of these (a copy
+// of a line from elsewhere, a second copy), is reported in a
+// *ForeignLinesError naming the file and line, as are lines gone missing.
+// Outputs that are not regular files, or have no key, are not checked.
+func (o *Output) CheckWritten() error {
+	if !o.regular || o.key == nil {
+		return nil
+	}
+	r, err := Open(o.path, nil)
+	if err != nil {
+		return fmt.Errorf("output %s: read back: %w", o.name, err)
+	}
+	defer r.Close()
+	o.mu.Lock()
+	want := make(map[[sha256.Size]byte]int, len(o.macs))
+	for mac, n := range o.macs {
+		want[mac] = n
+	}
+	o.mu.Unlock()
+	fe := &ForeignLinesError{File: o.name}
+	foreign := func(l *ForeignLineError) {
+		fe.N++
+		if len(fe.Lines) < MaxProblems {
+			fe.Lines = append(fe.Lines, l)
+		}
+	}
+	err = schemas.EachLine(r, func(lineNo int, line []byte) error {
+		_, mac, err := o.key.Verify(o.name, lineNo, line)
+		var l *ForeignLineError
+		switch {
+		case errors.As(err, &l):
+			foreign(l)
+		case err != nil:
+			return err
+		case want[mac] == 0:
+			foreign(&ForeignLineError{File: o.name, Line: lineNo, Why: "not written by harness to this file (a copy of a line harness wrote elsewhere, or a second copy of one it wrote here)"})
+		default:
+			want[mac]--
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("output %s: read back: %w", o.name, err)
+	}
+	for _, n := range want {
+		fe.Missing += n
+	}
+	if fe.N > 0 || fe.Missing > 0 {
+		return fe
+	}
+	return nil
 }

@@ -49,7 +49,19 @@ func ReadResultsBrief(name string, r io.Reader, fn func(ResultLine) error) (stri
 func readResults(name string, r io.Reader, parse func([]byte) (ResultLine, error), fn func(ResultLine) error) (string, error) {
 	kind := ""
 	firstLine := 0
+	// Lines harness wrote carry an integrity field: a file is all signed
+	// or (older, or from another tool) all unsigned, never a mix.
+	firstSigned, signedLine := false, 0
 	err := EachLine(r, func(lineNo int, line []byte) error {
+		_, _, signed := SplitIntegrity(line)
+		switch {
+		case signedLine == 0:
+			firstSigned, signedLine = signed, lineNo
+		case signed != firstSigned:
+			what := map[bool]string{true: "signed by harness (it has an integrity field)", false: "not signed by harness (it has no integrity field)"}
+			return &InputError{File: name, Line: lineNo, Field: IntegrityField, Msg: fmt.Sprintf(
+				"this line is %s but line %d is %s: a line was added or changed by something else than harness", what[signed], signedLine, what[firstSigned])}
+		}
 		rl, err := parse(line)
 		if err != nil {
 			var ie *InputError

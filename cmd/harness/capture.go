@@ -114,6 +114,9 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 			resume = func(out *results.Output) (map[results.UnitKey]bool, error) { return out.ResumeCapture(f.retryErrors) }
 		}
 		if done, err = resume(out); err != nil {
+			if fe := foreignError(err); fe != err {
+				return withCode(exitForeign, fmt.Errorf("--resume: %w", err))
+			}
 			return inputError(fmt.Errorf("--resume: %w", err))
 		}
 	}
@@ -258,6 +261,10 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 	if err := out.Close(); err != nil && runErr == nil {
 		runErr = outputError(err)
 	}
+	// The output must hold exactly what this run wrote and kept: a line
+	// anything else added (an agent that could reach the file) is reported,
+	// and never counts.
+	foreign := checkWritten(out)
 	log.stop()
 	log.summary(stats)
 	if spent != nil {
@@ -283,6 +290,8 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 			rec.Error.Class, rec.ID, max(rec.Trial, 1), firstLine(rec.Error.Message)))
 	}
 	switch {
+	case foreign != nil:
+		return foreign
 	case runErr != nil:
 		if n := out.Written(); n > 0 && out.IsFile() {
 			runErr = fmt.Errorf("%w\nthe %d records written before it are in %s; continue with --resume", runErr, n, f.output)

@@ -295,6 +295,9 @@ func gradeFiles(ctx context.Context, e *env, f *gradeFlags, files []string, gs [
 	if err := out.Close(); err != nil && runErr == nil {
 		runErr = err
 	}
+	if err := checkWritten(out); err != nil {
+		return err
+	}
 	interrupted := errors.Is(runErr, graders.ErrInterrupted)
 	if runErr != nil && !interrupted {
 		var ie *schemas.InputError
@@ -364,7 +367,11 @@ func openGradeOutput(e *env, f *gradeFlags) (*results.Output, error) {
 	if f.force {
 		mode = results.Truncate
 	}
-	out, err := results.OpenOutput(f.output, results.OutputOptions{Mode: mode, Stdout: e.stdout, Redact: e.redact.JSON})
+	key, err := recordKey(e)
+	if err != nil {
+		return nil, err
+	}
+	out, err := results.OpenOutput(f.output, results.OutputOptions{Mode: mode, Stdout: e.stdout, Redact: e.redact.JSON, Key: key})
 	if err != nil {
 		return nil, outputOpenError(err)
 	}

@@ -41,6 +41,7 @@ const (
 	exitUsage       = 2
 	exitInfraErrors = 3
 	exitBudget      = 4
+	exitForeign     = 5
 	exitInterrupted = 130
 )
 
@@ -50,6 +51,7 @@ const exitCodesHelp = `Exit status:
   2    usage or input error (nothing run, no output touched), or the output could not be written
   3    the run completed with infrastructure errors (agent crash, timeout, grader error)
   4    the budget (--max-cost, --max-tokens) was spent: no new work started; --resume continues
+  5    an output, partial or shard file holds lines harness did not write (named FILE:LINE); its records cannot be trusted
   130  interrupted; the output holds every finished record
 `
 

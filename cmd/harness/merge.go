@@ -122,11 +122,16 @@ func (f *mergeFlags) run(e *env, args []string) error {
 			return inputError(err)
 		}
 	}
+	key, err := recordKey(e)
+	if err != nil {
+		return err
+	}
 	m, err := results.NewMerger(args)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
+	m.Key = key
 	if !f.quiet {
 		m.Skipped = func(file string, line int) {
 			fmt.Fprintf(e.stderr, "harness merge: %s:%d: skipped a line that is not JSON (a record cut short by a crash?)\n", file, line)
@@ -145,6 +150,9 @@ func (f *mergeFlags) run(e *env, args []string) error {
 		if n == 0 && !f.quiet {
 			fmt.Fprintf(e.stderr, "harness merge: %s holds no records\n", name)
 		}
+	}
+	if err := m.Foreign.Err("lines in the shard files that harness did not write (never merged; their shards cannot be trusted)"); err != nil {
+		return withCode(exitForeign, err)
 	}
 	if err := m.Bad.Err("problems in the shard files"); err != nil {
 		return inputError(err)
@@ -203,6 +211,7 @@ func (f *mergeFlags) run(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	w.Sign(key)
 	if f.k > 0 {
 		err = f.writeTrials(e, w, m, cases, k)
 	} else {

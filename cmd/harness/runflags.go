@@ -456,8 +456,12 @@ func (f *runFlags) openOutput(e *env, setup *runSetup) (*results.Output, error) 
 	case f.force:
 		mode = results.Truncate
 	}
+	key, err := recordKey(e)
+	if err != nil {
+		return nil, err
+	}
 	out, err := results.OpenOutput(f.output, results.OutputOptions{
-		Mode: mode, Stdout: e.stdout, Redact: setup.redact.JSON, Resumable: true,
+		Mode: mode, Stdout: e.stdout, Redact: setup.redact.JSON, Resumable: true, Key: key,
 	})
 	if err != nil {
 		return nil, outputOpenError(err)

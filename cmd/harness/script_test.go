@@ -48,6 +48,12 @@ func TestScripts(t *testing.T) {
 		}
 		bunDir = ""
 	}
+	// One fixed record key for every script, outside their work
+	// directories (as the user's key is outside theirs).
+	keyFile := filepath.Join(t.TempDir(), "record.key")
+	if err := os.WriteFile(keyFile, []byte(strings.Repeat("5a", 32)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	slurmUp := slurmCluster()
 	if !slurmUp && os.Getenv(RequireSlurmEnv) != "" {
 		t.Fatalf("no Slurm cluster answers (sinfo), and %s is set: run scripts/slurm-local start first", RequireSlurmEnv)
@@ -59,6 +65,7 @@ func TestScripts(t *testing.T) {
 			env.Setenv("TESTDATA", mustAbs(t, "../../testdata"))
 			// Each script has a judge cache of its own.
 			env.Setenv("XDG_CACHE_HOME", filepath.Join(env.WorkDir, ".cache"))
+			env.Setenv("HARNESS_RECORD_KEY_FILE", keyFile)
 			if bunDir != "" {
 				env.Setenv("PATH", bunDir+string(os.PathListSeparator)+env.Getenv("PATH"))
 			}

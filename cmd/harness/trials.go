@@ -124,7 +124,11 @@ Examples:
 			// records, and merge builds the trials records.
 			return runUnits(ctx, e, f, setup, k, runHooks{})
 		}
-		col := &trialsCollector{k: k, open: map[string]*pendingCase{}, summary: trials.NewSummary(k), setup: setup, allowGraderErrors: allowGraderErrors}
+		key, err := recordKey(e)
+		if err != nil {
+			return err
+		}
+		col := &trialsCollector{k: k, open: map[string]*pendingCase{}, summary: trials.NewSummary(k), setup: setup, allowGraderErrors: allowGraderErrors, key: key}
 		if len(failOn) > 0 {
 			col.failOn = map[string]bool{}
 			for _, class := range failOn {
@@ -195,6 +199,8 @@ type trialsCollector struct {
 	setup       *runSetup
 	partialPath string
 	partial     *results.Output
+	// key signs the partial file's lines and checks them on --resume.
+	key *results.Key
 	out         *results.Output
 	// adaptive is set for an adaptive run (--adaptive).
 	adaptive *adaptiveRun
@@ -278,7 +284,15 @@ func (t *trialsCollector) resume(out *results.Output, retryErrors bool) (map[res
 	if t.partialPath == "" {
 		return done, nil
 	}
-	err = eachJSONLine(t.partialPath, func(line []byte) error {
+	err = eachJSONLine(t.partialPath, func(lineNo int, line []byte) error {
+		if !json.Valid(line) {
+			return nil // a line a crash cut short
+		}
+		if t.key != nil {
+			if _, _, err := t.key.Verify(t.partialPath, lineNo, line); err != nil {
+				return err
+			}
+		}
 		var rec schemas.CaptureRecord
 		if json.Unmarshal(line, &rec) != nil || complete[rec.ID] || done[results.UnitKey{ID: rec.ID, Trial: rec.Trial}] {
 			return nil
@@ -292,7 +306,7 @@ func (t *trialsCollector) resume(out *results.Output, retryErrors bool) (map[res
 	return done, err
 }
 
-func eachJSONLine(name string, fn func([]byte) error) error {
+func eachJSONLine(name string, fn func(int, []byte) error) error {
 	r, err := results.Open(name, nil)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -301,7 +315,11 @@ func eachJSONLine(name string, fn func([]byte) error) error {
 		return err
 	}
 	defer r.Close()
-	if err := schemas.EachLine(r, func(_ int, line []byte) error { return fn(line) }); err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+	if err := schemas.EachLine(r, fn); err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		var fe *results.ForeignLineError
+		if errors.As(err, &fe) {
+			return err
+		}
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	return nil
@@ -373,7 +391,7 @@ func (t *trialsCollector) keepPartial(rec *schemas.CaptureRecord) error {
 		return nil
 	}
 	if t.partial == nil {
-		out, err := results.OpenOutput(t.partialPath, results.OutputOptions{Mode: results.Append, Redact: t.setup.redact.JSON})
+		out, err := results.OpenOutput(t.partialPath, results.OutputOptions{Mode: results.Append, Redact: t.setup.redact.JSON, Key: t.key})
 		if err != nil {
 			return fmt.Errorf("partial trials: %w", err)
 		}

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"harness/results"
+)
+
+// recordKey loads (creating on first use) the key harness signs the record
+// lines it writes with.
+func recordKey(e *env) (*results.Key, error) {
+	path, err := results.KeyPath(e.getenv)
+	if err != nil {
+		return nil, err
+	}
+	k, err := results.LoadKey(path)
+	if err != nil {
+		return nil, withCode(exitUsage, err)
+	}
+	return k, nil
+}
+
+// foreignError gives an error about lines harness did not write (in an
+// output it continues, merges or has just written) its own exit status;
+// other errors come back as they are.
+func foreignError(err error) error {
+	var one *results.ForeignLineError
+	var many *results.ForeignLinesError
+	if errors.As(err, &one) || errors.As(err, &many) {
+		return withCode(exitForeign, err)
+	}
+	return err
+}
+
+// checkWritten reads a finished output back: every line in it must be one
+// harness wrote there.
+func checkWritten(out *results.Output) error {
+	if err := out.CheckWritten(); err != nil {
+		var many *results.ForeignLinesError
+		if errors.As(err, &many) {
+			return withCode(exitForeign, err)
+		}
+		return fmt.Errorf("output: %w", err)
+	}
+	return nil
+}
