@@ -101,6 +101,9 @@ func loadConfigFile(spec, path string, opts Options) (Grader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("grader %s: %w", spec, err)
 	}
+	if err := opts.pins.add(path); err != nil {
+		return nil, err
+	}
 	var v any
 	if strings.EqualFold(filepath.Ext(path), ".json") {
 		if err := json.Unmarshal(b, &v); err != nil {
@@ -127,7 +130,12 @@ func loadConfigFile(spec, path string, opts Options) (Grader, error) {
 // read from file (which errors name); relative paths in it are resolved
 // against dir.
 func FromConfig(m map[string]any, file, dir string, opts Options) (Grader, error) {
-	return buildConfig(normalizeYAML(m).(map[string]any), cfgCtx{file: file, dir: dir, opts: opts})
+	top := opts.startPins()
+	g, err := buildConfig(normalizeYAML(m).(map[string]any), cfgCtx{file: file, dir: dir, opts: opts})
+	if err != nil || !top {
+		return g, err
+	}
+	return pin(g, opts.pins), nil
 }
 
 // jsonErrLine turns a JSON syntax error offset into a line number.
@@ -435,6 +443,9 @@ func buildScript(m map[string]any, c cfgCtx) (Grader, error) {
 			if _, err := os.Stat(path); err != nil {
 				return nil, c.errf("command", "verifier %s: %v", file, err)
 			}
+			if err := c.opts.pins.add(path); err != nil {
+				return nil, c.errf("command", "%v", err)
+			}
 			return newVitestVerifier(c.id("vitest", m), path, c.opts), nil
 		}
 	}
@@ -447,6 +458,17 @@ func buildScript(m map[string]any, c cfgCtx) (Grader, error) {
 		return nil, err
 	} else if cwd != "" {
 		dir = c.resolve(cwd)
+	}
+	// The program resolves against the config's directory, arguments
+	// against the directory the command runs in.
+	raw, _ := c.rawCommand(m)
+	if strings.Contains(raw[0], "/") {
+		if err := c.opts.pins.add(resolved[0]); err != nil {
+			return nil, c.errf("command", "%v", err)
+		}
+	}
+	if err := c.opts.pins.addArgv(append([]string{"program"}, raw[1:]...), dir); err != nil {
+		return nil, c.errf("command", "%v", err)
 	}
 	s := &script{
 		name:      c.id("script", m),

@@ -94,6 +94,24 @@ type Options struct {
 	// WithJudgeDraw for repeated gradings). The target proxy of agentv
 	// scripts is not cached.
 	JudgeCache *judgecache.Cache
+
+	// pins collects the files of the grader being loaded; set by the
+	// outermost Load or FromConfig.
+	pins *pinSet
+}
+
+// startPins gives opts a pin set when it has none; top says the caller
+// is the outermost load, which wraps the grader with pin.
+func (o *Options) startPins() (top bool) {
+	if o.pins != nil {
+		return false
+	}
+	dir := o.Dir
+	if dir == "" {
+		dir, _ = os.Getwd()
+	}
+	o.pins = &pinSet{dir: dir, seen: map[string]bool{}}
+	return true
 }
 
 func (o Options) getenv(k string) string {
@@ -140,7 +158,20 @@ func (o Options) abs(p string) string {
 //   - anything else is an executable speaking the acp-harness protocol.
 //
 // Errors name the file (and the field, for config files).
+//
+// Every file the grader runs or reads is fingerprinted (sha256) here;
+// Fingerprints lists them, and a grading call after one of them changed
+// is a grader error naming the file and both hashes.
 func Load(spec string, opts Options) (Grader, error) {
+	top := opts.startPins()
+	g, err := loadSpec(spec, opts)
+	if err != nil || !top {
+		return g, err
+	}
+	return pin(g, opts.pins), nil
+}
+
+func loadSpec(spec string, opts Options) (Grader, error) {
 	if spec == "" {
 		return nil, fmt.Errorf("grader: empty path")
 	}
@@ -148,6 +179,9 @@ func Load(spec string, opts Options) (Grader, error) {
 	if IsVerifier(spec) {
 		if _, err := os.Stat(path); err != nil {
 			return nil, fmt.Errorf("grader %s: %w", spec, err)
+		}
+		if err := opts.pins.add(path); err != nil {
+			return nil, err
 		}
 		return newVitestVerifier("vitest:"+spec, path, opts), nil
 	}
@@ -159,9 +193,19 @@ func Load(spec string, opts Options) (Grader, error) {
 		if err != nil {
 			return nil, fmt.Errorf("grader %s: %w", spec, err)
 		}
+		if err := opts.pins.add(path); err != nil {
+			return nil, err
+		}
 		return newJSModule("js:"+spec, spec, string(src), ext, opts.timeout(DefaultJSTimeout), opts.threshold())
 	default:
-		return newExecutable(spec, path, opts)
+		g, err := newExecutable(spec, path, opts)
+		if err != nil {
+			return nil, err
+		}
+		if err := opts.pins.add(g.path); err != nil {
+			return nil, err
+		}
+		return g, nil
 	}
 }
 

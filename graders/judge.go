@@ -204,6 +204,9 @@ func buildJudge(m map[string]any, c cfgCtx) (Grader, error) {
 		if err != nil {
 			return nil, c.errf("promptFile", "%v", err)
 		}
+		if err := c.opts.pins.add(c.resolve(pf)); err != nil {
+			return nil, c.errf("promptFile", "%v", err)
+		}
 		prompt = string(b)
 	}
 	if strings.TrimSpace(prompt) == "" {

@@ -34,8 +34,10 @@ type RegradeOptions struct {
 	// (with more than one, each result goes in "scores").
 	Grader Grader
 	Count  int
-	// Names go in each record's provenance.graders.
+	// Names go in each record's provenance.graders, Files in its
+	// provenance.graderFiles.
 	Names []string
+	Files []schemas.GraderFile
 	// Concurrency is how many records are graded at once.
 	Concurrency int
 	// Cases, when set, supply each record's case (expected, hint,
@@ -113,6 +115,10 @@ func Regrade(ctx context.Context, sources []Source, out *results.Output, opts Re
 	defer cancel()
 	conc := max(opts.Concurrency, 1)
 	names, _ := json.Marshal(opts.Names)
+	var files json.RawMessage // nil drops a stale graderFiles
+	if len(opts.Files) > 0 {
+		files = mustMarshal(opts.Files)
+	}
 	window := 2 * conc
 	slots := make(chan struct{}, window)
 	jobs := make(chan regradeJob)
@@ -162,7 +168,7 @@ func Regrade(ctx context.Context, sources []Source, out *results.Output, opts Re
 	for range conc {
 		wg.Go(func() {
 			for j := range jobs {
-				done <- regradeLine(ctx, j, opts, names)
+				done <- regradeLine(ctx, j, opts, names, files)
 			}
 		})
 	}
@@ -262,7 +268,7 @@ func isSummaryLine(line []byte) bool {
 }
 
 // regradeLine regrades one line of a results file.
-func regradeLine(ctx context.Context, j regradeJob, opts RegradeOptions, names json.RawMessage) regradeDone {
+func regradeLine(ctx context.Context, j regradeJob, opts RegradeOptions, names, files json.RawMessage) regradeDone {
 	d := regradeDone{seq: j.seq}
 	rl, err := schemas.ParseResultLine(j.raw)
 	if err != nil {
@@ -288,7 +294,7 @@ func regradeLine(ctx context.Context, j regradeJob, opts RegradeOptions, names j
 		}
 		d.stats.count(res, opts.Count)
 		d.stats.WorkspacesGone = len(gone)
-		d.out, d.err = spliceScores(j, res, opts.Count, names)
+		d.out, d.err = spliceScores(j, res, opts.Count, names, files)
 		return d
 	default: // schemas.KindTrials
 		tr := rl.Trials
@@ -315,6 +321,7 @@ func regradeLine(ctx context.Context, j regradeJob, opts RegradeOptions, names j
 				}
 				rec.Score = &res
 				rec.Provenance.Graders = opts.Names
+				rec.Provenance.GraderFiles = opts.Files
 			} else {
 				d.stats.Skipped++
 			}
@@ -401,8 +408,9 @@ func (s *RegradeStats) count(res schemas.GraderResult, n int) {
 
 // spliceScores writes res into a capture record's line, keeping every
 // other member's bytes and order.
-func spliceScores(j regradeJob, res schemas.GraderResult, n int, names json.RawMessage) ([]byte, error) {
-	set := map[string]json.RawMessage{}
+func spliceScores(j regradeJob, res schemas.GraderResult, n int, names, files json.RawMessage) ([]byte, error) {
+	// The old integrity field goes: the line is signed anew as written.
+	set := map[string]json.RawMessage{schemas.IntegrityField: nil}
 	if n > 1 {
 		subs, _ := res.Outcome["graders"].([]schemas.GraderResult)
 		delete(res.Outcome, "graders")
@@ -424,7 +432,7 @@ func spliceScores(j regradeJob, res schemas.GraderResult, n int, names json.RawM
 	if raw, ok := rawField(j.raw, "provenance"); ok {
 		prov = raw
 	}
-	newProv, err := spliceObject(prov, map[string]json.RawMessage{"graders": names})
+	newProv, err := spliceObject(prov, map[string]json.RawMessage{"graders": names, "graderFiles": files})
 	if err != nil {
 		return nil, &schemas.InputError{File: j.file, Line: j.line, Field: "provenance", Msg: err.Error()}
 	}

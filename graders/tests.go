@@ -38,6 +38,10 @@ func buildTests(m map[string]any, c cfgCtx) (Grader, error) {
 	if err != nil {
 		return nil, err
 	}
+	raw, _ := c.rawCommand(m)
+	if err := c.opts.pins.addArgv(raw, c.dir); err != nil {
+		return nil, c.errf("command", "%v", err)
+	}
 	g := &testsGrader{name: c.id("tests", m), argv: argv, timeout: c.opts.timeout(DefaultTimeout), threshold: c.opts.threshold(), opts: c.opts}
 	report, err := c.str(m, "report")
 	if err != nil {
@@ -68,6 +72,9 @@ func buildTests(m map[string]any, c cfgCtx) (Grader, error) {
 		g.files = c.resolve(files)
 		if st, err := os.Stat(g.files); err != nil || !st.IsDir() {
 			return nil, c.errf("files", "%s is not a directory", files)
+		}
+		if err := c.opts.pins.add(g.files); err != nil {
+			return nil, c.errf("files", "%v", err)
 		}
 	}
 	switch s, err := c.str(m, "scoring"); {

@@ -25,6 +25,23 @@ type entryFields struct {
 	Format       int           `json:"format,omitempty"`
 }
 
+// signed adds the field harness appends to every line it writes (see
+// IntegrityField) to the type that writes the rest of the line.
+type (
+	signedRecord struct {
+		recordWire
+		Integrity string `json:"integrity,omitempty"`
+	}
+	signedTrials struct {
+		TrialsRecord
+		Integrity string `json:"integrity,omitempty"`
+	}
+	signedSummary struct {
+		TrialsSummary
+		Integrity string `json:"integrity,omitempty"`
+	}
+)
+
 // goTypes maps each schema to the Go type whose JSON encoding it
 // describes. Types with their own MarshalJSON are given by the shape they
 // write (recordWire for CaptureRecord, entryFields for TrialEntry).
@@ -35,7 +52,7 @@ var goTypes = map[string]reflect.Type{
 	"CalibrationLabel":  reflect.TypeFor[CalibrationLabel](),
 	"CalibrationReport": reflect.TypeFor[CalibrationReport](),
 	"CalibrationSample": reflect.TypeFor[CalibrationSample](),
-	"CaptureRecord":     reflect.TypeFor[recordWire](),
+	"CaptureRecord":     reflect.TypeFor[signedRecord](),
 	"CompareReport":     reflect.TypeFor[CompareReport](),
 	"Cost":              reflect.TypeFor[Cost](),
 	"ErrorInfo":         reflect.TypeFor[ErrorInfo](),
@@ -46,9 +63,9 @@ var goTypes = map[string]reflect.Type{
 	"SummaryResult":     reflect.TypeFor[SummaryResult](),
 	"TrajectoryStep":    reflect.TypeFor[Step](),
 	"TrialEntry":        reflect.TypeFor[entryFields](),
-	"TrialsRecord":      reflect.TypeFor[TrialsRecord](),
+	"TrialsRecord":      reflect.TypeFor[signedTrials](),
 	"TrialsNeeded":      reflect.TypeFor[TrialsNeeded](),
-	"TrialsSummary":     reflect.TypeFor[TrialsSummary](),
+	"TrialsSummary":     reflect.TypeFor[signedSummary](),
 	"ValidationResult":  reflect.TypeFor[ValidationResult](),
 }
 

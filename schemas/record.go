@@ -167,8 +167,24 @@ type Provenance struct {
 	ProtocolVersion int      `json:"protocolVersion,omitempty"`
 	Command         []string `json:"command,omitempty"`
 	Graders         []string `json:"graders,omitempty"`
+	// GraderFiles are the files the graders run or read, with their
+	// sha256 when the run started (every grading call checks them).
+	GraderFiles []GraderFile `json:"graderFiles,omitempty"`
 	// Sandbox says how the agent ran: backend "none" or "bwrap".
 	Sandbox *SandboxInfo `json:"sandbox,omitempty"`
+}
+
+// GraderFile is a file a grader runs or reads, fingerprinted when the run
+// started.
+type GraderFile struct {
+	// Grader is the grader's name, as in Provenance.Graders.
+	Grader string `json:"grader"`
+	// Path is the file (or directory tree), relative to the working
+	// directory when it lies under it.
+	Path string `json:"path"`
+	// SHA256 is the hex sha256 of its content (of a tree: of its files'
+	// paths and hashes).
+	SHA256 string `json:"sha256"`
 }
 
 // SandboxInfo describes the sandbox an agent ran in.

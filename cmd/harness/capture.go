@@ -207,7 +207,11 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 	if f.maxCost > 0 && len(f.prices) == 0 {
 		log.printf("warning: --max-cost without --prices counts only the cost agents report themselves\n")
 	}
+	files := graderFiles(setup.graders)
 	emit := func(rec *schemas.CaptureRecord) error {
+		if len(rec.Provenance.Graders) > 0 {
+			rec.Provenance.GraderFiles = files
+		}
 		if rec.Error == nil || rec.Error.Class != schemas.ErrInterrupted {
 			finished.Add(1)
 		}

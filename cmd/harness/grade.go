@@ -228,7 +228,7 @@ func gradeFiles(ctx context.Context, e *env, f *gradeFlags, files []string, gs [
 		total += n
 	}
 	opts := graders.RegradeOptions{
-		Grader: graders.Many(gs), Count: len(gs), Names: names, Concurrency: f.concurrency,
+		Grader: graders.Many(gs), Count: len(gs), Names: names, Files: graderFiles(gs), Concurrency: f.concurrency,
 		Seed: trials.DefaultSeed, Resamples: trials.DefaultResamples, Redact: e.redact.JSON,
 		WorkspaceGone: func(where string, rec *schemas.CaptureRecord) {
 			fmt.Fprintf(e.stderr, "harness grade: %s: case %q trial %d: its workspace copy %s is gone, so graders that read it cannot judge it; capture with --keep-workspaces to keep the copies\n",

@@ -4,8 +4,20 @@ import (
 	"errors"
 	"fmt"
 
+	"harness/graders"
 	"harness/results"
+	"harness/schemas"
 )
+
+// graderFiles lists the files the graders run or read, with the sha256
+// each had when it was loaded, for the records' provenance.
+func graderFiles(gs []graders.Grader) []schemas.GraderFile {
+	var out []schemas.GraderFile
+	for _, g := range gs {
+		out = append(out, graders.Fingerprints(g)...)
+	}
+	return out
+}
 
 // recordKey loads (creating on first use) the key harness signs the record
 // lines it writes with.

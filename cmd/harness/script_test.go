@@ -20,6 +20,7 @@ import (
 
 	"harness/internal/fakeagent"
 	"harness/internal/testagents"
+	"harness/results"
 	"harness/sandbox"
 )
 
@@ -75,6 +76,7 @@ func TestScripts(t *testing.T) {
 			"waitlock":   waitLock,
 			"fakejudge":  fakeJudge,
 			"httpserver": httpServer,
+			"sign":       signLines,
 		},
 		Condition: func(cond string) (bool, error) {
 			if cond != "slurm" {
@@ -164,6 +166,30 @@ func httpServer(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Defer(srv.Close)
 	_, port, _ := strings.Cut(strings.TrimPrefix(srv.URL, "http://"), ":")
 	ts.Setenv(strings.ToUpper(name)+"_PORT", port)
+}
+
+// signLines signs every JSON line of each file in place with the record
+// key of the scripts, as harness signs the lines it writes: "sign FILE...".
+// Lines that are not JSON (a record cut short) are left as they are.
+func signLines(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) == 0 {
+		ts.Fatalf("usage: sign FILE...")
+	}
+	key, err := results.LoadKey(ts.Getenv(results.KeyFileEnv))
+	ts.Check(err)
+	for _, name := range args {
+		b, err := os.ReadFile(ts.MkAbs(name))
+		ts.Check(err)
+		lines := strings.SplitAfter(string(b), "\n")
+		for i, l := range lines {
+			body := strings.TrimSuffix(l, "\n")
+			if json.Valid([]byte(body)) && strings.HasPrefix(body, "{") {
+				signed, _ := key.Sign([]byte(body))
+				lines[i] = string(signed) + l[len(body):]
+			}
+		}
+		ts.Check(os.WriteFile(ts.MkAbs(name), []byte(strings.Join(lines, "")), 0o644))
+	}
 }
 
 // RequireSlurmEnv, when set, turns a missing Slurm cluster into a failure
