@@ -201,7 +201,7 @@ type trialsCollector struct {
 	partial     *results.Output
 	// key signs the partial file's lines and checks them on --resume.
 	key *results.Key
-	out         *results.Output
+	out *results.Output
 	// adaptive is set for an adaptive run (--adaptive).
 	adaptive *adaptiveRun
 }
