@@ -483,7 +483,7 @@ func TestTargetWithoutModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := g.(*pinned).Grader.(*script); s.target.maxCalls != 10 || s.target.judge.model != "claude-haiku-4-5" || s.target.judge.provider != ProviderAnthropic {
+	if s := unpinned(g).(*script); s.target.maxCalls != 10 || s.target.judge.model != "claude-haiku-4-5" || s.target.judge.provider != ProviderAnthropic {
 		t.Errorf("target = %+v, model %q", s.target, s.target.judge.model)
 	}
 }

@@ -129,3 +129,11 @@ func TestInlineGraderPinsNothing(t *testing.T) {
 		t.Errorf("Fingerprints = %+v, want none", f)
 	}
 }
+
+// unpinned is the grader a pinned one wraps (g itself when not pinned).
+func unpinned(g Grader) Grader {
+	if p, ok := g.(*pinned); ok {
+		return p.Grader
+	}
+	return g
+}
