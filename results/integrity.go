@@ -139,7 +139,7 @@ func (e *ForeignLineError) Error() string {
 func (k *Key) Verify(file string, lineNo int, line []byte) (body []byte, mac [sha256.Size]byte, err error) {
 	body, macHex, signed := schemas.SplitIntegrity(line)
 	if !signed {
-		return nil, mac, &ForeignLineError{File: file, Line: lineNo, Why: "not written by harness (the line has no integrity field; a file from a harness before record signing cannot be continued)"}
+		return nil, mac, &ForeignLineError{File: file, Line: lineNo, Why: "not written by harness (it has no integrity field: added by something else, or written by a harness that did not sign its lines)"}
 	}
 	hex.Decode(mac[:], macHex)
 	if !hmac.Equal(mac[:], k.mac(body)) {

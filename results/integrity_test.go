@@ -269,3 +269,30 @@ func TestReadResultsRefusesMixedSigning(t *testing.T) {
 		}
 	}
 }
+
+func TestResumeRefusesForeignLineCompressed(t *testing.T) {
+	for _, name := range []string{"out.jsonl.zst", "out.jsonl.gz"} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), name)
+			writeSigned(t, path, "a", "b")
+			lines := strings.Split(strings.TrimSpace(readAll(t, path)), "\n")
+			w, _ := os.Create(path)
+			jw, _ := NewWriter(name, w)
+			jw.WriteRaw([]byte(lines[0]))
+			jw.WriteRaw([]byte(`{"id":"x","trajectory":[]}`))
+			jw.WriteRaw([]byte(lines[1]))
+			jw.Close()
+			w.Close()
+			out, err := OpenOutput(path, OutputOptions{Mode: Append, Key: testKey})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer out.Close()
+			_, err = out.ResumeCapture(false)
+			var fe *ForeignLineError
+			if !errors.As(err, &fe) || fe.Line != 2 {
+				t.Fatalf("ResumeCapture = %v, want a foreign line at line 2", err)
+			}
+		})
+	}
+}

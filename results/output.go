@@ -506,7 +506,11 @@ type ForeignLinesError struct {
 // Error names the file and every foreign line.
 func (e *ForeignLinesError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "output %s holds %d lines harness did not write; its records cannot be trusted", e.File, e.N)
+	lines := "lines"
+	if e.N == 1 {
+		lines = "line"
+	}
+	fmt.Fprintf(&b, "output %s holds %d %s harness did not write; its records cannot be trusted", e.File, e.N, lines)
 	if e.N == 0 {
 		b.Reset()
 		fmt.Fprintf(&b, "output %s was changed by something else than harness; its records cannot be trusted", e.File)
