@@ -296,3 +296,34 @@ func TestResumeRefusesForeignLineCompressed(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkCheckWritten reads back a signed output of 2000 records of
+// about 8 KiB: what the end-of-run check adds to a run.
+func BenchmarkCheckWritten(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "out.jsonl")
+	out, err := OpenOutput(path, OutputOptions{Key: testKey})
+	if err != nil {
+		b.Fatal(err)
+	}
+	text := strings.Repeat("agent output ", 630)
+	for i := range 2000 {
+		out.Write(map[string]any{"id": strings.Repeat("x", i%7+1), "trial": i, "trajectory": []any{}, "output": text})
+	}
+	out.Close()
+	st, _ := os.Stat(path)
+	b.SetBytes(st.Size())
+	for b.Loop() {
+		if err := out.CheckWritten(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSign signs one 8 KiB record line.
+func BenchmarkSign(b *testing.B) {
+	line, _ := Marshal(map[string]any{"id": "a", "trajectory": []any{}, "output": strings.Repeat("agent output ", 630)})
+	b.SetBytes(int64(len(line)))
+	for b.Loop() {
+		testKey.Sign(line)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -79,9 +80,9 @@ type Output struct {
 
 	mu      sync.Mutex
 	written int
-	// macs counts the MACs of the lines the file holds by harness's
-	// hand: those written and those Resume kept.
-	macs map[[sha256.Size]byte]int
+	// macs counts the MACs (their first 8 bytes) of the lines the file
+	// holds by harness's hand: those written and those Resume kept.
+	macs map[uint64]int32
 }
 
 // OutputOptions configure OpenOutput.
@@ -107,7 +108,7 @@ type OutputOptions struct {
 // created with mode 0666 less the umask and locked for as long as the
 // Output is open; anything else is written through as it is.
 func OpenOutput(name string, opts OutputOptions) (*Output, error) {
-	o := &Output{name: name, redact: opts.Redact, key: opts.Key, macs: map[[sha256.Size]byte]int{}}
+	o := &Output{name: name, redact: opts.Redact, key: opts.Key, macs: map[uint64]int32{}}
 	if name == "" || name == "-" {
 		if opts.Mode == Append {
 			return nil, fmt.Errorf("output: standard output cannot be continued: name an output file")
@@ -271,7 +272,7 @@ func (o *Output) WriteRaw(b []byte) error {
 	}
 	o.mu.Lock()
 	o.written++
-	o.macs[mac]++
+	o.macs[macID(mac)]++
 	o.mu.Unlock()
 	return nil
 }
@@ -359,7 +360,7 @@ func (o *Output) Resume(keep func(line []byte) bool) (int, error) {
 	}
 	w.Batch()
 	dropped := 0
-	macs := map[[sha256.Size]byte]int{}
+	macs := map[uint64]int32{}
 	take := func(lineNo int, line []byte, last bool) error {
 		if o.key != nil {
 			if last && !json.Valid(line) {
@@ -374,7 +375,7 @@ func (o *Output) Resume(keep func(line []byte) bool) (int, error) {
 				dropped++
 				return nil
 			}
-			macs[mac]++
+			macs[macID(mac)]++
 			return w.WriteRaw(line)
 		}
 		if !keep(line) {
@@ -491,6 +492,10 @@ func fileKind(m fs.FileMode) string {
 	return "special file"
 }
 
+// macID is what Output keeps of a MAC to tell its lines from others: 8
+// bytes, as a line must carry a valid MAC before it is looked up.
+func macID(mac [sha256.Size]byte) uint64 { return binary.LittleEndian.Uint64(mac[:8]) }
+
 // ForeignLinesError reports an output that holds lines harness did not
 // write (or lost lines it did).
 type ForeignLinesError struct {
@@ -543,7 +548,7 @@ func (o *Output) CheckWritten() error {
 	}
 	defer r.Close()
 	o.mu.Lock()
-	want := make(map[[sha256.Size]byte]int, len(o.macs))
+	want := make(map[uint64]int32, len(o.macs))
 	for mac, n := range o.macs {
 		want[mac] = n
 	}
@@ -563,10 +568,10 @@ func (o *Output) CheckWritten() error {
 			foreign(l)
 		case err != nil:
 			return err
-		case want[mac] == 0:
+		case want[macID(mac)] == 0:
 			foreign(&ForeignLineError{File: o.name, Line: lineNo, Why: "not written by harness to this file (a copy of a line harness wrote elsewhere, or a second copy of one it wrote here)"})
 		default:
-			want[mac]--
+			want[macID(mac)]--
 		}
 		return nil
 	})
@@ -574,7 +579,7 @@ func (o *Output) CheckWritten() error {
 		return fmt.Errorf("output %s: read back: %w", o.name, err)
 	}
 	for _, n := range want {
-		fe.Missing += n
+		fe.Missing += int(n)
 	}
 	if fe.N > 0 || fe.Missing > 0 {
 		return fe
