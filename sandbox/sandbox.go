@@ -133,6 +133,10 @@ type Options struct {
 	// them. Paths that do not exist when a command starts are skipped.
 	// More can be added with (*Bwrap).Protect.
 	Protect []string
+	// Secrets are files and directories hidden last, over every bind
+	// (an install directory bound back may hold them), such as the key
+	// harness signs its records with.
+	Secrets []string
 	// HomeTemplate, when set, is copied into each fresh HOME (agent
 	// configuration such as ~/.claude or ~/.codex).
 	HomeTemplate string
@@ -426,6 +430,13 @@ func (b *Bwrap) args(c Command, p wrapPlan) []string {
 		b.mu.Unlock()
 		if b.exposedWritable(f, rw) {
 			a = append(a, "--ro-bind", f, f)
+		}
+	}
+	for _, f := range b.opts.Secrets {
+		if st, err := os.Stat(f); err == nil && st.IsDir() {
+			a = append(a, "--tmpfs", f)
+		} else if err == nil {
+			a = append(a, "--ro-bind", "/dev/null", f)
 		}
 	}
 	a = append(a, p.extra...)

@@ -647,8 +647,12 @@ func (f *sandboxFlags) runner(env, secretEnv, agent []string) (sandbox.Runner, e
 		if err != nil {
 			return nil, err
 		}
+		var secrets []string
+		if key, err := results.KeyPath(os.Getenv); err == nil {
+			secrets = append(secrets, key) // what would let the agent sign a record
+		}
 		sb, err := sandbox.NewBwrap(sandbox.Options{Network: network, Allow: allow, RO: f.ro, RW: f.rw, HomeTemplate: f.home, KeepEnv: keepEnv,
-			Caps: &caps, CgroupParent: f.cgroup})
+			Caps: &caps, CgroupParent: f.cgroup, Secrets: secrets})
 		if err != nil {
 			return nil, usageErrorf("--sandbox bwrap: %v", err)
 		}
