@@ -280,11 +280,17 @@ func (c *Client) Authenticate(ctx context.Context, methodID string) error {
 // fs and terminal requests) is cwd, an absolute path. Updates the agent
 // sends before it answers are kept and handed to the observer by Attach.
 func (c *Client) NewSession(ctx context.Context, cwd string, mcpServers []json.RawMessage) (*NewSessionResponse, error) {
+	return c.NewSessionMeta(ctx, cwd, mcpServers, nil)
+}
+
+// NewSessionMeta is NewSession with a _meta object in the request (none
+// when meta is empty).
+func (c *Client) NewSessionMeta(ctx context.Context, cwd string, mcpServers []json.RawMessage, meta json.RawMessage) (*NewSessionResponse, error) {
 	if mcpServers == nil {
 		mcpServers = []json.RawMessage{}
 	}
 	var res NewSessionResponse
-	if err := c.call(ctx, MethodSessionNew, NewSessionRequest{Cwd: cwd, MCPServers: mcpServers}, &res); err != nil {
+	if err := c.call(ctx, MethodSessionNew, NewSessionRequest{Cwd: cwd, MCPServers: mcpServers, Meta: meta}, &res); err != nil {
 		return nil, err
 	}
 	if res.SessionID == "" {

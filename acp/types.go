@@ -88,6 +88,8 @@ type AuthenticateRequest struct {
 type NewSessionRequest struct {
 	Cwd        string            `json:"cwd"`
 	MCPServers []json.RawMessage `json:"mcpServers"`
+	// Meta is ACP's extension field, left out when empty.
+	Meta json.RawMessage `json:"_meta,omitempty"`
 }
 
 // NewSessionResponse is the result of session/new.

@@ -151,7 +151,7 @@ func (w *worker) prefetch(ctx context.Context, u Unit) *prepared {
 		}
 		sctx, cancel := context.WithTimeout(ctx, w.r.cfg.StartupTimeout)
 		defer cancel()
-		sess, err := p.ag.client.NewSession(sctx, cwd, w.r.cfg.MCPServers)
+		sess, err := p.ag.client.NewSessionMeta(sctx, cwd, w.r.cfg.MCPServers, unitMeta(p.ag, u))
 		if err != nil {
 			p.err = err
 			return
@@ -191,6 +191,15 @@ func (w *worker) take(ctx context.Context, p *prepared) *caseRun {
 		run.ws.Remove()
 	}
 	return nil
+}
+
+// unitMeta tells an agent that asked for it (harness replay) which case
+// and trial a session is for; other agents get no _meta.
+func unitMeta(ag *agent, u Unit) json.RawMessage {
+	if ag == nil || !ag.init.WantsUnit() {
+		return nil
+	}
+	return acp.SessionUnitMeta(u.Case.ID, u.Trial)
 }
 
 // newRun starts the bookkeeping of a unit.
@@ -339,7 +348,7 @@ func (w *worker) setup(ctx context.Context, u Unit) *caseRun {
 	}
 
 	sctx, cancel := context.WithTimeout(ctx, cfg.StartupTimeout)
-	sess, err := w.ag.client.NewSession(sctx, cwd, cfg.MCPServers)
+	sess, err := w.ag.client.NewSessionMeta(sctx, cwd, cfg.MCPServers, unitMeta(w.ag, u))
 	cancel()
 	if errors.Is(err, acp.ErrConnectionClosed) {
 		// The agent died before this case began (it may exit after its
@@ -358,7 +367,7 @@ func (w *worker) setup(ctx context.Context, u Unit) *caseRun {
 		w.ag, run.ag = ag, ag
 		setProvenance(run.record, ag)
 		sctx, cancel := context.WithTimeout(ctx, cfg.StartupTimeout)
-		sess, err = w.ag.client.NewSession(sctx, cwd, cfg.MCPServers)
+		sess, err = w.ag.client.NewSessionMeta(sctx, cwd, cfg.MCPServers, unitMeta(w.ag, u))
 		cancel()
 	}
 	run.sessionDur = time.Since(run.start)

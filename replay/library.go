@@ -7,6 +7,7 @@ import (
 	"sort"
 	"sync"
 
+	"harness/acp"
 	"harness/review"
 	"harness/schemas"
 )
@@ -19,7 +20,8 @@ import (
 type Library struct {
 	mu       sync.Mutex
 	byPrompt map[string][]*schemas.CaptureRecord
-	served   map[string]int
+	byUnit   map[acp.UnitMeta]*schemas.CaptureRecord
+	served   map[*schemas.CaptureRecord]bool
 	prompts  int
 	records  int
 	// order is every record in the order the recorded run made their
@@ -68,10 +70,12 @@ func Load(name string, r io.Reader) (*Library, error) {
 		}
 		return all[i].rec.Trial < all[j].rec.Trial
 	})
-	lib := &Library{byPrompt: map[string][]*schemas.CaptureRecord{}, served: map[string]int{}, records: len(all)}
+	lib := &Library{byPrompt: map[string][]*schemas.CaptureRecord{}, byUnit: map[acp.UnitMeta]*schemas.CaptureRecord{},
+		served: map[*schemas.CaptureRecord]bool{}, records: len(all)}
 	for _, k := range all {
 		p := k.rec.Input.List[0]
 		lib.byPrompt[p] = append(lib.byPrompt[p], k.rec)
+		lib.byUnit[acp.UnitMeta{ID: k.rec.ID, Trial: k.rec.Trial}] = k.rec
 	}
 	lib.prompts = len(lib.byPrompt)
 	// Sessions were made in the order the trials started, which the
@@ -127,7 +131,8 @@ type errNoRecord struct{ msg string }
 
 func (e *errNoRecord) Error() string { return e.msg }
 
-// take returns the next recorded trial whose first prompt is text.
+// take returns the first recorded trial whose first prompt is text and
+// that no session got yet.
 func (l *Library) take(text string) (*schemas.CaptureRecord, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -136,11 +141,28 @@ func (l *Library) take(text string) (*schemas.CaptureRecord, error) {
 		return nil, &errNoRecord{fmt.Sprintf("replay: no recorded trial has this prompt (the results hold %d records of %d prompts): %.200q",
 			l.records, l.prompts, text)}
 	}
-	n := l.served[text]
-	if n >= len(q) {
-		return nil, &errNoRecord{fmt.Sprintf("replay: all %d recorded trials of this prompt were served (case %q): %.200q",
-			len(q), q[0].ID, text)}
+	for _, rec := range q {
+		if !l.served[rec] {
+			l.served[rec] = true
+			return rec, nil
+		}
 	}
-	l.served[text] = n + 1
-	return q[n], nil
+	return nil, &errNoRecord{fmt.Sprintf("replay: all %d recorded trials of this prompt were served (case %q): %.200q",
+		len(q), q[0].ID, text)}
+}
+
+// takeUnit returns the recorded trial of a case, for a client that said
+// which one a session is for.
+func (l *Library) takeUnit(u acp.UnitMeta) (*schemas.CaptureRecord, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	rec, ok := l.byUnit[u]
+	switch {
+	case !ok:
+		return nil, &errNoRecord{fmt.Sprintf("replay: the results hold no trial %d of case %q", u.Trial, u.ID)}
+	case l.served[rec]:
+		return nil, &errNoRecord{fmt.Sprintf("replay: trial %d of case %q was served already", u.Trial, u.ID)}
+	}
+	l.served[rec] = true
+	return rec, nil
 }

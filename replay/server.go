@@ -74,6 +74,9 @@ type session struct {
 	// sentSetup is what went out before session/new answered: the setup
 	// steps of the record the session was expected to replay.
 	sentSetup []schemas.Step
+	// unitErr answers the first prompt of a session whose client named a
+	// trial the results do not hold.
+	unitErr error
 	turn      int           // prompts started
 	busy      bool          // a turn is running
 	cancel    chan struct{} // closed by session/cancel of the running turn
@@ -252,7 +255,7 @@ func (s *server) request(m message) {
 		}
 		s.reply(m.ID, acp.InitializeResponse{
 			ProtocolVersion:   acp.ProtocolVersion,
-			AgentCapabilities: json.RawMessage(`{"loadSession":false}`),
+			AgentCapabilities: mustMarshal(map[string]any{"loadSession": false, "_meta": map[string]bool{acp.UnitMetaKey: true}}),
 			AgentInfo:         &acp.Implementation{Name: "harness-replay", Title: "harness replay", Version: s.opts.Version},
 		})
 	case acp.MethodAuthenticate:
@@ -266,11 +269,21 @@ func (s *server) request(m message) {
 		s.mu.Lock()
 		s.nextSession++
 		ss := &session{id: "replay-" + strconv.Itoa(s.nextSession), terminals: map[string]string{}}
-		// What the agent sent before the first prompt (phase setup) has
-		// to go out before the prompt says which record the session is:
-		// it is the setup of the record expected next, in the order a
-		// run of the same prompts makes its sessions.
-		if rec := s.lib.expected(s.nextSession - 1); rec != nil {
+		if u, ok := acp.ReadUnitMeta(p.Meta); ok {
+			// The client said which trial this is (harness does, as the
+			// replay asks in initialize).
+			rec, err := s.lib.takeUnit(u)
+			if err != nil {
+				ss.unitErr = err
+			} else {
+				ss.sentSetup = setupSteps(rec)
+				ss.script = buildScript(rec, ss.sentSetup)
+			}
+		} else if rec := s.lib.expected(s.nextSession - 1); rec != nil {
+			// What the agent sent before the first prompt (phase setup)
+			// has to go out before the prompt says which record the
+			// session is: it is the setup of the record expected next,
+			// in the order the recorded run made its sessions.
 			ss.sentSetup = setupSteps(rec)
 		}
 		s.sessions[ss.id] = ss
@@ -316,6 +329,11 @@ func (s *server) prompt(m message) {
 	case ss.busy:
 		s.mu.Unlock()
 		s.replyErr(m.ID, &rpcError{Code: acp.CodeInvalidRequest, Message: "a prompt turn is already running in session " + ss.id})
+		return
+	}
+	if ss.unitErr != nil {
+		s.mu.Unlock()
+		s.replyErr(m.ID, &rpcError{Code: acp.CodeInvalidParams, Message: ss.unitErr.Error()})
 		return
 	}
 	if ss.script == nil {

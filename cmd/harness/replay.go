@@ -16,14 +16,15 @@ func newReplayCmd() *command {
 		usage: "replay RESULTS [--timing]",
 		short: "an ACP agent that serves recorded trajectories back (the agent of capture or trials)",
 		long: `Replay is an ACP agent on stdin and stdout that plays the trials of a
-capture or trials file back: for each session, the recorded trial whose
-first prompt matches (the n-th session with a prompt gets its n-th trial),
-with the same session updates in the same order, the same tool calls,
-permission, fs and terminal requests, final answer and stop reason. Run it
-as the agent of capture or trials to test graders, gates, reports or the
-client at no model cost: a capture of the replay reproduces the recorded
-trajectories. A prompt the results do not hold is answered with a JSON-RPC
-error naming it.
+capture or trials file back: for each session, its recorded trial (harness
+says which case and trial a session is for, as the replay asks in
+initialize; other clients get, for the n-th session with a prompt, its n-th
+trial), with the same session updates in the same order, the same tool
+calls, permission, fs and terminal requests, final answer and stop reason.
+Run it as the agent of capture or trials to test graders, gates, reports or
+the client at no model cost: a capture of the replay reproduces the recorded
+trajectories. A trial or prompt the results do not hold is answered with a
+JSON-RPC error naming it.
 
 --timing sends every message at its recorded time; without it everything
 goes out at once. See docs/replay.md for what is and is not reproduced.
