@@ -77,9 +77,9 @@ type session struct {
 	// unitErr answers the first prompt of a session whose client named a
 	// trial the results do not hold.
 	unitErr error
-	turn      int           // prompts started
-	busy      bool          // a turn is running
-	cancel    chan struct{} // closed by session/cancel of the running turn
+	turn    int           // prompts started
+	busy    bool          // a turn is running
+	cancel  chan struct{} // closed by session/cancel of the running turn
 	// terminals maps the terminal ids of the record to the ones the
 	// client gave this replay.
 	terminals map[string]string
