@@ -5,13 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"harness/internal/testagents"
 	"harness/sandbox"
+	"harness/sandbox/egress"
+	"harness/sandbox/limits"
 	"harness/schemas"
 )
 
@@ -134,17 +138,38 @@ func BenchmarkConcurrency(b *testing.B) {
 }
 
 // BenchmarkAgentStart is the cost of a case that starts its own agent
-// process (--fresh-process), without a sandbox and under bubblewrap: the
-// difference is what the sandbox adds per agent start.
+// process (--fresh-process): without a sandbox; under the bubblewrap
+// sandbox as it was before it hid anything (oldBwrap, the baseline); with
+// the host's secrets hidden and the environment filtered; with the
+// resource caps (their wrapper, cgroups and watcher) too; and with the
+// network allowlist too (the proxy session and the bridge inside): the
+// default of --sandbox bwrap.
 func BenchmarkAgentStart(b *testing.B) {
-	for _, name := range []string{"none", "bwrap"} {
-		b.Run(name, func(b *testing.B) {
+	caps := limits.DefaultCaps()
+	for _, v := range []struct {
+		name string
+		opts *sandbox.Options
+	}{
+		{"none", nil},
+		{"bwrap-before", nil},
+		{"bwrap-hidden", &sandbox.Options{Network: "host"}},
+		{"bwrap-hidden-caps", &sandbox.Options{Network: "host", Caps: &caps}},
+		{"bwrap-hidden-caps-allow", &sandbox.Options{Allow: []egress.Rule{{Host: "api.anthropic.com", Port: 443}}, Caps: &caps}},
+	} {
+		b.Run(v.name, func(b *testing.B) {
 			cfg := benchConfig(b)
 			cfg.FreshProcess = true
 			cfg.StartupTimeout = 30 * time.Second
 			cfg.TurnTimeout = 30 * time.Second
-			if name == "bwrap" {
-				sb, err := sandbox.NewBwrap(sandbox.Options{})
+			switch {
+			case v.name == "bwrap-before":
+				path, err := exec.LookPath("bwrap")
+				if err != nil {
+					b.Skip(err)
+				}
+				cfg.Sandbox = oldBwrap{path: path}
+			case v.opts != nil:
+				sb, err := sandbox.NewBwrap(*v.opts)
 				if err != nil {
 					b.Skip(err)
 				}
@@ -154,3 +179,34 @@ func BenchmarkAgentStart(b *testing.B) {
 		})
 	}
 }
+
+// oldBwrap wraps commands as the bubblewrap sandbox did before it hid the
+// host's secrets, filtered the environment, capped resources or had a
+// network of its own: the baseline of BenchmarkAgentStart.
+type oldBwrap struct{ path string }
+
+func (o oldBwrap) Wrap(c sandbox.Command) (sandbox.Wrapped, error) {
+	home, err := os.MkdirTemp("", "harness-home-")
+	if err != nil {
+		return sandbox.Wrapped{}, err
+	}
+	argv := []string{o.path, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session"}
+	if top := strings.SplitN(strings.TrimPrefix(c.Argv[0], "/tmp/"), "/", 2)[0]; strings.HasPrefix(c.Argv[0], "/tmp/") {
+		argv = append(argv, "--ro-bind", "/tmp/"+top, "/tmp/"+top)
+	}
+	for _, p := range c.RW {
+		if p != "" {
+			argv = append(argv, "--bind", p, p)
+		}
+	}
+	argv = append(argv, "--bind", home, home)
+	if c.Dir != "" {
+		argv = append(argv, "--chdir", c.Dir)
+	}
+	argv = append(argv, "--")
+	return sandbox.Wrapped{Argv: append(argv, c.Argv...), Dir: c.Dir, Env: append(c.Env, "HOME="+home),
+		Cleanup: func() { os.RemoveAll(home) }}, nil
+}
+
+func (oldBwrap) Info() sandbox.Info { return sandbox.Info{Backend: "bwrap"} }

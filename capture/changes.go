@@ -181,7 +181,13 @@ func hashRootFile(root *os.Root, rel string) (treeEntry, error) {
 		return treeEntry{}, err
 	}
 	defer f.Close()
-	ent := treeEntry{size: info.Size(), mode: info.Mode().Perm()}
+	// As git does, only the executable bit counts: a file rewritten
+	// under another umask is not a change.
+	mode := fs.FileMode(0o644)
+	if info.Mode().Perm()&0o111 != 0 {
+		mode = 0o755
+	}
+	ent := treeEntry{size: info.Size(), mode: mode}
 	if info.Size() > maxHashedFile {
 		return ent, nil
 	}

@@ -77,7 +77,10 @@ func TestRealAgentsThroughBridge(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			argv := append(append([]string{}, egress.SandboxArgs...), "--bind", home, home, "--chdir", home)
+			// The agents' packages, wherever the tree is (under the host's
+			// /tmp, which the sandbox's private /tmp hides, in CI).
+			agents := filepath.Dir(testagents.File(t, "", false))
+			argv := append(append([]string{}, egress.SandboxArgs...), "--ro-bind", agents, agents, "--bind", home, home, "--chdir", home)
 			argv = append(append(argv, s.BwrapArgs...), "--")
 			cmd := exec.Command(bwrap, append(argv, s.Command(agent)...)...)
 			cmd.Env = append(env, s.Env...)
