@@ -80,15 +80,39 @@ type runHooks struct {
 	units func(done map[results.UnitKey]bool) (total int, seq func(ctx context.Context, grow func(int)) iter.Seq[capture.Unit])
 }
 
-// costLine says what a run cost; without a price table its dollars are
-// what the agents reported themselves, and it says so.
-func costLine(spent *schemas.Cost, priced bool) string {
-	if priced || spent == nil || spent.USD == nil {
+// costLine says what a run cost, and which of its dollars are the ones the
+// agent reported itself (reported), not priced from --prices.
+func costLine(spent *schemas.Cost, reported float64, prices cost.Table) string {
+	if spent == nil || spent.USD == nil || reported <= 0 {
 		return cost.Format(spent)
 	}
 	tokens := *spent
 	tokens.USD = nil
-	return fmt.Sprintf("$%.4f (reported by the agent; no --prices), %s", *spent.USD, cost.Format(&tokens))
+	source := "reported by the agent"
+	if len(prices) == 0 {
+		source += "; no --prices"
+	}
+	if reported < *spent.USD-1e-9 {
+		source = fmt.Sprintf("of which $%.4f %s", reported, source)
+	}
+	return fmt.Sprintf("$%.4f (%s), %s", *spent.USD, source, cost.Format(&tokens))
+}
+
+// agentReportedUSD is the part of a record's cost the agent reported
+// itself: its own cost when no price of the table applied to its tokens
+// (as cost.Of counts it).
+func agentReportedUSD(rec *schemas.CaptureRecord, prices cost.Table, model string) float64 {
+	if rec.Usage == nil {
+		return 0
+	}
+	own := cost.Of(&schemas.CaptureRecord{Usage: rec.Usage}, nil, "")
+	if own.USD == nil {
+		return 0
+	}
+	if _, ok := prices.Lookup(model); ok && own.Tokens() > 0 {
+		return 0 // the table priced the agent's tokens
+	}
+	return *own.USD
 }
 
 // runUnits runs k trials of every case and writes each record as it
@@ -200,6 +224,7 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 	var stoppedBy atomic.Pointer[schemas.CaptureRecord]
 	var mu sync.Mutex
 	var spent *schemas.Cost
+	var reported float64 // of spent's dollars, those the agent reported itself
 	var budgetHit atomic.Bool
 	// finished counts the units that ran to the end (not interrupted): a
 	// budget spent by the last of them stopped nothing.
@@ -226,6 +251,9 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 		}
 		mu.Lock()
 		spent = spent.Add(rec.Cost)
+		if rec.Cost != nil && rec.Cost.USD != nil {
+			reported += agentReportedUSD(rec, f.prices, f.agentModel)
+		}
 		over := f.maxCost > 0 && spent != nil && spent.USD != nil && *spent.USD >= f.maxCost ||
 			f.maxTokens > 0 && spent.Tokens() >= f.maxTokens
 		mu.Unlock()
@@ -272,7 +300,7 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 	log.stop()
 	log.summary(stats)
 	if spent != nil {
-		log.printf("cost: %s\n", costLine(spent, len(f.prices) > 0))
+		log.printf("cost: %s\n", costLine(spent, reported, f.prices))
 	}
 	if n, path := shared.seen(); n > 0 {
 		log.printf("warning: %s of %d wrote files in the working directory they share, %s (%s, ...): what one writes, the next sees; give --workspace DIR for a fresh copy per unit\n",
