@@ -1,0 +1,448 @@
+package image
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Store resolves image references and keeps their unpacked root
+// filesystems.
+type Store struct {
+	// Dir is the cache: one directory per image (rootfs/ and image.json).
+	Dir string
+	// Podman is the podman binary ("" = podman on PATH); it builds
+	// contexts and exports local images. Buildah is used when podman is
+	// missing.
+	Podman string
+	// Log receives build output ("" = discarded).
+	Log io.Writer
+}
+
+// DefaultCacheDir is $XDG_CACHE_HOME/harness/images (~/.cache/...).
+func DefaultCacheDir() (string, error) {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("image cache: %w", err)
+	}
+	return filepath.Join(dir, "harness", "images"), nil
+}
+
+// Kind says what a reference names, without building or unpacking
+// anything: "dir" (a root filesystem), "tar", "oci" (an OCI image layout),
+// "build" (a directory with a Dockerfile or Containerfile, or such a file)
+// or "local" (an image in podman/buildah storage).
+func Kind(ref string) string {
+	fi, err := os.Stat(ref)
+	switch {
+	case err != nil:
+		return "local"
+	case fi.IsDir():
+		if dockerfile(ref) != "" {
+			return "build"
+		}
+		if _, err := os.Stat(filepath.Join(ref, "oci-layout")); err == nil {
+			return "oci"
+		}
+		return "dir"
+	case isDockerfileName(filepath.Base(ref)):
+		return "build"
+	}
+	return "tar"
+}
+
+func isDockerfileName(name string) bool {
+	return name == "Dockerfile" || name == "Containerfile" || strings.HasSuffix(name, ".Dockerfile") || strings.HasSuffix(name, ".dockerfile")
+}
+
+// dockerfile returns the Dockerfile (or Containerfile) of a build context,
+// or "".
+func dockerfile(dir string) string {
+	for _, n := range []string{"Dockerfile", "Containerfile"} {
+		if fi, err := os.Stat(filepath.Join(dir, n)); err == nil && fi.Mode().IsRegular() {
+			return filepath.Join(dir, n)
+		}
+	}
+	return ""
+}
+
+// Resolve returns the image ref names, unpacking (and for a build context
+// building) it into the cache the first time.
+func (s *Store) Resolve(ctx context.Context, ref string) (*Image, error) {
+	img, err := s.resolve(ctx, ref)
+	if err != nil {
+		return nil, fmt.Errorf("image %s: %w", ref, err)
+	}
+	return img, nil
+}
+
+func (s *Store) resolve(ctx context.Context, ref string) (*Image, error) {
+	switch Kind(ref) {
+	case "dir":
+		abs, err := filepath.Abs(ref)
+		if err != nil {
+			return nil, err
+		}
+		ok := false
+		for _, d := range []string{"bin", "usr", "etc"} {
+			if _, err := os.Lstat(filepath.Join(abs, d)); err == nil {
+				ok = true
+			}
+		}
+		if !ok {
+			return nil, errors.New("a directory that is neither a root filesystem (no bin, usr or etc) nor a build context (no Dockerfile or Containerfile)")
+		}
+		return &Image{Ref: ref, Kind: "dir", Rootfs: abs}, nil
+	case "tar":
+		sum, err := hashFile(ref)
+		if err != nil {
+			return nil, err
+		}
+		return s.cached("tar-"+sum, func(img *Image, rootfs string) error {
+			img.Ref, img.Kind, img.ID = ref, "tar", "sha256:"+sum
+			return unpackTar(ref, rootfs)
+		})
+	case "oci":
+		_, digest, err := ociManifestDigest(ref)
+		if err != nil {
+			return nil, err
+		}
+		return s.cached("oci-"+cacheName(digest), func(img *Image, rootfs string) error {
+			img.Ref, img.Kind, img.ID = ref, "oci", digest
+			cfg, err := unpackOCI(ref, rootfs)
+			img.Config = cfg
+			return err
+		})
+	case "build":
+		return s.build(ctx, ref)
+	}
+	return s.local(ctx, ref, "local")
+}
+
+func cacheName(digest string) string {
+	_, h, _ := strings.Cut(digest, ":")
+	if len(h) > 32 {
+		h = h[:32]
+	}
+	return h
+}
+
+// cached returns the cache entry key, making it with fill first when it is
+// missing. fill unpacks into a temporary directory that is renamed into
+// place, so a half-made entry is never used and concurrent runs agree.
+func (s *Store) cached(key string, fill func(img *Image, rootfs string) error) (*Image, error) {
+	if s.Dir == "" {
+		return nil, errors.New("no image cache directory")
+	}
+	final := filepath.Join(s.Dir, key)
+	if img, err := readMeta(final); err == nil {
+		return img, nil
+	}
+	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp(s.Dir, ".tmp-"+key+"-")
+	if err != nil {
+		return nil, err
+	}
+	defer removeTree(tmp)
+	img := &Image{}
+	rootfs := filepath.Join(tmp, "rootfs")
+	if err := fill(img, rootfs); err != nil {
+		return nil, err
+	}
+	// Docker makes a WORKDIR that no instruction wrote into; an exported
+	// root filesystem may lack it.
+	if wd := img.Workdir(); wd != "/" {
+		_ = os.MkdirAll(filepath.Join(rootfs, resolveIn(rootfs, wd)), 0o755)
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return nil, err
+	}
+	if err := writeMeta(tmp, img); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		// Another run made it first.
+		if img, err2 := readMeta(final); err2 == nil {
+			return img, nil
+		}
+		return nil, err
+	}
+	return readMeta(final)
+}
+
+// removeTree removes dir even where it holds read-only directories.
+func removeTree(dir string) {
+	if err := os.RemoveAll(dir); err == nil {
+		return
+	}
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	_ = os.RemoveAll(dir)
+}
+
+func hashFile(name string) (string, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil))[:32], nil
+}
+
+// ContextHash is the content hash of a build context: every file's path,
+// mode and content, and every symlink's target, in path order.
+func ContextHash(dir string) (string, error) {
+	var paths []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == ".git" {
+			return filepath.SkipDir
+		}
+		paths = append(paths, p)
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	sort.Strings(paths)
+	h := sha256.New()
+	for _, p := range paths {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return "", err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		fmt.Fprintf(h, "%s\x00%o\x00", filepath.ToSlash(rel), fi.Mode())
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			t, _ := os.Readlink(p)
+			fmt.Fprintf(h, "%s\x00", t)
+		case fi.Mode().IsRegular():
+			f, err := os.Open(p)
+			if err != nil {
+				return "", err
+			}
+			_, err = io.Copy(h, f)
+			f.Close()
+			if err != nil {
+				return "", err
+			}
+			h.Write([]byte{0})
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))[:32], nil
+}
+
+// tool returns the podman (or buildah) binary and its name.
+func (s *Store) tool() (string, string, error) {
+	if s.Podman != "" {
+		return s.Podman, filepath.Base(s.Podman), nil
+	}
+	for _, t := range []string{"podman", "buildah"} {
+		if p, err := exec.LookPath(t); err == nil {
+			return p, t, nil
+		}
+	}
+	return "", "", errors.New("neither podman nor buildah is installed (Debian, Ubuntu: apt-get install podman)")
+}
+
+// build builds a context with podman build --isolation chroot (or buildah
+// bud), once per content hash, and unpacks the result.
+func (s *Store) build(ctx context.Context, ref string) (*Image, error) {
+	dir, file := ref, dockerfile(ref)
+	if fi, err := os.Stat(ref); err == nil && !fi.IsDir() {
+		dir, file = filepath.Dir(ref), ref
+	}
+	sum, err := ContextHash(dir)
+	if err != nil {
+		return nil, fmt.Errorf("hash build context: %w", err)
+	}
+	if fb := filepath.Base(file); fb != "Dockerfile" {
+		h := sha256.Sum256([]byte(sum + "\x00" + fb))
+		sum = hex.EncodeToString(h[:])[:32]
+	}
+	alias := filepath.Join(s.Dir, "build-"+sum+".ref")
+	if b, err := os.ReadFile(alias); err == nil {
+		if img, err := readMeta(filepath.Join(s.Dir, strings.TrimSpace(string(b)))); err == nil {
+			img.Ref, img.Kind = ref, "build"
+			return img, nil
+		}
+	}
+	bin, name, err := s.tool()
+	if err != nil {
+		return nil, err
+	}
+	tag := "localhost/harness-build:" + sum[:16]
+	var args []string
+	if name == "buildah" {
+		args = []string{"bud", "--isolation", "chroot", "-t", tag, "-f", file, dir}
+	} else {
+		args = []string{"build", "--isolation", "chroot", "-t", tag, "-f", file, dir}
+	}
+	if err := s.runTool(ctx, bin, args...); err != nil {
+		return nil, fmt.Errorf("build %s: %w", file, err)
+	}
+	img, err := s.local(ctx, tag, "build")
+	if err != nil {
+		return nil, err
+	}
+	// The context's hash names the unpacked image, so an unchanged
+	// context is not even handed to the builder next time.
+	if err := os.WriteFile(alias, []byte(filepath.Base(filepath.Dir(img.Rootfs))+"\n"), 0o644); err != nil {
+		return nil, err
+	}
+	img.Ref, img.Kind = ref, "build"
+	return img, nil
+}
+
+// runTool runs podman or buildah, its output to the log; a failure carries
+// the output's last lines.
+func (s *Store) runTool(ctx context.Context, bin string, args ...string) error {
+	var tail bytes.Buffer
+	cmd := exec.CommandContext(ctx, bin, args...)
+	w := io.Writer(&tail)
+	if s.Log != nil {
+		w = io.MultiWriter(&tail, s.Log)
+	}
+	cmd.Stdout, cmd.Stderr = w, w
+	if err := cmd.Run(); err != nil {
+		out := strings.TrimSpace(tail.String())
+		if lines := strings.Split(out, "\n"); len(lines) > 15 {
+			out = strings.Join(lines[len(lines)-15:], "\n")
+		}
+		return fmt.Errorf("%s %s: %w\n%s", filepath.Base(bin), args[0], err, out)
+	}
+	return nil
+}
+
+// local exports an image from podman/buildah storage as an OCI layout
+// (podman save, or buildah push to oci:) and unpacks it, once per image
+// ID.
+func (s *Store) local(ctx context.Context, ref, kind string) (*Image, error) {
+	bin, name, err := s.tool()
+	if err != nil {
+		return nil, fmt.Errorf("not a file or directory, and no local image store: %w", err)
+	}
+	out, err := exec.CommandContext(ctx, bin, "image", "inspect", "--format", "{{.Id}}", ref).Output()
+	if err != nil {
+		if name == "buildah" {
+			out, err = exec.CommandContext(ctx, bin, "inspect", "--type", "image", "--format", "{{.FromImageID}}", ref).Output()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("not a file or directory, nor an image in %s's local storage (pull or build it first)", name)
+		}
+	}
+	id := strings.TrimSpace(string(out))
+	if id == "" {
+		return nil, fmt.Errorf("%s image inspect: no image ID", name)
+	}
+	return s.cached("local-"+cacheName("sha256:"+id), func(img *Image, rootfs string) error {
+		img.Ref, img.Kind, img.ID = ref, kind, "sha256:"+id
+		layout, err := os.MkdirTemp(s.Dir, ".oci-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(layout)
+		if name == "buildah" {
+			err = s.runTool(ctx, bin, "push", ref, "oci:"+layout)
+		} else {
+			os.Remove(layout)
+			err = s.runTool(ctx, bin, "save", "--format", "oci-dir", "-o", layout, ref)
+		}
+		if err != nil {
+			return err
+		}
+		cfg, err := unpackOCI(layout, rootfs)
+		img.Config = cfg
+		return err
+	})
+}
+
+// copyTree copies a root filesystem (files, directories, symlinks, hard
+// links as copies; owners kept when running as root).
+func copyTree(src, dst string) error {
+	asRoot := os.Geteuid() == 0
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		switch {
+		case fi.IsDir():
+			if err := os.MkdirAll(target, 0o755); err != nil {
+				return err
+			}
+			defer os.Chmod(target, fi.Mode()&(fs.ModePerm|fs.ModeSetgid|fs.ModeSticky))
+		case fi.Mode()&fs.ModeSymlink != 0:
+			l, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			if err := os.Symlink(l, target); err != nil {
+				return err
+			}
+		case fi.Mode().IsRegular():
+			if err := copyFile(p, target, fi.Mode()); err != nil {
+				return err
+			}
+		default:
+			return nil
+		}
+		if asRoot {
+			if st, ok := statOwner(fi); ok {
+				_ = os.Lchown(target, st.uid, st.gid)
+				if fi.Mode().IsRegular() {
+					_ = os.Chmod(target, fi.Mode()&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky))
+				}
+			}
+		}
+		return nil
+	})
+}
+
+func copyFile(src, dst string, mode fs.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode.Perm()|0o200)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	return os.Chmod(dst, mode&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky))
+}
