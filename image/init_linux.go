@@ -32,8 +32,8 @@ type execSpec struct {
 	// Overlay is "kernel", "fuse" or "" (kernel, then fuse).
 	Overlay string `json:"overlay,omitempty"`
 	// FuseOverlayfs is the fuse-overlayfs binary for the fallback.
-	FuseOverlayfs string `json:"fuseOverlayfs,omitempty"`
-	Binds         []Bind `json:"binds,omitempty"`
+	FuseOverlayfs string   `json:"fuseOverlayfs,omitempty"`
+	Binds         []Bind   `json:"binds,omitempty"`
 	Argv          []string `json:"argv"`
 	Env           []string `json:"env"`
 	Dir           string   `json:"dir"`

@@ -1,0 +1,93 @@
+package image
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// requireBaseImage skips (or, in CI, fails) a test that needs podman and
+// the base image scripts/build-base-image makes.
+func requireBaseImage(t *testing.T) {
+	t.Helper()
+	msg := ""
+	if _, err := exec.LookPath("podman"); err != nil {
+		msg = "podman is not installed"
+	} else if err := exec.Command("podman", "image", "exists", "localhost/harness-base:bookworm").Run(); err != nil {
+		msg = "the base image is missing: run scripts/build-base-image"
+	}
+	if msg == "" {
+		return
+	}
+	if os.Getenv("HARNESS_REQUIRE_AGENTS") != "" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
+
+func TestBuildContextIsBuiltOnceAndRunsItsOwnPrograms(t *testing.T) {
+	requireBaseImage(t)
+	ctxDir := t.TempDir()
+	os.WriteFile(filepath.Join(ctxDir, "Dockerfile"), []byte("FROM localhost/harness-base:bookworm\nWORKDIR /app\nENV GREETING=built\nRUN echo built > /app/b.txt\nCOPY data.txt /app/\n"), 0o644)
+	os.WriteFile(filepath.Join(ctxDir, "data.txt"), []byte("data "+t.Name()+"\n"), 0o644)
+	s := newStore(t)
+	img, err := s.Resolve(context.Background(), ctxDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img.Kind != "build" || img.Workdir() != "/app" {
+		t.Fatalf("image = %+v", img)
+	}
+	// The image's own bash and datamash run; the host's are not bound.
+	l := newLayer(t, img)
+	cmd, err := l.Command(context.Background(), Run{Argv: []string{"bash", "-c", `cat b.txt data.txt; echo "$GREETING"; printf '1\n2\n3\n' | datamash sum 1; echo x >> /usr/bin/datamash`}, Env: img.Env()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil || string(out) != "built\ndata "+t.Name()+"\nbuilt\n6\n" {
+		t.Fatalf("%v: %q", err, out)
+	}
+	before := treeHash(t, img.Rootfs)
+	changes, _ := l.Changes()
+	if len(changes) != 1 || changes[0].Path != "/usr/bin/datamash" {
+		t.Fatalf("changes %v", changes)
+	}
+	if treeHash(t, img.Rootfs) != before {
+		t.Fatal("the cached image changed")
+	}
+	// An unchanged context is not built again: no builder is needed.
+	s.Podman = "/nonexistent/podman"
+	again, err := s.Resolve(context.Background(), ctxDir)
+	if err != nil || again.Rootfs != img.Rootfs {
+		t.Fatalf("second resolve: %v, %+v", err, again)
+	}
+	// A changed context is.
+	os.WriteFile(filepath.Join(ctxDir, "data.txt"), []byte("other\n"), 0o644)
+	if _, err := s.Resolve(context.Background(), ctxDir); err == nil || !strings.Contains(err.Error(), "nonexistent") {
+		t.Fatalf("changed context: %v", err)
+	}
+}
+
+func TestLocalImageAndBuildFailure(t *testing.T) {
+	requireBaseImage(t)
+	s := newStore(t)
+	img, err := s.Resolve(context.Background(), "localhost/harness-base:bookworm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img.Kind != "local" || !img.Exists("/usr/bin/datamash") {
+		t.Fatalf("image = %+v", img)
+	}
+	if _, err := s.Resolve(context.Background(), "localhost/no-such-image:1"); err == nil || !strings.Contains(err.Error(), "nor an image in podman's local storage") {
+		t.Fatalf("missing image: %v", err)
+	}
+	ctxDir := t.TempDir()
+	os.WriteFile(filepath.Join(ctxDir, "Dockerfile"), []byte("FROM localhost/harness-base:bookworm\nRUN exit 3\n"), 0o644)
+	if _, err := s.Resolve(context.Background(), ctxDir); err == nil || !strings.Contains(err.Error(), "Dockerfile") {
+		t.Fatalf("failing build: %v", err)
+	}
+}
