@@ -441,3 +441,15 @@ func (l *Layer) CopyIn(src, dst string) error {
 		return nil
 	})
 }
+
+// MkdirAll makes directory p (inside the image) in the layer, between
+// commands, its missing parents looking like the image's.
+func (l *Layer) MkdirAll(p string) error {
+	return l.mkdirMirror(l.Upper(), p)
+}
+
+// RemoveAll removes what the layer itself holds at path p (between
+// commands); what the image has there stays visible.
+func (l *Layer) RemoveAll(p string) error {
+	return os.RemoveAll(filepath.Join(l.Upper(), path.Clean("/"+p)))
+}

@@ -369,7 +369,7 @@ func (s *Store) local(ctx context.Context, ref, kind string) (*Image, error) {
 			err = s.runTool(ctx, bin, "push", ref, "oci:"+layout)
 		} else {
 			os.Remove(layout)
-			err = s.runTool(ctx, bin, "save", "--format", "oci-dir", "-o", layout, ref)
+			err = s.runTool(ctx, bin, "save", "--uncompressed", "--format", "oci-dir", "-o", layout, ref)
 		}
 		if err != nil {
 			return err

@@ -1,0 +1,3 @@
+#!/bin/bash
+set -e
+sed -i 's/return "Hello " + name/return "Hello, " + name + "!"/' /app/greet.py
