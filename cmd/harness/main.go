@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"harness/image"
 	"harness/internal/buildinfo"
 	"harness/internal/orphans"
 	"harness/internal/redact"
@@ -143,6 +144,11 @@ func commands() []*command {
 func main() {
 	if code, ok := sandbox.HelperMain(); ok {
 		os.Exit(code) // harness started as a part of a sandbox
+	}
+	// The init of a command run in a task image (package image): the
+	// binary re-executes itself in namespaces of its own.
+	if len(os.Args) > 1 && os.Args[1] == image.InitArg {
+		os.Exit(image.Main(os.Args[2:], os.Stderr))
 	}
 	os.Exit(mainExit())
 }
