@@ -19,6 +19,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"harness/image"
 	"harness/internal/fakeagent"
 	"harness/internal/testagents"
 	"harness/results"
@@ -29,6 +30,9 @@ import (
 func TestMain(m *testing.M) {
 	if code, ok := sandbox.HelperMain(); ok {
 		os.Exit(code)
+	}
+	if len(os.Args) > 1 && os.Args[1] == image.InitArg {
+		os.Exit(image.Main(os.Args[2:], os.Stderr))
 	}
 	testscript.Main(m, map[string]func(){
 		"harness":   main,
@@ -50,6 +54,12 @@ func TestScripts(t *testing.T) {
 		}
 		bunDir = ""
 	}
+	taskImages := baseImageReady()
+	if !taskImages && os.Getenv(testagents.RequireEnv) != "" {
+		t.Fatal("podman or the task base image is missing: the task scripts need them (scripts/test installs podman and runs scripts/build-base-image)")
+	}
+	// The task images are unpacked once for all scripts.
+	imageCache := t.TempDir()
 	// One fixed record key for every script, outside their work
 	// directories (as the user's key is outside theirs).
 	keyFile := filepath.Join(t.TempDir(), "record.key")
@@ -72,6 +82,7 @@ func TestScripts(t *testing.T) {
 		RequireExplicitExec: true,
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("TESTDATA", mustAbs(t, "../../testdata"))
+			env.Setenv("IMAGECACHE", imageCache)
 			// Each script has a judge cache of its own.
 			env.Setenv("XDG_CACHE_HOME", filepath.Join(env.WorkDir, ".cache"))
 			env.Setenv("HARNESS_RECORD_KEY_FILE", keyFile)
@@ -90,12 +101,24 @@ func TestScripts(t *testing.T) {
 			"sign":       signLines,
 		},
 		Condition: func(cond string) (bool, error) {
+			if cond == "taskimages" {
+				return taskImages, nil
+			}
 			if cond != "slurm" {
 				return false, fmt.Errorf("unknown condition %q", cond)
 			}
 			return slurmUp, nil
 		},
 	})
+}
+
+// baseImageReady says whether podman and the base image of the task
+// testdata (scripts/build-base-image) are here.
+func baseImageReady() bool {
+	if _, err := exec.LookPath("podman"); err != nil {
+		return false
+	}
+	return exec.Command("podman", "image", "exists", "localhost/harness-base:bookworm").Run() == nil
 }
 
 // waitLock waits (up to 30 s) until another process holds a lock on the

@@ -19,7 +19,7 @@ func newValidateRefsCmd() *command {
 	)
 	c := &command{
 		name:  "validate-refs",
-		usage: "validate-refs PROMPTS -g GRADER [-o FILE]",
+		usage: "validate-refs PROMPTS -g GRADER [-o FILE] | validate-refs TASKS [-o FILE]",
 		short: "check that reference answers pass and negative references fail",
 		long: `Grades each case's reference answer (it must pass) and negativeReference
 (it must fail) with GRADER, as if the agent had answered it (output = the
@@ -33,8 +33,15 @@ fail) and correct. Progress and the list of misjudged answers go to stderr.
 Exit status 1 when the grader misjudged any answer (unlike acp-harness,
 which exits 0); 3 when it only failed to grade some (grader errors).
 
-Example:
-  harness validate-refs prompts.jsonl -g ./grader.py -o refs.jsonl`,
+With a Harbor task directory or a dataset of them (TASKS, see
+docs/tasks.md), each task runs in its image twice, as Harbor's CI does:
+with solution/solve.sh as the agent (a reference: it must score 1) and
+with an agent that does nothing (a negative reference: it must score 0).
+No grader is given: the task's tests/test.sh is the verifier.
+
+Examples:
+  harness validate-refs prompts.jsonl -g ./grader.py -o refs.jsonl
+  harness validate-refs testdata/tasks -o refs.jsonl`,
 		flags: pflag.NewFlagSet("validate-refs", pflag.ContinueOnError),
 	}
 	c.flags.StringVarP(&grader, "grader", "g", "", "the `grader` to check (executable, .js/.ts module, or .json/.yaml config); required")
@@ -44,9 +51,17 @@ Example:
 	c.flags.BoolVarP(&quiet, "quiet", "q", false, "no progress on stderr")
 	var jc judgeCacheFlags
 	jc.addFlags(c.flags)
+	var tf taskFlags
+	tf.add(c.flags)
 	c.run = func(ctx context.Context, e *env, args, agent []string) error {
 		if len(args) != 1 {
 			return usageErrorf("want one prompts file, got %d arguments", len(args))
+		}
+		if isTaskDir(args[0]) {
+			if grader != "" {
+				return usageErrorf("--grader does not apply to task directories: their tests/test.sh is the verifier")
+			}
+			return validateTaskRefs(ctx, e, args[0], tf, output, force, quiet)
 		}
 		if grader == "" {
 			return usageErrorf("--grader (-g) is required")

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"harness/harbor"
+	"harness/image"
+	"harness/results"
+	"harness/schemas"
+)
+
+// taskFlags are the flags of the commands that run Harbor task
+// directories in images.
+type taskFlags struct {
+	cacheDir string
+	keep     bool
+}
+
+func (f *taskFlags) add(fs *pflag.FlagSet) {
+	fs.StringVar(&f.cacheDir, "cache-dir", "", "where task images are unpacked, once each (default $XDG_CACHE_HOME/harness/images)")
+	fs.BoolVar(&f.keep, "keep-layers", false, "leave each trial's image layer (its changes) on disk")
+}
+
+// store opens the image cache.
+func (f *taskFlags) store(log io.Writer) (*image.Store, error) {
+	dir := f.cacheDir
+	if dir == "" {
+		d, err := image.DefaultCacheDir()
+		if err != nil {
+			return nil, err
+		}
+		dir = d
+	}
+	return &image.Store{Dir: dir, Log: log}, nil
+}
+
+// isTaskDir says whether path is a Harbor task directory or a dataset of
+// them (a directory holding task directories).
+func isTaskDir(path string) bool {
+	fi, err := os.Stat(path)
+	if err != nil || !fi.IsDir() {
+		return false
+	}
+	if harbor.IsTask(path) {
+		return true
+	}
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if e.IsDir() && harbor.IsTask(path+"/"+e.Name()) {
+			return true
+		}
+	}
+	return false
+}
+
+// loadTasks reads a task or dataset directory and tells, once per task,
+// which task.toml fields are not honoured.
+func loadTasks(e *env, dir string, quiet bool) ([]*harbor.Task, error) {
+	tasks, err := harbor.LoadDataset(dir)
+	if err != nil {
+		return nil, inputError(err)
+	}
+	for _, t := range tasks {
+		if len(t.Unhonoured) > 0 && !quiet {
+			fmt.Fprintf(e.stderr, "task %s: task.toml fields not honoured: %s\n", t.Name, strings.Join(t.Unhonoured, ", "))
+		}
+	}
+	return tasks, nil
+}
+
+// resolveTaskImages builds or unpacks each task's image once, before any
+// trial runs; a task whose image cannot be made is an input error.
+func resolveTaskImages(ctx context.Context, e *env, store *image.Store, tasks []*harbor.Task, quiet bool) (map[string]*image.Image, error) {
+	imgs := map[string]*image.Image{}
+	for _, t := range tasks {
+		if !quiet {
+			fmt.Fprintf(e.stderr, "image for %s: %s\n", t.Name, t.Image)
+		}
+		bctx, cancel := context.WithTimeout(ctx, t.Config.BuildTimeout)
+		img, err := store.Resolve(bctx, t.Image)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, withCode(exitInterrupted, ctx.Err())
+			}
+			return nil, inputError(fmt.Errorf("task %s: %w", t.Name, err))
+		}
+		imgs[t.Name] = img
+	}
+	return imgs, nil
+}
+
+// validateTaskRefs runs each task of a Harbor task directory or dataset
+// with the oracle (solution/solve.sh: it must score 1) and with an agent
+// that does nothing (it must score 0), as Harbor's CI does, and writes
+// one validation result per run.
+func validateTaskRefs(ctx context.Context, e *env, dir string, tf taskFlags, output string, force, quiet bool) error {
+	tasks, err := loadTasks(e, dir, quiet)
+	if err != nil {
+		return err
+	}
+	store, err := tf.store(nil)
+	if err != nil {
+		return err
+	}
+	imgs, err := resolveTaskImages(ctx, e, store, tasks, quiet)
+	if err != nil {
+		return err
+	}
+	out, err := reviewOutput(e, output, force)
+	if err != nil {
+		return err
+	}
+	w, err := results.NewWriter(output, out)
+	if err != nil {
+		out.Abort()
+		return err
+	}
+	if !quiet {
+		fmt.Fprintf(e.stderr, "Validating %d tasks with the oracle and a no-op agent...\n", len(tasks))
+	}
+	var misjudged, graderErrors []string
+	checked := 0
+	for _, t := range tasks {
+		for _, agent := range []string{harbor.Oracle, harbor.Nop} {
+			if ctx.Err() != nil {
+				break
+			}
+			res, err := harbor.RunReference(ctx, t, imgs[t.Name], agent, harbor.TrialOptions{Keep: tf.keep})
+			if err != nil {
+				w.Close()
+				out.Abort()
+				return fmt.Errorf("task %s, %s: %w", t.Name, agent, err)
+			}
+			checked++
+			v := schemas.ValidationResult{ID: t.Name, Passes: res.Verdict.Pass, GraderResult: res.Verdict, Correct: res.OK}
+			if agent == harbor.Oracle {
+				v.Kind, v.Want, v.Reference = schemas.RefPositive, "pass", "solution/solve.sh"
+			} else {
+				v.Kind, v.Want = schemas.RefNegative, "fail"
+			}
+			label := t.Name + " (" + agent + ")"
+			note := fmt.Sprintf(": score %g, want %g", res.Verdict.Score, res.Want)
+			if res.Verdict.Error != nil {
+				msg, _, _ := strings.Cut(res.Verdict.Error.Message, "\n")
+				note = fmt.Sprintf(": grader error (%s): %s", res.Verdict.Error.Class, msg)
+				graderErrors = append(graderErrors, label)
+			} else if !res.OK {
+				misjudged = append(misjudged, label)
+			}
+			if res.Layer != "" {
+				note += "; layer kept in " + res.Layer
+			}
+			if !quiet {
+				mark := "✓"
+				if !res.OK {
+					mark = "✗"
+				}
+				fmt.Fprintf(e.stderr, "  %s %s%s\n", mark, label, note)
+			}
+			if err := w.Write(v); err != nil {
+				w.Close()
+				out.Abort()
+				return err
+			}
+		}
+	}
+	if err := w.Close(); err != nil {
+		out.Abort()
+		return err
+	}
+	if err := out.Commit(); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return withCode(exitInterrupted, fmt.Errorf("interrupted after %d of %d runs", checked, 2*len(tasks)))
+	}
+	if !quiet {
+		fmt.Fprintf(e.stderr, "\nResults: %d correct, %d misjudged, %d grader errors\n", checked-len(misjudged)-len(graderErrors), len(misjudged), len(graderErrors))
+	}
+	if len(misjudged) > 0 {
+		return withCode(exitGateFailed, fmt.Errorf("%d of %d reference runs scored wrong: %s", len(misjudged), checked, strings.Join(misjudged, ", ")))
+	}
+	if len(graderErrors) > 0 {
+		return withCode(exitInfraErrors, fmt.Errorf("the verifier failed on %d of %d reference runs: %s", len(graderErrors), checked, strings.Join(graderErrors, ", ")))
+	}
+	return nil
+}
