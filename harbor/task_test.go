@@ -82,7 +82,7 @@ func TestLoadDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := task.Config
-	if c.AgentTimeout != DefaultAgentTimeout || c.VerifierTimeout != DefaultVerifierTimeout || c.MemoryMB != DefaultMemoryMB || !c.AllowInternet || c.CPUs != 1 {
+	if c.AgentTimeout != DefaultAgentTimeout || c.VerifierTimeout != DefaultVerifierTimeout || c.MemoryMB != DefaultMemoryMB || c.StorageMB != DefaultStorageMB || c.BuildTimeout != DefaultBuildTimeout || !c.AllowInternet || c.CPUs != 1 {
 		t.Errorf("defaults %+v", c)
 	}
 }

@@ -224,3 +224,37 @@ func TestTaskNeedsItsImagesPackage(t *testing.T) {
 		t.Fatalf("totals %q, %v", b, err)
 	}
 }
+
+func TestARewardTheAgentLeftDoesNotCount(t *testing.T) {
+	f := loadFixture(t)
+	task := *f.tasks["column-sum"]
+	task.Dir = t.TempDir()
+	os.MkdirAll(filepath.Join(task.Dir, "tests"), 0o755)
+	os.WriteFile(filepath.Join(task.Dir, "tests", "test.sh"), []byte("echo verifier wrote nothing\n"), 0o755)
+	l := f.layer(t, "column-sum")
+	f.agent(t, l, `mkdir -p /logs/verifier && echo 1 > /logs/verifier/reward.txt && echo '{"reward": 1}' > /logs/verifier/reward.json`)
+	res := Verify(context.Background(), l, &task, Step{})
+	if res.Error == nil || res.Error.Class != schemas.ErrGraderError || res.Pass {
+		t.Fatalf("verdict %+v", res)
+	}
+}
+
+func TestSolveHasLoopbackOnlyWithoutInternet(t *testing.T) {
+	f := loadFixture(t)
+	task := *f.tasks["column-sum"]
+	if task.Config.AllowInternet {
+		t.Fatal("column-sum should have allow_internet = false")
+	}
+	task.Dir = t.TempDir()
+	for name, body := range map[string]string{
+		"solution/solve.sh": "grep -o '^ *[a-z0-9]*:' /proc/net/dev | tr -d ' :' > /app/ifaces\n",
+		"tests/test.sh":     "test \"$(cat /app/ifaces)\" = lo && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n",
+	} {
+		os.MkdirAll(filepath.Dir(filepath.Join(task.Dir, name)), 0o755)
+		os.WriteFile(filepath.Join(task.Dir, name), []byte(body), 0o755)
+	}
+	res, err := RunReference(context.Background(), &task, f.imgs["column-sum"], Oracle, TrialOptions{LayerDir: t.TempDir(), Self: f.self})
+	if err != nil || !res.OK {
+		t.Fatalf("%v: %+v", err, res)
+	}
+}

@@ -3,6 +3,7 @@ package image
 import (
 	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -12,8 +13,11 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 // TestMain lets the test binary stand in for the harness binary as the
@@ -130,7 +134,7 @@ func hostTools(t *testing.T, img *Image) []Bind {
 	t.Helper()
 	var binds []Bind
 	seen := map[string]bool{}
-	for _, tool := range []string{"rm", "cat", "grep", "dirname", "mkdir"} {
+	for _, tool := range []string{"rm", "cat", "grep", "dirname", "mkdir", "id"} {
 		_, bs, err := HostAgent([]string{tool}, os.Environ(), img)
 		if err != nil {
 			t.Fatal(err)
@@ -531,5 +535,80 @@ func TestHostAgentBindsAScriptAndItsInterpreter(t *testing.T) {
 	}
 	if changes, _ := l.Changes(); len(changes) != 0 {
 		t.Fatalf("binds left changes %v", changes)
+	}
+}
+
+func TestCompressedTarsAreUnpacked(t *testing.T) {
+	raw := makeTar(t, baseEntries)
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(raw)
+	zw.Close()
+	var zs bytes.Buffer
+	enc, _ := zstd.NewWriter(&zs)
+	enc.Write(raw)
+	enc.Close()
+	s := newStore(t)
+	for name, body := range map[string][]byte{"rootfs.tar.gz": gz.Bytes(), "rootfs.tar.zst": zs.Bytes()} {
+		p := filepath.Join(t.TempDir(), name)
+		os.WriteFile(p, body, 0o644)
+		img, err := s.Resolve(context.Background(), p)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if b, err := os.ReadFile(filepath.Join(img.Rootfs, "app/hello.txt")); err != nil || string(b) != "hello\n" {
+			t.Fatalf("%s: app/hello.txt = %q, %v", name, b, err)
+		}
+	}
+}
+
+func TestImageUserKeepsItsIDsAsRoot(t *testing.T) {
+	entries := append(append([]entry{}, baseEntries...), entry{name: "home", dir: true}, entry{name: "home/dev", dir: true})
+	entries[1] = entry{name: "etc/passwd", body: "root:x:0:0:root:/root:/bin/sh\ndev:x:1000:1000::/home/dev:/bin/sh\n"}
+	layout := ociLayout(t, [][]byte{makeTar(t, entries)}, `{"config":{"User":"dev","WorkingDir":"/home/dev"}}`)
+	img, err := newStore(t).Resolve(context.Background(), layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newLayer(t, img)
+	if os.Geteuid() != 0 {
+		_, err := l.Command(context.Background(), Run{Argv: []string{"true"}})
+		if err == nil || !strings.Contains(err.Error(), `image user "dev" (uid 1000): only root maps to the invoking user without privileges`) {
+			t.Fatalf("err = %v", err)
+		}
+		return
+	}
+	out, code := sh(t, l, `echo "$(id -u):$(id -g) $HOME"; echo x > /home/dev/mine`, nil)
+	if code != 0 || out != "1000:1000 /home/dev\n" {
+		t.Fatalf("exit %d: %q", code, out)
+	}
+	fi, err := os.Stat(filepath.Join(l.Upper(), "home/dev/mine"))
+	if err != nil || fi.Sys().(*syscall.Stat_t).Uid != 1000 {
+		t.Fatalf("the file is not the image user's: %v", err)
+	}
+}
+
+func TestMuslProgramNeedsMuslInTheImage(t *testing.T) {
+	truePath, err := exec.LookPath("true")
+	if err != nil {
+		t.Skip("no true on this host")
+	}
+	b, err := os.ReadFile(truePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	glibc := []byte("/lib64/ld-linux-x86-64.so.2\x00")
+	i := bytes.Index(b, glibc)
+	if i < 0 {
+		t.Skip("the host's true is not an x86_64 glibc program")
+	}
+	musl := []byte("/lib/ld-musl-x86_64.so.1\x00")
+	copy(b[i:], append(musl, make([]byte, len(glibc)-len(musl))...))
+	prog := filepath.Join(t.TempDir(), "musl-agent")
+	os.WriteFile(prog, b, 0o755)
+	img := tarImage(t, newStore(t))
+	_, _, err = HostAgent([]string{prog}, os.Environ(), img)
+	if err == nil || !strings.Contains(err.Error(), "is a musl program and the image has no musl (/lib/ld-musl-x86_64.so.1): install the agent in the image") {
+		t.Fatalf("err = %v", err)
 	}
 }
