@@ -49,6 +49,16 @@ func Rebuild(template string, ws *schemas.Workspace, dst string) error {
 	if err := copyTree(template, dst); err != nil {
 		return fmt.Errorf("copy %s: %w", template, err)
 	}
+	return ApplyChanges(ws, dst)
+}
+
+// ApplyChanges makes dst, a copy of a record's workspace template as it
+// was when the case began, what the workspace was when the case ended: the
+// recorded changes applied (text files from their diffs, binary files from
+// their content). It fails when a change cannot be replayed exactly (a
+// diff cut for size, a binary file too large to keep). Changes inside a
+// .git directory are not replayed.
+func ApplyChanges(ws *schemas.Workspace, dst string) error {
 	for _, c := range ws.FileChanges {
 		if inGitDir(c.Path) {
 			continue

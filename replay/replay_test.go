@@ -15,12 +15,14 @@ import (
 	"harness/acp"
 	"harness/capture"
 	"harness/internal/buildinfo"
+	"harness/internal/replaytest"
 	"harness/internal/testagents"
+	"harness/replay"
 	"harness/results"
 	"harness/schemas"
 )
 
-func TestMain(m *testing.M) { os.Exit(testagents.FakeAgentMain(m)) }
+func TestMain(m *testing.M) { os.Exit(replaytest.Main(m)) }
 
 // config is a capture config for agent, serving fs and terminals in cwd.
 func config(argv, env []string, cwd string) capture.Config {
@@ -182,7 +184,7 @@ func TestReplayReproducesFixtureTrajectories(t *testing.T) {
 	}
 	file := writeResults(t, recorded)
 
-	rargv, renv := testagents.ReplayAgent(file, false)
+	rargv, renv := replaytest.Agent(file, replay.Options{})
 	replayed := runUnits(t, config(rargv, renv, cwd), units)
 	for i := range recorded {
 		compare(t, recorded[i], replayed[i], false)
@@ -224,7 +226,7 @@ func TestReplayTiming(t *testing.T) {
 	argv, env := testagents.FakeAgent()
 	recorded := runUnits(t, config(argv, env, cwd), units)
 	file := writeResults(t, recorded)
-	rargv, renv := testagents.ReplayAgent(file, true)
+	rargv, renv := replaytest.Agent(file, replay.Options{Timing: true})
 	replayed := runUnits(t, config(rargv, renv, cwd), units)
 	compare(t, recorded[0], replayed[0], false)
 	offsets := func(r *schemas.CaptureRecord) []int64 {
@@ -247,5 +249,66 @@ func TestReplayTiming(t *testing.T) {
 		if got[i] < want[i]-2 {
 			t.Errorf("step %d came %d ms into the replayed turn, %d ms in the recording", i+1, got[i], want[i])
 		}
+	}
+}
+
+// In workspace copies, the replay's fs and terminal requests go to the same
+// places in the new copy, the files it wrote placeholders to are put back,
+// and with ApplyChanges the copy ends as the recorded one did: the same
+// file changes, whether the client wrote them (fs) or the agent did.
+func TestReplayWorkspace(t *testing.T) {
+	t.Parallel()
+	template := t.TempDir()
+	if err := os.WriteFile(filepath.Join(template, "README.md"), []byte("# Readme\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	units := []capture.Unit{
+		unit("fs-write", 1, "fs-write out.txt written through fs"),
+		unit("fs-overwrite", 1, "fs-write README.md new readme"),
+		unit("agent-write", 1, "write-file made.txt made by the agent"),
+		unit("fs-read", 1, "fs-read README.md"),
+		unit("terminal", 1, "terminal cat README.md"),
+	}
+	cfg := func(argv, env []string) capture.Config {
+		c := config(argv, env, t.TempDir())
+		c.Workspace = template
+		return c
+	}
+	argv, env := testagents.FakeAgent()
+	recorded := runUnits(t, cfg(argv, env), units)
+	file := writeResults(t, recorded)
+	for _, apply := range []bool{false, true} {
+		rargv, renv := replaytest.Agent(file, replay.Options{ApplyChanges: apply})
+		replayed := runUnits(t, cfg(rargv, renv), units)
+		for i, want := range recorded {
+			got := replayed[i]
+			if want.Workspace == nil || got.Workspace == nil {
+				t.Fatalf("case %s: no workspace on the record", want.ID)
+			}
+			w, _ := testagents.TrajectoryBytes(want, false)
+			g, _ := testagents.TrajectoryBytes(got, false)
+			// Each run has its own copy. The replay sends what the agent
+			// reported (tool calls) as recorded, naming the recorded copy,
+			// and moves its requests (fs, terminal) to the new one.
+			w = strings.ReplaceAll(w, want.Workspace.Path, "CWD")
+			g = strings.ReplaceAll(strings.ReplaceAll(g, want.Workspace.Path, "CWD"), got.Workspace.Path, "CWD")
+			if w != g {
+				t.Errorf("apply %v, case %s: the replayed trajectory differs\nrecorded %s\nreplayed %s", apply, want.ID, w, g)
+			}
+			if want.Output != got.Output {
+				t.Errorf("apply %v, case %s: output %q, replayed %q", apply, want.ID, want.Output, got.Output)
+			}
+			wc, _ := results.Marshal(want.Workspace.FileChanges)
+			gc, _ := results.Marshal(got.Workspace.FileChanges)
+			switch {
+			case apply && string(wc) != string(gc):
+				t.Errorf("case %s: file changes %s, replayed %s", want.ID, wc, gc)
+			case !apply && string(gc) != "[]":
+				t.Errorf("case %s without ApplyChanges: the copy changed: %s", want.ID, gc)
+			}
+		}
+	}
+	if len(recorded[0].Workspace.FileChanges) == 0 || len(recorded[2].Workspace.FileChanges) == 0 {
+		t.Fatalf("the recording changed no files: %+v %+v", recorded[0].Workspace, recorded[2].Workspace)
 	}
 }

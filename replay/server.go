@@ -8,12 +8,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"harness/acp"
+	"harness/capture"
 	"harness/schemas"
 )
 
@@ -27,6 +30,11 @@ type Options struct {
 	Log io.Writer
 	// Version is the agentInfo version the replay reports.
 	Version string
+	// ApplyChanges makes each session's workspace what the recorded one
+	// was at the end: before the last answer, the record's workspace
+	// changes are applied to the session's cwd (which must be a fresh
+	// copy of the same template: capture --workspace).
+	ApplyChanges bool
 }
 
 // Serve speaks ACP as an agent on in and out, serving the library's
@@ -83,6 +91,13 @@ type session struct {
 	// terminals maps the terminal ids of the record to the ones the
 	// client gave this replay.
 	terminals map[string]string
+	// cwd is the session's working directory.
+	cwd string
+	// written holds the files the replay had the client write (through
+	// fs/write_text_file, with placeholder text) as they were before,
+	// nil for a file that did not exist; they are put back before the
+	// last answer.
+	written map[string]*original
 }
 
 // response is the client's answer to one of the replay's requests.
@@ -268,7 +283,8 @@ func (s *server) request(m message) {
 		}
 		s.mu.Lock()
 		s.nextSession++
-		ss := &session{id: "replay-" + strconv.Itoa(s.nextSession), terminals: map[string]string{}}
+		ss := &session{id: "replay-" + strconv.Itoa(s.nextSession), terminals: map[string]string{},
+			cwd: p.Cwd, written: map[string]*original{}}
 		if u, ok := acp.ReadUnitMeta(p.Meta); ok {
 			// The client said which trial this is (harness does, as the
 			// replay asks in initialize).
@@ -368,12 +384,12 @@ func (s *server) prompt(m message) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		s.playTurn(ss, ts, m.ID, cancelCh)
+		s.playTurn(ss, ts, m.ID, cancelCh, n == len(sc.turns))
 	}()
 }
 
 // playTurn sends a turn's messages and its answer.
-func (s *server) playTurn(ss *session, ts *turnScript, id json.RawMessage, cancelCh chan struct{}) {
+func (s *server) playTurn(ss *session, ts *turnScript, id json.RawMessage, cancelCh chan struct{}, last bool) {
 	start := time.Now()
 	finish := func() {
 		s.mu.Lock()
@@ -403,6 +419,9 @@ func (s *server) playTurn(ss *session, ts *turnScript, id json.RawMessage, cance
 	}
 	if s.opts.Timing && !cancelled {
 		s.sleep(start.Add(ts.answerDue), nil)
+	}
+	if last || ts.rpcErr != nil || ts.waitCancel {
+		s.finishWorkspace(ss)
 	}
 	finish()
 	switch {
@@ -490,18 +509,20 @@ func (s *server) request1(ss *session, a *action) error {
 			Options   json.RawMessage `json:"options"`
 		}{ss.id, st.ToolCall, st.Options})
 	case acp.MethodReadTextFile:
-		params = mustMarshal(acp.ReadTextFileRequest{SessionID: ss.id, Path: st.Path})
+		params = mustMarshal(acp.ReadTextFileRequest{SessionID: ss.id, Path: ss.rebase(st.Path)})
 	case acp.MethodWriteTextFile:
 		// The record keeps the size of what was written, not the text.
 		n := 0
 		if st.Bytes != nil {
 			n = int(*st.Bytes)
 		}
-		params = mustMarshal(acp.WriteTextFileRequest{SessionID: ss.id, Path: st.Path, Content: strings.Repeat(" ", n)})
+		path := ss.rebase(st.Path)
+		s.keepOriginal(ss, path)
+		params = mustMarshal(acp.WriteTextFileRequest{SessionID: ss.id, Path: path, Content: strings.Repeat(" ", n)})
 	case acp.MethodTerminalCreate:
 		p := acp.CreateTerminalRequest{SessionID: ss.id, Command: st.Command, Args: st.Args}
 		if st.Cwd != "" {
-			cwd := st.Cwd
+			cwd := ss.rebase(st.Cwd)
 			p.Cwd = &cwd
 		}
 		params = mustMarshal(p)
@@ -529,4 +550,87 @@ func (s *server) request1(ss *session, a *action) error {
 		}
 	}
 	return nil
+}
+
+// recordedCwd is where the recorded session ran: its workspace copy, else
+// its cwd.
+func recordedCwd(rec *schemas.CaptureRecord) string {
+	if rec.Workspace != nil && rec.Workspace.Path != "" {
+		return rec.Workspace.Path
+	}
+	return rec.Cwd
+}
+
+// rebase moves a path of the recorded session's directory to the same
+// place in this session's: a run with workspace copies has a new copy
+// every time.
+func (ss *session) rebase(p string) string {
+	from := recordedCwd(ss.script.rec)
+	if from == "" || ss.cwd == "" || from == ss.cwd || !filepath.IsAbs(p) {
+		return p
+	}
+	rel, err := filepath.Rel(from, p)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return p
+	}
+	return filepath.Join(ss.cwd, rel)
+}
+
+// original is a file's content and mode before the replay wrote it.
+type original struct {
+	content []byte
+	mode    os.FileMode
+}
+
+// keepOriginal remembers a file inside the session's cwd before the
+// replay has the client write placeholder text to it.
+func (s *server) keepOriginal(ss *session, path string) {
+	if ss.cwd == "" {
+		return
+	}
+	if rel, err := filepath.Rel(ss.cwd, path); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return
+	}
+	s.mu.Lock()
+	_, seen := ss.written[path]
+	s.mu.Unlock()
+	if seen {
+		return
+	}
+	var o *original
+	if info, err := os.Lstat(path); err == nil && info.Mode().IsRegular() {
+		if b, err := os.ReadFile(path); err == nil {
+			o = &original{content: b, mode: info.Mode().Perm()}
+		}
+	}
+	s.mu.Lock()
+	ss.written[path] = o
+	s.mu.Unlock()
+}
+
+// finishWorkspace puts back the files the replay wrote placeholders to
+// and, with ApplyChanges, applies the record's workspace changes.
+func (s *server) finishWorkspace(ss *session) {
+	s.mu.Lock()
+	written := ss.written
+	ss.written = map[string]*original{}
+	s.mu.Unlock()
+	for path, o := range written {
+		var err error
+		if o == nil {
+			err = os.Remove(path)
+		} else {
+			err = os.WriteFile(path, o.content, o.mode)
+		}
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			s.logf("replay: putting back %s: %v", path, err)
+		}
+	}
+	rec := ss.script.rec
+	if !s.opts.ApplyChanges || ss.cwd == "" || rec.Workspace == nil || len(rec.Workspace.FileChanges) == 0 {
+		return
+	}
+	if err := capture.ApplyChanges(rec.Workspace, ss.cwd); err != nil {
+		s.logf("replay: case %q trial %d: the recorded workspace changes do not apply to %s: %v", rec.ID, rec.Trial, ss.cwd, err)
+	}
 }

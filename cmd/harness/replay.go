@@ -10,10 +10,10 @@ import (
 )
 
 func newReplayCmd() *command {
-	var timing bool
+	var timing, applyChanges bool
 	c := &command{
 		name:  "replay",
-		usage: "replay RESULTS [--timing]",
+		usage: "replay RESULTS [--timing] [--apply-changes]",
 		short: "an ACP agent that serves recorded trajectories back (the agent of capture or trials)",
 		long: `Replay is an ACP agent on stdin and stdout that plays the trials of a
 capture or trials file back: for each session, its recorded trial (harness
@@ -27,14 +27,18 @@ trajectories. A trial or prompt the results do not hold is answered with a
 JSON-RPC error naming it.
 
 --timing sends every message at its recorded time; without it everything
-goes out at once. See docs/replay.md for what is and is not reproduced.
+goes out at once. --apply-changes makes each session's workspace copy end
+as the recorded one did (for graders that read the workspace). See
+docs/replay.md for what is and is not reproduced.
 
 Examples:
   harness capture prompts.jsonl -o again.jsonl -- harness replay out.jsonl
-  harness trials prompts.jsonl -k 5 -g new-grader.py -o t2.jsonl -- harness replay t.jsonl`,
+  harness trials prompts.jsonl -k 5 -g new-grader.py -o t2.jsonl -- harness replay t.jsonl
+  harness trials prompts.jsonl -k 5 --workspace repo/ -g tests.yaml -o t2.jsonl -- harness replay --apply-changes t.jsonl`,
 		flags: pflag.NewFlagSet("replay", pflag.ContinueOnError),
 	}
 	c.flags.BoolVar(&timing, "timing", false, "send each message at its recorded time instead of at once")
+	c.flags.BoolVar(&applyChanges, "apply-changes", false, "before the last answer, apply each record's workspace changes to its session's cwd (a fresh copy: capture --workspace), so graders see the recorded workspace")
 	c.run = func(ctx context.Context, e *env, args, _ []string) error {
 		if len(args) != 1 {
 			return usageErrorf("want one results file, got %d arguments", len(args))
@@ -52,7 +56,7 @@ Examples:
 			return reviewInputErr(err)
 		}
 		return replay.Serve(ctx, lib, e.stdin, e.stdout, replay.Options{
-			Timing: timing, Log: e.stderr, Version: buildinfo.Read(version).Version})
+			Timing: timing, ApplyChanges: applyChanges, Log: e.stderr, Version: buildinfo.Read(version).Version})
 	}
 	return c
 }

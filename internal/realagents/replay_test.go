@@ -10,6 +10,7 @@ import (
 
 	"harness/acp"
 	"harness/internal/fakemodel"
+	"harness/internal/replaytest"
 	"harness/internal/testagents"
 	"harness/results"
 	"harness/schemas"
@@ -20,7 +21,7 @@ func TestMain(m *testing.M) {
 	if code, ok := hsandbox.HelperMain(); ok {
 		os.Exit(code) // the test binary stands in for harness in a sandbox
 	}
-	os.Exit(testagents.FakeAgentMain(m))
+	os.Exit(replaytest.Main(m))
 }
 
 // TestReplayRealAgents captures real agents (against the fake model
@@ -73,7 +74,7 @@ func TestReplayRealAgents(t *testing.T) {
 			}
 
 			rcfg, _ := baseConfig(t, sb, []string{os.Args[0]})
-			rcfg.AgentEnv = append(append([]string(nil), sb.Env...), testagents.ReplayEnv+"="+file)
+			rcfg.AgentEnv = append(append([]string(nil), sb.Env...), replaytest.Env+"="+file)
 			rcfg.Client.FS, rcfg.Client.Terminal = cfg.Client.FS, cfg.Client.Terminal
 			replayed := runCases(t, rcfg, inputs...)
 			for i, want := range recorded {

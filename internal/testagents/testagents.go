@@ -4,9 +4,7 @@
 package testagents
 
 import (
-	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,7 +12,6 @@ import (
 	"testing"
 
 	"harness/internal/fakeagent"
-	"harness/replay"
 	"harness/results"
 	"harness/schemas"
 )
@@ -56,59 +53,15 @@ func NodeScript(t testing.TB, rel string) string {
 	return File(t, rel, true)
 }
 
-// ReplayEnv is the environment variable that makes a test binary whose
-// TestMain calls FakeAgentMain behave as the replay agent of the results
-// file it names.
-const ReplayEnv = "HARNESS_TEST_REPLAY"
-
-// ReplayTimingEnv, set to 1 beside ReplayEnv, replays with the recorded
-// timing.
-const ReplayTimingEnv = "HARNESS_TEST_REPLAY_TIMING"
-
 // FakeAgentMain is the body of a TestMain whose test binary doubles as the
-// fixture agent or the replay agent: started with FakeAgentEnv set (see
-// FakeAgent) it plays the fixture agent, with ReplayEnv set (see
-// ReplayAgent) it replays a results file, otherwise it runs the tests.
+// fixture agent: started with FakeAgentEnv set (see FakeAgent) it plays
+// the agent, otherwise it runs the tests.
 func FakeAgentMain(m *testing.M) int {
 	if os.Getenv(FakeAgentEnv) == "1" {
 		fakeagent.Run()
 		return 0
 	}
-	if name := os.Getenv(ReplayEnv); name != "" {
-		return runReplay(name, os.Getenv(ReplayTimingEnv) == "1")
-	}
 	return m.Run()
-}
-
-func runReplay(name string, timing bool) int {
-	f, err := os.Open(name)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	lib, err := replay.Load(name, f)
-	f.Close()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	if err := replay.Serve(context.Background(), lib, os.Stdin, os.Stdout, replay.Options{Timing: timing, Log: os.Stderr, Version: "test"}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return 0
-}
-
-// ReplayAgent returns the command line and environment that start the
-// running test binary as the replay agent of the results file name (with
-// the recorded timing when timing is set). env is added to the test
-// process's environment.
-func ReplayAgent(name string, timing bool, env ...string) (argv, fullEnv []string) {
-	e := append(append(os.Environ(), env...), ReplayEnv+"="+name)
-	if timing {
-		e = append(e, ReplayTimingEnv+"=1")
-	}
-	return []string{os.Args[0]}, e
 }
 
 // FakeAgent returns the command line and environment that start the
