@@ -565,6 +565,9 @@ func recordedCwd(rec *schemas.CaptureRecord) string {
 // place in this session's: a run with workspace copies has a new copy
 // every time.
 func (ss *session) rebase(p string) string {
+	if ss.script == nil { // setup steps of a client that named no trial
+		return p
+	}
 	from := recordedCwd(ss.script.rec)
 	if from == "" || ss.cwd == "" || from == ss.cwd || !filepath.IsAbs(p) {
 		return p
