@@ -67,7 +67,7 @@ func StartProcess(argv []string, opts ProcessOptions) (*Process, error) {
 		return nil, &StartError{Argv: []string{""}, Err: errors.New("empty command")}
 	}
 	path, err := exec.LookPath(argv[0])
-	if err != nil {
+	if err != nil && !resolvesInside(opts.Sandbox) {
 		return nil, &StartError{Argv: argv, Err: err}
 	}
 	inR, inW, err := os.Pipe()
@@ -313,4 +313,12 @@ func (t *Tail) String() string {
 		return fmt.Sprintf("[%d earlier bytes dropped]\n%s", t.dropped, t.buf)
 	}
 	return string(t.buf)
+}
+
+// resolvesInside says whether a sandbox looks the agent's program up
+// itself, inside (an image that has the agent), so that the host need not
+// have it.
+func resolvesInside(sb sandbox.Runner) bool {
+	r, ok := sb.(interface{ ResolvesInside() bool })
+	return ok && r.ResolvesInside()
 }

@@ -95,6 +95,9 @@ type Config struct {
 	Sandbox sandbox.Runner
 	// AnyCaseWorkspace says some case names a workspace of its own.
 	AnyCaseWorkspace bool
+	// Image, when set, runs every case in a fresh layer over an image
+	// (see ImageConfig); each case gets an agent process of its own.
+	Image *ImageConfig
 	// Adapter, when set, runs Agent headless instead of over ACP: one
 	// process per turn with the adapter's flags and the prompt, its JSON
 	// event stream mapped onto the same trajectory. Client, Auth and
@@ -460,6 +463,11 @@ func (a *agent) exitInfo(class, msg string) *schemas.ErrorInfo {
 
 // startAgent starts the agent and initializes it.
 func (r *Runner) startAgent(ctx context.Context, dir string) (*agent, *schemas.ErrorInfo) {
+	return r.startAgentWith(ctx, dir, r.cfg.Sandbox)
+}
+
+// startAgentWith starts the agent in the given sandbox and initializes it.
+func (r *Runner) startAgentWith(ctx context.Context, dir string, sb sandbox.Runner) (*agent, *schemas.ErrorInfo) {
 	copts := r.cfg.Client
 	var firstJunk atomic.Pointer[string]
 	copts.OnJunk = func(j acp.Junk) {
@@ -482,7 +490,7 @@ func (r *Runner) startAgent(ctx context.Context, dir string) (*agent, *schemas.E
 		disk = []string{dir} // a copy or scratch directory, not the user's
 	}
 	proc, err := acp.StartProcess(r.cfg.Agent, acp.ProcessOptions{
-		Dir: dir, Env: r.cfg.AgentEnv, StderrCopy: r.cfg.StderrCopy, Sandbox: r.cfg.Sandbox, RW: []string{dir}, Disk: disk,
+		Dir: dir, Env: r.cfg.AgentEnv, StderrCopy: r.cfg.StderrCopy, Sandbox: sb, RW: []string{dir}, Disk: disk,
 	})
 	if err != nil {
 		return nil, &schemas.ErrorInfo{Class: schemas.ErrAgentStart, Message: err.Error()}

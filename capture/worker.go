@@ -38,6 +38,7 @@ type caseRun struct {
 	end        time.Time
 	sessionID  string
 	ws         *Workspace
+	layer      *caseLayer // with an image: the case's layer
 	ag         *agent
 	stops      []string
 	prefetched bool // its session was made while the case before it ran
@@ -125,7 +126,7 @@ type prepared struct {
 // agent while this one runs.
 func (w *worker) canPrefetch() bool {
 	cfg := &w.r.cfg
-	return !cfg.FreshProcess && w.ag != nil && !w.ag.dead && !(cfg.Sandbox != nil && (cfg.Workspace != "" || cfg.AnyCaseWorkspace))
+	return !cfg.FreshProcess && w.ag != nil && !w.ag.dead && !(cfg.Sandbox != nil && (cfg.Workspace != "" || cfg.AnyCaseWorkspace)) && cfg.Image == nil
 }
 
 // hasTemplate says whether the unit runs in a workspace copy.
@@ -214,6 +215,9 @@ func (w *worker) newRun(u Unit) *caseRun {
 // and returns the session's cwd.
 func (w *worker) workspace(run *caseRun) (string, error) {
 	cfg := &w.r.cfg
+	if cfg.Image != nil {
+		return w.imageWorkspace(run)
+	}
 	c := run.unit.Case
 	cwd := cfg.Cwd
 	template := cfg.Workspace
@@ -306,7 +310,7 @@ func (w *worker) setup(ctx context.Context, u Unit) *caseRun {
 	}
 	// A sandboxed agent can write only its own case's workspace: it gets
 	// a process of its own, started in the copy.
-	perCase := cfg.Sandbox != nil && w.hasTemplate(u)
+	perCase := cfg.Sandbox != nil && w.hasTemplate(u) || cfg.Image != nil
 	if w.ag != nil && (w.ag.dead || cfg.FreshProcess || perCase) {
 		w.closeAll()
 		w.r.retire(w.ag)
@@ -326,7 +330,7 @@ func (w *worker) setup(ctx context.Context, u Unit) *caseRun {
 		if perCase {
 			dir = cwd
 		}
-		ag, info := w.r.startAgent(ctx, dir)
+		ag, info := w.startAgentFor(ctx, run, dir)
 		if info != nil {
 			if run.ws != nil {
 				defer run.ws.Remove()
@@ -359,7 +363,7 @@ func (w *worker) setup(ctx context.Context, u Unit) *caseRun {
 		if perCase {
 			dir = cwd
 		}
-		ag, info := w.r.startAgent(ctx, dir)
+		ag, info := w.startAgentFor(ctx, run, dir)
 		if info != nil {
 			w.fail(run, info)
 			return nil
@@ -598,6 +602,9 @@ func (w *worker) finish(run *caseRun) {
 			rec.Workspace.FileChanges = []schemas.FileChange{}
 		}
 	}
+	if run.layer != nil {
+		w.finishLayer(run, rec)
+	}
 	capRecord(rec, cfg.MaxRecordBytes)
 	// Grading goes on beside the next case; it may read the workspace, which
 	// is removed once it is done.
@@ -605,6 +612,7 @@ func (w *worker) finish(run *caseRun) {
 		if run.ws != nil && !cfg.KeepWorkspaces {
 			run.ws.Remove()
 		}
+		w.removeLayer(run)
 	})
 }
 

@@ -612,3 +612,24 @@ func TestMuslProgramNeedsMuslInTheImage(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestArgvRunsWithoutSysProcAttr(t *testing.T) {
+	img := tarImage(t, newStore(t))
+	l := newLayer(t, img)
+	argv, binds, err := HostAgent([]string{"/bin/sh", "-c", "echo inside > /app/argv.txt; exit 4"}, os.Environ(), img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, err := l.Argv(context.Background(), Run{Argv: argv, Env: img.Env(), Binds: binds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(line[0], line[1:]...)
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 4 {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if b, err := l.ReadFile("/app/argv.txt"); err != nil || string(b) != "inside\n" {
+		t.Fatalf("%q %v", b, err)
+	}
+}

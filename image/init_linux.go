@@ -59,6 +59,9 @@ type Bind struct {
 // every process, and exits with the command's status; when it exits, the
 // kernel kills whatever the command left behind and drops the mounts.
 func Main(args []string, stderr io.Writer) int {
+	if len(args) == 2 && args[0] == outerArg {
+		return outer(args[1], stderr)
+	}
 	if len(args) != 1 {
 		fmt.Fprintln(stderr, "harness image: internal command, not for direct use")
 		return 125
@@ -78,6 +81,49 @@ func Main(args []string, stderr io.Writer) int {
 		return 127
 	}
 	return code
+}
+
+// outer is the plain first stage of the init: it starts the namespaced
+// stage with the same spec, passes signals on and exits as it does.
+func outer(specJSON string, stderr io.Writer) int {
+	var spec execSpec
+	if err := json.Unmarshal([]byte(specJSON), &spec); err != nil {
+		fmt.Fprintf(stderr, "harness image: bad spec: %v\n", err)
+		return 125
+	}
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(stderr, "harness image: %v\n", err)
+		return 125
+	}
+	cmd := exec.Command(self, InitArg, specJSON)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env = []string{}
+	cmd.SysProcAttr = namespaceAttr(spec.NoNetwork)
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT)
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(stderr, "harness image: start the image's init: %v\n", err)
+		return 125
+	}
+	go func() {
+		for sig := range sigs {
+			_ = cmd.Process.Signal(sig)
+		}
+	}()
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ee.ExitCode()
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "harness image: %v\n", err)
+		return 125
+	}
+	return 0
 }
 
 // setupRoot mounts the command's root and pivots into it.

@@ -160,12 +160,35 @@ func (l *Layer) Command(ctx context.Context, r Run) (*exec.Cmd, error) {
 	}
 	cmd := exec.CommandContext(ctx, self[0], append(append([]string{}, self[1:]...), string(js))...)
 	cmd.Env = []string{}
+	cmd.SysProcAttr = namespaceAttr(r.NoNetwork)
+	return cmd, nil
+}
+
+// Argv returns a command line that runs r in the layer, for callers that
+// start processes without SysProcAttr (a sandbox.Runner): the harness's
+// init first runs as a plain process, which starts the namespaced one
+// (as Command would) and passes its exit status and signals on.
+func (l *Layer) Argv(ctx context.Context, r Run) ([]string, error) {
+	cmd, err := l.Command(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	spec := cmd.Args[len(cmd.Args)-1]
+	self := append([]string{cmd.Path}, cmd.Args[1:len(cmd.Args)-1]...)
+	return append(self, outerArg, spec), nil
+}
+
+// outerArg marks the plain first stage of the init (see Layer.Argv).
+const outerArg = "outer"
+
+// namespaceAttr are the namespaces and ID maps of a command's init.
+func namespaceAttr(noNetwork bool) *syscall.SysProcAttr {
 	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS)
-	if r.NoNetwork {
+	if noNetwork {
 		flags |= unix.CLONE_NEWNET
 	}
 	attr := &syscall.SysProcAttr{Cloneflags: flags, Pdeathsig: syscall.SIGKILL}
-	if hostRoot {
+	if os.Geteuid() == 0 {
 		// Root may map every ID: the image's users keep theirs.
 		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1<<32 - 1}}
 		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1<<32 - 1}}
@@ -174,8 +197,7 @@ func (l *Layer) Command(ctx context.Context, r Run) (*exec.Cmd, error) {
 		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}
 		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
 	}
-	cmd.SysProcAttr = attr
-	return cmd, nil
+	return attr
 }
 
 // stubBinds places each bind at its path as the image resolves it, and

@@ -137,6 +137,18 @@ type Workspace struct {
 	Kept bool `json:"kept,omitempty"`
 	// FileChanges lists what the agent added, modified or deleted.
 	FileChanges []FileChange `json:"fileChanges"`
+	// Image names the image the case ran in (its reference and ID), when
+	// it ran in one; FileChanges then covers its working directory.
+	Image string `json:"image,omitempty"`
+	// OutsideChanges lists what the case changed in the image outside its
+	// working directory (with an image).
+	OutsideChanges []PathChange `json:"outsideChanges,omitempty"`
+}
+
+// PathChange is one path of an image a case added, modified or deleted.
+type PathChange struct {
+	Path   string `json:"path"`
+	Status string `json:"status"` // added, modified, deleted
 }
 
 // FileChange is one file the case changed in its workspace.

@@ -97,6 +97,13 @@ Examples:
 				return inputError(err)
 			}
 			dir, suiteFile = resumeDir, m.Suite.Path
+		case len(args) == 1 && isTaskDir(args[0]):
+			// A Harbor task directory or dataset: its tasks are the
+			// cases, each in its image (docs/tasks.md).
+			var err error
+			if suiteFile, err = taskSuite(e, args[0]); err != nil {
+				return err
+			}
 		case len(args) == 1:
 			suiteFile = args[0]
 		default:

@@ -88,6 +88,8 @@ type runFlags struct {
 	// Slurm run applies when it merges.
 	failOn      []string
 	summaryPath string
+	// image runs cases in task images (--image, --tasks).
+	image imageFlags
 }
 
 func (f *runFlags) addFlags(fs *pflag.FlagSet) {
@@ -136,6 +138,7 @@ func (f *runFlags) addFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&f.maxTokens, "max-tokens", 0, "start no new work once the run has used `n` tokens (agent and judge); exit 4")
 	f.slurm.addFlags(fs)
 	f.judgeCache.addFlags(fs)
+	f.image.add(fs)
 	fs.StringVar(&f.adapter, "adapter", "", "run an agent without ACP headless, one process per turn, mapping its JSON events: `name` is claude-stream-json, codex-json or gemini-stream-json")
 }
 
@@ -156,10 +159,23 @@ type runSetup struct {
 // prepare checks the flags and the prompts file and builds the run config.
 // Every problem is an input error: nothing has run yet.
 func (f *runFlags) prepare(e *env, args, agent []string, cmdName string) (*runSetup, error) {
+	tasksFile := ""
+	if f.image.tasks != "" {
+		p, err := f.image.taskPrompts(e, args, f.quiet)
+		if err != nil {
+			return nil, err
+		}
+		if p != "" {
+			tasksFile, args = p, []string{p}
+		}
+	}
 	if len(args) != 1 {
 		return nil, usageErrorf("want exactly one prompts file, got %d arguments", len(args))
 	}
 	s := &runSetup{file: args[0], path: args[0], cleanup: func() {}}
+	if tasksFile != "" {
+		s.file, s.cleanup = f.image.tasks, func() { os.Remove(tasksFile) }
+	}
 	if args[0] == "-" {
 		tmp, err := os.CreateTemp("", "harness-prompts-*.jsonl")
 		if err != nil {
@@ -390,8 +406,12 @@ func (f *runFlags) prepare(e *env, args, agent []string, cmdName string) (*runSe
 				fmt.Fprintf(e.stderr, "warning: %s\n", w)
 			}
 		}
-	} else if f.output != "" && f.output != "-" && !f.quiet {
+	} else if f.output != "" && f.output != "-" && !f.quiet && !f.image.active() {
 		fmt.Fprintf(e.stderr, "warning: no sandbox: the agent runs as you and can change %s, the graders and the prompts; add --sandbox bwrap to keep them out of its reach\n", f.output)
+	}
+	if err := f.image.configure(e, f, s); err != nil {
+		s.cleanup()
+		return nil, err
 	}
 	return s, nil
 }

@@ -153,11 +153,11 @@ Examples:
 				pf.Close()
 			}
 		}
-		if policy != nil && len(setup.graders) == 0 {
+		if policy != nil && len(setup.graders) == 0 && f.image.tasks == "" {
 			setup.cleanup()
 			return usageErrorf("--adaptive decides from the trials' verdicts: give a grader (-g)")
 		}
-		if len(setup.graders) == 0 && !f.quiet {
+		if len(setup.graders) == 0 && !f.quiet && f.image.tasks == "" {
 			fmt.Fprintln(e.stderr, "harness trials: no grader (-g): trials are recorded but nothing is scored")
 		}
 		defer col.closePartial()

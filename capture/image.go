@@ -1,0 +1,290 @@
+package capture
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"harness/harbor"
+	"harness/image"
+	"harness/sandbox"
+	"harness/schemas"
+)
+
+// ImageConfig runs every case in a fresh layer over an image: the agent
+// (bound in from the host, or already in the image) sees the image as /,
+// with the case's changes in its own layer, and for a Harbor task the
+// verifier runs in that layer when the agent is done.
+type ImageConfig struct {
+	// For returns the image a case runs in and, for a Harbor task, the
+	// task (its verifier grades the case).
+	For func(c *schemas.PromptCase) (*image.Image, *harbor.Task, error)
+	// LayerDir is where layers are made ("" = the system temp dir).
+	LayerDir string
+	// Keep leaves each layer on disk.
+	Keep bool
+	// AgentInImage runs the agent command as the image has it, without
+	// binding the host's program in.
+	AgentInImage bool
+	// NoNetwork gives the agent loopback only (a task with
+	// allow_internet = false gets that anyway).
+	NoNetwork bool
+	// Self is the command that runs image.Main (default: this binary).
+	Self []string
+}
+
+// caseLayer is the image state of one case.
+type caseLayer struct {
+	layer   *image.Layer
+	task    *harbor.Task
+	workdir string
+}
+
+// imageWorkspace makes the case's layer and returns the session's cwd: the
+// working directory inside the image.
+func (w *worker) imageWorkspace(run *caseRun) (string, error) {
+	ic := w.r.cfg.Image
+	img, task, err := ic.For(run.unit.Case)
+	if err != nil {
+		return "", &setupError{msg: err.Error()}
+	}
+	l, err := image.NewLayer(img, ic.LayerDir)
+	if err != nil {
+		return "", &setupError{msg: err.Error()}
+	}
+	l.Self = ic.Self
+	workdir := img.Workdir()
+	if task != nil {
+		workdir = task.Workdir(img)
+	}
+	run.layer = &caseLayer{layer: l, task: task, workdir: workdir}
+	run.record.Cwd = workdir
+	return workdir, nil
+}
+
+// startAgentFor starts the agent of a case: in its layer when the run has
+// an image, else as startAgent does.
+func (w *worker) startAgentFor(ctx context.Context, run *caseRun, dir string) (*agent, *schemas.ErrorInfo) {
+	if run.layer == nil {
+		return w.r.startAgent(ctx, dir)
+	}
+	lr := &layerRunner{cl: run.layer, cfg: w.r.cfg.Image}
+	return w.r.startAgentWith(ctx, run.layer.layer.Dir, lr)
+}
+
+// layerRunner is the sandbox.Runner of a case's agent: it runs commands in
+// the case's layer.
+type layerRunner struct {
+	cl  *caseLayer
+	cfg *ImageConfig
+}
+
+// ResolvesInside says the agent's program is looked up in the image, not
+// on the host, when it is already in the image.
+func (lr *layerRunner) ResolvesInside() bool { return lr.cfg.AgentInImage }
+
+// Info says how the agent ran.
+func (lr *layerRunner) Info() sandbox.Info {
+	network := "host"
+	if lr.noNetwork() {
+		network = "none"
+	}
+	return sandbox.Info{Backend: "image", Network: network}
+}
+
+func (lr *layerRunner) noNetwork() bool {
+	return lr.cfg.NoNetwork || lr.cl.task != nil && !lr.cl.task.Config.AllowInternet
+}
+
+// Wrap returns the command line that runs c in the layer.
+func (lr *layerRunner) Wrap(c sandbox.Command) (sandbox.Wrapped, error) {
+	img := lr.cl.layer.Image
+	argv, binds := c.Argv, []image.Bind(nil)
+	if !lr.cfg.AgentInImage {
+		var err error
+		if argv, binds, err = image.HostAgent(c.Argv, c.Env, img); err != nil {
+			return sandbox.Wrapped{}, err
+		}
+	}
+	env := img.Env()
+	if lr.cl.task != nil {
+		for k, v := range lr.cl.task.Config.AgentEnv {
+			env = append(env, k+"="+v)
+		}
+	}
+	env = append(env, agentVars(c.Env)...)
+	line, err := lr.cl.layer.Argv(context.Background(), image.Run{Argv: argv, Dir: lr.cl.workdir, Env: env, Binds: binds, NoNetwork: lr.noNetwork()})
+	if err != nil {
+		return sandbox.Wrapped{}, err
+	}
+	return sandbox.Wrapped{Argv: line, Dir: lr.cl.layer.Dir, Env: []string{}, Cleanup: func() {}}, nil
+}
+
+// agentVars are the variables of the agent's environment that go into the
+// image: locale, terminal, time zone, harness's own, and those of model
+// providers and agents (keys, endpoints, settings); the host's PATH, HOME
+// and the like stay out (the image has its own).
+func agentVars(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		switch {
+		case k == "LANG" || k == "LANGUAGE" || k == "TERM" || k == "TZ" || strings.HasPrefix(k, "LC_") || strings.HasPrefix(k, "HARNESS_"):
+		case strings.Contains(k, "API_KEY") || strings.HasSuffix(k, "_BASE_URL") || strings.HasSuffix(k, "_TOKEN"):
+		default:
+			ok := false
+			for _, p := range []string{"ANTHROPIC_", "CLAUDE_", "OPENAI_", "CODEX_", "GEMINI_", "GOOGLE_", "VERTEX_", "OPENROUTER_", "MISTRAL_", "DEEPSEEK_", "GROQ_", "XAI_", "AZURE_OPENAI_", "OLLAMA_", "DISABLE_", "NODE_OPTIONS"} {
+				if strings.HasPrefix(k, p) {
+					ok = true
+				}
+			}
+			if !ok {
+				continue
+			}
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// finishLayer puts the layer's changes on the record and, for a Harbor
+// task, runs its verifier in the layer the agent left (whether the agent
+// finished, failed or ran out of time).
+func (w *worker) finishLayer(run *caseRun, rec *schemas.CaptureRecord) {
+	cl := run.layer
+	img := cl.layer.Image
+	if cl.task != nil {
+		res := harbor.Verify(context.Background(), cl.layer, cl.task, harbor.Step{})
+		rec.Score = &res
+		if res.Error == nil && len(res.Outcome) > 0 {
+			rec.Outcome = res.Outcome
+		}
+	}
+	info := (&layerRunner{cl: cl, cfg: w.r.cfg.Image}).Info()
+	rec.Provenance.Sandbox = &schemas.SandboxInfo{Backend: info.Backend, Network: info.Network}
+	ws := &schemas.Workspace{Path: cl.layer.Dir, Template: img.Ref, Kept: w.r.cfg.Image.Keep, Image: imageName(img)}
+	changes, outside, err := layerChanges(cl.layer, cl.workdir)
+	if err != nil {
+		rec.Errors = append(rec.Errors, "image layer changes: "+err.Error())
+	}
+	ws.FileChanges, ws.OutsideChanges = changes, outside
+	if ws.FileChanges == nil {
+		ws.FileChanges = []schemas.FileChange{}
+	}
+	rec.Workspace = ws
+}
+
+// imageName is how the record names an image: its reference and ID.
+func imageName(img *image.Image) string {
+	if img.ID == "" {
+		return img.Ref
+	}
+	return img.Ref + "@" + img.ID
+}
+
+// layerChanges splits the layer's change set: the files of the working
+// directory as file changes (with diffs against the image), the other
+// paths by path and status. The verifier's own /tests and /logs are left
+// out.
+func layerChanges(l *image.Layer, workdir string) ([]schemas.FileChange, []schemas.PathChange, error) {
+	all, err := l.Changes()
+	if err != nil {
+		return nil, nil, err
+	}
+	wd := path.Clean(workdir)
+	var outside []schemas.PathChange
+	var inside []image.Change
+	for _, c := range all {
+		rel, ok := strings.CutPrefix(c.Path, strings.TrimSuffix(wd, "/")+"/")
+		switch {
+		case wd == "/" && !isVerifierPath(c.Path):
+			inside = append(inside, image.Change{Path: strings.TrimPrefix(c.Path, "/"), Status: c.Status})
+		case ok:
+			inside = append(inside, image.Change{Path: rel, Status: c.Status})
+		case isVerifierPath(c.Path):
+		default:
+			outside = append(outside, schemas.PathChange{Path: c.Path, Status: c.Status})
+		}
+	}
+	if len(inside) == 0 {
+		return nil, outside, nil
+	}
+	oldDir := filepath.Join(l.Image.Rootfs, wd)
+	newDir := filepath.Join(l.Upper(), wd)
+	oldRoot, err := os.OpenRoot(oldDir)
+	if err != nil {
+		oldRoot = nil
+	}
+	newRoot, err := os.OpenRoot(newDir)
+	if err != nil {
+		return nil, outside, err
+	}
+	defer newRoot.Close()
+	if oldRoot != nil {
+		defer oldRoot.Close()
+	}
+	var out []schemas.FileChange
+	for _, c := range inside {
+		var before, after *treeEntry
+		if oldRoot != nil && c.Status != "added" {
+			if e, err := entryAt(oldRoot, c.Path); err == nil {
+				before = &e
+			}
+		}
+		if c.Status != "deleted" {
+			e, err := entryAt(newRoot, c.Path)
+			if err != nil {
+				// An added directory: no file to describe.
+				continue
+			}
+			after = &e
+		}
+		if before == nil && after == nil {
+			continue
+		}
+		out = append(out, describe(oldRootOr(oldRoot, newRoot), newRoot, c.Path, c.Path, c.Status, before, after))
+	}
+	return out, outside, nil
+}
+
+func oldRootOr(old, fallback *os.Root) *os.Root {
+	if old != nil {
+		return old
+	}
+	return fallback
+}
+
+// isVerifierPath says whether p is where the verifier's files go.
+func isVerifierPath(p string) bool {
+	return p == harbor.TestsPath || strings.HasPrefix(p, harbor.TestsPath+"/") || p == "/logs" || strings.HasPrefix(p, "/logs/")
+}
+
+// entryAt lists one regular file or symbolic link inside root.
+func entryAt(root *os.Root, rel string) (treeEntry, error) {
+	fi, err := root.Lstat(rel)
+	if err != nil {
+		return treeEntry{}, err
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		target, err := root.Readlink(rel)
+		if err != nil {
+			return treeEntry{}, err
+		}
+		return treeEntry{mode: fs.ModeSymlink, link: target, size: int64(len(target))}, nil
+	}
+	if !fi.Mode().IsRegular() {
+		return treeEntry{}, fmt.Errorf("%s: not a file", rel)
+	}
+	return hashRootFile(root, rel)
+}
+
+// removeLayer removes a case's layer unless it is to be kept.
+func (w *worker) removeLayer(run *caseRun) {
+	if run.layer != nil && !w.r.cfg.Image.Keep {
+		run.layer.layer.Remove()
+	}
+}

@@ -1,0 +1,193 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/pflag"
+
+	"harness/capture"
+	"harness/harbor"
+	"harness/image"
+	"harness/schemas"
+)
+
+// imageFlags are the flags that run cases in task images: --image for
+// every case, --tasks for Harbor task directories.
+type imageFlags struct {
+	ref          string
+	tasks        string
+	agentInImage bool
+	noNetwork    bool
+	task         taskFlags
+	// loaded are the tasks of --tasks, by name.
+	loaded map[string]*harbor.Task
+}
+
+func (f *imageFlags) add(fs *pflag.FlagSet) {
+	fs.StringVar(&f.ref, "image", "", "run every case in a fresh layer over `image`: a root filesystem directory or tar, an OCI layout, a local podman image, or a build context with a Dockerfile (docs/tasks.md)")
+	fs.StringVar(&f.tasks, "tasks", "", "run the Harbor task `dir` (or dataset of tasks) instead of a prompts file: each task in its image, graded by its tests/test.sh (docs/tasks.md)")
+	fs.BoolVar(&f.agentInImage, "agent-in-image", false, "with --image or --tasks, run the agent command as the image has it instead of binding the host's program in")
+	fs.BoolVar(&f.noNetwork, "image-no-network", false, "with --image or --tasks, give the agent loopback only")
+	f.task.add(fs)
+}
+
+// active says whether cases run in images.
+func (f *imageFlags) active() bool { return f.ref != "" || f.tasks != "" }
+
+// taskPrompts reads the tasks of --tasks and, without a prompts file,
+// writes their prompts to a temporary file and returns its path ("" when
+// the run has a prompts file: its cases name the tasks to run).
+func (f *imageFlags) taskPrompts(e *env, args []string, quiet bool) (string, error) {
+	if len(args) > 1 {
+		return "", usageErrorf("--tasks takes at most one prompts file (cases naming the tasks to run): got %d arguments", len(args))
+	}
+	if f.ref != "" {
+		return "", usageErrorf("--tasks and --image: each task has its own image")
+	}
+	tasks, err := loadTasks(e, f.tasks, quiet)
+	if err != nil {
+		return "", err
+	}
+	f.loaded = map[string]*harbor.Task{}
+	for _, t := range tasks {
+		f.loaded[t.Name] = t
+	}
+	if len(args) == 1 {
+		return "", nil
+	}
+	tmp, err := os.CreateTemp("", "harness-tasks-*.jsonl")
+	if err != nil {
+		return "", err
+	}
+	err = writeTaskCases(tmp, tasks)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return "", err
+	}
+	return tmp.Name(), nil
+}
+
+// writeTaskCases writes one prompt case per task: its id the task's name,
+// its input instruction.md, its timeout the agent's, its metadata the
+// task's (and the task directory).
+func writeTaskCases(w io.Writer, tasks []*harbor.Task) error {
+	enc := json.NewEncoder(w)
+	for _, t := range tasks {
+		meta := map[string]any{"task": t.Dir}
+		for k, v := range t.Config.Metadata {
+			meta[k] = v
+		}
+		c := map[string]any{"id": t.Name, "input": t.Instruction, "timeout": t.Config.AgentTimeout.String(), "metadata": meta}
+		if err := enc.Encode(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// taskSuite writes the suite that "harness run DIR" runs for a Harbor task
+// directory or dataset: its cases are the tasks, run with --tasks DIR. It
+// goes into the cache, named by the directory, so --resume finds it.
+func taskSuite(e *env, dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	tasks, err := harbor.LoadDataset(abs)
+	if err != nil {
+		return "", inputError(err)
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256([]byte(abs))
+	base := filepath.Join(cache, "harness", "task-suites", fmt.Sprintf("%s-%x", filepath.Base(abs), sum[:6]))
+	if err := os.MkdirAll(filepath.Dir(base), 0o755); err != nil {
+		return "", err
+	}
+	var cases bytes.Buffer
+	if err := writeTaskCases(&cases, tasks); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(base+".jsonl", cases.Bytes(), 0o644); err != nil {
+		return "", err
+	}
+	name, _ := json.Marshal(filepath.Base(abs))
+	prompts, _ := json.Marshal(base + ".jsonl")
+	tasksDir, _ := json.Marshal(abs)
+	doc := fmt.Sprintf("# The tasks of %s, for harness run.\nname: %s\nprompts: %s\ntasks: %s\n", abs, name, prompts, tasksDir)
+	if err := os.WriteFile(base+".yaml", []byte(doc), 0o644); err != nil {
+		return "", err
+	}
+	return base + ".yaml", nil
+}
+
+// configure resolves the images (building and unpacking them once, before
+// any agent starts) and sets the run's image config. The agent's fs and
+// terminal requests cannot be served inside an image: the agent works with
+// its own tools there.
+func (f *imageFlags) configure(e *env, rf *runFlags, s *runSetup) error {
+	if !f.active() {
+		return nil
+	}
+	for _, c := range []struct {
+		set  bool
+		flag string
+	}{{rf.fs, "--fs"}, {rf.terminal, "--terminal"}, {rf.workspace != "", "--workspace"}, {rf.wsSetup != "", "--workspace-setup"}, {rf.wsPrepare != "", "--workspace-prepare"}, {rf.adapter != "", "--adapter"}} {
+		if c.set {
+			return usageErrorf("%s does not apply with --image or --tasks: the agent works inside the image with its own tools", c.flag)
+		}
+	}
+	if s.anyCaseWorkspace {
+		return usageErrorf("a case names a workspace: with --image the image is the case's system")
+	}
+	if f.tasks != "" && len(rf.graders) > 0 {
+		return usageErrorf("--grader does not apply with --tasks: each task's tests/test.sh is its verifier")
+	}
+	store, err := f.task.store(nil)
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	ic := &capture.ImageConfig{Keep: f.task.keep, AgentInImage: f.agentInImage, NoNetwork: f.noNetwork}
+	if f.tasks != "" {
+		var tasks []*harbor.Task
+		for _, t := range f.loaded {
+			tasks = append(tasks, t)
+		}
+		imgs, err := resolveTaskImages(ctx, e, store, tasks, rf.quiet)
+		if err != nil {
+			return err
+		}
+		loaded := f.loaded
+		ic.For = func(c *schemas.PromptCase) (*image.Image, *harbor.Task, error) {
+			t := loaded[c.ID]
+			if t == nil {
+				return nil, nil, fmt.Errorf("case %s: no such task", c.ID)
+			}
+			return imgs[c.ID], t, nil
+		}
+	} else {
+		bctx, cancel := context.WithTimeout(ctx, harbor.DefaultBuildTimeout)
+		img, err := store.Resolve(bctx, f.ref)
+		cancel()
+		if err != nil {
+			return inputError(err)
+		}
+		ic.For = func(*schemas.PromptCase) (*image.Image, *harbor.Task, error) { return img, nil, nil }
+	}
+	s.cfg.Image = ic
+	s.cfg.Client.FS, s.cfg.Client.Terminal = nil, nil
+	return nil
+}
