@@ -30,13 +30,17 @@ type PromptCase struct {
 	Timeout Duration `json:"timeout,omitempty"`
 	// Workspace overrides the workspace template directory for this case.
 	Workspace string `json:"workspace,omitempty"`
+	// Image runs this case in a fresh layer over an image (a root
+	// filesystem directory or tar, an OCI layout, a local podman image, a
+	// build context), as --image does for every case.
+	Image string `json:"image,omitempty"`
 	// Extra keeps the keys this build does not know, so nothing is dropped.
 	Extra map[string]json.RawMessage `json:"-"`
 }
 
 var promptKnownKeys = map[string]bool{
 	"id": true, "input": true, "expected": true, "hint": true, "reference": true,
-	"negativeReference": true, "metadata": true, "timeout": true, "workspace": true,
+	"negativeReference": true, "metadata": true, "timeout": true, "workspace": true, "image": true,
 }
 
 // UnmarshalJSON decodes a prompt case and keeps unknown keys in Extra.

@@ -138,8 +138,14 @@ func taskSuite(e *env, dir string) (string, error) {
 // terminal requests cannot be served inside an image: the agent works with
 // its own tools there.
 func (f *imageFlags) configure(e *env, rf *runFlags, s *runSetup) error {
-	if !f.active() {
+	if !f.active() && len(s.caseImages) == 0 {
 		return nil
+	}
+	if f.tasks != "" && len(s.caseImages) > 0 {
+		return usageErrorf("a case names an image: with --tasks each task has its own")
+	}
+	if f.ref == "" && f.tasks == "" && s.casesWithImage < s.cases {
+		return usageErrorf("%d of %d cases name an image and the others none: give --image for them", s.casesWithImage, s.cases)
 	}
 	for _, c := range []struct {
 		set  bool
@@ -179,13 +185,30 @@ func (f *imageFlags) configure(e *env, rf *runFlags, s *runSetup) error {
 			return imgs[c.ID], t, nil
 		}
 	} else {
-		bctx, cancel := context.WithTimeout(ctx, harbor.DefaultBuildTimeout)
-		img, err := store.Resolve(bctx, f.ref)
-		cancel()
-		if err != nil {
-			return inputError(err)
+		imgs := map[string]*image.Image{}
+		for _, ref := range append([]string{f.ref}, s.caseImages...) {
+			if ref == "" {
+				continue
+			}
+			bctx, cancel := context.WithTimeout(ctx, harbor.DefaultBuildTimeout)
+			img, err := store.Resolve(bctx, ref)
+			cancel()
+			if err != nil {
+				return inputError(err)
+			}
+			imgs[ref] = img
 		}
-		ic.For = func(*schemas.PromptCase) (*image.Image, *harbor.Task, error) { return img, nil, nil }
+		def := f.ref
+		ic.For = func(c *schemas.PromptCase) (*image.Image, *harbor.Task, error) {
+			ref := c.Image
+			if ref == "" {
+				ref = def
+			}
+			if ref == "" {
+				return nil, nil, fmt.Errorf("case %s names no image, and there is no --image", c.ID)
+			}
+			return imgs[ref], nil, nil
+		}
 	}
 	s.cfg.Image = ic
 	s.cfg.Client.FS, s.cfg.Client.Terminal = nil, nil

@@ -154,6 +154,10 @@ type runSetup struct {
 	shard   [2]int
 	// anyCaseWorkspace says some case names a workspace of its own.
 	anyCaseWorkspace bool
+	// caseImages are the images cases name, resolved by configure;
+	// casesWithImage counts the cases that name one.
+	caseImages     []string
+	casesWithImage int
 }
 
 // prepare checks the flags and the prompts file and builds the run config.
@@ -192,6 +196,12 @@ func (f *runFlags) prepare(e *env, args, agent []string, cmdName string) (*runSe
 	var caseErrs []error
 	err := s.scan(func(lineNo int, c *schemas.PromptCase) error {
 		s.cases++
+		if c.Image != "" {
+			s.casesWithImage++
+			if !slices.Contains(s.caseImages, c.Image) {
+				s.caseImages = append(s.caseImages, c.Image)
+			}
+		}
 		if c.Workspace != "" {
 			s.anyCaseWorkspace = true
 			if st, err := os.Stat(c.Workspace); err != nil || !st.IsDir() {
@@ -500,6 +510,9 @@ func (s *runSetup) scan(fn func(lineNo int, c *schemas.PromptCase) error) error 
 	return schemas.ScanPrompts(s.file, r, func(lineNo int, c schemas.PromptCase) error {
 		if c.Workspace != "" && !filepath.IsAbs(c.Workspace) && s.file != "-" {
 			c.Workspace = filepath.Join(filepath.Dir(s.file), c.Workspace)
+		}
+		if c.Image != "" && (strings.HasPrefix(c.Image, "./") || strings.HasPrefix(c.Image, "../")) && s.file != "-" {
+			c.Image = filepath.Join(filepath.Dir(s.file), c.Image)
 		}
 		return fn(lineNo, &c)
 	})
