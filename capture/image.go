@@ -8,10 +8,12 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"harness/harbor"
 	"harness/image"
 	"harness/sandbox"
+	"harness/sandbox/limits"
 	"harness/schemas"
 )
 
@@ -42,6 +44,8 @@ type caseLayer struct {
 	layer   *image.Layer
 	task    *harbor.Task
 	workdir string
+	// caps says how the task's resource caps were applied to the agent.
+	caps []limits.Applied
 }
 
 // imageWorkspace makes the case's layer and returns the session's cwd: the
@@ -121,7 +125,30 @@ func (lr *layerRunner) Wrap(c sandbox.Command) (sandbox.Wrapped, error) {
 	if err != nil {
 		return sandbox.Wrapped{}, err
 	}
-	return sandbox.Wrapped{Argv: line, Dir: lr.cl.layer.Dir, Env: []string{}, Cleanup: func() {}}, nil
+	w := sandbox.Wrapped{Argv: line, Dir: lr.cl.layer.Dir, Env: []string{}, Cleanup: func() {}}
+	if lr.cl.task == nil {
+		return w, nil
+	}
+	// The task's cpus, memory and storage cap the agent and all it
+	// starts: cgroups where the host delegates them, else rlimits and
+	// watchers (package limits); the storage cap covers the layer.
+	tc := lr.cl.task.Config
+	caps := limits.Caps{MemoryBytes: tc.MemoryMB << 20, CPUs: tc.CPUs, DiskBytes: tc.StorageMB << 20, Pids: limits.DefaultCaps().Pids}
+	g, _, err := limits.New(caps, limits.Options{DiskDirs: []string{lr.cl.layer.Upper()}})
+	if err != nil {
+		return sandbox.Wrapped{}, fmt.Errorf("task %s caps: %w", lr.cl.task.Name, err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		g.Close()
+		return sandbox.Wrapped{}, err
+	}
+	lr.cl.caps = g.Applied()
+	w.Argv = append(g.WrapperArgs(exe), line...)
+	w.Cleanup = func() { g.Close() }
+	w.Started = func(pid int) { g.Start(pid, func() { syscall.Kill(-pid, syscall.SIGKILL) }) }
+	w.LimitHit = g.Check
+	return w, nil
 }
 
 // agentVars are the variables of the agent's environment that go into the
@@ -166,6 +193,9 @@ func (w *worker) finishLayer(run *caseRun, rec *schemas.CaptureRecord) {
 	}
 	info := (&layerRunner{cl: cl, cfg: w.r.cfg.Image}).Info()
 	rec.Provenance.Sandbox = &schemas.SandboxInfo{Backend: info.Backend, Network: info.Network}
+	for _, a := range cl.caps {
+		rec.Provenance.Sandbox.Caps = append(rec.Provenance.Sandbox.Caps, schemas.SandboxCap{Cap: a.Cap, Value: a.Value, How: a.How})
+	}
 	ws := &schemas.Workspace{Path: cl.layer.Dir, Template: img.Ref, Kept: w.r.cfg.Image.Keep, Image: imageName(img)}
 	changes, outside, err := layerChanges(cl.layer, cl.workdir)
 	if err != nil {
