@@ -8,11 +8,13 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 
 	"harness/harbor"
 	"harness/image"
 	"harness/sandbox"
+	"harness/sandbox/egress"
 	"harness/sandbox/limits"
 	"harness/schemas"
 )
@@ -32,9 +34,13 @@ type ImageConfig struct {
 	// AgentInImage runs the agent command as the image has it, without
 	// binding the host's program in.
 	AgentInImage bool
-	// NoNetwork gives the agent loopback only (a task with
-	// allow_internet = false gets that anyway).
+	// NoNetwork gives the agent loopback only.
 	NoNetwork bool
+	// Egress, when set, is the way out of a task with allow_internet =
+	// false: the agent reaches the hosts of its allowlist (its model's
+	// endpoints) through it and nothing else. Without it such a task's
+	// agent gets loopback only.
+	Egress *egress.Proxy
 	// Self is the command that runs image.Main (default: this binary).
 	Self []string
 }
@@ -93,15 +99,21 @@ func (lr *layerRunner) ResolvesInside() bool { return lr.cfg.AgentInImage }
 
 // Info says how the agent ran.
 func (lr *layerRunner) Info() sandbox.Info {
-	network := "host"
-	if lr.noNetwork() {
-		network = "none"
-	}
-	return sandbox.Info{Backend: "image", Network: network}
+	return sandbox.Info{Backend: "image", Network: lr.network()}
 }
 
-func (lr *layerRunner) noNetwork() bool {
-	return lr.cfg.NoNetwork || lr.cl.task != nil && !lr.cl.task.Config.AllowInternet
+// network is the agent's network: "host", "allow" (the egress allowlist)
+// or "none" (loopback only).
+func (lr *layerRunner) network() string {
+	switch {
+	case lr.cfg.NoNetwork:
+		return "none"
+	case lr.cl.task != nil && !lr.cl.task.Config.AllowInternet && lr.cfg.Egress != nil:
+		return "allow"
+	case lr.cl.task != nil && !lr.cl.task.Config.AllowInternet:
+		return "none"
+	}
+	return "host"
 }
 
 // Wrap returns the command line that runs c in the layer.
@@ -121,11 +133,34 @@ func (lr *layerRunner) Wrap(c sandbox.Command) (sandbox.Wrapped, error) {
 		}
 	}
 	env = append(env, agentVars(c.Env)...)
-	line, err := lr.cl.layer.Argv(context.Background(), image.Run{Argv: argv, Dir: lr.cl.workdir, Env: env, Binds: binds, NoNetwork: lr.noNetwork()})
+	network := lr.network()
+	var sess *egress.Session
+	var log *connLog
+	if network == "allow" {
+		// The only way out: the allowlist proxy, through the bridge,
+		// which listens on the image's loopback.
+		log = &connLog{}
+		var err error
+		if sess, err = lr.cfg.Egress.NewSession(log.add); err != nil {
+			return sandbox.Wrapped{}, fmt.Errorf("image network: %w", err)
+		}
+		log.sess = sess
+		binds = append(binds, sessionBinds(sess)...)
+		argv = sess.Command(argv)
+		env = append(env, sess.Env...)
+	}
+	line, err := lr.cl.layer.Argv(context.Background(), image.Run{Argv: argv, Dir: lr.cl.workdir, Env: env, Binds: binds, NoNetwork: network != "host"})
 	if err != nil {
+		if sess != nil {
+			sess.Close()
+		}
 		return sandbox.Wrapped{}, err
 	}
 	w := sandbox.Wrapped{Argv: line, Dir: lr.cl.layer.Dir, Env: []string{}, Cleanup: func() {}}
+	if sess != nil {
+		w.Cleanup = func() { sess.Close() }
+		w.Connections = log.take
+	}
 	if lr.cl.task == nil {
 		return w, nil
 	}
@@ -145,10 +180,65 @@ func (lr *layerRunner) Wrap(c sandbox.Command) (sandbox.Wrapped, error) {
 	}
 	lr.cl.caps = g.Applied()
 	w.Argv = append(g.WrapperArgs(exe), line...)
-	w.Cleanup = func() { g.Close() }
+	inner := w.Cleanup
+	w.Cleanup = func() { g.Close(); inner() }
 	w.Started = func(pid int) { g.Start(pid, func() { syscall.Kill(-pid, syscall.SIGKILL) }) }
 	w.LimitHit = g.Check
 	return w, nil
+}
+
+// sessionBinds are the read-only binds an egress session needs (its
+// socket directory, hosts file and the bridge binary), read from the
+// bubblewrap arguments it gives.
+func sessionBinds(s *egress.Session) []image.Bind {
+	var out []image.Bind
+	a := s.BwrapArgs
+	for i := 0; i+2 < len(a); i++ {
+		if a[i] == "--ro-bind" {
+			out = append(out, image.Bind{Src: a[i+1], Dst: a[i+2]})
+			i += 2
+		}
+	}
+	return out
+}
+
+// connLog keeps the connections of an agent's egress session until they
+// are taken for its record.
+type connLog struct {
+	mu    sync.Mutex
+	sess  *egress.Session
+	ended []egress.Connection
+	shown map[uint64]bool
+}
+
+func (l *connLog) add(c egress.Connection) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if c.ID != 0 && l.shown[c.ID] {
+		return
+	}
+	l.ended = append(l.ended, c)
+}
+
+// take returns the connections that ended since the last take, and those
+// still open (once each).
+func (l *connLog) take() []egress.Connection {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := l.ended
+	l.ended = nil
+	if l.shown == nil {
+		l.shown = map[uint64]bool{}
+	}
+	if l.sess != nil {
+		for _, c := range l.sess.Open() {
+			if !l.shown[c.ID] {
+				l.shown[c.ID] = true
+				out = append(out, c)
+			}
+		}
+	}
+	return out
 }
 
 // agentVars are the variables of the agent's environment that go into the

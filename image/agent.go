@@ -166,6 +166,14 @@ func (h *hostAgent) addScript(p string) error {
 		h.binds = append(h.binds, Bind{Src: real, Dst: p})
 	}
 	dir := filepath.Dir(real)
+	// A script inside a node_modules directory needs its siblings (the
+	// packages it imports): the whole node_modules is bound.
+	for d := dir; !systemDirs[d] && d != filepath.Dir(d); d = filepath.Dir(d) {
+		if filepath.Base(d) == "node_modules" {
+			dir = d
+			break
+		}
+	}
 	if systemDirs[dir] {
 		h.bind(real, false)
 	} else {
@@ -173,7 +181,7 @@ func (h *hostAgent) addScript(p string) error {
 	}
 	for d := filepath.Dir(dir); !systemDirs[d] && d != filepath.Dir(d); d = filepath.Dir(d) {
 		nm := filepath.Join(d, "node_modules")
-		if fi, err := os.Stat(nm); err == nil && fi.IsDir() && !strings.HasPrefix(dir, nm+string(filepath.Separator)) {
+		if fi, err := os.Stat(nm); err == nil && fi.IsDir() && nm != dir {
 			h.bind(nm, false)
 		}
 	}

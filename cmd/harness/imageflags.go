@@ -15,6 +15,7 @@ import (
 	"harness/capture"
 	"harness/harbor"
 	"harness/image"
+	"harness/sandbox/egress"
 	"harness/schemas"
 )
 
@@ -167,6 +168,9 @@ func (f *imageFlags) configure(e *env, rf *runFlags, s *runSetup) error {
 	}
 	ctx := context.Background()
 	ic := &capture.ImageConfig{Keep: f.task.keep, AgentInImage: f.agentInImage, NoNetwork: f.noNetwork}
+	// A task without internet reaches its model's endpoints, and nothing
+	// else, through the egress proxy (as --sandbox-network does).
+	ic.Egress = egress.NewProxy(egress.DefaultRules(s.cfg.AgentEnv, s.cfg.Agent), "")
 	if f.tasks != "" {
 		var tasks []*harbor.Task
 		for _, t := range f.loaded {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"harness/acp"
+	"harness/image"
 	"harness/internal/fakemodel"
 	"harness/internal/replaytest"
 	"harness/internal/testagents"
@@ -20,6 +21,9 @@ import (
 func TestMain(m *testing.M) {
 	if code, ok := hsandbox.HelperMain(); ok {
 		os.Exit(code) // the test binary stands in for harness in a sandbox
+	}
+	if len(os.Args) > 1 && os.Args[1] == image.InitArg {
+		os.Exit(image.Main(os.Args[2:], os.Stderr)) // and in a task image
 	}
 	os.Exit(replaytest.Main(m))
 }
