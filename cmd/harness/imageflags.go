@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 
 	"github.com/spf13/pflag"
 
@@ -217,4 +218,22 @@ func (f *imageFlags) configure(e *env, rf *runFlags, s *runSetup) error {
 	s.cfg.Image = ic
 	s.cfg.Client.FS, s.cfg.Client.Terminal = nil, nil
 	return nil
+}
+
+// writeCases writes the cases of the tasks of --tasks, by name, to file.
+func (f *imageFlags) writeCases(file string) error {
+	names := make([]string, 0, len(f.loaded))
+	for n := range f.loaded {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	tasks := make([]*harbor.Task, len(names))
+	for i, n := range names {
+		tasks[i] = f.loaded[n]
+	}
+	var b bytes.Buffer
+	if err := writeTaskCases(&b, tasks); err != nil {
+		return err
+	}
+	return os.WriteFile(file, b.Bytes(), 0o644)
 }

@@ -52,7 +52,7 @@ var slurmOnly = []string{"slurm", "slurm-opt", "slurm-retries", "slurm-detach", 
 	"output", "resume", "force", "shard", "summary", "junit", "markdown", "quiet", "progress", "retry-errors"}
 
 // pathFlags name files or directories, made absolute for the tasks.
-var pathFlags = []string{"workspace", "cwd", "prices", "grader", "sandbox-home", "sandbox-ro", "sandbox-rw"}
+var pathFlags = []string{"workspace", "cwd", "prices", "grader", "sandbox-home", "sandbox-ro", "sandbox-rw", "tasks", "cache-dir", "image"}
 
 // slurmJob is the identity of a Slurm run, kept in the shard directory so a
 // later run can tell whether it may continue it.
@@ -94,7 +94,7 @@ func (f *runFlags) checkSlurm(args []string) error {
 		return usageErrorf("--slurm makes the shards itself: drop --shard")
 	case f.output == "" || f.output == "-":
 		return usageErrorf("--slurm needs -o FILE: the tasks write shards beside it and the merged output goes there")
-	case len(args) != 1 || args[0] == "-":
+	case (len(args) != 1 || args[0] == "-") && !(len(args) == 0 && f.image.tasks != ""):
 		return usageErrorf("--slurm needs the prompts as a file the nodes can read, not standard input")
 	case s.retries < 0:
 		return usageErrorf("--slurm-retries must not be negative")
@@ -115,6 +115,14 @@ func runSlurm(ctx context.Context, r *slurmRun, args []string) error {
 		return err
 	}
 	f.output = out
+	if len(args) == 0 && f.image.tasks != "" {
+		// --tasks without a prompts file: the tasks' cases, beside the
+		// output, where every node reads them.
+		args = []string{out + ".tasks.jsonl"}
+		if err := f.image.writeCases(args[0]); err != nil {
+			return err
+		}
+	}
 	if r.prompts, err = filepath.Abs(args[0]); err != nil {
 		return err
 	}
@@ -180,7 +188,7 @@ func (r *slurmRun) job() (slurmJob, error) {
 			vals = sv.GetSlice()
 		}
 		for _, v := range vals {
-			if slices.Contains(pathFlags, fl.Name) && v != "" && !(fl.Name == "grader" && !fileExistsAny(v)) {
+			if slices.Contains(pathFlags, fl.Name) && v != "" && !((fl.Name == "grader" || fl.Name == "image") && !fileExistsAny(v)) {
 				var abs string
 				if abs, err = filepath.Abs(v); err != nil {
 					return
