@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"harness/harbor"
 	"harness/image"
@@ -43,6 +44,9 @@ type ImageConfig struct {
 	Egress *egress.Proxy
 	// Self is the command that runs image.Main (default: this binary).
 	Self []string
+	// TimeoutScale multiplies a task's verifier timeout (0 = 1); the
+	// agent's is the case's timeout.
+	TimeoutScale float64
 }
 
 // caseLayer is the image state of one case.
@@ -275,7 +279,11 @@ func (w *worker) finishLayer(run *caseRun, rec *schemas.CaptureRecord) {
 	cl := run.layer
 	img := cl.layer.Image
 	if cl.task != nil {
-		res := harbor.Verify(context.Background(), cl.layer, cl.task, harbor.Step{})
+		var step harbor.Step
+		if s := w.r.cfg.Image.TimeoutScale; s > 0 && s != 1 {
+			step.Timeout = time.Duration(float64(cl.task.Config.VerifierTimeout) * s)
+		}
+		res := harbor.Verify(context.Background(), cl.layer, cl.task, step)
 		rec.Score = &res
 		if res.Error == nil && len(res.Outcome) > 0 {
 			rec.Outcome = res.Outcome

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -27,6 +28,7 @@ type imageFlags struct {
 	tasks        string
 	agentInImage bool
 	noNetwork    bool
+	timeoutScale float64
 	task         taskFlags
 	// loaded are the tasks of --tasks, by name.
 	loaded map[string]*harbor.Task
@@ -37,6 +39,7 @@ func (f *imageFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.tasks, "tasks", "", "run the Harbor task `dir` (or dataset of tasks) instead of a prompts file: each task in its image, graded by its tests/test.sh (docs/tasks.md)")
 	fs.BoolVar(&f.agentInImage, "agent-in-image", false, "with --image or --tasks, run the agent command as the image has it instead of binding the host's program in")
 	fs.BoolVar(&f.noNetwork, "image-no-network", false, "with --image or --tasks, give the agent loopback only")
+	fs.Float64Var(&f.timeoutScale, "task-timeout-scale", 1, "with --tasks, multiply each task's agent and verifier timeouts by `factor` (a slower machine, a slower agent)")
 	f.task.add(fs)
 }
 
@@ -68,7 +71,7 @@ func (f *imageFlags) taskPrompts(e *env, args []string, quiet bool) (string, err
 	if err != nil {
 		return "", err
 	}
-	err = writeTaskCases(tmp, tasks)
+	err = writeTaskCases(tmp, tasks, f.timeoutScale)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -82,14 +85,15 @@ func (f *imageFlags) taskPrompts(e *env, args []string, quiet bool) (string, err
 // writeTaskCases writes one prompt case per task: its id the task's name,
 // its input instruction.md, its timeout the agent's, its metadata the
 // task's (and the task directory).
-func writeTaskCases(w io.Writer, tasks []*harbor.Task) error {
+func writeTaskCases(w io.Writer, tasks []*harbor.Task, scale float64) error {
 	enc := json.NewEncoder(w)
 	for _, t := range tasks {
 		meta := map[string]any{"task": t.Dir}
 		for k, v := range t.Config.Metadata {
 			meta[k] = v
 		}
-		c := map[string]any{"id": t.Name, "input": t.Instruction, "timeout": t.Config.AgentTimeout.String(), "metadata": meta}
+		timeout := time.Duration(float64(t.Config.AgentTimeout) * scale)
+		c := map[string]any{"id": t.Name, "input": t.Instruction, "timeout": timeout.String(), "metadata": meta}
 		if err := enc.Encode(c); err != nil {
 			return err
 		}
@@ -119,7 +123,7 @@ func taskSuite(e *env, dir string) (string, error) {
 		return "", err
 	}
 	var cases bytes.Buffer
-	if err := writeTaskCases(&cases, tasks); err != nil {
+	if err := writeTaskCases(&cases, tasks, 1); err != nil {
 		return "", err
 	}
 	if err := os.WriteFile(base+".jsonl", cases.Bytes(), 0o644); err != nil {
@@ -168,7 +172,10 @@ func (f *imageFlags) configure(e *env, rf *runFlags, s *runSetup) error {
 		return err
 	}
 	ctx := context.Background()
-	ic := &capture.ImageConfig{Keep: f.task.keep, AgentInImage: f.agentInImage, NoNetwork: f.noNetwork}
+	if f.timeoutScale <= 0 {
+		return usageErrorf("--task-timeout-scale must be positive")
+	}
+	ic := &capture.ImageConfig{Keep: f.task.keep, AgentInImage: f.agentInImage, NoNetwork: f.noNetwork, TimeoutScale: f.timeoutScale}
 	// A task without internet reaches its model's endpoints, and nothing
 	// else, through the egress proxy (as --sandbox-network does).
 	ic.Egress = egress.NewProxy(egress.DefaultRules(s.cfg.AgentEnv, s.cfg.Agent), "")
@@ -232,7 +239,7 @@ func (f *imageFlags) writeCases(file string) error {
 		tasks[i] = f.loaded[n]
 	}
 	var b bytes.Buffer
-	if err := writeTaskCases(&b, tasks); err != nil {
+	if err := writeTaskCases(&b, tasks, f.timeoutScale); err != nil {
 		return err
 	}
 	return os.WriteFile(file, b.Bytes(), 0o644)
