@@ -414,7 +414,7 @@ func (p *parser) tests(v *yaml.Node) error {
 }
 
 // testKeys are the keys of a test (agentv) or inline prompt case.
-var testKeys = []string{"id", "input", "expected", "expected-output", "criteria", "hint", "reference", "negative-reference", "metadata", "timeout", "workspace", "assert", "description"}
+var testKeys = []string{"id", "input", "expected", "expected-output", "criteria", "hint", "reference", "negative-reference", "metadata", "timeout", "workspace", "image", "assert", "description"}
 
 // testCase reads one test or inline prompt case.
 func (p *parser) testCase(n *yaml.Node, field string) error {
@@ -459,6 +459,15 @@ func (p *parser) testCase(n *yaml.Node, field string) error {
 				return p.errf(v, field+".workspace", "must be a template directory")
 			}
 			x = p.path(s)
+		case "image":
+			s, ok := x.(string)
+			if !ok || s == "" {
+				return p.errf(v, field+".image", "must be an image reference (a directory, a tar, a Dockerfile context, a local image name)")
+			}
+			if strings.HasPrefix(s, "./") || strings.HasPrefix(s, "../") {
+				s = p.path(s)
+			}
+			x = s
 		case "description":
 			return nil
 		}
@@ -784,6 +793,14 @@ func (p *parser) flag(k, v *yaml.Node, prefix string) (Flag, error) {
 		}
 	default:
 		return f, p.errf(v, prefix+k.Value, "unknown key: a run flag takes a value or a list of values (known keys: %s)", strings.Join(RootKeys, ", "))
+	}
+	// The image flags name paths relative to the suite, when written so.
+	if f.Name == "image" || f.Name == "tasks" || f.Name == "cache-dir" {
+		for i, val := range f.Values {
+			if strings.HasPrefix(val, "./") || strings.HasPrefix(val, "../") {
+				f.Values[i] = p.path(val)
+			}
+		}
 	}
 	return f, nil
 }

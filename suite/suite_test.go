@@ -255,3 +255,25 @@ func TestSchemaMatchesParser(t *testing.T) {
 		}
 	}
 }
+
+func TestInlineCaseImage(t *testing.T) {
+	s, err := Parse(filepath.Join("dir", "s.yaml"), []byte("prompts:\n  - {id: a, input: hi, image: ./env}\n  - {id: b, input: hi, image: localhost/base:1}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !filepath.IsAbs(s.Cases[0].Image) || !strings.HasSuffix(s.Cases[0].Image, filepath.Join("dir", "env")) || s.Cases[1].Image != "localhost/base:1" {
+		t.Fatalf("images %q, %q", s.Cases[0].Image, s.Cases[1].Image)
+	}
+	s, err = Parse(filepath.Join("dir", "s.yaml"), []byte("prompts: p.jsonl\ntasks: ./dataset\nimage: localhost/x:1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range s.Flags {
+		if f.Name == "tasks" && (!filepath.IsAbs(f.Values[0]) || !strings.HasSuffix(f.Values[0], filepath.Join("dir", "dataset"))) || f.Name == "image" && f.Values[0] != "localhost/x:1" {
+			t.Errorf("flag %s = %q", f.Name, f.Values)
+		}
+	}
+	if _, err := Parse("s.yaml", []byte("prompts:\n  - {id: a, input: hi, image: 3}\n")); err == nil || !strings.Contains(err.Error(), "image") {
+		t.Fatalf("bad image: %v", err)
+	}
+}
