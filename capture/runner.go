@@ -55,6 +55,11 @@ type Config struct {
 	// CancelGrace is how long a cancelled turn may take to stop before the
 	// agent's process group is killed.
 	CancelGrace time.Duration
+	// StopWait is how long a unit whose process died of a stop signal
+	// (SIGTERM, SIGINT, SIGHUP) that harness did not send waits for the
+	// run's own stop before the death counts as the unit's error (see
+	// stop.go); 0 means 2 seconds.
+	StopWait time.Duration
 	// Settle is how long updates are still collected after the last prompt
 	// answered (the next cases run meanwhile).
 	Settle time.Duration
@@ -114,6 +119,9 @@ func (c *Config) defaults() {
 	}
 	if c.CancelGrace <= 0 {
 		c.CancelGrace = 5 * time.Second
+	}
+	if c.StopWait <= 0 {
+		c.StopWait = 2 * time.Second
 	}
 	if c.Settle < 0 {
 		c.Settle = 0
@@ -289,6 +297,7 @@ func (r *Runner) Run(ctx context.Context, units iter.Seq[Unit], emit func(*schem
 			defer gwg.Done()
 			for f := range graded {
 				r.grade(gradeCtx, f.rec, f.c)
+				r.settleStop(ctx, gradeCtx, f.rec)
 				f.done()
 				r.stats.add(f.rec)
 				if err := emit(f.rec); err != nil {

@@ -19,6 +19,10 @@ import (
 type setupError struct {
 	msg    string
 	output string
+	// signal and exitCode say how the command ended ("" and -1 when it
+	// did not run or was stopped by its timeout).
+	signal   string
+	exitCode int
 }
 
 func (e *setupError) Error() string { return e.msg }
@@ -139,7 +143,14 @@ func (r *Runner) runSetup(dir, command, what string) error {
 	if last := lastLine(tail); last != "" {
 		msg += ": " + last
 	}
-	return &setupError{msg: msg, output: tail}
+	se := &setupError{msg: msg, output: tail, exitCode: -1}
+	if st := cmd.ProcessState; st != nil && ctx.Err() == nil {
+		se.exitCode = st.ExitCode()
+		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			se.signal = ws.Signal().String()
+		}
+	}
+	return se
 }
 
 // lastLine is the last non-empty line of s.

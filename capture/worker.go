@@ -713,6 +713,11 @@ func workspaceErr(err error) *schemas.ErrorInfo {
 	var se *setupError
 	if errors.As(err, &se) {
 		info.Stderr = se.output
+		info.Signal = se.signal
+		if se.exitCode >= 0 {
+			code := se.exitCode
+			info.ExitCode = &code
+		}
 	}
 	return info
 }

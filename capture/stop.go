@@ -1,0 +1,135 @@
+package capture
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"harness/schemas"
+)
+
+// A stop is not a verdict. When a run is stopped by a signal sent to all of
+// its processes at once (Slurm's scancel and preemption, systemctl stop,
+// docker stop, a Kubernetes eviction, a closed terminal), its agents and
+// graders may die of that signal before harness itself sees it. A unit
+// that failed that way, or failed at all once the run was stopping, was
+// not judged: its record is written as interrupted, and --resume runs it
+// again. The rule, per record:
+//
+//   - The run is stopping (its context is cancelled: a signal to harness,
+//     a budget, --stop-on, --fail-fast) and the record holds an agent or
+//     grader error: interrupted. A resource cap the sandbox enforced stays
+//     resource_limit: that is the agent's own doing.
+//   - Grading was stopped (a second interrupt): any grader error is
+//     interrupted.
+//   - A process of the unit died of SIGTERM, SIGINT or SIGHUP (or a shell
+//     exited 128+N for one of them) and the run is not stopping yet: the
+//     record waits up to StopWait for the stop that such a signal
+//     announces. If it comes, interrupted; if not, the error stays, with
+//     the signal named.
+//
+// A process killed by SIGKILL (the OOM killer, a timeout of harness's
+// own) is never taken for a stop.
+
+// stopSignals are the signals a stop sends to every process of a run.
+var stopSignals = map[string]bool{"terminated": true, "interrupt": true, "hangup": true}
+
+// stopExitCodes are the exit statuses of a shell whose child died of one
+// of stopSignals (128 + SIGHUP, SIGINT, SIGTERM).
+var stopExitCodes = map[int]bool{129: true, 130: true, 143: true}
+
+// diedOfStop says whether an error is a process's death by a stop signal,
+// and names the signal.
+func diedOfStop(e *schemas.ErrorInfo) (string, bool) {
+	if e == nil {
+		return "", false
+	}
+	if stopSignals[e.Signal] {
+		return e.Signal, true
+	}
+	if e.Signal == "" && e.ExitCode != nil && stopExitCodes[*e.ExitCode] {
+		return fmt.Sprintf("exit status %d", *e.ExitCode), true
+	}
+	return "", false
+}
+
+// unitErrors lists a record's errors with what each belongs to: the
+// agent's run, and every grader's result.
+func unitErrors(rec *schemas.CaptureRecord) (agent *schemas.ErrorInfo, graders []*schemas.ErrorInfo) {
+	if rec.Error != nil && rec.Error.Class != schemas.ErrInterrupted {
+		agent = rec.Error
+	}
+	if rec.Score != nil && rec.Score.Error != nil {
+		graders = append(graders, rec.Score.Error)
+	}
+	for i := range rec.Scores {
+		if e := rec.Scores[i].Error; e != nil {
+			graders = append(graders, e)
+		}
+	}
+	return agent, graders
+}
+
+// settleStop applies the stop rule to a finished, graded record: run is
+// the run's context (cancelled when it stops), grading the graders'
+// (cancelled on a second interrupt).
+func (r *Runner) settleStop(run, grading context.Context, rec *schemas.CaptureRecord) {
+	agentErr, graderErrs := unitErrors(rec)
+	if agentErr != nil && agentErr.Class == schemas.ErrResourceLimit {
+		agentErr = nil // the sandbox's cap: a real error whatever the moment
+	}
+	if agentErr == nil && len(graderErrs) == 0 {
+		return
+	}
+	if len(graderErrs) > 0 && grading.Err() != nil {
+		interrupt(rec, "grading was stopped by a second interrupt")
+		return
+	}
+	who, sig := "", ""
+	if s, ok := diedOfStop(agentErr); ok {
+		who, sig = "the agent", s
+	}
+	for _, e := range graderErrs {
+		if s, ok := diedOfStop(e); ok && who == "" {
+			who, sig = "a grader", s
+		}
+	}
+	if run.Err() == nil && who != "" {
+		// The signal may be the stop itself, reaching this process first.
+		t := time.NewTimer(r.cfg.StopWait)
+		select {
+		case <-run.Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	if run.Err() == nil {
+		return // no stop: the error is the unit's own
+	}
+	what := "the run was stopping when the unit failed"
+	if who != "" {
+		what = fmt.Sprintf("%s died of %s as the run was stopped", who, sig)
+	} else if agentErr != nil {
+		what += " (" + firstLine(agentErr.Message) + ")"
+	} else {
+		what += " (grader: " + firstLine(graderErrs[0].Message) + ")"
+	}
+	interrupt(rec, what)
+}
+
+// interrupt rewrites a record as interrupted: not a verdict, run again by
+// --resume.
+func interrupt(rec *schemas.CaptureRecord, why string) {
+	rec.Error = &schemas.ErrorInfo{Class: schemas.ErrInterrupted, Message: "interrupted: " + why}
+	rec.Errors = []string{rec.Error.Message}
+	rec.Score, rec.Scores, rec.Outcome = nil, nil, nil
+}
+
+// firstLine is the first line of s.
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
