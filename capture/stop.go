@@ -32,28 +32,6 @@ import (
 // A process killed by SIGKILL (the OOM killer, a timeout of harness's
 // own) is never taken for a stop.
 
-// stopSignals are the signals a stop sends to every process of a run.
-var stopSignals = map[string]bool{"terminated": true, "interrupt": true, "hangup": true}
-
-// stopExitCodes are the exit statuses of a shell whose child died of one
-// of stopSignals (128 + SIGHUP, SIGINT, SIGTERM).
-var stopExitCodes = map[int]bool{129: true, 130: true, 143: true}
-
-// diedOfStop says whether an error is a process's death by a stop signal,
-// and names the signal.
-func diedOfStop(e *schemas.ErrorInfo) (string, bool) {
-	if e == nil {
-		return "", false
-	}
-	if stopSignals[e.Signal] {
-		return e.Signal, true
-	}
-	if e.Signal == "" && e.ExitCode != nil && stopExitCodes[*e.ExitCode] {
-		return fmt.Sprintf("exit status %d", *e.ExitCode), true
-	}
-	return "", false
-}
-
 // unitErrors lists a record's errors with what each belongs to: the
 // agent's run, and every grader's result.
 func unitErrors(rec *schemas.CaptureRecord) (agent *schemas.ErrorInfo, graders []*schemas.ErrorInfo) {
@@ -87,11 +65,11 @@ func (r *Runner) settleStop(run, grading context.Context, rec *schemas.CaptureRe
 		return
 	}
 	who, sig := "", ""
-	if s, ok := diedOfStop(agentErr); ok {
+	if s, ok := agentErr.DiedOfStop(); ok {
 		who, sig = "the agent", s
 	}
 	for _, e := range graderErrs {
-		if s, ok := diedOfStop(e); ok && who == "" {
+		if s, ok := e.DiedOfStop(); ok && who == "" {
 			who, sig = "a grader", s
 		}
 	}

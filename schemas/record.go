@@ -3,6 +3,7 @@ package schemas
 import (
 	"encoding/json"
 	"sort"
+	"strconv"
 )
 
 // Error classes put on a record's Error, one per failure kind.
@@ -125,6 +126,29 @@ type ErrorInfo struct {
 	Signal string `json:"signal,omitempty"`
 	// Stderr is the tail of the failed process's standard error.
 	Stderr string `json:"stderr,omitempty"`
+}
+
+// DiedOfStop says whether the error is a process's death by a signal that
+// stops whole runs (SIGTERM, SIGINT, SIGHUP), or a shell's exit status
+// 128+N for one of them, and names it. SIGKILL (the OOM killer, a timeout)
+// is never one.
+func (e *ErrorInfo) DiedOfStop() (string, bool) {
+	if e == nil {
+		return "", false
+	}
+	switch e.Signal {
+	case "terminated", "interrupt", "hangup":
+		// What scancel, systemctl stop, docker stop and a closed
+		// terminal send to every process of a run.
+		return e.Signal, true
+	}
+	if e.Signal == "" && e.ExitCode != nil {
+		switch *e.ExitCode {
+		case 129, 130, 143:
+			return "exit status " + strconv.Itoa(*e.ExitCode), true
+		}
+	}
+	return "", false
 }
 
 // Workspace describes the per-case copy of the workspace template.
