@@ -190,6 +190,10 @@ func TestTarIsUnpackedOnceIntoTheCache(t *testing.T) {
 	if again.Rootfs != img.Rootfs {
 		t.Fatalf("rootfs %s, then %s", img.Rootfs, again.Rootfs)
 	}
+	// The same content under another name is named as this run named it.
+	if again.Ref == img.Ref || again.Kind != "tar" {
+		t.Fatalf("the second tar (another path, the same bytes) is named %q (%s), as the first was", again.Ref, again.Kind)
+	}
 	if _, err := os.Stat(marker); err != nil {
 		t.Fatal("cache entry was remade")
 	}

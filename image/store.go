@@ -108,7 +108,7 @@ func (s *Store) resolve(ctx context.Context, ref string) (*Image, error) {
 		if err != nil {
 			return nil, err
 		}
-		return s.cached("tar-"+sum, func(img *Image, rootfs string) error {
+		return s.cached("tar-"+sum, ref, "tar", func(img *Image, rootfs string) error {
 			img.Ref, img.Kind, img.ID = ref, "tar", "sha256:"+sum
 			return unpackTar(ref, rootfs)
 		})
@@ -117,7 +117,7 @@ func (s *Store) resolve(ctx context.Context, ref string) (*Image, error) {
 		if err != nil {
 			return nil, err
 		}
-		return s.cached("oci-"+cacheName(digest), func(img *Image, rootfs string) error {
+		return s.cached("oci-"+cacheName(digest), ref, "oci", func(img *Image, rootfs string) error {
 			img.Ref, img.Kind, img.ID = ref, "oci", digest
 			cfg, err := unpackOCI(ref, rootfs)
 			img.Config = cfg
@@ -140,7 +140,19 @@ func cacheName(digest string) string {
 // cached returns the cache entry key, making it with fill first when it is
 // missing. fill unpacks into a temporary directory that is renamed into
 // place, so a half-made entry is never used and concurrent runs agree.
-func (s *Store) cached(key string, fill func(img *Image, rootfs string) error) (*Image, error) {
+func (s *Store) cached(key, ref, kind string, fill func(img *Image, rootfs string) error) (*Image, error) {
+	img, err := s.entry(key, fill)
+	if err != nil {
+		return nil, err
+	}
+	// One entry serves every reference to the same content (an image
+	// tagged twice, a tar copied): the image is named as this run named it.
+	img.Ref, img.Kind = ref, kind
+	return img, nil
+}
+
+// entry returns the cache entry key, making it with fill first.
+func (s *Store) entry(key string, fill func(img *Image, rootfs string) error) (*Image, error) {
 	if s.Dir == "" {
 		return nil, errors.New("no image cache directory")
 	}
@@ -358,7 +370,7 @@ func (s *Store) local(ctx context.Context, ref, kind string) (*Image, error) {
 	if id == "" {
 		return nil, fmt.Errorf("%s image inspect: no image ID", name)
 	}
-	return s.cached("local-"+cacheName("sha256:"+id), func(img *Image, rootfs string) error {
+	return s.cached("local-"+cacheName("sha256:"+id), ref, kind, func(img *Image, rootfs string) error {
 		img.Ref, img.Kind, img.ID = ref, kind, "sha256:"+id
 		layout, err := os.MkdirTemp(s.Dir, ".oci-")
 		if err != nil {

@@ -118,3 +118,35 @@ func WriteFile(name string, stdout io.Writer, force bool, fn func(io.Writer) err
 	}
 	return f.Commit()
 }
+
+// ReplaceFile writes a whole file of a run that an agent may have reached
+// (a summary, a report, a job script): fn writes a temporary file beside
+// name, renamed over name when fn succeeds. Whatever stands at name is
+// replaced, never followed or written through: a link, a FIFO or a file
+// an agent planted there cannot make harness write anywhere else.
+func ReplaceFile(name string, mode os.FileMode, fn func(io.Writer) error) error {
+	tmp, err := createTemp(name)
+	if err != nil {
+		return err
+	}
+	fail := func(err error) error {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := fn(tmp); err != nil {
+		return fail(err)
+	}
+	if err := errors.Join(tmp.Chmod(mode), tmp.Sync()); err != nil {
+		return fail(fmt.Errorf("output %s: %w", name, err))
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("output %s: %w", name, err)
+	}
+	if err := os.Rename(tmp.Name(), name); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("output %s: %w", name, err)
+	}
+	return nil
+}

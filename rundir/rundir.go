@@ -70,7 +70,7 @@ type Agent struct {
 
 // Write writes dir's manifest whole (a temporary file renamed into place).
 func Write(dir string, m *Manifest) error {
-	return results.WriteFile(filepath.Join(dir, ManifestName), nil, true, func(w io.Writer) error {
+	return results.ReplaceFile(filepath.Join(dir, ManifestName), 0o644, func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetEscapeHTML(false)
 		enc.SetIndent("", "  ")

@@ -374,7 +374,7 @@ func writeCIReports(f *runFlags) error {
 		if name == "" {
 			return nil
 		}
-		return results.WriteFile(name, nil, true, fn)
+		return results.ReplaceFile(name, 0o644, fn)
 	}
 	return errors.Join(
 		write(f.junit, func(w io.Writer) error { return report.WriteJUnit(w, report.JUnitOptions{}, run) }),

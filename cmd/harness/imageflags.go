@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"harness/results"
 	"io"
 	"os"
 	"path/filepath"
@@ -242,5 +243,5 @@ func (f *imageFlags) writeCases(file string) error {
 	if err := writeTaskCases(&b, tasks, f.timeoutScale); err != nil {
 		return err
 	}
-	return os.WriteFile(file, b.Bytes(), 0o644)
+	return results.ReplaceFile(file, 0o644, func(w io.Writer) error { _, err := w.Write(b.Bytes()); return err })
 }

@@ -262,7 +262,7 @@ func (f *mergeFlags) writeTrials(e *env, w *results.Writer, m *results.Merger, c
 	}
 	res := sum.Result(f.seed, f.resamples)
 	if f.summaryPath != "" {
-		err := results.WriteFile(f.summaryPath, nil, true, func(w io.Writer) error { return writePrettyJSON(w, res) })
+		err := results.ReplaceFile(f.summaryPath, 0o644, func(w io.Writer) error { return writePrettyJSON(w, res) })
 		if err != nil {
 			return fmt.Errorf("merge: summary: %w", err)
 		}

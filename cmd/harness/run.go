@@ -431,7 +431,7 @@ func writeForTasks(dir string, s *suite.Suite, asserts map[string]any, prices co
 		if err != nil {
 			return "", err
 		}
-		return p, results.WriteFile(p, nil, true, func(w io.Writer) error { return writePrettyJSON(w, v) })
+		return p, results.ReplaceFile(p, 0o644, func(w io.Writer) error { return writePrettyJSON(w, v) })
 	}
 	if cfg := suiteGraderConfig(s, asserts); cfg != nil {
 		p, err := write("graders.json", cfg)
@@ -792,7 +792,7 @@ func compareRuns(outs []string, jsonPath string, text io.Writer) error {
 		rep := trials.Compare(runs[0], runs[1], opt)
 		v, writeText = rep, func(w io.Writer) error { return trials.WriteCompareText(w, rep) }
 	}
-	if err := results.WriteFile(jsonPath, nil, true, func(w io.Writer) error { return writePrettyJSON(w, v) }); err != nil {
+	if err := results.ReplaceFile(jsonPath, 0o644, func(w io.Writer) error { return writePrettyJSON(w, v) }); err != nil {
 		return err
 	}
 	return writeText(text)
@@ -826,7 +826,7 @@ func newRunDir(runs, name string) (string, error) {
 }
 
 func writeCases(path string, cases []schemas.PromptCase) error {
-	return results.WriteFile(path, nil, true, func(w io.Writer) error {
+	return results.ReplaceFile(path, 0o644, func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetEscapeHTML(false)
 		for _, c := range cases {

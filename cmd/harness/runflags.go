@@ -434,6 +434,11 @@ func (f *runFlags) runFiles(s *runSetup, gopts graders.Options) []string {
 	files := []string{s.path, f.pricesFile, f.junit, f.markdown, f.summaryPath}
 	if f.output != "" && f.output != "-" {
 		files = append(files, f.output, f.output+".partial", summaryBeside(f.output))
+		if f.shard != "" {
+			// A shard of a --slurm run: the job's directory (its script,
+			// which a retry submits again, and the other shards).
+			files = append(files, filepath.Dir(f.output))
+		}
 	}
 	for _, spec := range f.graders {
 		p := spec

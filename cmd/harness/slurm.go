@@ -76,6 +76,9 @@ type slurmRun struct {
 	prompts string // absolute
 	agent   []string
 	dir     string // <output>.shards
+	// outLink is where the output linked to when the run was submitted
+	// ("" for no link): the merge refuses a link that appeared since.
+	outLink string
 	client  *slurm.Client
 	// finish applies a trials run's gates to the merged summary.
 	finish func(sum schemas.TrialsSummary) error
@@ -115,6 +118,7 @@ func runSlurm(ctx context.Context, r *slurmRun, args []string) error {
 		return err
 	}
 	f.output = out
+	r.outLink = linkTarget(out)
 	if len(args) == 0 && f.image.tasks != "" {
 		// --tasks without a prompts file: the tasks' cases, beside the
 		// output, where every node reads them.
@@ -288,7 +292,7 @@ func (r *slurmRun) prepareDir(job slurmJob) error {
 	if err := os.MkdirAll(r.dir, 0o777); err != nil {
 		return inputError(err)
 	}
-	return results.WriteFile(meta, nil, true, func(w io.Writer) error {
+	return results.ReplaceFile(meta, 0o644, func(w io.Writer) error {
 		_, err := w.Write(append(want, '\n'))
 		return err
 	})
@@ -312,10 +316,14 @@ func (r *slurmRun) writeScript(harness string, job slurmJob) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "#!/bin/sh\n# harness --slurm: array task i runs shard i of %d, continuing what an\n# earlier attempt of it wrote.\n", n)
 	fmt.Fprintf(&b, "#SBATCH --job-name=harness-%s\n#SBATCH --output=%s/task-%%a.log\n#SBATCH --chdir=%s\n", job.Command, r.dir, cwd)
+	// A task Slurm requeues itself (preemption) starts the script again
+	// and continues its shard; a minute before a time limit harness is
+	// told to stop, so the units in flight end as interrupted, not killed.
+	b.WriteString("#SBATCH --requeue\n#SBATCH --signal=B:TERM@60\n")
 	b.WriteString("i=${SLURM_ARRAY_TASK_ID:?this script runs as a Slurm array task}\n")
 	b.WriteString("exec " + strings.Join(words, " ") + "\n")
 	path := filepath.Join(r.dir, "job.sh")
-	if err := os.WriteFile(path, []byte(b.String()), 0o755); err != nil {
+	if err := results.ReplaceFile(path, 0o755, func(w io.Writer) error { _, err := io.WriteString(w, b.String()); return err }); err != nil {
 		return "", err
 	}
 	return path, nil
@@ -520,6 +528,11 @@ func (c *shardCounter) count(files []string) int {
 // mergeAndFinish merges the shards into the output and ends as the local
 // run would: the summary table, the gates, the exit status.
 func (r *slurmRun) mergeAndFinish(ctx context.Context) error {
+	if l := linkTarget(r.f.output); l != r.outLink {
+		// An agent in a task could reach the output's directory: the
+		// merge never writes through a link it planted.
+		return withCode(exitForeign, fmt.Errorf("%s became a link to %s while the job ran: nothing was merged (the shards are kept in %s); remove it and merge with: %s", r.f.output, l, r.dir, r.mergeCommand()))
+	}
 	var files []string
 	for _, f := range r.shardFiles() {
 		if st, err := os.Stat(f); err == nil && st.Size() > 0 {
@@ -604,4 +617,13 @@ func joinInts(xs []int) string {
 		s = append(s, strconv.Itoa(x))
 	}
 	return strings.Join(s, ", ")
+}
+
+// linkTarget is what path links to, or "" when it is not a link.
+func linkTarget(path string) string {
+	l, err := os.Readlink(path)
+	if err != nil {
+		return ""
+	}
+	return l
 }

@@ -487,7 +487,7 @@ func (t *trialsCollector) finish(e *env, f *runFlags, out *results.Output, inter
 	}
 	sum := t.summary.Result(seed, resamples)
 	if summaryPath != "" {
-		err := results.WriteFile(summaryPath, nil, true, func(w io.Writer) error {
+		err := results.ReplaceFile(summaryPath, 0o644, func(w io.Writer) error {
 			return writePrettyJSON(w, sum)
 		})
 		if err != nil {
