@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"harness/acp"
 	"harness/harbor"
 	"harness/image"
 	"harness/sandbox"
@@ -47,6 +48,37 @@ type ImageConfig struct {
 	// TimeoutScale multiplies a task's verifier timeout (0 = 1); the
 	// agent's is the case's timeout.
 	TimeoutScale float64
+	// Probe is the case in whose image the run's first agent is started
+	// and initialized, to check that the agent runs before any output is
+	// written (nil: no check). No agent of an image run starts on the
+	// host.
+	Probe *schemas.PromptCase
+}
+
+// imagePreflight starts the agent in a fresh layer over the probe case's
+// image, initializes it, and removes it and the layer.
+func (r *Runner) imagePreflight(ctx context.Context) (*acp.InitializeResponse, error) {
+	ic := r.cfg.Image
+	if ic.Probe == nil {
+		return &acp.InitializeResponse{}, nil
+	}
+	img, task, err := ic.For(ic.Probe)
+	if err != nil {
+		return nil, &AgentError{Info: schemas.ErrorInfo{Class: schemas.ErrWorkspaceSetup, Message: err.Error()}}
+	}
+	l, err := image.NewLayer(img, ic.LayerDir)
+	if err != nil {
+		return nil, &AgentError{Info: schemas.ErrorInfo{Class: schemas.ErrWorkspaceSetup, Message: err.Error()}}
+	}
+	defer l.Remove()
+	l.Self = ic.Self
+	cl := &caseLayer{layer: l, task: task, workdir: img.Workdir()}
+	ag, info := r.startAgentWith(ctx, l.Dir, &layerRunner{cl: cl, cfg: ic})
+	if info != nil {
+		return nil, &AgentError{Info: *info}
+	}
+	ag.kill()
+	return ag.init, nil
 }
 
 // caseLayer is the image state of one case.

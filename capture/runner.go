@@ -222,6 +222,9 @@ func (r *Runner) Preflight(ctx context.Context) (*acp.InitializeResponse, error)
 	if r.cfg.Adapter != nil {
 		return r.headlessPreflight()
 	}
+	if r.cfg.Image != nil {
+		return r.imagePreflight(ctx)
+	}
 	dir := r.cfg.AgentDir
 	if r.ownDirs() {
 		// In a sandbox with workspaces, no agent process starts in the

@@ -223,6 +223,14 @@ func (f *imageFlags) configure(e *env, rf *runFlags, s *runSetup) error {
 			return imgs[ref], nil, nil
 		}
 	}
+	// The first agent, started to check that the agent runs, starts in a
+	// layer over the first case's image, as that case's agent will.
+	s.scan(func(_ int, c *schemas.PromptCase) error {
+		if ic.Probe == nil {
+			ic.Probe = c
+		}
+		return nil
+	})
 	s.cfg.Image = ic
 	s.cfg.Client.FS, s.cfg.Client.Terminal = nil, nil
 	return nil
