@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -64,6 +65,14 @@ func TestExamples(t *testing.T) {
 						t.Fatalf("the example runs the peer's bun, which is not installed (scripts/test installs it), and %s is set", testagents.RequireEnv)
 					}
 					t.Skip("the example runs the peer's bun, which is not installed (scripts/test installs it)")
+				}
+			}
+			if strings.Contains(x.text, "--sandbox bwrap") {
+				if _, err := exec.LookPath("bwrap"); err != nil {
+					if os.Getenv(testagents.RequireEnv) != "" {
+						t.Fatalf("the example runs the sandbox, and bwrap is not installed (scripts/test installs bubblewrap), and %s is set", testagents.RequireEnv)
+					}
+					t.Skip("the example runs the sandbox, and bwrap is not installed (scripts/test installs bubblewrap)")
 				}
 			}
 			stdout, stderr := run(t, root, x)
@@ -181,9 +190,10 @@ func examplesIn(name string, r io.Reader) ([]example, error) {
 				continue
 			}
 			inBlock = false
-			if shBlock && firstCommand(block) != "" && strings.HasPrefix(firstCommand(block), runsHarness) {
-				out = append(out, example{file: name, line: start, text: strings.Join(block, "\n"),
-					quickstart: name == "README.md" && section == "Quickstart"})
+			if shBlock && runnable(block) {
+				// The Quickstart is the section's first runnable block.
+				quickstart := name == "README.md" && section == "Quickstart" && !slices.ContainsFunc(out, func(x example) bool { return x.quickstart })
+				out = append(out, example{file: name, line: start, text: strings.Join(block, "\n"), quickstart: quickstart})
 			}
 			continue
 		}
@@ -202,6 +212,26 @@ func examplesIn(name string, r io.Reader) ([]example, error) {
 		return nil, fmt.Errorf("%s:%d: code block not closed", name, start-1)
 	}
 	return out, sc.Err()
+}
+
+// runnable says whether a shell block is an example that runs from a
+// checkout: its first command runs the harness, or builds a program of the
+// checkout (go build) that a later command of the block runs the harness
+// with.
+func runnable(block []string) bool {
+	first := firstCommand(block)
+	if strings.HasPrefix(first, runsHarness) {
+		return true
+	}
+	if !strings.HasPrefix(first, "go build ") {
+		return false
+	}
+	for _, l := range block {
+		if strings.HasPrefix(strings.TrimSpace(l), runsHarness) {
+			return true
+		}
+	}
+	return false
 }
 
 // commandsOf is the text of a shell example without its comments and
@@ -301,6 +331,8 @@ func TestExamplesIn(t *testing.T) {
 		"## Quickstart\n\n" +
 		"```sh\n# a comment\ngo run ./cmd/harness capture p.jsonl \\\n    -- ./agent\n```\n\n" +
 		"```sh\nscripts/test\ngo run ./cmd/harness version\n```\n\n" +
+		"```sh\ngo build -o /tmp/a ./x\ngo run ./cmd/harness capture p.jsonl -- /tmp/a\n```\n\n" +
+		"```sh\ngo build ./...\n```\n\n" +
 		"```yaml\ngo run ./cmd/harness version\n```\n\n" +
 		"## More\n\n" +
 		"```bash\ngo run ./cmd/harness version   # the build\n```\n"
@@ -311,7 +343,8 @@ func TestExamplesIn(t *testing.T) {
 	want := []example{
 		{file: "README.md", line: 3, text: "go run ./cmd/harness schemas"},
 		{file: "README.md", line: 8, text: "# a comment\ngo run ./cmd/harness capture p.jsonl \\\n    -- ./agent", quickstart: true},
-		{file: "README.md", line: 25, text: "go run ./cmd/harness version   # the build"},
+		{file: "README.md", line: 19, text: "go build -o /tmp/a ./x\ngo run ./cmd/harness capture p.jsonl -- /tmp/a"},
+		{file: "README.md", line: 34, text: "go run ./cmd/harness version   # the build"},
 	}
 	if !reflect.DeepEqual(xs, want) {
 		t.Errorf("examplesIn:\n got %#v\nwant %#v", xs, want)
