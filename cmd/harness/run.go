@@ -561,15 +561,26 @@ func trialsArgs(s *suite.Suite, a *suite.Agent, out string, b budget, spent *sch
 	}
 	if a.Sandbox != "" {
 		argv = append(argv, "--sandbox", a.Sandbox)
-		if a.Sandbox == "bwrap" {
-			// The run directory and the suite file stay out of the
-			// agent's reach, as the run's own outputs do.
-			if out != "" {
-				argv = append(argv, "--sandbox-protect", filepath.Dir(out))
+	}
+	// The sandbox the agent ends up in: its sandbox key, then the suite's
+	// run flags, then the agent's own flags, each overriding the one
+	// before (the order applySuiteFlags sets them in).
+	backend := a.Sandbox
+	for _, flags := range [][]suite.Flag{s.Flags, a.Flags} {
+		for _, f := range flags {
+			if f.Name == "sandbox" && len(f.Values) > 0 {
+				backend = f.Values[len(f.Values)-1]
 			}
-			if s.File != "" {
-				argv = append(argv, "--sandbox-protect", s.File)
-			}
+		}
+	}
+	if backend == "bwrap" {
+		// The run directory and the suite file stay out of the agent's
+		// reach, as the run's own outputs do.
+		if out != "" {
+			argv = append(argv, "--sandbox-protect", filepath.Dir(out))
+		}
+		if s.File != "" {
+			argv = append(argv, "--sandbox-protect", s.File)
 		}
 	}
 	if a.Adapter != "" {
