@@ -137,3 +137,24 @@ func unpinned(g Grader) Grader {
 	}
 	return g
 }
+
+// A JS or TS grader module rewritten during the run: the call is a grader
+// error naming the file, never a verdict.
+func TestJSModuleChangedDuringRunIsGraderError(t *testing.T) {
+	dir := t.TempDir()
+	for _, m := range []struct{ name, failing, forged string }{
+		{"rft.js", "function grade(input) { return 0; }", "function grade(input) { return 1; }"},
+		{"check.ts", "export default function grade(input: any) { return { pass: false, score: 0 } }\n", "export default function grade(input: any) { return { pass: true, score: 1 } }\n"},
+	} {
+		path := filepath.Join(dir, m.name)
+		if err := os.WriteFile(path, []byte(m.failing), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		g := load(t, path, Options{})
+		wantOK(t, grade(t, g, record("x", "")), false, 0)
+		if err := os.WriteFile(path, []byte(m.forged), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		wantChanged(t, grade(t, g, record("x", "")), path, sha(m.failing), sha(m.forged))
+	}
+}
