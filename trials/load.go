@@ -15,6 +15,9 @@ type CaseCount struct {
 	N, C     int
 	Ungraded int
 	Errors   map[string]int
+	// Estimate, for a case of an adaptive trials run, is its unbiased
+	// pass rate: there C/N is biased by the stopping rule.
+	Estimate *float64
 }
 
 func (cc *CaseCount) add(r *schemas.CaptureRecord) {
@@ -96,6 +99,9 @@ func ReadRun(name string, r io.Reader) (*Run, error) {
 			for i := range l.Trials.Trials {
 				rec := l.Trials.Trials[i].Capture()
 				cc.add(&rec)
+			}
+			if a := l.Trials.Adaptive; a != nil && a.PassRate != nil {
+				cc.Estimate = a.PassRate
 			}
 		}
 		return nil

@@ -38,14 +38,24 @@ func PilotOf(r *Run) (Pilot, []string, error) {
 	var p Pilot
 	var warnings []string
 	var short []string
+	adaptive := 0
 	for _, cc := range r.Cases {
 		if cc.N < 2 {
 			short = append(short, cc.ID)
 			continue
 		}
 		p.ids = append(p.ids, cc.ID)
-		p.rates = append(p.rates, float64(cc.C)/float64(cc.N))
+		rate := float64(cc.C) / float64(cc.N)
+		if cc.Estimate != nil {
+			// An adaptive run's c/n is biased by its stopping rule.
+			rate = *cc.Estimate
+			adaptive++
+		}
+		p.rates = append(p.rates, rate)
 		p.trials = append(p.trials, cc.N)
+	}
+	if adaptive > 0 {
+		warnings = append(warnings, fmt.Sprintf("%s is an adaptive run: its cases' unbiased pass rates are used, not c/n, which its stopping rule biases", r.File))
 	}
 	if len(short) > 0 {
 		warnings = append(warnings, fmt.Sprintf("%s: %d case(s) with fewer than 2 graded trials are left out: %s", r.File, len(short), idList(short, 10)))

@@ -3,6 +3,7 @@ package trials
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -152,5 +153,25 @@ func TestTrialsForDifferenceMatchesSimulation(t *testing.T) {
 	t.Logf("from pilots: k=%d, simulated power %.3f", plan.Trials, power)
 	if !plan.Reachable || power < 0.65 || power > 0.95 {
 		t.Errorf("from pilots: k=%d gives power %.3f", plan.Trials, power)
+	}
+}
+
+// An adaptive pilot gives its cases' unbiased estimates, not c/n, which
+// its stopping rule biases, and says so.
+func TestPilotOfAdaptiveRunUsesEstimates(t *testing.T) {
+	est := func(v float64) *float64 { return &v }
+	run := &Run{File: "a.jsonl", Cases: []*CaseCount{
+		{ID: "a", Trials: 5, N: 5, C: 5, Estimate: est(0.9)},
+		{ID: "b", Trials: 40, N: 40, C: 10, Estimate: est(0.3)},
+	}}
+	p, warnings, err := PilotOf(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Variance.PassRate; math.Abs(got-0.6) > 1e-9 {
+		t.Errorf("pilot pass rate %.4f, want 0.6 (the mean of the estimates; c/n gives 0.625)", got)
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "a.jsonl is an adaptive run") {
+		t.Errorf("warnings %q", warnings)
 	}
 }
