@@ -1,6 +1,7 @@
 package trials
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -253,5 +254,41 @@ func TestAdaptiveStopsUngraded(t *testing.T) {
 	// With --fail-on agent_crash they count as failures: the case goes on.
 	if _, stop := p.Replay(map[int]Verdict{1: VerdictOf(&recs[0], map[string]bool{schemas.ErrAgentCrash: true}), 2: VerdictFail}); stop != "" {
 		t.Fatalf("counted failures: stop %q", stop)
+	}
+}
+
+// The headline interval is calibrated, not just wide: when each run's cases
+// are drawn from a population of pass rates (what the interval's bootstrap
+// over cases stands for), the interval of the adaptive headline covers the
+// population's mean pass rate, and its pass@1 curve point covers the same,
+// about 95% of the time: neither under nor over.
+func TestAdaptiveHeadlineCoverage(t *testing.T) {
+	const runs, cases = 400, 30
+	p := Policy{MinK: 5, MaxK: 40, CIWidth: 0.3}
+	est := NewEstimator(p)
+	r := NewRand(2611)
+	truth := mean(adaptiveSuite)
+	covered, coveredAt1 := 0, 0
+	for run := range runs {
+		s := NewSummary(p.MinK)
+		for i := range cases {
+			q := adaptiveSuite[r.IntN(len(adaptiveSuite))]
+			id := fmt.Sprintf("c%d", i)
+			s.Add(BuildAdaptiveRecord(schemas.PromptCase{ID: id}, simulateCase(r, id, q, p), est, nil))
+		}
+		sum := s.Result(uint64(run+1), 300)
+		if sum.PassRateCI.Low <= truth && truth <= sum.PassRateCI.High {
+			covered++
+		}
+		if at1 := sum.PassAt["1"]; at1.Low <= truth && truth <= at1.High {
+			coveredAt1++
+		}
+	}
+	cov, covAt1 := float64(covered)/runs, float64(coveredAt1)/runs
+	t.Logf("headline coverage %.3f, pass@1 coverage %.3f (nominal 0.95, %d runs of %d cases)", cov, covAt1, runs, cases)
+	for name, c := range map[string]float64{"headline": cov, "pass@1": covAt1} {
+		if c < 0.91 || c > 0.985 {
+			t.Errorf("%s interval covers the population mean in %.3f of runs, want 0.91–0.985 around the nominal 0.95", name, c)
+		}
 	}
 }
