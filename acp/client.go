@@ -325,6 +325,9 @@ func (c *Client) Register(sessionID, cwd string, obs Observer) {
 	s := &session{id: sessionID, cwd: cwd, obs: obs, open: map[*Request]context.CancelFunc{}}
 	if c.opts.Terminal != nil {
 		s.terms = newTerminals(*c.opts.Terminal, cwd)
+		if no, ok := obs.(NetworkObserver); ok {
+			s.terms.onNet = no.Network
+		}
 	}
 	c.sessions[sessionID] = s
 	kept := c.unclaimed[:0]

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"harness/internal/orphans"
 	"harness/sandbox"
+	"harness/sandbox/egress"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -28,14 +30,27 @@ type TerminalOptions struct {
 	// Env is the base environment of commands; nil means the harness's own.
 	Env []string
 	// Sandbox, when set, runs each command in it, with the session's
-	// workspace writable.
+	// workspace writable and, unless it is one of UserDirs, under the disk
+	// cap.
 	Sandbox sandbox.Runner
+	// UserDirs are directories of the user's (the run's working
+	// directory): a session working in one of them has its commands' disk
+	// cap cover their private /tmp and HOME only, never the directory.
+	UserDirs []string
+}
+
+// NetworkObserver is an Observer that takes the network connections a
+// session's terminal commands made through the sandbox's allowlist proxy
+// (allowed or denied), each command's as it ends.
+type NetworkObserver interface {
+	Network(conns []egress.Connection)
 }
 
 // terminals are the commands one session started.
 type terminals struct {
 	opts   TerminalOptions
 	root   string
+	onNet  func([]egress.Connection) // the session's NetworkObserver, if any
 	mu     sync.Mutex
 	next   int
 	all    map[string]*terminal
@@ -158,10 +173,13 @@ func (ts *terminals) create(p CreateTerminalRequest) (any, *jsonrpc2.Error, stri
 	if p.OutputByteLimit != nil && *p.OutputByteLimit >= 0 && *p.OutputByteLimit < limit {
 		limit = *p.OutputByteLimit
 	}
+	asked := argv
 	t := &terminal{limit: limit, done: make(chan struct{}), token: orphans.Token()}
 	env = orphans.Env(env, t.token)
 	cleanup := func() {}
 	var started func(int)
+	var limitHit func() string
+	var conns func() []egress.Connection
 	if ts.opts.Sandbox != nil {
 		// The sandbox starts in the directory by its path (the open
 		// descriptor does not cross into it); inside, nothing outside
@@ -170,12 +188,16 @@ func (ts *terminals) create(p CreateTerminalRequest) (any, *jsonrpc2.Error, stri
 		if r, err := os.Readlink(dir); err == nil && strings.HasPrefix(dir, "/proc/self/fd/") {
 			real = r
 		}
-		w, err := ts.opts.Sandbox.Wrap(sandbox.Command{Argv: argv, Dir: real, Env: env, RW: []string{ts.root}})
+		var disk []string
+		if !slices.Contains(ts.opts.UserDirs, ts.root) {
+			disk = []string{ts.root} // a workspace copy, not the user's
+		}
+		w, err := ts.opts.Sandbox.Wrap(sandbox.Command{Argv: argv, Dir: real, Env: env, RW: []string{ts.root}, Disk: disk})
 		if err != nil {
 			return nil, &jsonrpc2.Error{Code: CodeInternalError, Message: "cannot start command: " + err.Error()}, err.Error()
 		}
 		argv, dir, env, cleanup = w.Argv, w.Dir, w.Env, w.Cleanup
-		started = w.Started
+		started, limitHit, conns = w.Started, w.LimitHit, w.Connections
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
@@ -210,16 +232,31 @@ func (ts *terminals) create(p CreateTerminalRequest) (any, *jsonrpc2.Error, stri
 		t.mu.Unlock()
 		t.kill()
 	})
+	onNet := ts.onNet
 	go func() {
 		err := cmd.Wait()
 		timer.Stop()
+		if limitHit != nil {
+			if hit := limitHit(); hit != "" {
+				// The sandbox killed the command at a cap: say so where
+				// the agent and the record see it.
+				fmt.Fprintf(t, "\nharness: %s: the sandbox ended the command\n", hit)
+			}
+		}
+		// Ending the sandbox waits for its connections to close: each is
+		// then complete.
+		cleanup()
+		if conns != nil && onNet != nil {
+			if c := conns(); len(c) > 0 {
+				onNet(c)
+			}
+		}
 		t.mu.Lock()
 		t.exit = exitStatusOf(cmd, err)
 		t.mu.Unlock()
-		cleanup()
 		close(t.done)
 	}()
-	return CreateTerminalResponse{TerminalID: id}, nil, fmt.Sprintf("started %q", argv)
+	return CreateTerminalResponse{TerminalID: id}, nil, fmt.Sprintf("started %q", asked)
 }
 
 func exitStatusOf(cmd *exec.Cmd, err error) *ExitStatus {

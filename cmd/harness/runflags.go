@@ -342,7 +342,7 @@ func (f *runFlags) prepare(e *env, args, agent []string, cmdName string) (*runSe
 		copts.FS = &acp.FSOptions{MaxBytes: f.fsMaxBytes}
 	}
 	if f.terminal {
-		copts.Terminal = &acp.TerminalOptions{Timeout: termTO, MaxOutput: f.terminalMax, Env: agentEnv, Sandbox: sb}
+		copts.Terminal = &acp.TerminalOptions{Timeout: termTO, MaxOutput: f.terminalMax, Env: agentEnv, Sandbox: sb, UserDirs: []string{cwd}}
 	}
 	s.cfg = capture.Config{
 		Agent:            agent,
