@@ -9,12 +9,14 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/pflag"
 
 	"harness/capture"
 	"harness/graders"
 	"harness/results"
+	"harness/sandbox"
 	"harness/schemas"
 	"harness/trials"
 )
@@ -33,6 +35,7 @@ type gradeFlags struct {
 	quiet       bool
 	workspace   string
 	judgeCache  judgeCacheFlags
+	sandbox     sandboxFlags
 	// single-shot mode
 	agentOutput string
 	input       string
@@ -57,6 +60,15 @@ func (f *gradeFlags) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.expected, "expected", "", "single shot: the expected answer")
 	fs.StringVar(&f.hint, "hint", "", "single shot: a grading hint")
 	f.judgeCache.addFlags(fs)
+	f.sandbox.addFlags(fs, "run executable, script, command and test graders (which may run code the agent wrote) in a `sandbox`: none or bwrap (bubblewrap)")
+	// A grader needs no model endpoint: its network is none unless asked.
+	fs.Lookup("sandbox-network").Usage = "with --sandbox bwrap, the graders' `network`: none (the default), allow:HOST[:PORT],... (only those, through a proxy), or host"
+	for _, name := range []string{"sandbox-memory", "sandbox-pids", "sandbox-cpus", "sandbox-disk"} {
+		fl := fs.Lookup(name)
+		fl.Usage = strings.Replace(fl.Usage, "each agent", "each grader process", 1)
+	}
+	fs.Lookup("sandbox-home").Usage = "with --sandbox bwrap, copy `dir` into each grader process's fresh HOME"
+	fs.Lookup("sandbox-protect").Usage = "with --sandbox bwrap, keep `path` read-only even inside a writable directory (the inputs, output, graders and prompts are kept so anyway); repeatable"
 }
 
 func newGradeCmd() *command {
@@ -86,7 +98,15 @@ Examples:
   harness grade results.jsonl.zst -g judge.yaml --sample 5 --seed 7
   harness grade run1.jsonl run2.jsonl -g format.yaml -g quality.yaml -j 8 -o out.jsonl.zst
   harness grade results.jsonl -g ./check.ts --prompts prompts.jsonl -o out.jsonl
-  harness grade -g ./grader.py --agent-output "The answer is 42" --input "15+27?" --expected 42`,
+  harness grade results.jsonl -g tests.yaml --workspace repo/ --sandbox bwrap -o regraded.jsonl
+  harness grade -g ./grader.py --agent-output "The answer is 42" --input "15+27?" --expected 42
+
+Graders that run programs on the record's workspace (a test runner, a
+script, a command) run code the agent wrote: for records of an untrusted
+agent, give --sandbox bwrap, which runs each of them as capture and trials
+do, with only the workspace writable, the user's files hidden, no network
+(--sandbox-network none unless asked) and the caps of --sandbox-memory,
+-pids, -cpus and -disk.`,
 		flags: pflag.NewFlagSet("grade", pflag.ContinueOnError),
 	}
 	f.addFlags(c.flags)
@@ -131,6 +151,22 @@ func runGrade(ctx context.Context, e *env, fs *pflag.FlagSet, f *gradeFlags, arg
 	if wd, err := os.Getwd(); err == nil {
 		opts.Dir = wd
 	}
+	if f.sandbox.backend == "bwrap" && !fs.Changed("sandbox-network") {
+		f.sandbox.network = "none"
+	}
+	sb, err := f.sandbox.runner(nil, nil, nil)
+	if err != nil {
+		return err
+	}
+	opts.Sandbox = sb
+	if bw, ok := sb.(*sandbox.Bwrap); ok {
+		bw.Protect(f.gradeFiles(args, opts.Dir)...)
+		if !f.quiet {
+			for _, w := range bw.Warnings() {
+				fmt.Fprintf(e.stderr, "warning: %s\n", w)
+			}
+		}
+	}
 	if f.timeout != "" {
 		d, err := schemas.ParseDuration(f.timeout)
 		if err != nil || d <= 0 {
@@ -156,6 +192,30 @@ func runGrade(ctx context.Context, e *env, fs *pflag.FlagSet, f *gradeFlags, arg
 		return gradeSingle(ctx, e, f, gs)
 	}
 	return gradeFiles(ctx, e, f, args, gs, names)
+}
+
+// gradeFiles are the files of a grade run kept read-only in its sandbox:
+// the records it reads, its output and summary, the prompts, every grader
+// (its file and directory), the workspace template and --sandbox-protect
+// paths.
+func (f *gradeFlags) gradeFiles(inputs []string, dir string) []string {
+	files := []string{f.prompts, f.workspace}
+	for _, name := range inputs {
+		if name != "-" {
+			files = append(files, name)
+		}
+	}
+	if f.output != "" && f.output != "-" {
+		files = append(files, f.output, summaryBeside(f.output))
+	}
+	for _, spec := range f.graders {
+		p := spec
+		if !filepath.IsAbs(p) && dir != "" {
+			p = filepath.Join(dir, p)
+		}
+		files = append(files, p, filepath.Dir(p))
+	}
+	return append(files, f.sandbox.protect...)
 }
 
 // gradeSingle grades one synthetic record and prints the result.
