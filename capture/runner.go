@@ -108,6 +108,16 @@ type Config struct {
 	// event stream mapped onto the same trajectory. Client, Auth and
 	// MCPServers do not apply.
 	Adapter *headless.Adapter
+	// Warm is how many units each worker prepares ahead while its current
+	// unit runs: workspace copy and session on the worker's agent, or,
+	// when every unit needs an agent process of its own (a sandbox with
+	// workspaces, an image, FreshProcess), that agent too, started in the
+	// unit's copy or layer and initialized. 0 means 1; negative disables
+	// it. A shared agent prepares one unit ahead at most.
+	Warm int
+	// Control, when set, is told of every turn's answer as it arrives and
+	// can stop the run (see Control).
+	Control Control
 }
 
 func (c *Config) defaults() {
@@ -132,7 +142,13 @@ func (c *Config) defaults() {
 	if c.Kill == nil {
 		c.Kill = make(chan struct{})
 	}
+	if c.Warm == 0 {
+		c.Warm = 1
+	}
 }
+
+// warmDepth is how many units a worker prepares ahead (0: none).
+func (c *Config) warmDepth() int { return max(c.Warm, 0) }
 
 // Unit is one trial of one case.
 type Unit struct {
@@ -187,13 +203,16 @@ type Runner struct {
 	trees     map[string]*sourceListing    // baselines of workspace sources, by path
 	scratch   string                       // the first agent's directory, when it has its own
 	ready     chan *agent                  // agents started by Preflight, adopted by workers
+	retiring  *retirer                     // agents shutting down in the background
 	stats     Stats
 }
 
 // NewRunner returns a runner for cfg.
 func NewRunner(cfg Config) *Runner {
 	cfg.defaults()
-	return &Runner{cfg: cfg, ready: make(chan *agent, 1), stats: Stats{Errors: map[string]int{}}}
+	// Each worker may leave its last agent and its prepared ones behind.
+	lingering := cfg.Concurrency * (2 + cfg.warmDepth())
+	return &Runner{cfg: cfg, ready: make(chan *agent, 1), retiring: newRetirer(lingering), stats: Stats{Errors: map[string]int{}}}
 }
 
 // AgentError is an agent that could not be brought up to a usable state.
@@ -270,6 +289,17 @@ func (r *Runner) Run(ctx context.Context, units iter.Seq[Unit], emit func(*schem
 	work := make(chan Unit)
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
+	if r.cfg.Control != nil {
+		// A limit reached starts no new unit and cancels the turns in
+		// flight; records already answered are kept as they are.
+		go func() {
+			select {
+			case <-r.cfg.Control.Stopped():
+				stop()
+			case <-runCtx.Done():
+			}
+		}()
+	}
 	var (
 		emitErr  error
 		emitOnce sync.Once
@@ -351,6 +381,8 @@ func (r *Runner) Run(ctx context.Context, units iter.Seq[Unit], emit func(*schem
 		r.retire(ag)
 	default:
 	}
+	// No agent outlives the run.
+	r.retiring.wait()
 	r.removeScratch()
 	return &r.stats, emitErr
 }
@@ -361,6 +393,18 @@ type agent struct {
 	client *acp.Client
 	init   *acp.InitializeResponse
 	dead   bool
+
+	// gone is closed once the agent has retired and its process is gone.
+	gone       chan struct{}
+	retireOnce sync.Once
+	// open counts the finished cases on it still collecting late
+	// updates; an agent let go while some are open retires when the last
+	// closes (guarded by the worker's mutex).
+	open          int
+	retireOnClose bool
+	// perCase says it was started in its unit's own directory (workspace
+	// copy in a sandbox, or layer), which outlives it.
+	perCase bool
 
 	netMu   sync.Mutex
 	netLeft []egress.Connection // taken, but made after the case that took them
@@ -402,7 +446,6 @@ func (a *agent) reap() {
 }
 
 func (a *agent) shutdown(grace time.Duration) {
-	a.dead = true
 	a.client.Close()
 	a.proc.Shutdown(grace)
 }
@@ -417,10 +460,23 @@ type Stray struct {
 	What string
 }
 
-// retire shuts an agent down and reports to the run's log what it sent
-// that no case took.
+// retire shuts an agent down in the background (stdin closed, then
+// SIGTERM, then SIGKILL, each after a short grace) and reports to the
+// run's log what it sent that no case took. Every record it served is
+// complete before it is retired; Run waits for it before returning.
 func (r *Runner) retire(a *agent) {
-	a.shutdown(r.cfg.CancelGrace)
+	a.retireOnce.Do(func() {
+		a.dead = true
+		grace := min(r.cfg.CancelGrace, retireGrace)
+		r.retiring.start(func() {
+			a.shutdown(grace)
+			r.logStrays(a)
+		}, func() { close(a.gone) })
+	})
+}
+
+// logStrays tells the run's log what the agent sent that no case took.
+func (r *Runner) logStrays(a *agent) {
 	strays, dropped := a.client.TakeStrays()
 	if r.cfg.Log == nil {
 		return
@@ -507,7 +563,7 @@ func (r *Runner) startAgentWith(ctx context.Context, dir string, sb sandbox.Runn
 	if err != nil {
 		return nil, &schemas.ErrorInfo{Class: schemas.ErrAgentStart, Message: err.Error()}
 	}
-	ag := &agent{proc: proc, client: acp.Connect(context.Background(), proc.Stdout(), proc.Stdin(), copts)}
+	ag := &agent{proc: proc, client: acp.Connect(context.Background(), proc.Stdout(), proc.Stdin(), copts), gone: make(chan struct{})}
 	ictx, cancel := context.WithTimeout(ctx, r.cfg.StartupTimeout)
 	defer cancel()
 	init, err := ag.client.Initialize(ictx)

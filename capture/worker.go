@@ -49,7 +49,15 @@ type caseRun struct {
 }
 
 func (w *worker) loop(ctx context.Context, work <-chan Unit) {
+	// ahead holds the units prepared while the current one runs, in the
+	// order they were taken.
+	var ahead []*prepared
 	defer func() {
+		// Units prepared but never played leave nothing behind: no
+		// record (--resume runs them), no agent, no workspace.
+		for _, p := range ahead {
+			w.discard(p)
+		}
 		// Give the last cases their settle time for late updates.
 		w.mu.Lock()
 		wait := time.Until(w.lastOpen)
@@ -63,19 +71,19 @@ func (w *worker) loop(ctx context.Context, work <-chan Unit) {
 		}
 		w.closeAll()
 		if w.ag != nil {
-			w.r.retire(w.ag)
+			w.release(w.ag)
+			w.ag = nil
 		}
 	}()
-	var next *prepared
 	closed := false
 	for {
 		var run *caseRun
-		if next != nil {
-			run = w.take(ctx, next)
-			if run == nil {
-				run = w.setup(ctx, next.run.unit)
+		if len(ahead) > 0 {
+			p := ahead[0]
+			ahead = ahead[1:]
+			if run = w.take(ctx, p); run == nil {
+				run = w.setup(ctx, p.run.unit)
 			}
-			next = nil
 		} else {
 			if closed {
 				return
@@ -89,17 +97,20 @@ func (w *worker) loop(ctx context.Context, work <-chan Unit) {
 		if run == nil {
 			continue
 		}
-		// While this case's turns run, the next one gets its workspace
-		// and session, so its prompt goes out as soon as this one ends.
-		if !closed && w.canPrefetch() {
+		// While this case's turns run, the next ones get their workspace,
+		// agent (when each unit has its own) and session, so the next
+		// prompt goes out as soon as this case ends.
+	fill:
+		for !closed && ctx.Err() == nil && len(ahead) < w.depth() {
 			select {
 			case u, ok := <-work:
-				if ok {
-					next = w.prefetch(ctx, u)
-				} else {
+				if !ok {
 					closed = true
+					break fill
 				}
+				ahead = append(ahead, w.prefetch(ctx, u))
 			default:
+				break fill
 			}
 		}
 		if w.play(ctx, run) {
@@ -113,20 +124,48 @@ func (w *worker) loop(ctx context.Context, work <-chan Unit) {
 	}
 }
 
-// prepared is a unit whose workspace and session are being made ahead of
-// its turn.
+// prepared is a unit whose workspace and session (and, when it needs one
+// of its own, agent) are being made ahead of its turn.
 type prepared struct {
 	run  *caseRun
-	ag   *agent
+	ag   *agent // the agent its session is on
+	own  bool   // ag was started for this unit alone
+	cold bool   // nothing was prepared: the unit is set up when its turn comes
 	done chan struct{}
-	err  error // from session/new
+	err  error              // from the workspace or session/new
+	info *schemas.ErrorInfo // from starting the agent
 }
 
-// canPrefetch says whether the next unit can be prepared on the current
-// agent while this one runs.
-func (w *worker) canPrefetch() bool {
+// depth is how many units the worker prepares ahead: none with warm start
+// off, one on a shared agent, Warm when every unit has an agent of its own.
+func (w *worker) depth() int {
+	d := w.r.cfg.warmDepth()
+	if d == 0 || w.ag == nil || w.ag.dead {
+		return 0
+	}
+	if w.sharedAgents() {
+		return 1
+	}
+	return d
+}
+
+// sharedAgents says whether units share the worker's agent: no sandbox
+// with workspaces, no image, no FreshProcess.
+func (w *worker) sharedAgents() bool {
 	cfg := &w.r.cfg
-	return !cfg.FreshProcess && w.ag != nil && !w.ag.dead && !(cfg.Sandbox != nil && (cfg.Workspace != "" || cfg.AnyCaseWorkspace)) && cfg.Image == nil
+	return !cfg.FreshProcess && !w.r.ownDirs() && cfg.Image == nil
+}
+
+// ownAgent says whether u needs an agent process of its own.
+func (w *worker) ownAgent(u Unit) bool {
+	return w.r.cfg.FreshProcess || w.perCase(u)
+}
+
+// perCase says whether u's agent starts in the unit's own directory (its
+// workspace copy in a sandbox, or its layer), the only place it can write.
+func (w *worker) perCase(u Unit) bool {
+	cfg := &w.r.cfg
+	return cfg.Sandbox != nil && w.hasTemplate(u) || cfg.Image != nil
 }
 
 // hasTemplate says whether the unit runs in a workspace copy.
@@ -134,64 +173,154 @@ func (w *worker) hasTemplate(u Unit) bool {
 	return w.r.cfg.Workspace != "" || u.Case.Workspace != ""
 }
 
-// prefetch starts preparing u on the current agent: its workspace copy and
-// its session. The session is registered at once, so updates the agent
-// sends for it go to its own record, but it becomes the active session
-// only when its turn comes.
+// prefetch starts preparing u while the current unit runs. On a shared
+// agent that is its workspace copy and session; when u needs an agent of
+// its own, that agent is started too, in the unit's copy or layer, and
+// initialized. The session is registered at once, so updates the agent
+// sends for it go to its own record, but on a shared agent it becomes the
+// active session only when its turn comes.
 func (w *worker) prefetch(ctx context.Context, u Unit) *prepared {
 	run := w.newRun(u)
-	p := &prepared{run: run, ag: w.ag, done: make(chan struct{})}
-	run.ag = w.ag
-	setProvenance(run.record, w.ag)
-	go func() {
-		defer close(p.done)
-		cwd, err := w.workspace(run)
-		if err != nil {
-			p.err = err
-			return
-		}
-		sctx, cancel := context.WithTimeout(ctx, w.r.cfg.StartupTimeout)
-		defer cancel()
-		sess, err := p.ag.client.NewSessionMeta(sctx, cwd, w.r.cfg.MCPServers, unitMeta(p.ag, u))
-		if err != nil {
-			p.err = err
-			return
-		}
-		run.sessionID = sess.SessionID
-		run.record.Session = &schemas.Session{ID: sess.SessionID, Meta: sess.Meta}
-		run.sessionDur = time.Since(run.start)
-		p.ag.client.Register(sess.SessionID, cwd, run.rec)
-	}()
+	p := &prepared{run: run, done: make(chan struct{})}
+	switch {
+	case w.ownAgent(u):
+		p.own = true
+		go func() {
+			defer close(p.done)
+			w.prepareOwn(ctx, p)
+		}()
+	case w.sharedAgents():
+		p.ag = w.ag
+		run.ag = w.ag
+		setProvenance(run.record, w.ag)
+		go func() {
+			defer close(p.done)
+			cwd, err := w.workspace(run)
+			if err != nil {
+				p.err = err
+				return
+			}
+			w.newSession(ctx, p, cwd, false)
+		}()
+	default:
+		// A unit without a workspace in a sandboxed run whose other
+		// units have one: it is set up when its turn comes.
+		p.cold = true
+		close(p.done)
+	}
 	return p
 }
 
+// prepareOwn makes a unit's workspace copy (or layer), starts its agent
+// there and creates its session.
+func (w *worker) prepareOwn(ctx context.Context, p *prepared) {
+	cfg := &w.r.cfg
+	run := p.run
+	cwd, err := w.workspace(run)
+	if err != nil {
+		p.err = err
+		return
+	}
+	dir := cfg.AgentDir
+	if w.perCase(run.unit) {
+		dir = cwd
+	}
+	ag, info := w.startAgentFor(ctx, run, dir)
+	if info != nil {
+		p.info = info
+		return
+	}
+	ag.perCase = w.perCase(run.unit)
+	p.ag, run.ag = ag, ag
+	setProvenance(run.record, ag)
+	w.newSession(ctx, p, cwd, true)
+}
+
+// newSession creates a prepared unit's session on p.ag and routes its
+// messages to the unit's recorder (attach: also as the active session).
+func (w *worker) newSession(ctx context.Context, p *prepared, cwd string, attach bool) {
+	run := p.run
+	sctx, cancel := context.WithTimeout(ctx, w.r.cfg.StartupTimeout)
+	defer cancel()
+	sess, err := p.ag.client.NewSessionMeta(sctx, cwd, w.r.cfg.MCPServers, unitMeta(p.ag, run.unit))
+	if err != nil {
+		p.err = err
+		return
+	}
+	run.sessionID = sess.SessionID
+	run.record.Session = &schemas.Session{ID: sess.SessionID, Meta: sess.Meta}
+	run.sessionDur = time.Since(run.start)
+	if attach {
+		p.ag.client.Attach(sess.SessionID, cwd, run.rec)
+	} else {
+		p.ag.client.Register(sess.SessionID, cwd, run.rec)
+	}
+}
+
 // take waits for a prepared unit and returns it ready to play, or nil when
-// it must be set up again from the start (its session failed, or the agent
-// it was made on is gone); the half-made parts are dropped.
+// it must be set up again from the start (nothing was prepared, its
+// preparation failed, the run is stopping, or the agent it was made on is
+// gone); the half-made parts are dropped.
 func (w *worker) take(ctx context.Context, p *prepared) *caseRun {
 	<-p.done
 	run := p.run
-	if p.err == nil && ctx.Err() == nil && p.ag == w.ag && !w.ag.dead {
+	usable := !p.cold && p.err == nil && p.info == nil && ctx.Err() == nil && p.ag != nil && !p.ag.dead
+	if usable && !p.own && p.ag != w.ag {
+		usable = false
+	}
+	if usable {
 		select {
-		case <-w.ag.proc.Exited():
+		case <-p.ag.proc.Exited():
+			usable = false
 		default:
-			w.ag.client.Activate(run.sessionID)
-			// The case's clock starts when its session did: the wait for
-			// the case before it is not its time.
-			now := time.Now()
-			run.start = now.Add(-run.sessionDur)
-			run.record.Timing.Start = run.start.UnixMilli()
-			run.prefetched = true
-			return run
 		}
 	}
-	if run.sessionID != "" {
+	if !usable {
+		w.discard(p)
+		return nil
+	}
+	if p.own {
+		// The unit's own agent takes over; the one before retires once
+		// its last case has had its settle time.
+		if w.ag != nil {
+			w.release(w.ag)
+		}
+		w.ag = p.ag
+	} else {
+		w.ag.client.Activate(run.sessionID)
+	}
+	// The case's clock starts when its preparation would have, had it
+	// started now: the wait for the case before it is not its time, and
+	// sessionCreation stays what making its workspace, agent and
+	// session took.
+	now := time.Now()
+	run.start = now.Add(-run.sessionDur)
+	run.record.Timing.Start = run.start.UnixMilli()
+	run.prefetched = true
+	return run
+}
+
+// discard drops a prepared unit that will not be played as prepared: its
+// session, its agent if it had its own (retired in the background), and
+// its workspace copy or layer once that agent is gone.
+func (w *worker) discard(p *prepared) {
+	<-p.done
+	run := p.run
+	if p.ag != nil && run.sessionID != "" && !p.ag.dead {
 		p.ag.client.Detach(run.sessionID)
 	}
-	if run.ws != nil {
-		run.ws.Remove()
+	remove := func() {
+		if run.ws != nil {
+			run.ws.Remove()
+		}
+		w.removeLayer(run)
 	}
-	return nil
+	if p.own && p.ag != nil {
+		w.r.retire(p.ag)
+		w.r.retiring.after(p.ag.gone, remove)
+		return
+	}
+	remove()
 }
 
 // unitMeta tells an agent that asked for it (harness replay) which case
@@ -263,6 +392,7 @@ func (w *worker) keepOpen(run *caseRun) {
 		w.open = map[*caseRun]bool{}
 	}
 	w.open[run] = true
+	run.ag.open++
 	w.lastOpen = time.Now().Add(w.r.cfg.Settle)
 	run.settle = time.AfterFunc(w.r.cfg.Settle, func() { w.close(run) })
 }
@@ -273,8 +403,29 @@ func (w *worker) close(run *caseRun) {
 		w.finish(run)
 		w.mu.Lock()
 		delete(w.open, run)
+		ag := run.ag
+		ag.open--
+		last := ag.open == 0 && ag.retireOnClose
 		w.mu.Unlock()
+		if last {
+			w.r.retire(ag)
+		}
 	})
+}
+
+// release lets go of an agent the worker no longer runs units on: it
+// retires in the background, at once or, while finished cases on it are
+// still collecting late updates, when the last of them closes.
+func (w *worker) release(ag *agent) {
+	w.mu.Lock()
+	wait := ag.open > 0
+	if wait {
+		ag.retireOnClose = true
+	}
+	w.mu.Unlock()
+	if !wait {
+		w.r.retire(ag)
+	}
 }
 
 // closeAll seals every open case now: before their agent goes away, and at
@@ -309,11 +460,11 @@ func (w *worker) setup(ctx context.Context, u Unit) *caseRun {
 		}
 	}
 	// A sandboxed agent can write only its own case's workspace: it gets
-	// a process of its own, started in the copy.
-	perCase := cfg.Sandbox != nil && w.hasTemplate(u) || cfg.Image != nil
-	if w.ag != nil && (w.ag.dead || cfg.FreshProcess || perCase) {
-		w.closeAll()
-		w.r.retire(w.ag)
+	// a process of its own, started in the copy. The agent before it
+	// retires in the background once its last case has settled.
+	perCase := w.perCase(u)
+	if w.ag != nil && (w.ag.dead || cfg.FreshProcess || perCase || w.ag.perCase) {
+		w.release(w.ag)
 		w.ag = nil
 	}
 	var cwd string
@@ -325,7 +476,6 @@ func (w *worker) setup(ctx context.Context, u Unit) *caseRun {
 		}
 	}
 	if w.ag == nil {
-		w.closeAll()
 		dir := cfg.AgentDir
 		if perCase {
 			dir = cwd
@@ -338,6 +488,7 @@ func (w *worker) setup(ctx context.Context, u Unit) *caseRun {
 			w.fail(run, info)
 			return nil
 		}
+		ag.perCase = perCase
 		w.ag = ag
 	}
 	run.ag = w.ag
@@ -368,6 +519,7 @@ func (w *worker) setup(ctx context.Context, u Unit) *caseRun {
 			w.fail(run, info)
 			return nil
 		}
+		ag.perCase = perCase
 		w.ag, run.ag = ag, ag
 		setProvenance(run.record, ag)
 		sctx, cancel := context.WithTimeout(ctx, cfg.StartupTimeout)
@@ -428,9 +580,11 @@ func (w *worker) play(ctx context.Context, run *caseRun) (retry bool) {
 			if run.ws != nil {
 				run.ws.Remove()
 			}
+			w.removeLayer(run)
 			return true
 		}
 		run.rec.EndTurn(resp)
+		w.answered(run, info)
 		if resp != nil {
 			run.stops = append(run.stops, resp.StopReason)
 		}
@@ -609,10 +763,18 @@ func (w *worker) finish(run *caseRun) {
 	// Grading goes on beside the next case; it may read the workspace, which
 	// is removed once it is done.
 	w.emit(rec, run.unit.Case, func() {
-		if run.ws != nil && !cfg.KeepWorkspaces {
-			run.ws.Remove()
+		remove := func() {
+			if run.ws != nil && !cfg.KeepWorkspaces {
+				run.ws.Remove()
+			}
+			w.removeLayer(run)
 		}
-		w.removeLayer(run)
+		if run.ag != nil && run.ag.perCase {
+			// The agent runs in the copy or layer until it has retired.
+			w.r.retiring.after(run.ag.gone, remove)
+			return
+		}
+		remove()
 	})
 }
 

@@ -18,6 +18,7 @@ import (
 	"harness/cost"
 	"harness/report"
 	"harness/results"
+	"harness/runctl"
 	"harness/schemas"
 	"harness/trials"
 )
@@ -193,6 +194,16 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 		setup.cfg.Log = func(s capture.Stray) { strays.add(e.stderr, setup, s) }
 	}
 	defer strays.finish(e.stderr)
+	price := func(rec *schemas.CaptureRecord) *schemas.Cost {
+		if c := cost.Of(rec, f.prices, f.agentModel); c.Tokens() > 0 || c.USD != nil {
+			return c
+		}
+		return nil
+	}
+	// The budget and --stop-on are decided as each turn answers, so no
+	// unit starts once a limit is reached.
+	ctl := runctl.New(runctl.Limits{MaxUSD: f.maxCost, MaxTokens: f.maxTokens, StopOn: f.stopOn}, price)
+	setup.cfg.Control = ctl
 	runner := capture.NewRunner(setup.cfg)
 	init, err := runner.Preflight(ctx)
 	if err != nil {
@@ -219,16 +230,13 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 	case init.AgentInfo != nil:
 		log.printf("agent %s %s (ACP %d); %s\n", init.AgentInfo.Name, init.AgentInfo.Version, init.ProtocolVersion, plural(total, "unit"))
 	}
-	runCtx, stopRun := context.WithCancel(ctx)
-	defer stopRun()
-	var stoppedBy atomic.Pointer[schemas.CaptureRecord]
 	var mu sync.Mutex
 	var spent *schemas.Cost
 	var reported float64 // of spent's dollars, those the agent reported itself
-	var budgetHit atomic.Bool
 	// finished counts the units that ran to the end (not interrupted): a
 	// budget spent by the last of them stopped nothing.
 	var finished atomic.Int64
+	var grown atomic.Int64 // units an adaptive run added as it went
 	if f.maxCost > 0 && len(f.prices) == 0 {
 		log.printf("warning: --max-cost without --prices counts only the cost agents report themselves\n")
 	}
@@ -243,23 +251,14 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 		if shared != nil {
 			shared.see(rec)
 		}
-		if rec.Error != nil && slices.Contains(f.stopOn, rec.Error.Class) && stoppedBy.CompareAndSwap(nil, rec) {
-			stopRun() // no new work: every case would fail the same way
-		}
-		if c := cost.Of(rec, f.prices, f.agentModel); c.Tokens() > 0 || c.USD != nil {
-			rec.Cost = c
-		}
+		rec.Cost = price(rec)
+		ctl.Record(rec)
 		mu.Lock()
 		spent = spent.Add(rec.Cost)
 		if rec.Cost != nil && rec.Cost.USD != nil {
 			reported += agentReportedUSD(rec, f.prices, f.agentModel)
 		}
-		over := f.maxCost > 0 && spent != nil && spent.USD != nil && *spent.USD >= f.maxCost ||
-			f.maxTokens > 0 && spent.Tokens() >= f.maxTokens
 		mu.Unlock()
-		if over && budgetHit.CompareAndSwap(false, true) {
-			stopRun() // the budget is spent: no new work
-		}
 		var err error
 		if collect != nil {
 			mu.Lock()
@@ -275,15 +274,28 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 		return nil
 	}
 	if growing != nil {
-		units = growing(runCtx, log.grow)
+		// The schedule of an adaptive run ends with the run's stop too.
+		seqCtx, stopSeq := context.WithCancel(ctx)
+		defer stopSeq()
+		go func() {
+			select {
+			case <-ctl.Stopped():
+				stopSeq()
+			case <-seqCtx.Done():
+			}
+		}()
+		units = growing(seqCtx, func(n int) { grown.Add(int64(n)); log.grow(n) })
 	}
-	stats, runErr := runner.Run(runCtx, units, emit)
-	if budgetHit.Load() && growing == nil && finished.Load() == int64(total) {
-		budgetHit.Store(false) // every unit ran: the budget stopped nothing
+	stats, runErr := runner.Run(ctx, units, emit)
+	if stop := ctl.Stop(); stop != nil && stop.Kind == runctl.KindBudget && finished.Load() == int64(total)+grown.Load() {
+		ctl.Reset() // every unit ran: the budget stopped nothing
 	}
+	stop := ctl.Stop()
+	notRun := int64(total) + grown.Load() - finished.Load()
+	budgetHit := stop != nil && stop.Kind == runctl.KindBudget
 	var gateErr error
 	if hooks.finish != nil && runErr == nil {
-		gateErr = hooks.finish(out, stats, ctx.Err() != nil || budgetHit.Load())
+		gateErr = hooks.finish(out, stats, ctx.Err() != nil || budgetHit)
 		var ee *exitError
 		if gateErr != nil && !errors.As(gateErr, &ee) {
 			runErr, gateErr = outputError(gateErr), nil
@@ -309,17 +321,13 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 	if runErr == nil && (f.junit != "" || f.markdown != "") {
 		runErr = writeCIReports(f)
 	}
-	if budgetHit.Load() && runErr == nil && ctx.Err() == nil {
-		limit := fmt.Sprintf("--max-tokens %d", f.maxTokens)
-		if f.maxCost > 0 && spent.USD != nil && *spent.USD >= f.maxCost {
-			limit = fmt.Sprintf("--max-cost %g", f.maxCost)
-		}
-		return withCode(exitBudget, fmt.Errorf("budget spent (%s; %s): no new work was started; the output holds every finished record, continue with --resume and a larger budget",
-			cost.Format(spent), limit))
+	if budgetHit && runErr == nil && ctx.Err() == nil {
+		return withCode(exitBudget, fmt.Errorf("budget spent (%s; %s): no new work was started, %s not run; the output holds every finished record, continue with --resume and a larger budget",
+			cost.Format(spent), stop.Limit, plural(int(notRun), "unit")))
 	}
-	if rec := stoppedBy.Load(); rec != nil && runErr == nil && ctx.Err() == nil {
-		return withCode(exitInfraErrors, fmt.Errorf("stopped at the first %s error (case %q trial %d): %s; the output holds every finished record, continue with --resume",
-			rec.Error.Class, rec.ID, max(rec.Trial, 1), firstLine(rec.Error.Message)))
+	if stop != nil && stop.Kind == runctl.KindStopOn && runErr == nil && ctx.Err() == nil {
+		return withCode(exitInfraErrors, fmt.Errorf("stopped at the first %s error (case %q trial %d): %s; %s not run; the output holds every finished record, continue with --resume",
+			stop.Error.Class, stop.ID, max(stop.Trial, 1), firstLine(stop.Error.Message), plural(int(notRun), "unit")))
 	}
 	switch {
 	case foreign != nil:

@@ -1,0 +1,45 @@
+package capture
+
+import "harness/schemas"
+
+// Control watches a run as it goes and stops it on time: it is told of
+// every turn's answer the moment it arrives (before the settle time, before
+// grading), and once it closes Stopped the runner starts no new unit,
+// drops the units it had prepared ahead (no record: --resume runs them),
+// and cancels the turns in flight (their records say interrupted). Records
+// whose turns had answered are written as they are.
+type Control interface {
+	// Answered is told of a unit as one of its turns answers: a record
+	// with the unit's id, trial, usage so far and error, if any. It is
+	// called from several workers at once.
+	Answered(rec *schemas.CaptureRecord)
+	// Stopped is closed once the run must end.
+	Stopped() <-chan struct{}
+}
+
+// answered tells the run's Control, if any, that a turn of run answered.
+func (w *worker) answered(run *caseRun, info *schemas.ErrorInfo) {
+	ctl := w.r.cfg.Control
+	if ctl == nil {
+		return
+	}
+	rec := &schemas.CaptureRecord{ID: run.unit.Case.ID, Trial: run.unit.Trial, Usage: run.rec.usageSoFar(), Error: info}
+	ctl.Answered(rec)
+}
+
+// usageSoFar is the usage the case has reported up to now (nil for none).
+func (r *Recorder) usageSoFar() *schemas.Usage {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.hasUsage {
+		return nil
+	}
+	u := r.usage
+	for _, f := range []**int64{&u.Used, &u.Size, &u.InputTokens, &u.OutputTokens, &u.TotalTokens, &u.ThoughtTokens, &u.CachedReadTokens, &u.CachedWriteTokens} {
+		if *f != nil {
+			v := **f
+			*f = &v
+		}
+	}
+	return &u
+}

@@ -1,0 +1,166 @@
+// Package runctl decides when a run stops early: a budget of dollars or
+// tokens (--max-cost, --max-tokens) and error classes that end the run
+// (--stop-on). A Controller is told of every turn's answer as it arrives,
+// with the unit's usage so far, and of every finished record; the moment
+// a limit is reached it closes Stopped, so the runner starts no new unit.
+//
+// Costs are counted once per unit: the provisional cost of a unit whose
+// record is not in yet (its turns' usage, priced) is replaced by its
+// record's final cost (with late usage and the judge's tokens) when the
+// record arrives.
+package runctl
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+
+	"harness/schemas"
+)
+
+// Limits are the conditions that end a run before its last unit.
+type Limits struct {
+	// MaxUSD stops the run once it has cost this many dollars (0: no
+	// limit).
+	MaxUSD float64
+	// MaxTokens stops the run once it has used this many tokens, the
+	// agent's and the judge's (0: no limit).
+	MaxTokens int64
+	// StopOn stops the run at the first record (or turn) with an error
+	// of one of these classes.
+	StopOn []string
+}
+
+// Stop kinds.
+const (
+	// KindBudget: MaxUSD or MaxTokens was reached.
+	KindBudget = "budget"
+	// KindStopOn: a unit failed with an error class of StopOn.
+	KindStopOn = "stop-on"
+)
+
+// Stop says why a run stopped.
+type Stop struct {
+	// Kind is KindBudget or KindStopOn.
+	Kind string
+	// Limit names the limit as its flag does: "--max-cost 0.03",
+	// "--max-tokens 100", "--stop-on auth_required".
+	Limit string
+	// Spent is what the run had cost when it stopped.
+	Spent *schemas.Cost
+	// ID, Trial and Error are the unit that stopped a KindStopOn run and
+	// its error.
+	ID    string
+	Trial int
+	Error *schemas.ErrorInfo
+}
+
+// Controller applies Limits to a run as it goes. Its methods may be called
+// from several goroutines at once.
+type Controller struct {
+	limits  Limits
+	price   func(*schemas.CaptureRecord) *schemas.Cost
+	stopped chan struct{}
+
+	mu      sync.Mutex
+	final   *schemas.Cost          // records that are in
+	pending map[unit]*schemas.Cost // units whose turns answered, record not in yet
+	stop    *Stop
+}
+
+type unit struct {
+	id    string
+	trial int
+}
+
+// New returns a controller for limits; price gives the cost of a record
+// (of its usage and scores).
+func New(limits Limits, price func(*schemas.CaptureRecord) *schemas.Cost) *Controller {
+	return &Controller{limits: limits, price: price, stopped: make(chan struct{}), pending: map[unit]*schemas.Cost{}}
+}
+
+// Answered takes a unit's state as one of its turns answers: its usage so
+// far (priced provisionally) and its error, if any.
+func (c *Controller) Answered(rec *schemas.CaptureRecord) {
+	cost := c.price(rec)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pending[unit{rec.ID, rec.Trial}] = cost
+	c.check(rec)
+}
+
+// Record takes a finished record, whose Cost is final, in place of what its
+// turns reported.
+func (c *Controller) Record(rec *schemas.CaptureRecord) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.pending, unit{rec.ID, rec.Trial})
+	c.final = c.final.Add(rec.Cost)
+	if rec.Error != nil && rec.Error.Class == schemas.ErrInterrupted {
+		return // a stop is not a verdict
+	}
+	c.check(rec)
+}
+
+// check stops the run if rec's error or the spending reach a limit; c.mu
+// is held.
+func (c *Controller) check(rec *schemas.CaptureRecord) {
+	if c.stop != nil {
+		return
+	}
+	if e := rec.Error; e != nil && slices.Contains(c.limits.StopOn, e.Class) {
+		c.halt(&Stop{Kind: KindStopOn, Limit: "--stop-on " + e.Class, ID: rec.ID, Trial: rec.Trial, Error: e})
+		return
+	}
+	spent := c.spentLocked()
+	switch {
+	case c.limits.MaxUSD > 0 && spent != nil && spent.USD != nil && *spent.USD >= c.limits.MaxUSD:
+		c.halt(&Stop{Kind: KindBudget, Limit: fmt.Sprintf("--max-cost %g", c.limits.MaxUSD)})
+	case c.limits.MaxTokens > 0 && spent.Tokens() >= c.limits.MaxTokens:
+		c.halt(&Stop{Kind: KindBudget, Limit: fmt.Sprintf("--max-tokens %d", c.limits.MaxTokens)})
+	}
+}
+
+func (c *Controller) halt(s *Stop) {
+	s.Spent = c.spentLocked()
+	c.stop = s
+	close(c.stopped)
+}
+
+// spentLocked is the final costs plus the provisional ones; c.mu is held.
+func (c *Controller) spentLocked() *schemas.Cost {
+	var sum *schemas.Cost
+	sum = sum.Add(c.final)
+	for _, p := range c.pending {
+		sum = sum.Add(p)
+	}
+	return sum
+}
+
+// Spent is what the run has cost so far: every record that is in, and
+// the usage the turns of the others reported.
+func (c *Controller) Spent() *schemas.Cost {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.spentLocked()
+}
+
+// Stopped is closed once a limit is reached.
+func (c *Controller) Stopped() <-chan struct{} { return c.stopped }
+
+// Stop says why the run stopped (nil while it has not).
+func (c *Controller) Stop() *Stop {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stop
+}
+
+// Reset forgets a budget stop that stopped nothing (every unit had run
+// when it was reached); a stop-on stop stays.
+func (c *Controller) Reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stop != nil && c.stop.Kind == KindBudget {
+		c.stop = nil
+	}
+}

@@ -1,0 +1,137 @@
+package runctl
+
+import (
+	"testing"
+
+	"harness/schemas"
+)
+
+// tokens prices a record at one dollar per thousand tokens of usage.
+func tokens(rec *schemas.CaptureRecord) *schemas.Cost {
+	if rec.Usage == nil || rec.Usage.InputTokens == nil {
+		return nil
+	}
+	n := *rec.Usage.InputTokens
+	usd := float64(n) / 1000
+	return &schemas.Cost{InputTokens: n, USD: &usd}
+}
+
+func rec(id string, trial int, n int64) *schemas.CaptureRecord {
+	r := &schemas.CaptureRecord{ID: id, Trial: trial}
+	if n > 0 {
+		r.Usage = &schemas.Usage{InputTokens: &n}
+		r.Cost = tokens(r)
+	}
+	return r
+}
+
+func stopped(c *Controller) bool {
+	select {
+	case <-c.Stopped():
+		return true
+	default:
+		return false
+	}
+}
+
+func TestBudgetStopsWhenATurnAnswers(t *testing.T) {
+	c := New(Limits{MaxUSD: 0.03}, tokens)
+	c.Answered(rec("a", 1, 20))
+	if stopped(c) {
+		t.Fatal("stopped at $0.02 of $0.03")
+	}
+	// Before a's record is in, b's answer brings the run to $0.04.
+	c.Answered(rec("b", 1, 20))
+	if !stopped(c) {
+		t.Fatal("not stopped at $0.04 of $0.03")
+	}
+	s := c.Stop()
+	if s.Kind != KindBudget || s.Limit != "--max-cost 0.03" || s.Spent.USD == nil || *s.Spent.USD < 0.04-1e-9 {
+		t.Fatalf("stop = %+v", s)
+	}
+}
+
+func TestRecordReplacesItsTurnsCost(t *testing.T) {
+	c := New(Limits{MaxTokens: 50}, tokens)
+	c.Answered(rec("a", 1, 10))
+	c.Answered(rec("a", 1, 30)) // the second turn: usage so far
+	if got := c.Spent().Tokens(); got != 30 {
+		t.Fatalf("spent %d tokens, want 30 (a unit counts once)", got)
+	}
+	c.Record(rec("a", 1, 35)) // late usage
+	if got := c.Spent().Tokens(); got != 35 {
+		t.Fatalf("spent %d tokens, want 35", got)
+	}
+	if stopped(c) {
+		t.Fatal("stopped under the budget")
+	}
+	c.Record(rec("b", 1, 15))
+	if !stopped(c) || c.Stop().Limit != "--max-tokens 50" {
+		t.Fatalf("not stopped at 50 tokens: %+v", c.Stop())
+	}
+}
+
+func TestStopOnClass(t *testing.T) {
+	c := New(Limits{StopOn: []string{schemas.ErrAuthRequired}}, tokens)
+	r := rec("a", 2, 0)
+	r.Error = &schemas.ErrorInfo{Class: schemas.ErrAgentError}
+	c.Answered(r)
+	if stopped(c) {
+		t.Fatal("stopped on agent_error")
+	}
+	r = rec("b", 1, 0)
+	r.Error = &schemas.ErrorInfo{Class: schemas.ErrAuthRequired, Message: "login"}
+	c.Record(r) // a setup failure: no turn ever answered
+	s := c.Stop()
+	if !stopped(c) || s.Kind != KindStopOn || s.ID != "b" || s.Trial != 1 || s.Limit != "--stop-on auth_required" {
+		t.Fatalf("stop = %+v", s)
+	}
+	// The first stop stays.
+	r = rec("c", 1, 0)
+	r.Error = &schemas.ErrorInfo{Class: schemas.ErrAuthRequired}
+	c.Answered(r)
+	if c.Stop().ID != "b" {
+		t.Fatalf("stop moved to %q", c.Stop().ID)
+	}
+}
+
+func TestInterruptedRecordsStopNothing(t *testing.T) {
+	c := New(Limits{StopOn: []string{schemas.ErrInterrupted}}, tokens)
+	r := rec("a", 1, 0)
+	r.Error = &schemas.ErrorInfo{Class: schemas.ErrInterrupted}
+	c.Record(r)
+	if stopped(c) {
+		t.Fatal("an interrupted record stopped the run")
+	}
+}
+
+func TestResetForgetsOnlyABudget(t *testing.T) {
+	c := New(Limits{MaxTokens: 10}, tokens)
+	c.Record(rec("a", 1, 10))
+	if c.Stop() == nil {
+		t.Fatal("no stop")
+	}
+	c.Reset()
+	if c.Stop() != nil {
+		t.Fatal("budget stop not reset")
+	}
+	c = New(Limits{StopOn: []string{schemas.ErrTimeout}}, tokens)
+	r := rec("a", 1, 0)
+	r.Error = &schemas.ErrorInfo{Class: schemas.ErrTimeout}
+	c.Record(r)
+	c.Reset()
+	if c.Stop() == nil {
+		t.Fatal("stop-on stop reset")
+	}
+}
+
+func TestNoLimitsNeverStop(t *testing.T) {
+	c := New(Limits{}, tokens)
+	for i := range 100 {
+		c.Answered(rec("a", i, 1000))
+		c.Record(rec("a", i, 1000))
+	}
+	if stopped(c) {
+		t.Fatal("stopped without limits")
+	}
+}
