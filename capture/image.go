@@ -38,6 +38,20 @@ type ImageConfig struct {
 	AgentInImage bool
 	// NoNetwork gives the agent loopback only.
 	NoNetwork bool
+	// Network is the network of an agent whose case is not a Harbor
+	// task's: "allow" (only the hosts of Egress's allowlist, through it),
+	// "none" (loopback only) or "host" ("" = host).
+	Network string
+	// TaskNetwork is the network of the agent of a Harbor task that
+	// allows internet ("" = host); a task with allow_internet = false
+	// gets "allow", or "none" when this says so.
+	TaskNetwork string
+	// Caps cap the agent of a case that is not a Harbor task's, and all
+	// it starts (nil: no caps); a task's agent gets the task's memory,
+	// cpus and storage, and the processes cap of Caps.
+	Caps *limits.Caps
+	// CgroupParent is where the caps' cgroups are made ("" = found).
+	CgroupParent string
 	// Egress, when set, is the way out of a task with allow_internet =
 	// false: the agent reaches the hosts of its allowlist (its model's
 	// endpoints) through it and nothing else. Without it such a task's
@@ -135,21 +149,55 @@ func (lr *layerRunner) ResolvesInside() bool { return lr.cfg.AgentInImage }
 
 // Info says how the agent ran.
 func (lr *layerRunner) Info() sandbox.Info {
-	return sandbox.Info{Backend: "image", Network: lr.network()}
+	info := sandbox.Info{Backend: "image", Network: lr.network(), Caps: lr.cl.caps}
+	if info.Network == "allow" {
+		for _, r := range lr.cfg.Egress.Rules() {
+			info.Allow = append(info.Allow, r.String())
+		}
+	}
+	return info
 }
 
 // network is the agent's network: "host", "allow" (the egress allowlist)
 // or "none" (loopback only).
 func (lr *layerRunner) network() string {
-	switch {
-	case lr.cfg.NoNetwork:
-		return "none"
-	case lr.cl.task != nil && !lr.cl.task.Config.AllowInternet && lr.cfg.Egress != nil:
-		return "allow"
-	case lr.cl.task != nil && !lr.cl.task.Config.AllowInternet:
+	c, t := lr.cfg, lr.cl.task
+	if c.NoNetwork {
 		return "none"
 	}
-	return "host"
+	n := c.Network
+	switch {
+	case t != nil && !t.Config.AllowInternet:
+		n = "allow"
+		if c.TaskNetwork == "none" {
+			n = "none"
+		}
+	case t != nil:
+		n = c.TaskNetwork
+	}
+	switch {
+	case n == "":
+		return "host"
+	case n == "allow" && c.Egress == nil:
+		return "none"
+	}
+	return n
+}
+
+// caps are the caps of the agent: a task's own, else the run's.
+func (lr *layerRunner) caps() (limits.Caps, string, bool) {
+	pids := limits.DefaultCaps().Pids
+	if lr.cfg.Caps != nil {
+		pids = lr.cfg.Caps.Pids
+	}
+	if t := lr.cl.task; t != nil {
+		tc := t.Config
+		return limits.Caps{MemoryBytes: tc.MemoryMB << 20, CPUs: tc.CPUs, DiskBytes: tc.StorageMB << 20, Pids: pids}, "task " + t.Name, true
+	}
+	if lr.cfg.Caps == nil {
+		return limits.Caps{}, "", false
+	}
+	return *lr.cfg.Caps, "image " + lr.cl.layer.Image.Ref, true
 }
 
 // Wrap returns the command line that runs c in the layer.
@@ -197,22 +245,24 @@ func (lr *layerRunner) Wrap(c sandbox.Command) (sandbox.Wrapped, error) {
 		w.Cleanup = func() { sess.Close() }
 		w.Connections = log.take
 	}
-	if lr.cl.task == nil {
+	caps, what, ok := lr.caps()
+	if !ok {
 		return w, nil
 	}
-	// The task's cpus, memory and storage cap the agent and all it
-	// starts: cgroups where the host delegates them, else rlimits and
-	// watchers (package limits); the storage cap covers the layer.
-	tc := lr.cl.task.Config
-	caps := limits.Caps{MemoryBytes: tc.MemoryMB << 20, CPUs: tc.CPUs, DiskBytes: tc.StorageMB << 20, Pids: limits.DefaultCaps().Pids}
-	g, _, err := limits.New(caps, limits.Options{DiskDirs: []string{lr.cl.layer.Upper()}})
+	// The caps (a task's cpus, memory and storage, else the run's
+	// --sandbox caps) cover the agent and all it starts: cgroups where the
+	// host delegates them, else rlimits and watchers (package limits); the
+	// disk cap covers the layer.
+	g, _, err := limits.New(caps, limits.Options{DiskDirs: []string{lr.cl.layer.Upper()}, CgroupParent: lr.cfg.CgroupParent})
 	if err != nil {
-		return sandbox.Wrapped{}, fmt.Errorf("task %s caps: %w", lr.cl.task.Name, err)
+		w.Cleanup()
+		return sandbox.Wrapped{}, fmt.Errorf("%s caps: %w", what, err)
 	}
 	exe, err := os.Executable()
 	if err != nil {
 		g.Close()
-		return sandbox.Wrapped{}, err
+		w.Cleanup()
+		return sandbox.Wrapped{}, fmt.Errorf("%s caps: %w", what, err)
 	}
 	lr.cl.caps = g.Applied()
 	w.Argv = append(g.WrapperArgs(exe), line...)
@@ -322,8 +372,8 @@ func (w *worker) finishLayer(run *caseRun, rec *schemas.CaptureRecord) {
 		}
 	}
 	info := (&layerRunner{cl: cl, cfg: w.r.cfg.Image}).Info()
-	rec.Provenance.Sandbox = &schemas.SandboxInfo{Backend: info.Backend, Network: info.Network}
-	for _, a := range cl.caps {
+	rec.Provenance.Sandbox = &schemas.SandboxInfo{Backend: info.Backend, Network: info.Network, Allow: info.Allow}
+	for _, a := range info.Caps {
 		rec.Provenance.Sandbox.Caps = append(rec.Provenance.Sandbox.Caps, schemas.SandboxCap{Cap: a.Cap, Value: a.Value, How: a.How})
 	}
 	ws := &schemas.Workspace{Path: cl.layer.Dir, Template: img.Ref, Kept: w.r.cfg.Image.Keep, Image: imageName(img)}
@@ -442,9 +492,14 @@ func entryAt(root *os.Root, rel string) (treeEntry, error) {
 	return hashRootFile(root, rel)
 }
 
-// removeLayer removes a case's layer unless it is to be kept.
+// removeLayer removes a case's layer unless it is to be kept; a kept
+// one is left removable without privileges.
 func (w *worker) removeLayer(run *caseRun) {
-	if run.layer != nil && !w.r.cfg.Image.Keep {
+	switch {
+	case run.layer == nil:
+	case w.r.cfg.Image.Keep:
+		_ = run.layer.layer.Release()
+	default:
 		run.layer.layer.Remove()
 	}
 }

@@ -55,6 +55,7 @@ func RunReference(ctx context.Context, t *Task, img *image.Image, agent string, 
 	res := &ReferenceResult{Task: t.Name, Agent: agent}
 	if o.Keep {
 		res.Layer = l.Dir
+		defer l.Release()
 	} else {
 		defer l.Remove()
 	}

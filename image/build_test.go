@@ -82,6 +82,41 @@ func TestLocalImageAndBuildFailure(t *testing.T) {
 	if img.Kind != "local" || !img.Exists("/usr/bin/datamash") {
 		t.Fatalf("image = %+v", img)
 	}
+	// A machine without podman (a cluster node sharing the cache) finds
+	// the image by the same reference in the cache.
+	noPodman := &Store{Dir: s.Dir, Podman: "/nonexistent/podman"}
+	again, err := noPodman.Resolve(context.Background(), "localhost/harness-base:bookworm")
+	if err != nil || again.Rootfs != img.Rootfs || again.ID != img.ID || again.Ref != "localhost/harness-base:bookworm" || again.Kind != "local" {
+		t.Fatalf("resolve without podman: %v, %+v", err, again)
+	}
+	hostPath := os.Getenv("PATH")
+	t.Setenv("PATH", t.TempDir())
+	if again, err := (&Store{Dir: s.Dir}).Resolve(context.Background(), "localhost/harness-base:bookworm"); err != nil || again.Rootfs != img.Rootfs {
+		t.Fatalf("resolve with no podman on PATH: %v, %+v", err, again)
+	}
+	os.Setenv("PATH", hostPath)
+	// A reference never resolved into this cache still needs podman.
+	if _, err := noPodman.Resolve(context.Background(), "localhost/harness-other:1"); err == nil || !strings.Contains(err.Error(), "nor an image in podman's local storage") {
+		t.Fatalf("unknown reference without podman: %v", err)
+	}
+	// CacheFirst does not ask podman about a reference the cache holds.
+	asked := filepath.Join(t.TempDir(), "asked")
+	spy := filepath.Join(t.TempDir(), "podman")
+	os.WriteFile(spy, []byte("#!/bin/sh\ntouch "+asked+"\nexit 1\n"), 0o755)
+	if again, err := (&Store{Dir: s.Dir, Podman: spy, CacheFirst: true}).Resolve(context.Background(), "localhost/harness-base:bookworm"); err != nil || again.Rootfs != img.Rootfs {
+		t.Fatalf("cache first: %v, %+v", err, again)
+	}
+	if _, err := os.Stat(asked); err == nil {
+		t.Fatal("CacheFirst asked podman")
+	}
+	// Without it podman is asked first (a tag can move); one that does
+	// not know the image leaves the cache's record to serve.
+	if again, err := (&Store{Dir: s.Dir, Podman: spy}).Resolve(context.Background(), "localhost/harness-base:bookworm"); err != nil || again.Rootfs != img.Rootfs {
+		t.Fatalf("podman without the image: %v, %+v", err, again)
+	}
+	if _, err := os.Stat(asked); err != nil {
+		t.Fatal("podman was not asked first")
+	}
 	if _, err := s.Resolve(context.Background(), "localhost/no-such-image:1"); err == nil || !strings.Contains(err.Error(), "nor an image in podman's local storage") {
 		t.Fatalf("missing image: %v", err)
 	}

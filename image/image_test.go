@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -635,5 +636,40 @@ func TestArgvRunsWithoutSysProcAttr(t *testing.T) {
 	}
 	if b, err := l.ReadFile("/app/argv.txt"); err != nil || string(b) != "inside\n" {
 		t.Fatalf("%q %v", b, err)
+	}
+}
+
+func TestReleasedLayerIsRemovableWithoutPrivileges(t *testing.T) {
+	img := tarImage(t, newStore(t))
+	l := newLayer(t, img)
+	l.Overlay = "kernel"
+	if out, code := sh(t, l, "mkdir -p /app/new && echo x > /app/new/f", nil); code != 0 {
+		t.Skipf("kernel overlayfs refused here: %s", out)
+	}
+	locked := func() []string {
+		var out []string
+		filepath.WalkDir(filepath.Join(l.Dir, "work"), func(p string, d fs.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				if fi, err := d.Info(); err == nil && fi.Mode().Perm()&0o700 != 0o700 {
+					out = append(out, p)
+				}
+			}
+			return nil
+		})
+		return out
+	}
+	// overlayfs leaves its work directory with mode 000: rm -rf as the
+	// layer's owner (not root) could not list it.
+	if len(locked()) == 0 {
+		t.Fatal("no directory of the layer's work directory lacks its owner's permissions: the test shows nothing")
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if left := locked(); len(left) > 0 {
+		t.Fatalf("still without their owner's permissions: %v", left)
+	}
+	if b, err := os.ReadFile(filepath.Join(l.Upper(), "app/new/f")); err != nil || string(b) != "x\n" {
+		t.Fatalf("the layer's changes: %q, %v", b, err)
 	}
 }

@@ -61,6 +61,32 @@ func (l *Layer) Remove() error {
 	return nil
 }
 
+// Release leaves a kept layer removable by its owner without privileges
+// (rm -rf): overlayfs leaves the directories of its work directory
+// (work/work) with mode 000 once the mount is gone; they get the owner's
+// read, write and search bits. Call it when no command runs in the layer.
+func (l *Layer) Release() error {
+	// WalkDir calls fn on a directory before reading it, so each
+	// directory is made readable before it is listed.
+	err := filepath.WalkDir(filepath.Join(l.Dir, "work"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if fi.Mode().Perm()&0o700 != 0o700 {
+			return os.Chmod(p, fi.Mode().Perm()|0o700)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("layer %s: make removable: %w", l.Dir, err)
+	}
+	return nil
+}
+
 // Run describes one command to run in a layer.
 type Run struct {
 	// Argv is the command line; Argv[0] is looked up on the PATH of Env

@@ -27,6 +27,12 @@ type Store struct {
 	Podman string
 	// Log receives build output ("" = discarded).
 	Log io.Writer
+	// CacheFirst takes a local image reference resolved before from the
+	// cache without asking podman (the shards of a distributed run, which
+	// must run the image resolved before they were submitted). Otherwise
+	// podman is asked first, as a tag can move, and the cache's record
+	// of the reference serves when podman is missing or lacks the image.
+	CacheFirst bool
 }
 
 // DefaultCacheDir is $XDG_CACHE_HOME/harness/images (~/.cache/...).
@@ -353,8 +359,16 @@ func (s *Store) runTool(ctx context.Context, bin string, args ...string) error {
 // (podman save, or buildah push to oci:) and unpacks it, once per image
 // ID.
 func (s *Store) local(ctx context.Context, ref, kind string) (*Image, error) {
+	if s.CacheFirst {
+		if img := s.fromRefIndex(ref, kind); img != nil {
+			return img, nil
+		}
+	}
 	bin, name, err := s.tool()
 	if err != nil {
+		if img := s.fromRefIndex(ref, kind); img != nil {
+			return img, nil
+		}
 		return nil, fmt.Errorf("not a file or directory, and no local image store: %w", err)
 	}
 	out, err := exec.CommandContext(ctx, bin, "image", "inspect", "--format", "{{.Id}}", ref).Output()
@@ -363,6 +377,9 @@ func (s *Store) local(ctx context.Context, ref, kind string) (*Image, error) {
 			out, err = exec.CommandContext(ctx, bin, "inspect", "--type", "image", "--format", "{{.FromImageID}}", ref).Output()
 		}
 		if err != nil {
+			if img := s.fromRefIndex(ref, kind); img != nil {
+				return img, nil
+			}
 			return nil, fmt.Errorf("not a file or directory, nor an image in %s's local storage (pull or build it first)", name)
 		}
 	}
@@ -370,7 +387,8 @@ func (s *Store) local(ctx context.Context, ref, kind string) (*Image, error) {
 	if id == "" {
 		return nil, fmt.Errorf("%s image inspect: no image ID", name)
 	}
-	return s.cached("local-"+cacheName("sha256:"+id), ref, kind, func(img *Image, rootfs string) error {
+	key := "local-" + cacheName("sha256:"+id)
+	img, err := s.cached(key, ref, kind, func(img *Image, rootfs string) error {
 		img.Ref, img.Kind, img.ID = ref, kind, "sha256:"+id
 		layout, err := os.MkdirTemp(s.Dir, ".oci-")
 		if err != nil {
@@ -390,6 +408,67 @@ func (s *Store) local(ctx context.Context, ref, kind string) (*Image, error) {
 		img.Config = cfg
 		return err
 	})
+	if err != nil {
+		return nil, err
+	}
+	// The reference's record, so a machine without podman (a cluster
+	// node sharing the cache) finds the image by the same name.
+	if err := writeRefIndex(s.refIndex(ref), ref, key); err != nil {
+		return nil, fmt.Errorf("record %s in the image cache: %w", ref, err)
+	}
+	return img, nil
+}
+
+// refIndex is the file that records which cache entry a local image
+// reference was last resolved to.
+func (s *Store) refIndex(ref string) string {
+	sum := sha256.Sum256([]byte(ref))
+	return filepath.Join(s.Dir, "ref-"+hex.EncodeToString(sum[:])[:32]+".ref")
+}
+
+// fromRefIndex returns the cache entry ref was last resolved to, or nil.
+func (s *Store) fromRefIndex(ref, kind string) *Image {
+	if s.Dir == "" {
+		return nil
+	}
+	b, err := os.ReadFile(s.refIndex(ref))
+	if err != nil {
+		return nil
+	}
+	// The record holds the reference and the entry's name, one a line.
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) != 2 || lines[0] != ref || !strings.HasPrefix(lines[1], "local-") || strings.ContainsAny(lines[1], "/\\") {
+		return nil
+	}
+	img, err := readMeta(filepath.Join(s.Dir, lines[1]))
+	if err != nil {
+		return nil
+	}
+	img.Ref, img.Kind = ref, kind
+	return img
+}
+
+// writeRefIndex records that ref names the cache entry key, through a
+// temporary file renamed into place (concurrent runs agree).
+func writeRefIndex(file, ref, key string) error {
+	tmp, err := os.CreateTemp(filepath.Dir(file), ".tmp-ref-")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.WriteString(ref + "\n" + key + "\n")
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), file)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
 }
 
 // copyTree copies a root filesystem (files, directories, symlinks, hard

@@ -103,9 +103,10 @@ func writeTaskCases(w io.Writer, tasks []*harbor.Task, scale float64) error {
 }
 
 // taskSuite writes the suite that "harness run DIR" runs for a Harbor task
-// directory or dataset: its cases are the tasks, run with --tasks DIR. It
-// goes into the cache, named by the directory, so --resume finds it.
-func taskSuite(e *env, dir string) (string, error) {
+// directory or dataset: its cases are the tasks (their agent timeouts
+// multiplied by scale), run with --tasks DIR. It goes into the cache,
+// named by the directory, so --resume finds it.
+func taskSuite(e *env, dir string, scale float64) (string, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return "", err
@@ -124,7 +125,10 @@ func taskSuite(e *env, dir string) (string, error) {
 		return "", err
 	}
 	var cases bytes.Buffer
-	if err := writeTaskCases(&cases, tasks, 1); err != nil {
+	if scale <= 0 {
+		return "", usageErrorf("--task-timeout-scale must be positive")
+	}
+	if err := writeTaskCases(&cases, tasks, scale); err != nil {
 		return "", err
 	}
 	if err := os.WriteFile(base+".jsonl", cases.Bytes(), 0o644); err != nil {
@@ -176,10 +180,12 @@ func (f *imageFlags) configure(e *env, rf *runFlags, s *runSetup) error {
 	if f.timeoutScale <= 0 {
 		return usageErrorf("--task-timeout-scale must be positive")
 	}
+	// A shard runs the images resolved before it was submitted.
+	store.CacheFirst = rf.shard != ""
 	ic := &capture.ImageConfig{Keep: f.task.keep, AgentInImage: f.agentInImage, NoNetwork: f.noNetwork, TimeoutScale: f.timeoutScale}
-	// A task without internet reaches its model's endpoints, and nothing
-	// else, through the egress proxy (as --sandbox-network does).
-	ic.Egress = egress.NewProxy(egress.DefaultRules(s.cfg.AgentEnv, s.cfg.Agent), "")
+	if err := imageSandbox(ic, rf, s); err != nil {
+		return err
+	}
 	if f.tasks != "" {
 		var tasks []*harbor.Task
 		for _, t := range f.loaded {
@@ -233,6 +239,36 @@ func (f *imageFlags) configure(e *env, rf *runFlags, s *runSetup) error {
 	})
 	s.cfg.Image = ic
 	s.cfg.Client.FS, s.cfg.Client.Terminal = nil, nil
+	return nil
+}
+
+// imageSandbox gives the agents in images what --sandbox gives the others:
+// the --sandbox-memory, -pids, -cpus and -disk caps (their defaults
+// unless given) and the --sandbox-network egress rules. An agent whose
+// case is not a Harbor task's reaches only its model's endpoints by
+// default; a task's agent has the network its task.toml allows (unless
+// --sandbox-network says otherwise) and its task's caps.
+func imageSandbox(ic *capture.ImageConfig, rf *runFlags, s *runSetup) error {
+	caps, err := rf.sandbox.caps()
+	if err != nil {
+		return err
+	}
+	ic.Caps, ic.CgroupParent = &caps, rf.sandbox.cgroup
+	// By default, and for a task without internet, the allowlist is the
+	// hosts of the agent's model endpoints.
+	rules := egress.DefaultRules(s.cfg.AgentEnv, s.cfg.Agent)
+	ic.Network = "allow"
+	if rf.sandbox.network != "" {
+		network, allow, err := rf.sandbox.egress(rf.env, s.cfg.Agent)
+		if err != nil {
+			return err
+		}
+		ic.Network, ic.TaskNetwork = network, network
+		if network == "allow" {
+			rules = allow
+		}
+	}
+	ic.Egress = egress.NewProxy(rules, "")
 	return nil
 }
 

@@ -38,6 +38,7 @@ func newRunCmd() *command {
 		maxTokens                      int64
 		k                              int
 		force, quiet                   bool
+		image                          imageRunFlags
 	)
 	c := &command{
 		name:  "run",
@@ -84,6 +85,7 @@ Examples:
 	c.flags.IntVarP(&k, "k", "k", 0, "trials per case (overrides the suite's k)")
 	c.flags.BoolVar(&force, "force", false, "with --resume: continue although the suite file changed")
 	c.flags.BoolVarP(&quiet, "quiet", "q", false, "print nothing but errors on stderr")
+	image.add(c.flags)
 	c.run = func(ctx context.Context, e *env, args, agentCmd []string) error {
 		var m *rundir.Manifest
 		var dir, suiteFile string
@@ -101,7 +103,7 @@ Examples:
 			// A Harbor task directory or dataset: its tasks are the
 			// cases, each in its image (docs/tasks.md).
 			var err error
-			if suiteFile, err = taskSuite(e, args[0]); err != nil {
+			if suiteFile, err = taskSuite(e, args[0], image.timeoutScale); err != nil {
 				return err
 			}
 		case len(args) == 1:
@@ -155,7 +157,11 @@ Examples:
 		}
 		for i := range agents {
 			argv := trialsArgs(s, &agents[i], "", budget, nil, true)
-			if err := applySuiteFlags(newTrialsCmdWith(&runFlags{}), s, &agents[i], argv); err != nil {
+			tc := newTrialsCmdWith(&runFlags{})
+			if err := applySuiteFlags(tc, s, &agents[i], argv); err != nil {
+				return err
+			}
+			if err := image.passOn(tc.flags, c.flags); err != nil {
 				return err
 			}
 		}
@@ -228,6 +234,9 @@ Examples:
 			}
 			if err == nil {
 				err = applySuiteFlags(tc, s, a, argv)
+			}
+			if err == nil {
+				err = image.passOn(tc.flags, c.flags)
 			}
 			if err == nil {
 				err = tc.run(ctx, e, []string{casesPath}, a.Command)
@@ -542,6 +551,38 @@ func suiteBudget(s *suite.Suite, maxCost float64, maxTokens int64) (budget, erro
 		return b, usageErrorf("--max-cost and --max-tokens must not be negative")
 	}
 	return b, nil
+}
+
+// imageRunFlags are the image flags of harness run, given to every
+// agent's trials run over the suite's.
+type imageRunFlags struct {
+	timeoutScale float64
+}
+
+func (f *imageRunFlags) add(fs *pflag.FlagSet) {
+	fs.String("cache-dir", "", "where task images are unpacked, once each (default $XDG_CACHE_HOME/harness/images)")
+	fs.Bool("keep-layers", false, "leave each trial's image layer (its changes) on disk")
+	fs.Bool("agent-in-image", false, "run the agent command as the image has it instead of binding the host's program in")
+	fs.Bool("image-no-network", false, "give the agents in images loopback only")
+	fs.Float64Var(&f.timeoutScale, "task-timeout-scale", 1, "multiply each task's agent and verifier timeouts by `factor` (a slower machine, a slower agent)")
+}
+
+// passOn sets the image flags given to harness run on a trials run's
+// flags, over what the suite set.
+func (f *imageRunFlags) passOn(trials, run *pflag.FlagSet) error {
+	if f.timeoutScale <= 0 {
+		return usageErrorf("--task-timeout-scale must be positive")
+	}
+	for _, name := range []string{"cache-dir", "keep-layers", "agent-in-image", "image-no-network", "task-timeout-scale"} {
+		fl := run.Lookup(name)
+		if fl == nil || !fl.Changed {
+			continue
+		}
+		if err := trials.Set(name, fl.Value.String()); err != nil {
+			return usageErrorf("--%s: %v", name, err)
+		}
+	}
+	return nil
 }
 
 // trialsArgs are the flags harness run gives each agent's trials run.
