@@ -458,3 +458,12 @@ func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
 	return s
 }
+
+// warmConfig maps --warm (0: none) onto capture.Config.Warm (0: the
+// default, negative: none).
+func warmConfig(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
+}

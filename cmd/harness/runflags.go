@@ -65,6 +65,7 @@ type runFlags struct {
 	cancelGrace    string
 	settle         string
 	freshProcess   bool
+	warm           int
 	graderTimeout  string
 	agentStderr    bool
 	progress       bool
@@ -124,6 +125,7 @@ func (f *runFlags) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.cancelGrace, "cancel-grace", "5s", "after session/cancel, wait this `duration` for the turn to end before killing the agent")
 	fs.StringVar(&f.settle, "settle", "250ms", "keep collecting updates this `duration` after the last prompt answers")
 	fs.BoolVar(&f.freshProcess, "fresh-process", false, "start a new agent process for every case and trial")
+	fs.IntVar(&f.warm, "warm", 1, "while a unit runs, prepare the next `n` units of each worker: workspace copy, agent (when each unit has its own) and session (0: none)")
 	fs.StringVar(&f.graderTimeout, "grader-timeout", "", "`timeout` for each grading call (default 60s; 5s for in-process JavaScript)")
 	fs.BoolVar(&f.agentStderr, "agent-stderr", false, "copy the agent's stderr to harness's stderr")
 	fs.BoolVar(&f.progress, "progress", false, "print a line per finished record on stderr (default on a terminal)")
@@ -272,7 +274,6 @@ func (f *runFlags) prepare(e *env, args, agent []string, cmdName string) (*runSe
 			return nil, usageErrorf("--workspace %s: not a directory", f.workspace)
 		}
 	}
-	f.sandbox.imageRun = f.image.active() || s.casesWithImage > 0
 	sb, err := f.sandbox.runner(f.env, f.secretEnv, agent)
 	if err != nil {
 		return nil, err
@@ -363,6 +364,7 @@ func (f *runFlags) prepare(e *env, args, agent []string, cmdName string) (*runSe
 		Sandbox:          sb,
 		AnyCaseWorkspace: s.anyCaseWorkspace,
 		FreshProcess:     f.freshProcess,
+		Warm:             warmConfig(f.warm),
 		Auth:             f.auth,
 		MCPServers:       mcp,
 		Client:           copts,
@@ -641,24 +643,21 @@ type sandboxFlags struct {
 	disk    string
 	cgroup  string
 	set     *pflag.FlagSet
-	// imageRun says the agents run in images, where the network and caps
-	// flags apply without --sandbox bwrap.
-	imageRun bool
 }
 
 func (f *sandboxFlags) addFlags(fs *pflag.FlagSet, usage string) {
 	fs.StringVar(&f.backend, "sandbox", "none", usage)
 	fs.StringVar(&f.home, "sandbox-home", "", "with --sandbox bwrap, copy `dir` into each fresh HOME (agent config such as ~/.claude)")
-	fs.StringVar(&f.network, "sandbox-network", "", "with --sandbox bwrap or in an image, the agent's `network`: allow:HOST[:PORT],... (only those, through a proxy; default: the hosts of its model endpoints), none, or host")
+	fs.StringVar(&f.network, "sandbox-network", "", "with --sandbox bwrap, the agent's `network`: allow:HOST[:PORT],... (only those, through a proxy; default: the hosts of its model endpoints), none, or host")
 	fs.StringArrayVar(&f.ro, "sandbox-ro", nil, "with --sandbox bwrap, also bind `path` read-only; repeatable")
 	fs.StringArrayVar(&f.rw, "sandbox-rw", nil, "with --sandbox bwrap, also bind `path` read-write; repeatable")
 	f.set = fs
 	defaults := limits.DefaultCaps()
-	fs.StringVar(&f.memory, "sandbox-memory", limits.FormatSize(defaults.MemoryBytes), "with --sandbox bwrap or in an image, cap each agent's memory at `size` (512M, 4G; 0: no cap)")
-	fs.StringVar(&f.pids, "sandbox-pids", strconv.Itoa(defaults.Pids), "with --sandbox bwrap or in an image, cap each agent's processes and threads at `n` (0: no cap)")
-	fs.StringVar(&f.cpus, "sandbox-cpus", "0", "with --sandbox bwrap or in an image, cap each agent's CPU use at `n` cores (1.5; 0: no cap)")
-	fs.StringVar(&f.disk, "sandbox-disk", limits.FormatSize(defaults.DiskBytes), "with --sandbox bwrap or in an image, cap what each agent writes in its workspace copy and private /tmp at `size` (0: no cap)")
-	fs.StringVar(&f.cgroup, "sandbox-cgroup", "", "with --sandbox bwrap or in an image, make the caps' cgroups under this delegated cgroup v2 `dir` (default: found)")
+	fs.StringVar(&f.memory, "sandbox-memory", limits.FormatSize(defaults.MemoryBytes), "with --sandbox bwrap, cap each agent's memory at `size` (512M, 4G; 0: no cap)")
+	fs.StringVar(&f.pids, "sandbox-pids", strconv.Itoa(defaults.Pids), "with --sandbox bwrap, cap each agent's processes and threads at `n` (0: no cap)")
+	fs.StringVar(&f.cpus, "sandbox-cpus", "0", "with --sandbox bwrap, cap each agent's CPU use at `n` cores (1.5; 0: no cap)")
+	fs.StringVar(&f.disk, "sandbox-disk", limits.FormatSize(defaults.DiskBytes), "with --sandbox bwrap, cap what each agent writes in its workspace copy and private /tmp at `size` (0: no cap)")
+	fs.StringVar(&f.cgroup, "sandbox-cgroup", "", "with --sandbox bwrap, make the caps' cgroups under this delegated cgroup v2 `dir` (default: found)")
 	fs.StringArrayVar(&f.protect, "sandbox-protect", nil, "with --sandbox bwrap, keep `path` read-only even inside a writable directory (the run's outputs, graders and prompts are kept so anyway); repeatable")
 }
 
@@ -675,9 +674,6 @@ func (f *sandboxFlags) runner(env, secretEnv, agent []string) (sandbox.Runner, e
 	case "", "none":
 		for _, name := range []string{"sandbox-home", "sandbox-network", "sandbox-ro", "sandbox-rw", "sandbox-protect",
 			"sandbox-memory", "sandbox-pids", "sandbox-cpus", "sandbox-disk", "sandbox-cgroup"} {
-			if f.imageRun && name != "sandbox-home" && name != "sandbox-ro" && name != "sandbox-rw" && name != "sandbox-protect" {
-				continue // the network and the caps apply to the agents in images
-			}
 			if f.set != nil && f.set.Changed(name) {
 				return nil, usageErrorf("--%s needs --sandbox bwrap", name)
 			}
