@@ -274,6 +274,7 @@ func (f *runFlags) prepare(e *env, args, agent []string, cmdName string) (*runSe
 			return nil, usageErrorf("--workspace %s: not a directory", f.workspace)
 		}
 	}
+	f.sandbox.imageRun = f.image.active() || s.casesWithImage > 0
 	sb, err := f.sandbox.runner(f.env, f.secretEnv, agent)
 	if err != nil {
 		return nil, err
@@ -643,21 +644,24 @@ type sandboxFlags struct {
 	disk    string
 	cgroup  string
 	set     *pflag.FlagSet
+	// imageRun says the agents run in images, where the network and caps
+	// flags apply without --sandbox bwrap.
+	imageRun bool
 }
 
 func (f *sandboxFlags) addFlags(fs *pflag.FlagSet, usage string) {
 	fs.StringVar(&f.backend, "sandbox", "none", usage)
 	fs.StringVar(&f.home, "sandbox-home", "", "with --sandbox bwrap, copy `dir` into each fresh HOME (agent config such as ~/.claude)")
-	fs.StringVar(&f.network, "sandbox-network", "", "with --sandbox bwrap, the agent's `network`: allow:HOST[:PORT],... (only those, through a proxy; default: the hosts of its model endpoints), none, or host")
+	fs.StringVar(&f.network, "sandbox-network", "", "with --sandbox bwrap or in an image, the agent's `network`: allow:HOST[:PORT],... (only those, through a proxy; default: the hosts of its model endpoints), none, or host")
 	fs.StringArrayVar(&f.ro, "sandbox-ro", nil, "with --sandbox bwrap, also bind `path` read-only; repeatable")
 	fs.StringArrayVar(&f.rw, "sandbox-rw", nil, "with --sandbox bwrap, also bind `path` read-write; repeatable")
 	f.set = fs
 	defaults := limits.DefaultCaps()
-	fs.StringVar(&f.memory, "sandbox-memory", limits.FormatSize(defaults.MemoryBytes), "with --sandbox bwrap, cap each agent's memory at `size` (512M, 4G; 0: no cap)")
-	fs.StringVar(&f.pids, "sandbox-pids", strconv.Itoa(defaults.Pids), "with --sandbox bwrap, cap each agent's processes and threads at `n` (0: no cap)")
-	fs.StringVar(&f.cpus, "sandbox-cpus", "0", "with --sandbox bwrap, cap each agent's CPU use at `n` cores (1.5; 0: no cap)")
-	fs.StringVar(&f.disk, "sandbox-disk", limits.FormatSize(defaults.DiskBytes), "with --sandbox bwrap, cap what each agent writes in its workspace copy and private /tmp at `size` (0: no cap)")
-	fs.StringVar(&f.cgroup, "sandbox-cgroup", "", "with --sandbox bwrap, make the caps' cgroups under this delegated cgroup v2 `dir` (default: found)")
+	fs.StringVar(&f.memory, "sandbox-memory", limits.FormatSize(defaults.MemoryBytes), "with --sandbox bwrap or in an image, cap each agent's memory at `size` (512M, 4G; 0: no cap)")
+	fs.StringVar(&f.pids, "sandbox-pids", strconv.Itoa(defaults.Pids), "with --sandbox bwrap or in an image, cap each agent's processes and threads at `n` (0: no cap)")
+	fs.StringVar(&f.cpus, "sandbox-cpus", "0", "with --sandbox bwrap or in an image, cap each agent's CPU use at `n` cores (1.5; 0: no cap)")
+	fs.StringVar(&f.disk, "sandbox-disk", limits.FormatSize(defaults.DiskBytes), "with --sandbox bwrap or in an image, cap what each agent writes in its workspace copy and private /tmp at `size` (0: no cap)")
+	fs.StringVar(&f.cgroup, "sandbox-cgroup", "", "with --sandbox bwrap or in an image, make the caps' cgroups under this delegated cgroup v2 `dir` (default: found)")
 	fs.StringArrayVar(&f.protect, "sandbox-protect", nil, "with --sandbox bwrap, keep `path` read-only even inside a writable directory (the run's outputs, graders and prompts are kept so anyway); repeatable")
 }
 
@@ -674,6 +678,9 @@ func (f *sandboxFlags) runner(env, secretEnv, agent []string) (sandbox.Runner, e
 	case "", "none":
 		for _, name := range []string{"sandbox-home", "sandbox-network", "sandbox-ro", "sandbox-rw", "sandbox-protect",
 			"sandbox-memory", "sandbox-pids", "sandbox-cpus", "sandbox-disk", "sandbox-cgroup"} {
+			if f.imageRun && name != "sandbox-home" && name != "sandbox-ro" && name != "sandbox-rw" && name != "sandbox-protect" {
+				continue // the network and the caps apply to the agents in images
+			}
 			if f.set != nil && f.set.Changed(name) {
 				return nil, usageErrorf("--%s needs --sandbox bwrap", name)
 			}
