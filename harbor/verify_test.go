@@ -2,6 +2,7 @@ package harbor
 
 import (
 	"context"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -202,6 +203,39 @@ func TestMissingOrBadRewardIsAGraderError(t *testing.T) {
 		res := Verify(context.Background(), l, &task, Step{Timeout: 2 * time.Second})
 		if res.Error == nil || res.Error.Class != class || res.Pass || res.Score != 0 {
 			t.Errorf("%q: %+v", script, res)
+		}
+	}
+}
+
+func TestRewardJSONRewardKeyIsTheScore(t *testing.T) {
+	f := loadFixture(t)
+	task := *f.tasks["column-sum"]
+	// TestsDir is Dir/tests: point the task at a directory of our own.
+	task.Dir = t.TempDir()
+	os.MkdirAll(filepath.Join(task.Dir, "tests"), 0o755)
+	for _, c := range []struct {
+		reward string
+		score  float64
+		pass   bool
+		checks map[string]bool
+	}{
+		// The mean of the others would be 1: "reward" decides.
+		{`{"reward": 0.25, "build": 1, "tests": 1}`, 0.25, false, map[string]bool{"build": true, "tests": true}},
+		{`{"tests": 0, "reward": 1}`, 1, true, map[string]bool{"tests": false}},
+		{`{"reward": 0}`, 0, false, map[string]bool{}},
+	} {
+		os.WriteFile(filepath.Join(task.Dir, "tests", "test.sh"), []byte("echo '"+c.reward+"' > /logs/verifier/reward.json\n"), 0o755)
+		res := Verify(context.Background(), f.layer(t, "column-sum"), &task, Step{})
+		if res.Error != nil || res.Score != c.score || res.Pass != c.pass || !strings.Contains(res.Reasoning, "reward.json") {
+			t.Errorf("%s: %+v", c.reward, res)
+			continue
+		}
+		got := map[string]bool{}
+		for _, ch := range res.Checks {
+			got[ch.Text] = ch.Pass
+		}
+		if !maps.Equal(got, c.checks) {
+			t.Errorf("%s: checks %+v, want %v", c.reward, res.Checks, c.checks)
 		}
 	}
 }
