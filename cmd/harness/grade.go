@@ -305,7 +305,8 @@ func gradeFiles(ctx context.Context, e *env, f *gradeFlags, files []string, gs [
 	}
 	if path := summaryBeside(f.output); path != "" {
 		opts.Summary = func(sum schemas.TrialsSummary) error {
-			return results.WriteFile(path, nil, true, func(w io.Writer) error { return writePrettyJSON(w, sum) })
+			// Replaced, never written through a link planted in its place.
+			return results.ReplaceFile(path, 0o644, func(w io.Writer) error { return writePrettyJSON(w, sum) })
 		}
 	}
 	if f.workspace != "" {
