@@ -43,3 +43,17 @@ func (r *Recorder) usageSoFar() *schemas.Usage {
 	}
 	return &u
 }
+
+// stopped says whether the run's Control has stopped the run (the run's
+// context follows a moment later).
+func (r *Runner) stopped() bool {
+	if r.cfg.Control == nil {
+		return false
+	}
+	select {
+	case <-r.cfg.Control.Stopped():
+		return true
+	default:
+		return false
+	}
+}

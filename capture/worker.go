@@ -101,7 +101,7 @@ func (w *worker) loop(ctx context.Context, work <-chan Unit) {
 		// agent (when each unit has its own) and session, so the next
 		// prompt goes out as soon as this case ends.
 	fill:
-		for !closed && ctx.Err() == nil && len(ahead) < w.depth() {
+		for !closed && ctx.Err() == nil && !w.r.stopped() && len(ahead) < w.depth() {
 			select {
 			case u, ok := <-work:
 				if !ok {
@@ -264,7 +264,7 @@ func (w *worker) newSession(ctx context.Context, p *prepared, cwd string, attach
 func (w *worker) take(ctx context.Context, p *prepared) *caseRun {
 	<-p.done
 	run := p.run
-	usable := !p.cold && p.err == nil && p.info == nil && ctx.Err() == nil && p.ag != nil && !p.ag.dead
+	usable := !p.cold && p.err == nil && p.info == nil && ctx.Err() == nil && !w.r.stopped() && p.ag != nil && !p.ag.dead
 	if usable && !p.own && p.ag != w.ag {
 		usable = false
 	}
@@ -449,7 +449,7 @@ func (w *worker) closeAll() {
 func (w *worker) setup(ctx context.Context, u Unit) *caseRun {
 	cfg := &w.r.cfg
 	run := w.newRun(u)
-	if ctx.Err() != nil {
+	if ctx.Err() != nil || w.r.stopped() {
 		return nil // never started: no record, and --resume runs it
 	}
 	if w.ag != nil && !w.ag.dead {
@@ -691,6 +691,7 @@ func (w *worker) turnError(run *caseRun, n int, err error) *schemas.ErrorInfo {
 func (w *worker) fail(run *caseRun, info *schemas.ErrorInfo) {
 	run.err = info
 	run.end = time.Now()
+	w.answered(run, info)
 	w.finish(run)
 }
 
