@@ -18,6 +18,9 @@ const (
 	// (every one hit an infrastructure error): more would most likely
 	// fail the same way (--resume --retry-errors runs them again).
 	StopUngraded = "ungraded"
+	// StopBudget: the run's budget ended it before the policy did; its
+	// trials stay in the partial file and --resume continues it.
+	StopBudget = "budget"
 )
 
 // Estimators of an adaptive case's pass rate.

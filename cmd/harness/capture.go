@@ -72,8 +72,10 @@ type runHooks struct {
 	onCase func(*schemas.PromptCase)
 	// collect takes each finished record instead of writing it.
 	collect func(*schemas.CaptureRecord, *results.Output) error
-	// finish runs after the last record, before the output is closed.
-	finish func(out *results.Output, stats *capture.Stats, interrupted bool) error
+	// finish runs after the last record, before the output is closed;
+	// interrupted says the run did not run every unit, budget that a
+	// budget stopped it.
+	finish func(out *results.Output, stats *capture.Stats, interrupted, budget bool) error
 	// units, when set, replaces the k trials of every case: given the
 	// units done, it returns how many units the run starts with and the
 	// sequence to run under ctx, which may add units as records come in
@@ -158,7 +160,7 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 		log.printf("nothing to run: all %s in %s\n", plural(len(done), "unit"), f.output)
 		if hooks.finish != nil {
 			// A run stopped with nothing left to do is finished now.
-			err := hooks.finish(out, &capture.Stats{}, false)
+			err := hooks.finish(out, &capture.Stats{}, false, false)
 			var ee *exitError
 			if err != nil && !errors.As(err, &ee) {
 				err = outputError(err)
@@ -295,7 +297,7 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 	budgetHit := stop != nil && stop.Kind == runctl.KindBudget
 	var gateErr error
 	if hooks.finish != nil && runErr == nil {
-		gateErr = hooks.finish(out, stats, ctx.Err() != nil || budgetHit)
+		gateErr = hooks.finish(out, stats, ctx.Err() != nil || budgetHit, budgetHit && ctx.Err() == nil)
 		var ee *exitError
 		if gateErr != nil && !errors.As(gateErr, &ee) {
 			runErr, gateErr = outputError(gateErr), nil

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"iter"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
@@ -172,8 +173,8 @@ Examples:
 			},
 			onCase:  col.seeCase,
 			collect: col.add,
-			finish: func(out *results.Output, stats *capture.Stats, interrupted bool) error {
-				return col.finish(e, f, out, interrupted, summaryPath, seed, resamples, gates)
+			finish: func(out *results.Output, stats *capture.Stats, interrupted, budget bool) error {
+				return col.finish(e, f, out, interrupted, budget, summaryPath, seed, resamples, gates)
 			},
 		})
 	}
@@ -456,7 +457,10 @@ func (t *trialsCollector) flush(all bool) error {
 
 // finish writes the cases that completed from the partial file alone, then
 // (unless interrupted) the summary, prints its table and checks the gates.
-func (t *trialsCollector) finish(e *env, f *runFlags, out *results.Output, interrupted bool, summaryPath string, seed uint64, resamples int, gates []trials.Gate) error {
+// An adaptive run the budget stopped writes its summary too: a case that
+// had its first min-k trials counts in it with stop "budget" (its trials
+// stay in the partial file, and --resume continues it).
+func (t *trialsCollector) finish(e *env, f *runFlags, out *results.Output, interrupted, budget bool, summaryPath string, seed uint64, resamples int, gates []trials.Gate) error {
 	t.mu.Lock()
 	t.out = out
 	err := t.flush(true)
@@ -482,8 +486,11 @@ func (t *trialsCollector) finish(e *env, f *runFlags, out *results.Output, inter
 			return fmt.Errorf("remove %s: %w", t.partialPath, err)
 		}
 	}
-	if interrupted {
+	if interrupted && !(budget && t.adaptive != nil) {
 		return nil
+	}
+	if interrupted {
+		t.budgetStopped()
 	}
 	sum := t.summary.Result(seed, resamples)
 	if summaryPath != "" {
@@ -506,6 +513,36 @@ func (t *trialsCollector) finish(e *env, f *runFlags, out *results.Output, inter
 		}
 	}
 	return checkGates(gates, sum, t.allowGraderErrors)
+}
+
+// budgetStopped adds to the summary the cases of an adaptive run that the
+// budget stopped after their first min-k trials, with stop "budget" and
+// the estimate of those first trials; t.mu is held.
+func (t *trialsCollector) budgetStopped() {
+	minK := t.adaptive.est.Policy().MinK
+	for _, p := range t.queue {
+		if p.c == nil || p.record != nil {
+			continue
+		}
+		first := 0
+		for i := range p.recs {
+			if p.recs[i].Trial <= minK {
+				first++
+			}
+		}
+		if first < minK {
+			continue // not even its first trials: nothing unbiased to say
+		}
+		recs := slices.Clone(p.recs)
+		slices.SortFunc(recs, func(a, b schemas.CaptureRecord) int { return a.Trial - b.Trial })
+		full := trials.BuildAdaptiveRecord(*p.c, recs, t.adaptive.est, t.failOn)
+		tr := trials.BuildRecordFailing(*p.c, len(recs), recs, t.failOn)
+		a := *full.Adaptive
+		a.Stop = trials.StopBudget
+		tr.Adaptive = &a
+		tr.Warnings = append(tr.Warnings, fmt.Sprintf("stopped by the budget after %d trials", len(recs)))
+		t.summary.Add(tr)
+	}
 }
 
 // checkGates applies the gates to a run's summary: exit 1 naming each gate
