@@ -36,7 +36,7 @@ func (r *Runner) headlessPreflight() (*acp.InitializeResponse, error) {
 // recorder turns into the trajectory an ACP agent would give.
 func (w *worker) headlessLoop(ctx context.Context, work <-chan Unit) {
 	for u := range work {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || w.r.stopped() {
 			continue // never started: no record, and --resume runs it
 		}
 		w.playHeadless(ctx, u)
@@ -67,6 +67,7 @@ func (w *worker) playHeadless(ctx context.Context, u Unit) {
 			run.stops = append(run.stops, end.StopReason)
 		}
 		run.rec.EndTurn(resp)
+		w.answered(run, info)
 		if turn.AgentVersion != "" {
 			rec.Provenance.AgentVersion = turn.AgentVersion
 		}
