@@ -14,6 +14,14 @@
 // for the settle time, while the next cases on the same agent already run,
 // so collecting them costs no time.
 //
+// While a unit runs, each worker prepares the next ones (Config.Warm): their
+// workspace copies and sessions on its agent or, when every unit has an
+// agent process of its own (a sandbox with workspaces, an image,
+// FreshProcess), their agents too, started in their copies or layers. An
+// agent the worker is done with retires in the background; Run returns
+// once every agent is gone. A Control is told of every turn's answer and
+// can stop the run at once.
+//
 // Failures never lose a record: an agent that crashes, hangs past its
 // timeout and the cancel grace, or answers with an error yields a record
 // with the trajectory so far, an error class and the agent's stderr tail,

@@ -520,6 +520,7 @@ func (w *worker) setup(ctx context.Context, u Unit) *caseRun {
 			return nil
 		}
 		ag.perCase = perCase
+		w.release(w.ag)
 		w.ag, run.ag = ag, ag
 		setProvenance(run.record, ag)
 		sctx, cancel := context.WithTimeout(ctx, cfg.StartupTimeout)
