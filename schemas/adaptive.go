@@ -34,7 +34,8 @@ type AdaptiveSummary struct {
 	MinK    int     `json:"minK"`
 	MaxK    int     `json:"maxK"`
 	CIWidth float64 `json:"ciWidth"`
-	// Stopped counts cases by stop reason ("width", "max-k", "ungraded").
+	// Stopped counts cases by stop reason ("width", "max-k", "ungraded";
+	// "budget" in the summary of a run the budget stopped).
 	Stopped map[string]int `json:"stopped"`
 	// AtMaxK lists the cases that reached MaxK with their interval still
 	// wider than CIWidth.
