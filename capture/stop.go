@@ -17,10 +17,13 @@ import (
 // not judged: its record is written as interrupted, and --resume runs it
 // again. The rule, per record:
 //
-//   - The run is stopping (its context is cancelled: a signal to harness,
-//     a budget, --stop-on, --fail-fast) and the record holds an agent or
-//     grader error: interrupted. A resource cap the sandbox enforced stays
-//     resource_limit: that is the agent's own doing.
+//   - The run is stopping (the caller's context is cancelled: a signal to
+//     harness) and the record holds an agent or grader error: interrupted.
+//     A resource cap the sandbox enforced stays resource_limit: that is
+//     the agent's own doing. (A budget or --stop-on, decided by Control,
+//     cancels the turns in flight, which end interrupted; a unit that had
+//     answered keeps its result, errors included: the error that stopped
+//     the run is one of them.)
 //   - Grading was stopped (a second interrupt): any grader error is
 //     interrupted.
 //   - A process of the unit died of SIGTERM, SIGINT or SIGHUP (or a shell
