@@ -1,0 +1,128 @@
+package array
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"harness/results"
+	"harness/slurm"
+)
+
+// localFS names the filesystem types that one machine has to itself.
+func localFS(fsType int64) (string, bool) {
+	switch fsType {
+	case 0x01021994:
+		return "tmpfs", true
+	case 0xef53:
+		return "ext2/3/4", true
+	case 0x58465342:
+		return "xfs", true
+	case 0x9123683e:
+		return "btrfs", true
+	case 0x794c7630:
+		return "overlay", true
+	case 0x2fc12fc1:
+		return "zfs", true
+	}
+	return "", false
+}
+
+// checkShared refuses an output on a filesystem that looks local to this
+// machine when the cluster has more than one node.
+func (r *Run) checkShared(ctx context.Context) error {
+	if r.cfg.Shared {
+		return nil
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(filepath.Dir(r.cfg.Output), &st); err != nil {
+		return kindError(Input, fmt.Errorf("-o %s: %w", r.cfg.Output, err))
+	}
+	kind, local := localFS(int64(st.Type))
+	if !local {
+		return nil
+	}
+	nodes, err := r.cfg.Client.Nodes(ctx)
+	if err != nil || nodes <= 1 {
+		return nil
+	}
+	return kindError(Input, fmt.Errorf("-o %s is on a %s filesystem, which looks local to this machine, and the cluster has %d nodes: the tasks could not write their shards there; put -o (and the prompts, graders and harness binary) on a filesystem every node mounts, or say it is shared with --slurm-shared",
+		r.cfg.Output, kind, nodes))
+}
+
+// prepareDir makes the shard directory, or checks that the one there was
+// left by a run with the same Job, and writes job.json.
+func (r *Run) prepareDir() error {
+	want, _ := json.MarshalIndent(r.cfg.Job, "", "  ")
+	meta := filepath.Join(r.dir, "job.json")
+	have, err := os.ReadFile(meta)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if _, err := os.Stat(r.dir); err == nil && !r.cfg.Force {
+			return kindError(Input, fmt.Errorf("%s exists but holds no job.json: remove it, or start over with --force", r.dir))
+		}
+	case err != nil:
+		return kindError(Input, err)
+	case r.cfg.Force:
+		if err := os.RemoveAll(r.dir); err != nil {
+			return err
+		}
+	case !bytes.Equal(bytes.TrimSpace(have), bytes.TrimSpace(want)):
+		return kindError(Input, fmt.Errorf("%s holds the shards of a run with other arguments (see its job.json): start over with --force, or use another -o", r.dir))
+	case !r.cfg.Resume:
+		return kindError(Input, fmt.Errorf("%s holds the shards of an earlier run of this command: continue it with --resume, or start over with --force", r.dir))
+	}
+	if err := os.MkdirAll(r.dir, 0o777); err != nil {
+		return kindError(Input, err)
+	}
+	return results.ReplaceFile(meta, 0o644, func(w io.Writer) error {
+		_, err := w.Write(append(want, '\n'))
+		return err
+	})
+}
+
+// scriptPath is the job script's file, which a resubmission submits again.
+func (r *Run) scriptPath() string { return filepath.Join(r.dir, "job.sh") }
+
+// writeScript writes the job script: task i runs shard i/N with --resume.
+func (r *Run) writeScript() (string, error) {
+	cwd := r.cfg.Workdir
+	if cwd == "" {
+		var err error
+		if cwd, err = os.Getwd(); err != nil {
+			return "", err
+		}
+	}
+	job := r.cfg.Job
+	n := job.Tasks
+	words := []string{slurm.Quote(r.cfg.Harness), slurm.Quote(job.Command)}
+	for _, a := range job.Args {
+		words = append(words, slurm.Quote(a))
+	}
+	words = append(words, `--shard "$i/`+strconv.Itoa(n)+`"`, "--resume", "--progress", "-o", slurm.Quote(r.dir)+`/shard-"$i".jsonl`, "--")
+	for _, a := range job.Agent {
+		words = append(words, slurm.Quote(a))
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "#!/bin/sh\n# harness --slurm: array task i runs shard i of %d, continuing what an\n# earlier attempt of it wrote.\n", n)
+	fmt.Fprintf(&b, "#SBATCH --job-name=harness-%s\n#SBATCH --output=%s/task-%%a.log\n#SBATCH --chdir=%s\n", job.Command, r.dir, cwd)
+	// A task Slurm requeues itself (preemption) starts the script again
+	// and continues its shard; a minute before a time limit harness is
+	// told to stop, so the units in flight end as interrupted, not killed.
+	b.WriteString("#SBATCH --requeue\n#SBATCH --signal=B:TERM@60\n")
+	b.WriteString("i=${SLURM_ARRAY_TASK_ID:?this script runs as a Slurm array task}\n")
+	b.WriteString("exec " + strings.Join(words, " ") + "\n")
+	path := r.scriptPath()
+	if err := results.ReplaceFile(path, 0o755, func(w io.Writer) error { _, err := io.WriteString(w, b.String()); return err }); err != nil {
+		return "", err
+	}
+	return path, nil
+}
