@@ -27,6 +27,8 @@ type worker struct {
 	mu       sync.Mutex
 	open     map[*caseRun]bool
 	lastOpen time.Time // when the last of them closes
+	// closing counts the open cases not yet sealed; closeAll waits for it.
+	closing sync.WaitGroup
 }
 
 // caseRun is one unit in progress.
@@ -394,12 +396,14 @@ func (w *worker) keepOpen(run *caseRun) {
 	w.open[run] = true
 	run.ag.open++
 	w.lastOpen = time.Now().Add(w.r.cfg.Settle)
+	w.closing.Add(1) // done when close has sealed it (and retired its agent)
 	run.settle = time.AfterFunc(w.r.cfg.Settle, func() { w.close(run) })
 }
 
 // close seals an open case, once.
 func (w *worker) close(run *caseRun) {
 	run.closeOnce.Do(func() {
+		defer w.closing.Done()
 		w.finish(run)
 		w.mu.Lock()
 		delete(w.open, run)
@@ -441,6 +445,10 @@ func (w *worker) closeAll() {
 		r.settle.Stop()
 		w.close(r)
 	}
+	// A case whose settle timer fired just before the snapshot may still
+	// be retiring its agent: wait for it, so that nothing starts retiring
+	// after the run waits for the retiring agents.
+	w.closing.Wait()
 }
 
 // setup starts a unit: an agent if there is none (or a fresh one), its
