@@ -286,7 +286,10 @@ func (r *Runner) removeScratch() {
 // records with error class "interrupted". It returns the run's counts and
 // the first error emit returned.
 func (r *Runner) Run(ctx context.Context, units iter.Seq[Unit], emit func(*schemas.CaptureRecord) error) (*Stats, error) {
-	work := make(chan Unit)
+	// With more than one unit prepared ahead per worker, the units wait
+	// in a buffer, so a worker topping up finds the next ones ready
+	// instead of racing the feeder for each.
+	work := make(chan Unit, r.cfg.Concurrency*max(r.cfg.warmDepth()-1, 0))
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	if r.cfg.Control != nil {
