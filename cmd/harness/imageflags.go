@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"harness/results"
 	"io"
 	"os"
 	"path/filepath"
@@ -18,7 +17,9 @@ import (
 	"harness/capture"
 	"harness/harbor"
 	"harness/image"
+	"harness/results"
 	"harness/sandbox/egress"
+	"harness/sandbox/limits"
 	"harness/schemas"
 )
 
@@ -186,6 +187,9 @@ func (f *imageFlags) configure(e *env, rf *runFlags, s *runSetup) error {
 	if err := imageSandbox(ic, rf, s); err != nil {
 		return err
 	}
+	if err := warnImageCaps(e, ic, rf.quiet); err != nil {
+		return err
+	}
 	if f.tasks != "" {
 		var tasks []*harbor.Task
 		for _, t := range f.loaded {
@@ -288,4 +292,24 @@ func (f *imageFlags) writeCases(file string) error {
 		return err
 	}
 	return results.ReplaceFile(file, 0o644, func(w io.Writer) error { _, err := w.Write(b.Bytes()); return err })
+}
+
+// warnImageCaps says once, before any agent starts, which of the run's caps
+// cannot be enforced here as asked (as --sandbox bwrap does): a first group
+// is made the way every agent's will be, and removed.
+func warnImageCaps(e *env, ic *capture.ImageConfig, quiet bool) error {
+	if ic.Caps == nil {
+		return nil
+	}
+	g, warnings, err := limits.New(*ic.Caps, limits.Options{CgroupParent: ic.CgroupParent, DiskDirs: []string{os.TempDir()}})
+	if err != nil {
+		return usageErrorf("image caps: %v", err)
+	}
+	g.Close()
+	if !quiet {
+		for _, w := range warnings {
+			fmt.Fprintf(e.stderr, "warning: %s\n", w)
+		}
+	}
+	return nil
 }
