@@ -234,3 +234,18 @@ func Fingerprints(g Grader) []schemas.GraderFile {
 	}
 	return out
 }
+
+// PinnedPaths returns the absolute paths of every file and directory tree
+// g was fingerprinted with (nil for an unpinned grader): what a run keeps
+// out of an agent's reach.
+func PinnedPaths(g Grader) []string {
+	p, ok := g.(*pinned)
+	if !ok {
+		return nil
+	}
+	out := make([]string, len(p.files))
+	for i, f := range p.files {
+		out[i] = f.path
+	}
+	return out
+}

@@ -623,6 +623,11 @@ func trialsArgs(s *suite.Suite, a *suite.Agent, out string, b budget, spent *sch
 		if s.File != "" {
 			argv = append(argv, "--sandbox-protect", s.File)
 		}
+		// So does the prompts file the suite names (the trials run reads
+		// the run directory's copy of the cases, not this file).
+		if s.PromptsFile != "" {
+			argv = append(argv, "--sandbox-protect", s.PromptsFile)
+		}
 	}
 	if a.Adapter != "" {
 		argv = append(argv, "--adapter", a.Adapter)

@@ -451,6 +451,13 @@ func (f *runFlags) runFiles(s *runSetup, gopts graders.Options) []string {
 		}
 		files = append(files, p, filepath.Dir(p))
 	}
+	// Every file a grader runs or reads, however it was given (a suite's
+	// graders come as a configuration, not as -g): it and its directory.
+	for _, g := range s.graders {
+		for _, p := range graders.PinnedPaths(g) {
+			files = append(files, p, filepath.Dir(p))
+		}
+	}
 	if s.cfg.Workspace != "" {
 		files = append(files, s.cfg.Workspace)
 	}
