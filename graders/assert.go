@@ -231,6 +231,9 @@ func buildAssertion(m map[string]any, c cfgCtx) (assertion, error) {
 				return false, why
 			}
 			p := runProcess(ctx, argv, ws, append(os.Environ(), "AGENTV_WORKSPACE_PATH="+ws), nil, timeout, c.opts.Sandbox, in)
+			if p.limit != "" {
+				return false, "the sandbox ended it: " + p.limit
+			}
 			if p.exitCode == 0 && !p.timedOut {
 				return true, ""
 			}

@@ -31,6 +31,9 @@ type procResult struct {
 	signal   string
 	timedOut bool
 	err      error // could not start, or was cancelled
+	// limit names the sandbox cap the grader hit, with its flag ("" for
+	// none): the sandbox ended it.
+	limit string
 }
 
 // tailBuffer keeps the last n bytes written to it.
@@ -85,6 +88,7 @@ func runProcess(ctx context.Context, argv []string, dir string, env []string, st
 	token := orphans.Token()
 	env = orphans.Env(env, token)
 	var started func(int)
+	var limitHit func() string
 	if sb != nil {
 		// A sandboxed run's graders run in the sandbox too, with the
 		// workspace (code the agent wrote) writable.
@@ -100,13 +104,15 @@ func runProcess(ctx context.Context, argv []string, dir string, env []string, st
 		if dir != "" {
 			ro = append(ro, dir)
 		}
-		w, err := sb.Wrap(sandbox.Command{Argv: argv, Dir: dir, Env: env, RW: rw, RO: ro})
+		// The disk cap covers the workspace copy it may write (never a
+		// directory of the user's: a record's workspace is a copy).
+		w, err := sb.Wrap(sandbox.Command{Argv: argv, Dir: dir, Env: env, RW: rw, RO: ro, Disk: rw})
 		if err != nil {
 			return procResult{err: err, exitCode: -1}
 		}
 		defer w.Cleanup()
 		argv, env = w.Argv, w.Env
-		started = w.Started
+		started, limitHit = w.Started, w.LimitHit
 	}
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = dir
@@ -135,6 +141,9 @@ func runProcess(ctx context.Context, argv []string, dir string, env []string, st
 		orphans.Kill(token, cmd.Process.Pid)
 	}
 	res := procResult{stdout: out.Bytes(), stderr: errb.String(), exitCode: -1}
+	if limitHit != nil {
+		res.limit = limitHit()
+	}
 	if cmd.ProcessState != nil {
 		res.exitCode = cmd.ProcessState.ExitCode()
 		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
@@ -166,6 +175,8 @@ func procError(class, msg string, p procResult) *schemas.ErrorInfo {
 // not started, cancelled, timed out.
 func commonProcErrors(p procResult, timeout time.Duration) *schemas.ErrorInfo {
 	switch {
+	case p.limit != "":
+		return procError(schemas.ErrGraderError, "the sandbox ended the grader: "+p.limit, p)
 	case p.timedOut:
 		return procError(schemas.ErrGraderTimeout, fmt.Sprintf("grader did not finish within %v; its process group was killed", timeout), p)
 	case p.err != nil:

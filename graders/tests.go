@@ -126,6 +126,9 @@ func (g *testsGrader) Grade(ctx context.Context, in *Input) schemas.GraderResult
 	}
 	env := append(os.Environ(), "AGENTV_WORKSPACE_PATH="+ws)
 	p := runProcess(ctx, argv, ws, env, nil, g.timeout, g.opts.Sandbox, in)
+	if p.limit != "" {
+		return finish(schemas.GraderResult{Error: procError(schemas.ErrGraderError, "the sandbox ended the tests: "+p.limit, p)}, g.name, start)
+	}
 	if p.timedOut {
 		return finish(schemas.GraderResult{Error: procError(schemas.ErrGraderTimeout, fmt.Sprintf("the tests did not finish within %s", g.timeout), p)}, g.name, start)
 	}
