@@ -46,6 +46,7 @@ func (c *composite) Grade(ctx context.Context, in *Input) schemas.GraderResult {
 	r.Reasoning = fmt.Sprintf("weighted score %.4g (threshold %.4g)", r.Score, c.threshold)
 	if firstErr != nil {
 		r.Error = &schemas.ErrorInfo{Class: firstErr.Class, Message: fmt.Sprintf("%d of %d graders failed (%s): %s", len(failed), len(subs), strings.Join(failed, ", "), firstErr.Message)}
+		endedLike(r.Error, firstErr, subs)
 		r.Score = 0
 	}
 	return finish(r, c.name, start)
@@ -153,6 +154,21 @@ func Combine(rs []schemas.GraderResult) schemas.GraderResult {
 	r.Reasoning = truncate(strings.Join(reasons, "; "), 2000)
 	if firstErr != nil {
 		r.Error = &schemas.ErrorInfo{Class: firstErr.Class, Message: fmt.Sprintf("%d of %d graders failed (%s): %s", len(failed), len(rs), strings.Join(failed, ", "), firstErr.Message)}
+		endedLike(r.Error, firstErr, rs)
 	}
 	return r
+}
+
+// endedLike gives a combined error the signal and exit status of the
+// graders' errors: of one that died of a stop signal if any did (a stop
+// is not a verdict: the run must see it), else of the first.
+func endedLike(combined, first *schemas.ErrorInfo, subs []schemas.GraderResult) {
+	from := first
+	for _, s := range subs {
+		if _, ok := s.Error.DiedOfStop(); ok {
+			from = s.Error
+			break
+		}
+	}
+	combined.Signal, combined.ExitCode = from.Signal, from.ExitCode
 }

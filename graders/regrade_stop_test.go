@@ -34,3 +34,19 @@ func TestRegradeGraderKilledByTheStop(t *testing.T) {
 		t.Fatalf("SIGKILL without a stop: graded %v, err %v, result %+v; want a grader error", graded, err, res.Error)
 	}
 }
+
+// Combined results keep how a grader ended: a grader of several that died
+// of the stop makes the combination one that died of it too.
+func TestCombineKeepsTheStopSignal(t *testing.T) {
+	code := 1
+	res := Combine([]schemas.GraderResult{
+		{Grader: "a", Error: &schemas.ErrorInfo{Class: schemas.ErrGraderError, Message: "exit 1", ExitCode: &code}},
+		{Grader: "b", Error: &schemas.ErrorInfo{Class: schemas.ErrGraderError, Message: "grader was killed by terminated", Signal: "terminated"}},
+	})
+	if sig, ok := res.Error.DiedOfStop(); !ok || sig != "terminated" {
+		t.Fatalf("combined error %+v does not carry the stop signal", res.Error)
+	}
+	if !diedOfStop(res) {
+		t.Error("regrade does not see the stop in a combined result")
+	}
+}
