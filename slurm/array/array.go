@@ -133,6 +133,9 @@ type Run struct {
 	// outLink is what the output linked to when the run was set up ("" for
 	// no link): a link that appeared since is refused.
 	outLink string
+	// outType is the output's file type then (0 for a regular file or
+	// none): a FIFO or device that appeared since is refused too.
+	outType os.FileMode
 }
 
 // New sets up a run, noting what the output is now (see CheckOutput).
@@ -151,7 +154,7 @@ func New(cfg Config) (*Run, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Run{cfg: cfg, dir: cfg.Output + ".shards", outLink: linkTarget(cfg.Output)}, nil
+	return &Run{cfg: cfg, dir: cfg.Output + ".shards", outLink: linkTarget(cfg.Output), outType: fileType(cfg.Output)}, nil
 }
 
 // Dir is the shard directory: job.json, job.sh, jobs.txt, the shards and
@@ -219,7 +222,36 @@ func (r *Run) CheckOutput() error {
 		return kindError(OutputLinked, fmt.Errorf("%s became a link to %s while the job ran: nothing was merged (the shards are kept in %s); remove it and merge with: %s",
 			r.cfg.Output, l, r.dir, r.MergeCommand()))
 	}
+	if t := fileType(r.cfg.Output); t != r.outType && t&os.ModeSymlink == 0 {
+		return kindError(OutputLinked, fmt.Errorf("%s became a %s while the job ran: nothing was merged (the shards are kept in %s); remove it and merge with: %s",
+			r.cfg.Output, typeName(t), r.dir, r.MergeCommand()))
+	}
 	return nil
+}
+
+// fileType is the type bits of what is at path (0 for a regular file or
+// nothing).
+func fileType(path string) os.FileMode {
+	st, err := os.Lstat(path)
+	if err != nil {
+		return 0
+	}
+	return st.Mode().Type()
+}
+
+// typeName names a file type for people.
+func typeName(t os.FileMode) string {
+	switch {
+	case t&os.ModeNamedPipe != 0:
+		return "FIFO"
+	case t&os.ModeDir != 0:
+		return "directory"
+	case t&os.ModeSocket != 0:
+		return "socket"
+	case t&os.ModeDevice != 0:
+		return "device"
+	}
+	return "file that is not a regular file"
 }
 
 // linkTarget is what path links to, or "" when it is not a link.

@@ -440,3 +440,16 @@ func TestCounter(t *testing.T) {
 		t.Errorf("after a shard started over: %d", n)
 	}
 }
+
+// A FIFO planted at the output while the job ran is refused: the merge
+// would block on it forever, or write into whatever reads it.
+func TestCheckOutputRefusesAFIFO(t *testing.T) {
+	r, _ := newRun(t, 2, 1, &fakeSlurm{})
+	if err := syscall.Mkfifo(r.cfg.Output, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err := r.CheckOutput()
+	if KindOf(err) != OutputLinked || !strings.HasPrefix(err.Error(), r.cfg.Output+" became a FIFO while the job ran: nothing was merged") {
+		t.Errorf("%v", err)
+	}
+}
