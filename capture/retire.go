@@ -26,8 +26,8 @@ func newRetirer(max int) *retirer {
 
 // start runs shut in the background once a slot is free, and then done.
 func (rt *retirer) start(shut func(), done func()) {
+	rt.wg.Add(1) // before waiting for a slot: wait sees it at once
 	rt.slots <- struct{}{}
-	rt.wg.Add(1)
 	go func() {
 		defer rt.wg.Done()
 		defer func() { <-rt.slots }()

@@ -148,6 +148,12 @@ func (w *worker) depth() int {
 	if w.sharedAgents() {
 		return 1
 	}
+	if cfg := &w.r.cfg; cfg.FreshProcess && cfg.Workspace == "" && !cfg.AnyCaseWorkspace && cfg.Image == nil {
+		// A fresh agent per unit in the one working directory they
+		// share: the next one starts when this one is done, not while it
+		// is still changing the directory the next one starts in.
+		return 0
+	}
 	return d
 }
 

@@ -451,6 +451,11 @@ func (f *runFlags) runFiles(s *runSetup, gopts graders.Options) []string {
 		}
 		files = append(files, p, filepath.Dir(p))
 	}
+	// The harness binary: the sandbox's caps helper runs it outside the
+	// sandbox at every agent start, and a Slurm retry runs it again.
+	if exe, err := os.Executable(); err == nil {
+		files = append(files, exe)
+	}
 	// Every file a grader runs or reads, however it was given (a suite's
 	// graders come as a configuration, not as -g): it and its directory.
 	for _, g := range s.graders {
