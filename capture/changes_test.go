@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"encoding/base64"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -165,6 +166,40 @@ func TestIgnoreRules(t *testing.T) {
 	} {
 		if got := r.ignored(c.path, c.dir); got != c.want {
 			t.Errorf("ignored(%q, dir=%v) = %v, want %v", c.path, c.dir, got, c.want)
+		}
+	}
+}
+
+// A record is input, and its paths may be forged: a change whose path
+// leads out of the workspace (.., absolute, or through a link in the
+// template copy) is refused, and nothing is written or removed outside.
+func TestApplyChangesStaysInTheWorkspace(t *testing.T) {
+	outside := t.TempDir()
+	victim := filepath.Join(outside, "victim")
+	if err := os.WriteFile(victim, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	content := base64.StdEncoding.EncodeToString([]byte("forged"))
+	for _, c := range []schemas.FileChange{
+		{Path: "../" + filepath.Base(outside) + "/victim", Status: "modified", Binary: true, Content: content, Size: 6},
+		{Path: victim, Status: "deleted"},
+		{Path: "a.txt", From: "../victim", Status: "renamed", Binary: true, Content: content, Size: 6},
+		{Path: "out/victim", Status: "modified", Binary: true, Content: content, Size: 6},
+	} {
+		dst := filepath.Join(t.TempDir(), "ws")
+		if err := os.MkdirAll(dst, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		// The template copy holds a link out (the template's own).
+		if err := os.Symlink(outside, filepath.Join(dst, "out")); err != nil {
+			t.Fatal(err)
+		}
+		err := ApplyChanges(&schemas.Workspace{FileChanges: []schemas.FileChange{c}}, dst)
+		if err == nil {
+			t.Errorf("change %q (from %q) applied", c.Path, c.From)
+		}
+		if b, _ := os.ReadFile(victim); string(b) != "keep" {
+			t.Fatalf("change %q reached the file outside: %q", c.Path, b)
 		}
 	}
 }

@@ -59,21 +59,34 @@ func Rebuild(template string, ws *schemas.Workspace, dst string) error {
 // diff cut for size, a binary file too large to keep). Changes inside a
 // .git directory are not replayed.
 func ApplyChanges(ws *schemas.Workspace, dst string) error {
+	// A record is input: its paths may be forged. Every file is reached
+	// through dst as a root, so no path (.., an absolute one, a link on
+	// the way) leads out of it.
+	root, err := os.OpenRoot(dst)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
 	for _, c := range ws.FileChanges {
 		if inGitDir(c.Path) {
 			continue
 		}
-		target := filepath.Join(dst, filepath.FromSlash(c.Path))
+		for _, p := range []string{c.Path, c.From} {
+			if p != "" && !filepath.IsLocal(filepath.FromSlash(p)) {
+				return fmt.Errorf("file change %q: not a path inside the workspace", p)
+			}
+		}
+		target := filepath.FromSlash(c.Path)
 		switch {
 		case c.Status == "deleted" && c.Diff == "":
-			os.Remove(target)
+			root.Remove(target)
 			continue
 		case c.Binary:
 			if c.Status == "renamed" && c.From != "" {
-				os.Remove(filepath.Join(dst, filepath.FromSlash(c.From)))
+				root.Remove(filepath.FromSlash(c.From))
 			}
 			if c.Status == "deleted" {
-				os.Remove(target)
+				root.Remove(target)
 				continue
 			}
 			if c.Content == "" && c.Size > 0 {
@@ -83,9 +96,11 @@ func ApplyChanges(ws *schemas.Workspace, dst string) error {
 			if err != nil {
 				return fmt.Errorf("%s: %w", c.Path, err)
 			}
-			os.MkdirAll(filepath.Dir(target), 0o755)
-			if err := os.WriteFile(target, b, 0o644); err != nil {
-				return err
+			if dir := filepath.Dir(target); dir != "." {
+				root.MkdirAll(dir, 0o755)
+			}
+			if err := root.WriteFile(target, b, 0o644); err != nil {
+				return fmt.Errorf("%s: %w", c.Path, err)
 			}
 			continue
 		}

@@ -93,10 +93,8 @@ func runProcess(ctx context.Context, argv []string, dir string, env []string, st
 		// A sandboxed run's graders run in the sandbox too, with the
 		// workspace (code the agent wrote) writable.
 		var rw []string
-		if r := in.Record; r != nil && r.Workspace != nil && r.Workspace.Path != "" {
-			if _, err := os.Stat(r.Workspace.Path); err == nil {
-				rw = append(rw, r.Workspace.Path)
-			}
+		if r := in.Record; r != nil && r.Workspace != nil && isWorkspaceCopy(r.Workspace.Path) {
+			rw = append(rw, r.Workspace.Path)
 		}
 		// The grader's directory is readable, not writable: what a
 		// grader runs of the agent's may write only the workspace.
@@ -402,4 +400,26 @@ func resolveCommand(argv []string, dir string) ([]string, error) {
 	}
 	out[0] = p
 	return out, nil
+}
+
+// isWorkspaceCopy says whether path is a directory harness made for a
+// case (a workspace copy, a rebuilt workspace, an image layer), the only
+// kind a sandboxed grader may write: a record being regraded is input,
+// and one that names another directory (a home, the user's own) gets no
+// writable bind.
+func isWorkspaceCopy(path string) bool {
+	if path == "" {
+		return false
+	}
+	st, err := os.Lstat(path)
+	if err != nil || !st.IsDir() {
+		return false
+	}
+	base := filepath.Base(path)
+	for _, prefix := range []string{"harness-ws-", "harness-rebuilt-", "harness-layer-"} {
+		if strings.HasPrefix(base, prefix) {
+			return true
+		}
+	}
+	return false
 }

@@ -3,6 +3,8 @@ package graders
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -48,5 +50,26 @@ func TestCombineKeepsTheStopSignal(t *testing.T) {
 	}
 	if !diedOfStop(res) {
 		t.Error("regrade does not see the stop in a combined result")
+	}
+}
+
+// A sandboxed grader may write only a directory harness made for a case:
+// a regraded record naming another directory gets no writable bind.
+func TestIsWorkspaceCopy(t *testing.T) {
+	dir := t.TempDir()
+	copyDir := filepath.Join(dir, "harness-ws-a-123")
+	os.Mkdir(copyDir, 0o755)
+	link := filepath.Join(dir, "harness-ws-link")
+	os.Symlink(dir, link)
+	for path, want := range map[string]bool{
+		copyDir:                                  true,
+		dir:                                      false, // any other directory (a home, the user's own)
+		link:                                     false, // a link named like a copy
+		filepath.Join(dir, "harness-ws-missing"): false,
+		"":                                       false,
+	} {
+		if got := isWorkspaceCopy(path); got != want {
+			t.Errorf("isWorkspaceCopy(%q) = %v, want %v", path, got, want)
+		}
 	}
 }
