@@ -226,8 +226,24 @@ func (discardLogger) Printf(string, ...any) {}
 // Done is closed when the connection has ended (agent exit or Close).
 func (c *Client) Done() <-chan struct{} { return c.conn.DisconnectNotify() }
 
-// Close closes the connection and the agent's stdin.
-func (c *Client) Close() error { return c.conn.Close() }
+// Close closes the connection and the agent's stdin, and kills the
+// terminal commands of every session still attached: none outlives the
+// agent that started it.
+func (c *Client) Close() error {
+	err := c.conn.Close()
+	c.mu.Lock()
+	var terms []*terminals
+	for _, s := range c.sessions {
+		if s.terms != nil {
+			terms = append(terms, s.terms)
+		}
+	}
+	c.mu.Unlock()
+	for _, ts := range terms {
+		ts.releaseAll()
+	}
+	return err
+}
 
 // Capabilities returns what this client advertises, from its options.
 func (c *Client) Capabilities() ClientCapabilities {
