@@ -78,11 +78,11 @@ func (r *Runner) imagePreflight(ctx context.Context) (*acp.InitializeResponse, e
 	}
 	img, task, err := ic.For(ic.Probe)
 	if err != nil {
-		return nil, &AgentError{Info: schemas.ErrorInfo{Class: schemas.ErrWorkspaceSetup, Message: err.Error()}}
+		return nil, &AgentError{Info: schemas.ErrorInfo{Class: schemas.ErrWorkspaceSetup, Message: fmt.Sprintf("starting the agent in case %s's image: %v", ic.Probe.ID, err)}}
 	}
 	l, err := image.NewLayer(img, ic.LayerDir)
 	if err != nil {
-		return nil, &AgentError{Info: schemas.ErrorInfo{Class: schemas.ErrWorkspaceSetup, Message: err.Error()}}
+		return nil, &AgentError{Info: schemas.ErrorInfo{Class: schemas.ErrWorkspaceSetup, Message: fmt.Sprintf("starting the agent in image %s (case %s): a layer: %v", img.Ref, ic.Probe.ID, err)}}
 	}
 	defer l.Remove()
 	l.Self = ic.Self

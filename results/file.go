@@ -135,7 +135,7 @@ func ReplaceFile(name string, mode os.FileMode, fn func(io.Writer) error) error 
 		return err
 	}
 	if err := fn(tmp); err != nil {
-		return fail(err)
+		return fail(fmt.Errorf("output %s: %w", name, err))
 	}
 	if err := errors.Join(tmp.Chmod(mode), tmp.Sync()); err != nil {
 		return fail(fmt.Errorf("output %s: %w", name, err))
