@@ -347,7 +347,7 @@ func TestOCILayoutLayersWhiteoutsAndConfig(t *testing.T) {
 		{name: "etc/motd", body: "hi\n"},
 	})
 	layout := ociLayout(t, [][]byte{makeTar(t, baseEntries), top},
-		`{"architecture":"amd64","os":"linux","config":{"Env":["PATH=/usr/bin:/bin","GREETING=hello there"],"WorkingDir":"/work/dir","User":"root"}}`)
+		`{"architecture":"amd64","os":"linux","config":{"Env":["PATH=/usr/bin:/bin","GREETING=hello there"],"WorkingDir":"/srv/app","User":"root"}}`)
 	if Kind(layout) != "oci" {
 		t.Fatalf("kind %q", Kind(layout))
 	}
@@ -361,12 +361,12 @@ func TestOCILayoutLayersWhiteoutsAndConfig(t *testing.T) {
 			t.Errorf("%s exists = %v, want %v", p, err == nil, want)
 		}
 	}
-	if img.Workdir() != "/work/dir" || img.Config.User != "root" {
+	if img.Workdir() != "/srv/app" || img.Config.User != "root" {
 		t.Fatalf("config = %+v", img.Config)
 	}
 	l := newLayer(t, img)
 	out, code := sh(t, l, `echo "$GREETING"; pwd; echo "$HOME"`, nil)
-	if code != 0 || out != "hello there\n/work/dir\n/root\n" {
+	if code != 0 || out != "hello there\n/srv/app\n/root\n" {
 		t.Fatalf("exit %d, %q", code, out)
 	}
 }

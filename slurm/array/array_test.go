@@ -240,7 +240,7 @@ func TestScript(t *testing.T) {
 	out := filepath.Join(dir, "o u.jsonl")
 	r, err := New(Config{
 		Job:     Job{Command: "trials", Args: []string{"/p/p s.jsonl", "--k=3", "--grader=/g/it's.py"}, Agent: []string{"fakeagent", "--x", "a b"}, Tasks: 3},
-		Harness: "/bin/harness", Prompts: "/p/p s.jsonl", Output: out, K: 3, Workdir: "/work dir",
+		Harness: "/bin/harness", Prompts: "/p/p s.jsonl", Output: out, K: 3, Workdir: "/srv/my runs",
 		Client: &fakeSlurm{},
 	})
 	if err != nil {
@@ -260,7 +260,7 @@ func TestScript(t *testing.T) {
 # earlier attempt of it wrote.
 #SBATCH --job-name=harness-trials
 #SBATCH --output=` + d + `/task-%a.log
-#SBATCH --chdir=/work dir
+#SBATCH --chdir=/srv/my runs
 #SBATCH --requeue
 #SBATCH --signal=B:TERM@60
 i=${SLURM_ARRAY_TASK_ID:?this script runs as a Slurm array task}
