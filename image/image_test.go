@@ -355,7 +355,7 @@ func TestOCILayoutLayersWhiteoutsAndConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for p, want := range map[string]bool{"app/old.txt": false, "app/hello.txt": true, "usr/share/doc.txt": false, "usr/share/mine.txt": true, "etc/motd": true, "work/dir": true} {
+	for p, want := range map[string]bool{"app/old.txt": false, "app/hello.txt": true, "usr/share/doc.txt": false, "usr/share/mine.txt": true, "etc/motd": true, "srv/app": true} {
 		_, err := os.Stat(filepath.Join(img.Rootfs, p))
 		if (err == nil) != want {
 			t.Errorf("%s exists = %v, want %v", p, err == nil, want)
