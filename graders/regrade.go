@@ -372,7 +372,9 @@ func regradeRecord(ctx context.Context, rec *schemas.CaptureRecord, opts Regrade
 		c = opts.Cases[rec.ID]
 	}
 	res = opts.Grader.Grade(ctx, &Input{Record: rec, Case: c})
-	if ctx.Err() == nil && diedOfStop(res) {
+	// A combined result carries the signal of a grader of it that died
+	// of one (Combine).
+	if _, died := res.Error.DiedOfStop(); died && ctx.Err() == nil {
 		// The signal that killed the grader may be the stop of the whole
 		// run, reaching the grader first: wait a moment for it.
 		t := time.NewTimer(stopWait)
@@ -532,19 +534,3 @@ func spliceObject(obj []byte, set map[string]json.RawMessage) ([]byte, error) {
 // stopWait is how long a grader that died of a stop signal waits for the
 // run's own stop before its death counts as a grader error.
 const stopWait = 2 * time.Second
-
-// diedOfStop says whether a grader result, or one of the results it
-// combines, is a process's death by a stop signal (SIGTERM, SIGINT,
-// SIGHUP).
-func diedOfStop(res schemas.GraderResult) bool {
-	if _, ok := res.Error.DiedOfStop(); ok {
-		return true
-	}
-	subs, _ := res.Outcome["graders"].([]schemas.GraderResult)
-	for _, sub := range subs {
-		if _, ok := sub.Error.DiedOfStop(); ok {
-			return true
-		}
-	}
-	return false
-}

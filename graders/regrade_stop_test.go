@@ -48,9 +48,6 @@ func TestCombineKeepsTheStopSignal(t *testing.T) {
 	if sig, ok := res.Error.DiedOfStop(); !ok || sig != "terminated" {
 		t.Fatalf("combined error %+v does not carry the stop signal", res.Error)
 	}
-	if !diedOfStop(res) {
-		t.Error("regrade does not see the stop in a combined result")
-	}
 }
 
 // A sandboxed grader may write only a directory harness made for a case:
@@ -71,5 +68,22 @@ func TestIsWorkspaceCopy(t *testing.T) {
 		if got := isWorkspaceCopy(path); got != want {
 			t.Errorf("isWorkspaceCopy(%q) = %v, want %v", path, got, want)
 		}
+	}
+}
+
+// combinedGrader answers as several graders, one of which died of a signal.
+type combinedGrader struct{ killedGrader }
+
+func (g combinedGrader) Grade(ctx context.Context, in *Input) schemas.GraderResult {
+	return Combine([]schemas.GraderResult{{Grader: "ok", Pass: true, Score: 1}, g.killedGrader.Grade(ctx, in)})
+}
+
+// The stop reaches regrading through a combined result too.
+func TestRegradeCombinedGraderKilledByTheStop(t *testing.T) {
+	ctx, stop := context.WithCancel(context.Background())
+	time.AfterFunc(20*time.Millisecond, stop)
+	_, graded, _, err := regradeRecord(ctx, &schemas.CaptureRecord{ID: "a", Trial: 1}, RegradeOptions{Grader: combinedGrader{killedGrader{"terminated"}}}, "x:1")
+	if !errors.Is(err, ErrInterrupted) || graded {
+		t.Fatalf("graded %v, err %v; want interrupted", graded, err)
 	}
 }
