@@ -92,9 +92,11 @@ func (r *Runner) settleStop(run, grading context.Context, rec *schemas.CaptureRe
 	if who != "" {
 		what = fmt.Sprintf("%s died of %s as the run was stopped", who, sig)
 	} else if agentErr != nil {
-		what += " (" + firstLine(agentErr.Message) + ")"
+		line, _, _ := strings.Cut(agentErr.Message, "\n")
+		what += " (" + line + ")"
 	} else {
-		what += " (grader: " + firstLine(graderErrs[0].Message) + ")"
+		line, _, _ := strings.Cut(graderErrs[0].Message, "\n")
+		what += " (grader: " + line + ")"
 	}
 	interrupt(rec, what)
 }
@@ -105,12 +107,4 @@ func interrupt(rec *schemas.CaptureRecord, why string) {
 	rec.Error = &schemas.ErrorInfo{Class: schemas.ErrInterrupted, Message: "interrupted: " + why}
 	rec.Errors = []string{rec.Error.Message}
 	rec.Score, rec.Scores, rec.Outcome = nil, nil, nil
-}
-
-// firstLine is the first line of s.
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
 }

@@ -233,8 +233,7 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 		log.printf("agent %s %s (ACP %d); %s\n", init.AgentInfo.Name, init.AgentInfo.Version, init.ProtocolVersion, plural(total, "unit"))
 	}
 	var mu sync.Mutex
-	var spent *schemas.Cost
-	var reported float64 // of spent's dollars, those the agent reported itself
+	var reported float64 // of the run's dollars, those the agent reported itself
 	// finished counts the units that ran to the end (not interrupted): a
 	// budget spent by the last of them stopped nothing.
 	var finished atomic.Int64
@@ -255,12 +254,11 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 		}
 		rec.Cost = price(rec)
 		ctl.Record(rec)
-		mu.Lock()
-		spent = spent.Add(rec.Cost)
 		if rec.Cost != nil && rec.Cost.USD != nil {
+			mu.Lock()
 			reported += agentReportedUSD(rec, f.prices, f.agentModel)
+			mu.Unlock()
 		}
-		mu.Unlock()
 		var err error
 		if collect != nil {
 			mu.Lock()
@@ -313,6 +311,8 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 	foreign := checkWritten(out)
 	log.stop()
 	log.summary(stats)
+	// Every record is in: what the controller counted is what the run spent.
+	spent := ctl.Spent()
 	if spent != nil {
 		log.printf("cost: %s\n", costLine(spent, reported, f.prices))
 	}
