@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"iter"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,6 +19,7 @@ import (
 	"harness/acp"
 	"harness/capture"
 	"harness/cost"
+	"harness/evaluation"
 	"harness/graders"
 	"harness/headless"
 	"harness/internal/buildinfo"
@@ -153,7 +153,7 @@ type runSetup struct {
 	cfg     capture.Config
 	redact  *redact.Redactor
 	graders []graders.Grader
-	shard   [2]int
+	shard   evaluation.Shard
 	// anyCaseWorkspace says some case names a workspace of its own.
 	anyCaseWorkspace bool
 	// caseImages are the images cases name, resolved by configure;
@@ -252,8 +252,8 @@ func (f *runFlags) prepare(e *env, args, agent []string, cmdName string) (*runSe
 		return nil, usageErrorf("--permission: %v", err)
 	}
 	if f.shard != "" {
-		if _, err := fmt.Sscanf(f.shard, "%d/%d", &s.shard[0], &s.shard[1]); err != nil || s.shard[1] < 1 || s.shard[0] < 1 || s.shard[0] > s.shard[1] {
-			return nil, usageErrorf("--shard %q: want I/N with 1 <= I <= N", f.shard)
+		if s.shard, err = evaluation.ParseShard(f.shard); err != nil {
+			return nil, usageErrorf("--shard %v", err)
 		}
 	}
 	wd, _ := os.Getwd()
@@ -496,84 +496,16 @@ func (f *runFlags) checkOutput() error {
 	return nil
 }
 
-// openOutput opens and locks the record output (before any agent starts):
-// stdout, a new file, an existing one to continue (--resume), or one to
-// empty (--force). Secrets are redacted from everything written to it.
-func (f *runFlags) openOutput(e *env, setup *runSetup) (*results.Output, error) {
-	mode := results.New
-	switch {
-	case f.resume:
-		mode = results.Append
-	case f.force:
-		mode = results.Truncate
-	}
-	key, err := recordKey(e)
-	if err != nil {
-		return nil, err
-	}
-	out, err := results.OpenOutput(f.output, results.OutputOptions{
-		Mode: mode, Stdout: e.stdout, Redact: setup.redact.JSON, Resumable: true, Key: key,
-	})
-	if err != nil {
-		return nil, outputOpenError(err)
-	}
-	return out, nil
+// prompts is the run's prompts file.
+func (s *runSetup) prompts() evaluation.Prompts {
+	return evaluation.Prompts{Name: s.file, Path: s.path}
 }
 
 // scan reads the prompts file, calling fn with each case, its relative
 // workspace path resolved against the prompts file's directory.
 func (s *runSetup) scan(fn func(lineNo int, c *schemas.PromptCase) error) error {
-	r, err := results.Open(s.path, nil)
-	if err != nil {
-		return fmt.Errorf("prompts: %w", err)
-	}
-	defer r.Close()
-	return schemas.ScanPrompts(s.file, r, func(lineNo int, c schemas.PromptCase) error {
-		if c.Workspace != "" && !filepath.IsAbs(c.Workspace) && s.file != "-" {
-			c.Workspace = filepath.Join(filepath.Dir(s.file), c.Workspace)
-		}
-		if c.Image != "" && (strings.HasPrefix(c.Image, "./") || strings.HasPrefix(c.Image, "../")) && s.file != "-" {
-			c.Image = filepath.Join(filepath.Dir(s.file), c.Image)
-		}
-		return fn(lineNo, &c)
-	})
+	return s.prompts().Scan(fn)
 }
-
-// units yields the (case, trial) units of a run in case order, less those
-// already done and those of other shards, reading the prompts file as it
-// goes; total is how many it will yield.
-func (s *runSetup) units(k int, done map[results.UnitKey]bool, onCase func(*schemas.PromptCase)) (seq iter.Seq[capture.Unit], total int) {
-	each := func(yield func(capture.Unit) bool) {
-		i := 0
-		s.scan(func(_ int, c *schemas.PromptCase) error {
-			if onCase != nil {
-				onCase(c)
-			}
-			for t := 1; t <= k; t++ {
-				i++
-				if s.shard[1] > 0 && (i-1)%s.shard[1] != s.shard[0]-1 {
-					continue
-				}
-				if done[results.UnitKey{ID: c.ID, Trial: t}] {
-					continue
-				}
-				if !yield(capture.Unit{Case: c, Trial: t}) {
-					return errStop
-				}
-			}
-			return nil
-		})
-	}
-	if onCase == nil {
-		for range each {
-			total++
-		}
-	}
-	return each, total
-}
-
-// errStop ends a scan early.
-var errStop = errors.New("stop")
 
 // withoutVars drops the variables names from env, except those set
 // explicitly with --env.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"harness/evaluation"
 	"harness/results"
 	"harness/schemas"
 	"harness/slurm"
@@ -292,7 +293,7 @@ func (r *slurmRun) mergeAndFinish(ctx context.Context, run *array.Run, prompts s
 		infra = countErrored(r.f.output)
 	}
 	if r.f.junit != "" || r.f.markdown != "" {
-		if err := writeCIReports(r.f); err != nil {
+		if err := evaluation.WriteReports(r.f.output, r.f.junit, r.f.markdown); err != nil {
 			return err
 		}
 	}

@@ -1,4 +1,4 @@
-package main
+package evaluation
 
 import (
 	"encoding/json"

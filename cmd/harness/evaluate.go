@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"harness/capture"
+	"harness/cost"
+	"harness/evaluation"
+	"harness/results"
+	"harness/runctl"
+	"harness/schemas"
+	"harness/trials"
+)
+
+// options are the evaluation.Options of a run of capture or trials: k
+// trials of every case; trialsOpts set for a run that writes trials
+// records.
+func (f *runFlags) options(e *env, setup *runSetup, k int, key *results.Key, trialsOpts *evaluation.TrialsOptions) evaluation.Options {
+	return evaluation.Options{
+		Config:      setup.cfg,
+		Prompts:     setup.prompts(),
+		K:           k,
+		Shard:       setup.shard,
+		Output:      f.output,
+		Stdout:      e.stdout,
+		Resume:      f.resume,
+		RetryErrors: f.retryErrors,
+		Force:       f.force,
+		Key:         key,
+		Redact:      setup.redact.JSON,
+		GraderFiles: graderFiles(setup.graders),
+		Prices:      f.prices,
+		AgentModel:  f.agentModel,
+		Limits:      runctl.Limits{MaxUSD: f.maxCost, MaxTokens: f.maxTokens, StopOn: f.stopOn},
+		Trials:      trialsOpts,
+		JUnit:       f.junit,
+		Markdown:    f.markdown,
+	}
+}
+
+// evaluate runs k trials of every case through the evaluation engine,
+// showing its progress on stderr, and turns its result into the exit
+// status; gates, when set, checks the summary of a trials run.
+func evaluate(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, trialsOpts *evaluation.TrialsOptions, gates func(schemas.TrialsSummary) error) error {
+	defer setup.cleanup()
+	key, err := recordKey(e)
+	if err != nil {
+		return err
+	}
+	opts := f.options(e, setup, k, key, trialsOpts)
+	if e.signals != nil {
+		kill := make(chan struct{})
+		go func() {
+			select {
+			case <-e.signals:
+				close(kill)
+			case <-kill:
+			}
+		}()
+		defer func() {
+			select {
+			case <-kill:
+			default:
+				close(kill)
+			}
+		}()
+		opts.Config.Kill = kill
+	}
+	view := &runView{e: e, f: f, setup: setup}
+	defer view.stop()
+	opts.Events = view
+	res, err := evaluation.Run(ctx, opts)
+	return view.outcome(ctx, res, err, gates)
+}
+
+// runView shows a run on stderr: the progress lines and status line, the
+// agent that answered, the summary table, the counts and the cost.
+type runView struct {
+	e      *env
+	f      *runFlags
+	setup  *runSetup
+	log    *progress
+	total  int
+	strays strayLog
+}
+
+// Event shows one event of the run.
+func (v *runView) Event(ev evaluation.Event) {
+	switch ev := ev.(type) {
+	case evaluation.Planned:
+		v.total = ev.Total
+		v.log = newProgress(v.e, v.f, ev.Total, v.setup.redact)
+		if ev.Total == 0 {
+			v.log.printf("nothing to run: all %s in %s\n", plural(ev.Done, "unit"), v.f.output)
+		}
+	case evaluation.Started:
+		switch {
+		case ev.Adapter != "":
+			v.log.printf("agent %s, headless (--adapter %s); %s\n", ev.Agent.AgentInfo.Name, ev.Adapter, plural(ev.Total, "unit"))
+		case ev.Agent != nil && ev.Agent.AgentInfo != nil:
+			v.log.printf("agent %s %s (ACP %d); %s\n", ev.Agent.AgentInfo.Name, ev.Agent.AgentInfo.Version, ev.Agent.ProtocolVersion, plural(ev.Total, "unit"))
+		}
+		if v.f.maxCost > 0 && len(v.f.prices) == 0 {
+			v.log.printf("warning: --max-cost without --prices counts only the cost agents report themselves\n")
+		}
+	case evaluation.UnitsAdded:
+		v.log.grow(ev.N)
+	case evaluation.RecordWritten:
+		v.log.record(ev.Record)
+	case evaluation.Stray:
+		if !v.f.quiet {
+			v.strays.add(v.e.stderr, v.setup, ev.Stray)
+		}
+	case evaluation.SummaryWritten:
+		if !v.f.quiet {
+			// The run's cost line follows, once, after the counts.
+			table := ev.Summary
+			table.Cost = nil
+			trials.WriteSummaryTable(v.e.stderr, table)
+			if ev.Path != "" {
+				fmt.Fprintf(v.e.stderr, "summary: %s\n", ev.Path)
+			}
+		}
+	case evaluation.Finished:
+		v.finished(ev.Result)
+	}
+}
+
+// finished prints the counts, the cost and the warning about units that
+// wrote in the working directory they share.
+func (v *runView) finished(res *evaluation.Result) {
+	if res.Stats == nil {
+		return // nothing ran
+	}
+	v.log.stop()
+	v.log.summary(res.Stats)
+	if res.Spent != nil {
+		v.log.printf("cost: %s\n", costLine(res.Spent, res.AgentReportedUSD, v.f.prices))
+	}
+	if res.SharedWrites > 0 {
+		v.log.printf("warning: %s of %d wrote files in the working directory they share, %s (%s, ...): what one writes, the next sees; give --workspace DIR for a fresh copy per unit\n",
+			plural(res.SharedWrites, "unit"), v.total, v.setup.cfg.Cwd, res.SharedPath)
+	}
+}
+
+func (v *runView) stop() {
+	if v.log != nil {
+		v.log.stop()
+	}
+	v.strays.finish(v.e.stderr)
+}
+
+// outcome turns what a run did into the command's error and exit status.
+func (v *runView) outcome(ctx context.Context, res *evaluation.Result, err error, gates func(schemas.TrialsSummary) error) error {
+	var ee *evaluation.Error
+	var foreign error
+	if errors.As(err, &ee) {
+		switch ee.Kind {
+		case evaluation.KindOpen:
+			return outputOpenError(ee.Err)
+		case evaluation.KindResume:
+			return resumeError(ee.Err)
+		case evaluation.KindAgentStart:
+			if res.Interrupted {
+				return withCode(exitInterrupted, errors.New("interrupted while the agent started; nothing ran"))
+			}
+			var ae *capture.AgentError
+			if errors.As(ee.Err, &ae) {
+				return inputError(errors.New(v.setup.redact.String(agentErrorText(&ae.Info))))
+			}
+			return inputError(v.setup.redactErr(ee.Err))
+		case evaluation.KindWrite:
+			err = outputError(ee.Err)
+		case evaluation.KindForeign:
+			foreign, err = withCode(exitForeign, ee.Err), nil
+		}
+	}
+	if err == nil && !res.Interrupted {
+		if stop := runStopError(res); stop != nil {
+			return stop
+		}
+	}
+	switch {
+	case foreign != nil:
+		return foreign
+	case err != nil:
+		if res.Written > 0 && v.f.output != "" && v.f.output != "-" {
+			err = fmt.Errorf("%w\nthe %d records written before it are in %s; continue with --resume", err, res.Written, v.f.output)
+		}
+		return err
+	case res.Interrupted || ctx.Err() != nil:
+		return withCode(exitInterrupted, fmt.Errorf("interrupted; finished records are in the output, continue with --resume"))
+	}
+	if res.Summary != nil && gates != nil {
+		if err := gates(*res.Summary); err != nil {
+			return err
+		}
+	}
+	if res.Stats != nil && res.Stats.InfraErrors() > 0 {
+		return withCode(exitInfraErrors, fmt.Errorf("%d records have infrastructure errors", res.Stats.InfraErrors()))
+	}
+	return nil
+}
+
+// runStopError says why the budget or the stop rule ended a run.
+func runStopError(res *evaluation.Result) error {
+	stop := res.Stop
+	switch {
+	case stop == nil:
+		return nil
+	case stop.Kind == runctl.KindBudget:
+		return withCode(exitBudget, fmt.Errorf("budget spent (%s; %s): no new work was started, %s not run; the output holds every finished record, continue with --resume and a larger budget",
+			cost.Format(res.Spent), stop.Limit, plural(res.NotRun(), "unit")))
+	case stop.Kind == runctl.KindStopOn:
+		return withCode(exitInfraErrors, fmt.Errorf("stopped at the first %s error (case %q trial %d): %s; %s not run; the output holds every finished record, continue with --resume",
+			stop.Error.Class, stop.ID, max(stop.Trial, 1), firstLine(stop.Error.Message), plural(res.NotRun(), "unit")))
+	}
+	return nil
+}
+
+// resumeError words an output that could not be continued.
+func resumeError(err error) error {
+	var rm *evaluation.RuleMismatchError
+	switch {
+	case errors.As(err, &rm):
+		switch {
+		case rm.Want == nil:
+			return inputError(fmt.Errorf("--resume: case %q was written by an adaptive run: resume with --adaptive and its --min-k, --max-k and --ci-width", rm.ID))
+		case rm.Written == nil:
+			return inputError(fmt.Errorf("--resume: case %q was written by a run without --adaptive: resume without --adaptive, or write a new output", rm.ID))
+		}
+		a := rm.Written
+		return inputError(fmt.Errorf("--resume: case %q was written with --min-k %d --max-k %d --ci-width %g: resume with the same stopping rule", rm.ID, a.MinK, a.MaxK, a.CIWidth))
+	case foreignError(err) != err:
+		return withCode(exitForeign, fmt.Errorf("--resume: %w", err))
+	}
+	return inputError(fmt.Errorf("--resume: %w", err))
+}

@@ -1,0 +1,36 @@
+// Package evaluation runs an evaluation: every case of a prompts file,
+// k trials each, against one agent, graded as it goes, with the run's
+// budget and stop rule, resume, shards, adaptive trials, in-order trials
+// records and the run summary. It is the engine every command that runs
+// an agent calls (capture, trials, run and the shards of a Slurm job):
+// they build an [Options] from their flags or suite and call [Run], which
+// returns a [Result] with the counts and the summary as Go values.
+//
+// The name says what the package does for its callers: it evaluates an
+// agent. It sits between the commands and the packages that do one part
+// of the work each:
+//
+//	Options ──► Run ──► capture.Runner  (units over workers: agents, sessions, turns, records)
+//	             │          │
+//	             │          ├─► graders (each record graded beside the next unit)
+//	             │          └─► runctl  (budget and stop-on, decided as turns answer)
+//	             ├─► results (the output: opened, locked, resumed, written whole)
+//	             ├─► trials  (a case's trials record once all its trials are in,
+//	             │            written in the order of the prompts file; the summary)
+//	             └─► Events  (typed events for the terminal progress and other front ends)
+//
+// Run reports what happens as [Event] values to [Options.Events], one at a
+// time: [Planned] once the units to run are known, [Started] when the agent
+// answered initialize, [TurnAnswered], [RecordWritten] and [CaseFinished]
+// as work is done, [UnitsAdded] when an adaptive run asks for more trials,
+// [StopRequested] when the budget or the stop rule ends the run,
+// [SummaryWritten], and [Finished] with the Result last. Nothing in the
+// package writes to a terminal or knows a flag name: the commands word
+// the events and errors for their users.
+//
+// Errors that a caller must tell apart come as an [*Error] of a [Kind]
+// (the output could not be opened, resumed or written, the agent did not
+// start, lines harness did not write were found in the output); a run that
+// the budget or the stop rule ended, or that was interrupted, is not an
+// error: its Result says so.
+package evaluation

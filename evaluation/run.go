@@ -1,0 +1,402 @@
+package evaluation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"harness/capture"
+	"harness/cost"
+	"harness/report"
+	"harness/results"
+	"harness/runctl"
+	"harness/schemas"
+	"harness/trials"
+)
+
+// hooks let a trials run change how a run treats records.
+type hooks struct {
+	// resume reads the units not to run from the output; nil takes the
+	// capture records it holds.
+	resume func(out *results.Output) (map[results.UnitKey]bool, error)
+	// onCase sees every case as the run reaches it, in file order.
+	onCase func(*schemas.PromptCase)
+	// collect takes each finished record instead of writing it.
+	collect func(*schemas.CaptureRecord, *results.Output) error
+	// finish runs after the last record, before the output is closed;
+	// interrupted says the run did not run every unit, budget that a
+	// budget stopped it. It returns the summary it wrote, if any.
+	finish func(out *results.Output, interrupted, budget bool) (*schemas.TrialsSummary, error)
+	// units, when set, replaces the k trials of every case: given the
+	// units done, it returns how many units the run starts with and the
+	// sequence to run under ctx, which may add units as records come in
+	// (grow counts them).
+	units func(done map[results.UnitKey]bool) (total int, seq func(ctx context.Context, grow func(int)) iter.Seq[capture.Unit])
+}
+
+// Run runs the evaluation opts describe and returns what it did. The
+// Result is never nil: after an error it says how far the run got.
+func Run(ctx context.Context, opts Options) (*Result, error) {
+	if err := opts.Validate(); err != nil {
+		return &Result{}, err
+	}
+	ev := &emitter{to: opts.Events}
+	if opts.Trials == nil || opts.Shard.N > 0 {
+		// A shard holds only some trials of a case: it writes capture
+		// records, and a merge builds the trials records.
+		return run(ctx, &opts, ev, hooks{})
+	}
+	col, err := newCollector(&opts, ev)
+	if err != nil {
+		return &Result{}, err
+	}
+	defer col.closePartial()
+	h := hooks{
+		resume:  func(out *results.Output) (map[results.UnitKey]bool, error) { return col.resume(out, opts.RetryErrors) },
+		onCase:  col.seeCase,
+		collect: col.add,
+		finish:  col.finish,
+	}
+	if col.adaptive != nil {
+		h.units = col.adaptiveUnits
+	}
+	return run(ctx, &opts, ev, h)
+}
+
+// openOutput opens and locks the record output: standard output, a new
+// file, an existing one to continue or one to empty.
+func openOutput(opts *Options) (*results.Output, error) {
+	mode := results.New
+	switch {
+	case opts.Resume:
+		mode = results.Append
+	case opts.Force:
+		mode = results.Truncate
+	}
+	out, err := results.OpenOutput(opts.Output, results.OutputOptions{
+		Mode: mode, Stdout: opts.Stdout, Redact: opts.Redact, Resumable: true, Key: opts.Key,
+	})
+	if err != nil {
+		return nil, &Error{Kind: KindOpen, Err: err}
+	}
+	return out, nil
+}
+
+// units yields the (case, trial) units of a run in case order, less those
+// already done and those of other shards, reading the prompts file as it
+// goes; total is how many it will yield.
+func units(opts *Options, done map[results.UnitKey]bool, onCase func(*schemas.PromptCase)) (seq iter.Seq[capture.Unit], total int) {
+	each := func(yield func(capture.Unit) bool) {
+		i := 0
+		opts.Prompts.Scan(func(_ int, c *schemas.PromptCase) error {
+			if onCase != nil {
+				onCase(c)
+			}
+			for t := 1; t <= opts.K; t++ {
+				i++
+				if !opts.Shard.has(i) || done[results.UnitKey{ID: c.ID, Trial: t}] {
+					continue
+				}
+				if !yield(capture.Unit{Case: c, Trial: t}) {
+					return ErrStop
+				}
+			}
+			return nil
+		})
+	}
+	if onCase == nil {
+		for range each {
+			total++
+		}
+	}
+	return each, total
+}
+
+// runState is what a run counts as its records come in.
+type runState struct {
+	opts     *Options
+	out      *results.Output
+	ctl      *runctl.Controller
+	events   *emitter
+	collect  func(*schemas.CaptureRecord, *results.Output) error
+	shared   *sharedWrites
+	mu       sync.Mutex
+	reported float64 // of the run's dollars, those the agent reported itself
+	// finished counts the units that ran to the end (not interrupted): a
+	// budget spent by the last of them stopped nothing.
+	finished atomic.Int64
+	grown    atomic.Int64 // units an adaptive run added as it went
+}
+
+func (s *runState) price(rec *schemas.CaptureRecord) *schemas.Cost {
+	if c := cost.Of(rec, s.opts.Prices, s.opts.AgentModel); c.Tokens() > 0 || c.USD != nil {
+		return c
+	}
+	return nil
+}
+
+// emit takes a finished record: prices it, tells the controller, and
+// writes it (or hands it to the trials collector).
+func (s *runState) emit(rec *schemas.CaptureRecord) error {
+	if len(rec.Provenance.Graders) > 0 {
+		rec.Provenance.GraderFiles = s.opts.GraderFiles
+	}
+	if rec.Error == nil || rec.Error.Class != schemas.ErrInterrupted {
+		s.finished.Add(1)
+	}
+	if s.shared != nil {
+		s.shared.see(rec)
+	}
+	rec.Cost = s.price(rec)
+	s.ctl.Record(rec)
+	if rec.Cost != nil && rec.Cost.USD != nil {
+		s.mu.Lock()
+		s.reported += agentReportedUSD(rec, s.opts.Prices, s.opts.AgentModel)
+		s.mu.Unlock()
+	}
+	var err error
+	if s.collect != nil {
+		s.mu.Lock()
+		err = s.collect(rec, s.out)
+		s.mu.Unlock()
+	} else {
+		err = s.out.Write(rec)
+	}
+	if err != nil {
+		return writeError(err)
+	}
+	s.events.emit(RecordWritten{Record: rec})
+	return nil
+}
+
+// writeError marks a failure to write the output.
+func writeError(err error) error {
+	var e *Error
+	if errors.As(err, &e) {
+		return err
+	}
+	return &Error{Kind: KindWrite, Err: err}
+}
+
+// run runs the units of opts and writes each record as it comes, or
+// hands it to h.collect.
+func run(ctx context.Context, opts *Options, ev *emitter, h hooks) (*Result, error) {
+	res := &Result{}
+	// The output is opened and locked before any agent starts, and held
+	// to the end.
+	out, err := openOutput(opts)
+	if err != nil {
+		return res, err
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			out.Close()
+		}
+	}()
+	done := map[results.UnitKey]bool{}
+	if opts.Resume {
+		resume := h.resume
+		if resume == nil {
+			resume = func(out *results.Output) (map[results.UnitKey]bool, error) {
+				return out.ResumeCapture(opts.RetryErrors)
+			}
+		}
+		if done, err = resume(out); err != nil {
+			return res, &Error{Kind: KindResume, Err: err}
+		}
+	}
+	res.Done = len(done)
+	_, total := units(opts, done, nil)
+	seq, _ := units(opts, done, h.onCase)
+	var growing func(ctx context.Context, grow func(int)) iter.Seq[capture.Unit]
+	if h.units != nil {
+		total, growing = h.units(done)
+	}
+	res.Units = total
+	ev.emit(Planned{Total: total, Done: len(done)})
+	if total == 0 {
+		return nothingToRun(out, &closed, res, ev, h)
+	}
+	cfg := opts.Config
+	cfg.Log = func(s capture.Stray) { ev.emit(Stray{Stray: s}) }
+	s := &runState{opts: opts, out: out, events: ev, collect: h.collect}
+	// The budget and the stop rule are decided as each turn answers, so
+	// no unit starts once a limit is reached.
+	s.ctl = runctl.New(opts.Limits, s.price)
+	cfg.Control = control{Controller: s.ctl, events: ev}
+	runner := capture.NewRunner(cfg)
+	init, err := runner.Preflight(ctx)
+	if err != nil {
+		closed = true
+		out.Discard()
+		res.Interrupted = ctx.Err() != nil
+		return res, &Error{Kind: KindAgentStart, Err: err}
+	}
+	// Units that share the working directory are noted, and only when
+	// one of them wrote files there.
+	if total > 1 && cfg.Workspace == "" && !cfg.AnyCaseWorkspace {
+		s.shared = newSharedWrites(cfg.Cwd, time.Now())
+	}
+	started := Started{Agent: init, Total: total}
+	if cfg.Adapter != nil {
+		started.Adapter = cfg.Adapter.Name
+	}
+	ev.emit(started)
+	if growing != nil {
+		// The schedule of an adaptive run ends with the run's stop too.
+		seqCtx, stopSeq := context.WithCancel(ctx)
+		defer stopSeq()
+		go func() {
+			select {
+			case <-s.ctl.Stopped():
+				stopSeq()
+			case <-seqCtx.Done():
+			}
+		}()
+		seq = growing(seqCtx, func(n int) { s.grown.Add(int64(n)); ev.emit(UnitsAdded{N: n}) })
+	}
+	watchDone := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		select {
+		case <-s.ctl.Stopped():
+			if stop := s.ctl.Stop(); stop != nil {
+				ev.emit(StopRequested{Stop: *stop})
+			}
+		case <-watchDone:
+		}
+	}()
+	stats, runErr := runner.Run(ctx, seq, s.emit)
+	close(watchDone)
+	<-watched
+	res.Units = total + int(s.grown.Load())
+	res.Finished = int(s.finished.Load())
+	if stop := s.ctl.Stop(); stop != nil && stop.Kind == runctl.KindBudget && res.Finished == res.Units {
+		s.ctl.Reset() // every unit ran: the budget stopped nothing
+	}
+	res.Stop = s.ctl.Stop()
+	res.Stats = stats
+	res.Interrupted = ctx.Err() != nil
+	budgetHit := res.Stop != nil && res.Stop.Kind == runctl.KindBudget
+	if h.finish != nil && runErr == nil {
+		res.Summary, err = h.finish(out, res.Interrupted || budgetHit, budgetHit && !res.Interrupted)
+		if err != nil {
+			runErr = writeError(err)
+		}
+	}
+	closed = true
+	if err := out.Close(); err != nil && runErr == nil {
+		runErr = writeError(err)
+	}
+	res.Written = out.Written()
+	// The output must hold exactly what this run wrote and kept: a line
+	// anything else added (an agent that could reach the file) is
+	// reported, and never counts.
+	foreign := checkWritten(out)
+	// Every record is in: what the controller counted is what the run
+	// spent.
+	res.Spent = s.ctl.Spent()
+	res.AgentReportedUSD = s.reported
+	res.SharedWrites, res.SharedPath = s.shared.seen()
+	ev.emit(Finished{Result: res})
+	if runErr == nil && (opts.JUnit != "" || opts.Markdown != "") {
+		runErr = WriteReports(opts.Output, opts.JUnit, opts.Markdown)
+	}
+	if foreign != nil && runErr == nil {
+		return res, foreign
+	}
+	return res, runErr
+}
+
+// nothingToRun ends a run whose units are all done: a trials run writes
+// its summary now.
+func nothingToRun(out *results.Output, closed *bool, res *Result, ev *emitter, h hooks) (*Result, error) {
+	var err error
+	if h.finish != nil {
+		res.Summary, err = h.finish(out, false, false)
+		if err != nil {
+			err = writeError(err)
+		}
+	}
+	*closed = true
+	if cerr := out.Close(); cerr != nil && err == nil {
+		err = writeError(cerr)
+	}
+	res.Written = out.Written()
+	ev.emit(Finished{Result: res})
+	return res, err
+}
+
+// checkWritten reads a finished output back: every line in it must be one
+// harness wrote there.
+func checkWritten(out *results.Output) error {
+	if err := out.CheckWritten(); err != nil {
+		var many *results.ForeignLinesError
+		if errors.As(err, &many) {
+			return &Error{Kind: KindForeign, Err: err}
+		}
+		return fmt.Errorf("output: %w", err)
+	}
+	return nil
+}
+
+// agentReportedUSD is the part of a record's cost the agent reported
+// itself: its own cost when no price of the table applied to its tokens
+// (as cost.Of counts it).
+func agentReportedUSD(rec *schemas.CaptureRecord, prices cost.Table, model string) float64 {
+	if rec.Usage == nil {
+		return 0
+	}
+	own := cost.Of(&schemas.CaptureRecord{Usage: rec.Usage}, nil, "")
+	if own.USD == nil {
+		return 0
+	}
+	if _, ok := prices.Lookup(model); ok && own.Tokens() > 0 {
+		return 0 // the table priced the agent's tokens
+	}
+	return *own.USD
+}
+
+// WriteReports writes the JUnit and markdown reports (files junit and
+// markdown, "" for none) of the output file, read back whole, so that a
+// resumed run reports all of it.
+func WriteReports(output, junit, markdown string) error {
+	in, err := results.Open(output, nil)
+	if err != nil {
+		return err
+	}
+	run, err := report.ReadRun(output, in, report.RunOptions{})
+	in.Close()
+	if err != nil {
+		return fmt.Errorf("reports: %w", err)
+	}
+	defer run.Close()
+	write := func(name string, fn func(io.Writer) error) error {
+		if name == "" {
+			return nil
+		}
+		return results.ReplaceFile(name, 0o644, fn)
+	}
+	return errors.Join(
+		write(junit, func(w io.Writer) error { return report.WriteJUnit(w, report.JUnitOptions{}, run) }),
+		write(markdown, func(w io.Writer) error {
+			return report.WriteMarkdownSummary(w, report.MarkdownOptions{Seed: trials.DefaultSeed, Resamples: trials.DefaultResamples}, run)
+		}),
+	)
+}
+
+// removeIfExists removes name; that it was not there is no error.
+func removeIfExists(name string) error {
+	if err := os.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove %s: %w", name, err)
+	}
+	return nil
+}
