@@ -52,7 +52,8 @@ Examples:
 			setup.cleanup()
 			return runSlurm(ctx, &slurmRun{e: e, c: c, f: &f, cmdName: "capture", k: 1, agent: agent}, args)
 		}
-		return evaluate(ctx, e, &f, setup, 1, nil, nil)
+		_, _, err = evaluate(ctx, e, &f, setup, 1, nil, nil)
+		return err
 	}
 	return c
 }

@@ -43,11 +43,11 @@ func (f *runFlags) options(e *env, setup *runSetup, k int, key *results.Key, tri
 // evaluate runs k trials of every case through the evaluation engine,
 // showing its progress on stderr, and turns its result into the exit
 // status; gates, when set, checks the summary of a trials run.
-func evaluate(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, trialsOpts *evaluation.TrialsOptions, gates func(schemas.TrialsSummary) error) error {
+func evaluate(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, trialsOpts *evaluation.TrialsOptions, gates func(schemas.TrialsSummary) error) (*evaluation.Result, string, error) {
 	defer setup.cleanup()
 	key, err := recordKey(e)
 	if err != nil {
-		return err
+		return nil, statusError, err
 	}
 	opts := f.options(e, setup, k, key, trialsOpts)
 	if e.signals != nil {
@@ -72,7 +72,41 @@ func evaluate(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 	defer view.stop()
 	opts.Events = view
 	res, err := evaluation.Run(ctx, opts)
-	return view.outcome(ctx, res, err, gates)
+	status, err := view.outcome(ctx, res, err, gates)
+	return res, status, err
+}
+
+// The statuses of an agent's run in harness run's manifest.
+const (
+	statusOK          = "ok"
+	statusGateFailed  = "gate_failed"
+	statusInfraErrors = "infra_errors"
+	statusBudget      = "budget"
+	statusInterrupted = "interrupted"
+	statusError       = "error"
+)
+
+// exitStatus names how a run that reports only its error (a Slurm job)
+// ended, by the error's exit status.
+func exitStatus(err error) string {
+	if err == nil {
+		return statusOK
+	}
+	var ee *exitError
+	if !errors.As(err, &ee) {
+		return statusError
+	}
+	switch ee.code {
+	case exitGateFailed:
+		return statusGateFailed
+	case exitInfraErrors:
+		return statusInfraErrors
+	case exitBudget:
+		return statusBudget
+	case exitInterrupted:
+		return statusInterrupted
+	}
+	return statusError
 }
 
 // runView shows a run on stderr: the progress lines and status line, the
@@ -152,25 +186,26 @@ func (v *runView) stop() {
 	v.strays.finish(v.e.stderr)
 }
 
-// outcome turns what a run did into the command's error and exit status.
-func (v *runView) outcome(ctx context.Context, res *evaluation.Result, err error, gates func(schemas.TrialsSummary) error) error {
+// outcome turns what a run did into its status and the command's error
+// and exit status.
+func (v *runView) outcome(ctx context.Context, res *evaluation.Result, err error, gates func(schemas.TrialsSummary) error) (string, error) {
 	var ee *evaluation.Error
 	var foreign error
 	if errors.As(err, &ee) {
 		switch ee.Kind {
 		case evaluation.KindOpen:
-			return outputOpenError(ee.Err)
+			return statusError, outputOpenError(ee.Err)
 		case evaluation.KindResume:
-			return resumeError(ee.Err)
+			return statusError, resumeError(ee.Err)
 		case evaluation.KindAgentStart:
 			if res.Interrupted {
-				return withCode(exitInterrupted, errors.New("interrupted while the agent started; nothing ran"))
+				return statusInterrupted, withCode(exitInterrupted, errors.New("interrupted while the agent started; nothing ran"))
 			}
 			var ae *capture.AgentError
 			if errors.As(ee.Err, &ae) {
-				return inputError(errors.New(v.setup.redact.String(agentErrorText(&ae.Info))))
+				return statusError, inputError(errors.New(v.setup.redact.String(agentErrorText(&ae.Info))))
 			}
-			return inputError(v.setup.redactErr(ee.Err))
+			return statusError, inputError(v.setup.redactErr(ee.Err))
 		case evaluation.KindWrite:
 			err = outputError(ee.Err)
 		case evaluation.KindForeign:
@@ -178,46 +213,46 @@ func (v *runView) outcome(ctx context.Context, res *evaluation.Result, err error
 		}
 	}
 	if err == nil && !res.Interrupted {
-		if stop := runStopError(res); stop != nil {
-			return stop
+		if status, stop := runStopError(res); stop != nil {
+			return status, stop
 		}
 	}
 	switch {
 	case foreign != nil:
-		return foreign
+		return statusError, foreign
 	case err != nil:
 		if res.Written > 0 && v.f.output != "" && v.f.output != "-" {
 			err = fmt.Errorf("%w\nthe %d records written before it are in %s; continue with --resume", err, res.Written, v.f.output)
 		}
-		return err
+		return statusError, err
 	case res.Interrupted || ctx.Err() != nil:
-		return withCode(exitInterrupted, fmt.Errorf("interrupted; finished records are in the output, continue with --resume"))
+		return statusInterrupted, withCode(exitInterrupted, fmt.Errorf("interrupted; finished records are in the output, continue with --resume"))
 	}
 	if res.Summary != nil && gates != nil {
 		if err := gates(*res.Summary); err != nil {
-			return err
+			return statusGateFailed, err
 		}
 	}
 	if res.Stats != nil && res.Stats.InfraErrors() > 0 {
-		return withCode(exitInfraErrors, fmt.Errorf("%d records have infrastructure errors", res.Stats.InfraErrors()))
+		return statusInfraErrors, withCode(exitInfraErrors, fmt.Errorf("%d records have infrastructure errors", res.Stats.InfraErrors()))
 	}
-	return nil
+	return statusOK, nil
 }
 
 // runStopError says why the budget or the stop rule ended a run.
-func runStopError(res *evaluation.Result) error {
+func runStopError(res *evaluation.Result) (string, error) {
 	stop := res.Stop
 	switch {
 	case stop == nil:
-		return nil
+		return "", nil
 	case stop.Kind == runctl.KindBudget:
-		return withCode(exitBudget, fmt.Errorf("budget spent (%s; %s): no new work was started, %s not run; the output holds every finished record, continue with --resume and a larger budget",
+		return statusBudget, withCode(exitBudget, fmt.Errorf("budget spent (%s; %s): no new work was started, %s not run; the output holds every finished record, continue with --resume and a larger budget",
 			cost.Format(res.Spent), stop.Limit, plural(res.NotRun(), "unit")))
 	case stop.Kind == runctl.KindStopOn:
-		return withCode(exitInfraErrors, fmt.Errorf("stopped at the first %s error (case %q trial %d): %s; %s not run; the output holds every finished record, continue with --resume",
+		return statusInfraErrors, withCode(exitInfraErrors, fmt.Errorf("stopped at the first %s error (case %q trial %d): %s; %s not run; the output holds every finished record, continue with --resume",
 			stop.Error.Class, stop.ID, max(stop.Trial, 1), firstLine(stop.Error.Message), plural(res.NotRun(), "unit")))
 	}
-	return nil
+	return "", nil
 }
 
 // resumeError words an output that could not be continued.

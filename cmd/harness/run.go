@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"harness/cost"
+	"harness/evaluation"
 	"harness/graders"
 	"harness/internal/buildinfo"
 	"harness/report"
@@ -157,7 +158,7 @@ Examples:
 		}
 		for i := range agents {
 			argv := trialsArgs(s, &agents[i], "", budget, nil, true)
-			tc := newTrialsCmdWith(&runFlags{})
+			tc, _ := newTrialsCmdWith(&runFlags{})
 			if err := applySuiteFlags(tc, s, &agents[i], argv); err != nil {
 				return err
 			}
@@ -210,7 +211,7 @@ Examples:
 				// The agents before this one spent the run's budget: it
 				// does not start.
 				err := withCode(exitBudget, fmt.Errorf("budget spent (%s; %s) before it started; continue with --resume and a larger budget", cost.Format(spent), limit))
-				ma.Status, ma.Message = agentStatus(err)
+				ma.Status, ma.Message = statusBudget, err.Error()
 				errs = append(errs, fmt.Errorf("agent %s: %w", a.Name, err))
 				logf("harness run: agent %s: %v\n", a.Name, err)
 				stopped = true
@@ -222,7 +223,7 @@ Examples:
 			logf("\n== agent %s (%d of %d): %s\n", a.Name, i+1, len(agents), strings.Join(a.Command, " "))
 			out := filepath.Join(dir, ma.Output)
 			f := &runFlags{moreGraders: moreGraders, prices: prices}
-			tc := newTrialsCmdWith(f)
+			tc, tf := newTrialsCmdWith(f)
 			argv := trialsArgs(s, a, out, budget, spent, quiet)
 			var err error
 			if onSlurm(s, a) {
@@ -238,11 +239,16 @@ Examples:
 			if err == nil {
 				err = image.passOn(tc.flags, c.flags)
 			}
+			var res *evaluation.Result
+			status := statusError
 			if err == nil {
-				err = tc.run(ctx, e, []string{casesPath}, a.Command)
+				res, status, err = tf.execute(ctx, e, tc, []string{casesPath}, a.Command)
 			}
-			ma.Status, ma.Message = agentStatus(err)
-			if sum, serr := readSummary(filepath.Join(dir, ma.Summary)); serr == nil {
+			ma.Status, ma.Message = status, ""
+			if err != nil {
+				ma.Message = err.Error()
+			}
+			if sum := agentSummary(res, filepath.Join(dir, ma.Summary)); sum != nil {
 				ma.PassRate, ma.Cost = sum.PassRate, sum.Cost
 				spent = spent.Add(sum.Cost)
 			}
@@ -259,7 +265,7 @@ Examples:
 		}
 		m.Cost = spent
 		if !stopped {
-			m.Compare, m.Report = compareAndReport(ctx, e, dir, s.Name, m, quiet)
+			m.Compare, m.Report = compareAndReport(e, dir, s.Name, m, quiet)
 		}
 		m.Ended = time.Now().UTC().Format(time.RFC3339)
 		m.Status = "done"
@@ -704,27 +710,17 @@ func applySuiteFlags(tc *command, s *suite.Suite, a *suite.Agent, argv []string)
 	return nil
 }
 
-// agentStatus names how an agent's trials run ended.
-func agentStatus(err error) (status, message string) {
-	if err == nil {
-		return "ok", ""
+// agentSummary is the summary of an agent's run: the one it returned, or
+// for a run on Slurm, which merges its shards into a file, that file.
+func agentSummary(res *evaluation.Result, path string) *schemas.TrialsSummary {
+	if res != nil {
+		return res.Summary
 	}
-	code := 1
-	var ee *exitError
-	if errors.As(err, &ee) {
-		code = ee.code
+	sum, err := readSummary(path)
+	if err != nil {
+		return nil
 	}
-	switch code {
-	case exitGateFailed:
-		return "gate_failed", err.Error()
-	case exitInfraErrors:
-		return "infra_errors", err.Error()
-	case exitBudget:
-		return "budget", err.Error()
-	case exitInterrupted:
-		return "interrupted", err.Error()
-	}
-	return "error", err.Error()
+	return sum
 }
 
 // runExit is the exit status of a run from its agents' errors: an
@@ -776,7 +772,7 @@ func runLine(m *rundir.Manifest) string {
 // compareAndReport writes compare.json (several agents) and the HTML report
 // and markdown of the run's outputs; it returns their names ("" when not
 // made). Problems are reported, never fatal: the records are safe.
-func compareAndReport(ctx context.Context, e *env, dir, title string, m *rundir.Manifest, quiet bool) (compareName, reportName string) {
+func compareAndReport(e *env, dir, title string, m *rundir.Manifest, quiet bool) (compareName, reportName string) {
 	logf := func(format string, a ...any) {
 		if !quiet {
 			fmt.Fprintf(e.stderr, format, a...)
@@ -792,8 +788,6 @@ func compareAndReport(ctx context.Context, e *env, dir, title string, m *rundir.
 	if len(outs) == 0 {
 		return "", ""
 	}
-	quietEnv := *e
-	quietEnv.stdout = io.Discard
 	if len(outs) >= 2 {
 		text := e.stderr
 		if quiet {
@@ -807,8 +801,7 @@ func compareAndReport(ctx context.Context, e *env, dir, title string, m *rundir.
 		}
 	}
 	if len(outs) <= report.MaxRuns {
-		argv := append(slices.Clone(outs), "-o", filepath.Join(dir, "report.html"), "--markdown", filepath.Join(dir, "summary.md"), "--title", title, "--force")
-		if err := invokeCmd(ctx, &quietEnv, newReportCmd(), argv); err != nil {
+		if err := writeRunReport(e, outs, filepath.Join(dir, "report.html"), filepath.Join(dir, "summary.md"), title); err != nil {
 			logf("harness run: report: %v\n", err)
 			return compareName, ""
 		}
@@ -816,11 +809,57 @@ func compareAndReport(ctx context.Context, e *env, dir, title string, m *rundir.
 	}
 	for _, o := range outs {
 		name := "report-" + strings.TrimSuffix(filepath.Base(o), ".jsonl") + ".html"
-		if err := invokeCmd(ctx, &quietEnv, newReportCmd(), []string{o, "-o", filepath.Join(dir, name), "--title", title, "--force"}); err != nil {
+		if err := writeRunReport(e, []string{o}, filepath.Join(dir, name), "", title); err != nil {
 			logf("harness run: report: %v\n", err)
 		}
 	}
 	return compareName, ""
+}
+
+// writeRunReport writes the HTML report of the outputs side by side to
+// html and, unless "", their markdown summary to markdown, as harness
+// report would with its defaults.
+func writeRunReport(e *env, outs []string, html, markdown, title string) error {
+	var runs []*report.Run
+	defer func() {
+		for _, r := range runs {
+			r.Close()
+		}
+	}()
+	for _, name := range outs {
+		in, err := results.Open(name, nil)
+		if err != nil {
+			return err
+		}
+		r, err := report.ReadRun(name, in, report.RunOptions{Details: true})
+		in.Close()
+		if err != nil {
+			return err
+		}
+		runs = append(runs, r)
+	}
+	write := func(path string, fn func(io.Writer) error) error {
+		if path == "" {
+			return nil
+		}
+		out, err := reviewOutput(e, path, true)
+		if err != nil {
+			return err
+		}
+		if err := fn(out); err != nil {
+			out.Abort()
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		return out.Commit()
+	}
+	return errors.Join(
+		write(html, func(w io.Writer) error {
+			return report.WriteHTML(w, report.Options{Title: title, Seed: 1, Resamples: trials.DefaultResamples}, runs...)
+		}),
+		write(markdown, func(w io.Writer) error {
+			return report.WriteMarkdownSummary(w, report.MarkdownOptions{Title: title, Rule: report.RuleAll, Seed: 1, Resamples: trials.DefaultResamples}, runs...)
+		}),
+	)
 }
 
 // compareRuns reads the agents' outputs once and writes their comparison
@@ -853,14 +892,6 @@ func compareRuns(outs []string, jsonPath string, text io.Writer) error {
 		return err
 	}
 	return writeText(text)
-}
-
-// invokeCmd runs another command in-process with its own flags.
-func invokeCmd(ctx context.Context, e *env, c *command, argv []string) error {
-	if err := c.flags.Parse(argv); err != nil {
-		return usageErrorf("%s: %v", c.name, err)
-	}
-	return c.run(ctx, e, c.flags.Args(), nil)
 }
 
 // newRunDir makes RUNS/<time>-<name>, a fresh directory.

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -255,17 +254,11 @@ func (r *slurmRun) mergeAndFinish(ctx context.Context, run *array.Run, prompts s
 	if len(files) == 0 {
 		return withCode(exitInfraErrors, fmt.Errorf("the tasks wrote no records; their logs are in %s", run.Dir()))
 	}
-	argv := append(files, "--prompts", prompts, "-o", r.f.output, "--force", "-q")
+	merge := &mergeFlags{output: r.f.output, prompts: prompts, force: true, quiet: true, seed: trials.DefaultSeed, resamples: trials.DefaultResamples}
 	if r.cmdName == "trials" {
-		argv = append(argv, "-k", strconv.Itoa(r.k))
-		if r.f.summaryPath != "" {
-			argv = append(argv, "--summary", r.f.summaryPath)
-		}
-		for _, class := range r.f.failOn {
-			argv = append(argv, "--fail-on", class)
-		}
+		merge.k, merge.summaryPath, merge.failOn = r.k, r.f.summaryPath, r.f.failOn
 	}
-	if err := invokeCmd(ctx, r.e, newMergeCmd(), argv); err != nil {
+	if err := merge.run(r.e, files); err != nil {
 		return fmt.Errorf("merging %s: %w (the shards are kept in %s)", plural(len(files), "shard"), err, run.Dir())
 	}
 	r.logf("merged %s into %s\n", plural(len(files), "shard"), r.f.output)

@@ -13,23 +13,45 @@ import (
 	"harness/trials"
 )
 
-func newTrialsCmd() *command { return newTrialsCmdWith(&runFlags{}) }
+func newTrialsCmd() *command { c, _ := newTrialsCmdWith(&runFlags{}); return c }
+
+// trialsFlags are the flags of the trials command: the run flags it shares
+// with capture and its own.
+type trialsFlags struct {
+	run               *runFlags
+	k                 int
+	seed              uint64
+	resamples         int
+	summaryPath       string
+	minRate           string
+	minAt             []string
+	minExp            []string
+	allowGraderErrors bool
+	failOn            []string
+	adaptive          adaptiveFlags
+	flags             *pflag.FlagSet
+}
+
+func (t *trialsFlags) addFlags(fs *pflag.FlagSet) {
+	t.flags = fs
+	fs.IntVarP(&t.k, "k", "k", 5, "trials per case")
+	t.run.addFlags(fs)
+	fs.Uint64Var(&t.seed, "seed", trials.DefaultSeed, "seed of the bootstrap intervals")
+	fs.IntVar(&t.resamples, "resamples", trials.DefaultResamples, "bootstrap resamples")
+	fs.StringVar(&t.summaryPath, "summary", "", "write the run summary (JSON) to `file` (default: beside -o, named after it: -o trials.jsonl writes trials.summary.json; the last line when writing to stdout)")
+	fs.StringVar(&t.minRate, "min-pass-rate", "", "exit 1 unless the pass rate is at least `x` (0..1)")
+	fs.StringArrayVar(&t.minAt, "min-pass-at", nil, "exit 1 unless mean pass@K is at least X (`K=X`); repeatable")
+	fs.StringArrayVar(&t.minExp, "min-pass-exp", nil, "exit 1 unless mean pass^K is at least X (`K=X`); repeatable")
+	fs.BoolVar(&t.allowGraderErrors, "allow-grader-errors", false, "let the gates pass although some trials hit grader errors (left out of n)")
+	fs.StringSliceVar(&t.failOn, "fail-on", nil, "count trials with these error `classes` (timeout,agent_crash,...) as failures in n and the gates, instead of leaving them out")
+	t.adaptive.addFlags(fs)
+}
 
 // newTrialsCmdWith is the trials command with f as its run flags, which a
-// caller (harness run) may have given graders and prices beforehand.
-func newTrialsCmdWith(f *runFlags) *command {
-	var (
-		k                 int
-		seed              uint64
-		resamples         int
-		summaryPath       string
-		minRate           string
-		minAt             []string
-		minExp            []string
-		allowGraderErrors bool
-		failOn            []string
-		adaptive          adaptiveFlags
-	)
+// caller (harness run) may have given graders and prices beforehand, and
+// its flags.
+func newTrialsCmdWith(f *runFlags) (*command, *trialsFlags) {
+	t := &trialsFlags{run: f}
 	c := &command{
 		name:  "trials",
 		usage: "trials PROMPTS -k N [flags] -- AGENT [ARGS...]",
@@ -56,82 +78,81 @@ Examples:
 		agent: true,
 		flags: pflag.NewFlagSet("trials", pflag.ContinueOnError),
 	}
-	c.flags.IntVarP(&k, "k", "k", 5, "trials per case")
-	f.addFlags(c.flags)
-	c.flags.Uint64Var(&seed, "seed", trials.DefaultSeed, "seed of the bootstrap intervals")
-	c.flags.IntVar(&resamples, "resamples", trials.DefaultResamples, "bootstrap resamples")
-	c.flags.StringVar(&summaryPath, "summary", "", "write the run summary (JSON) to `file` (default: beside -o, named after it: -o trials.jsonl writes trials.summary.json; the last line when writing to stdout)")
-	c.flags.StringVar(&minRate, "min-pass-rate", "", "exit 1 unless the pass rate is at least `x` (0..1)")
-	c.flags.StringArrayVar(&minAt, "min-pass-at", nil, "exit 1 unless mean pass@K is at least X (`K=X`); repeatable")
-	c.flags.StringArrayVar(&minExp, "min-pass-exp", nil, "exit 1 unless mean pass^K is at least X (`K=X`); repeatable")
-	c.flags.BoolVar(&allowGraderErrors, "allow-grader-errors", false, "let the gates pass although some trials hit grader errors (left out of n)")
-	c.flags.StringSliceVar(&failOn, "fail-on", nil, "count trials with these error `classes` (timeout,agent_crash,...) as failures in n and the gates, instead of leaving them out")
-	adaptive.addFlags(c.flags)
+	t.addFlags(c.flags)
 	c.run = func(ctx context.Context, e *env, args, agent []string) error {
-		if k < 1 {
-			return usageErrorf("-k must be at least 1")
-		}
-		if err := checkClasses("--fail-on", failOn); err != nil {
-			return err
-		}
-		gates, err := parseGates(minRate, minAt, minExp)
-		if err != nil {
-			return usageErrorf("%v", err)
-		}
-		if summaryPath != "" {
-			if _, err := os.Stat(summaryPath); err == nil && !f.force {
-				return usageErrorf("--summary %s already exists; use --force to overwrite it", summaryPath)
-			}
-		}
-		explicitSummary := summaryPath != ""
-		if summaryPath == "" {
-			// The records stream holds only trials records, as the
-			// TypeScript acp-harness's readers expect.
-			summaryPath = summaryBeside(f.output)
-		}
-		policy, err := adaptive.policy(c.flags, k, f)
-		if err != nil {
-			return err
-		}
-		if err := f.checkSlurm(args); err != nil {
-			return err
-		}
-		if explicitSummary {
-			f.summaryPath = summaryPath // kept read-only in the sandbox
-		}
-		setup, err := f.prepare(e, args, agent, "trials")
-		if err != nil {
-			return err
-		}
-		if f.slurm.tasks > 0 {
-			setup.cleanup()
-			f.failOn = failOn
-			if explicitSummary {
-				f.summaryPath = summaryPath
-			}
-			return runSlurm(ctx, &slurmRun{e: e, c: c, f: f, cmdName: "trials", k: k, agent: agent,
-				finish: func(sum schemas.TrialsSummary) error { return checkGates(gates, sum, allowGraderErrors) }}, args)
-		}
-		if policy != nil && len(setup.graders) == 0 && f.image.tasks == "" {
-			setup.cleanup()
-			return usageErrorf("--adaptive decides from the trials' verdicts: give a grader (-g)")
-		}
-		if setup.shard.N == 0 && len(setup.graders) == 0 && !f.quiet && f.image.tasks == "" {
-			fmt.Fprintln(e.stderr, "harness trials: no grader (-g): trials are recorded but nothing is scored")
-		}
-		to := &evaluation.TrialsOptions{
-			FailOn:        failOn,
-			Adaptive:      policy,
-			SummaryPath:   summaryPath,
-			Seed:          seed,
-			Resamples:     resamples,
-			CreatePartial: f.sandbox.backend == "bwrap",
-		}
-		return evaluate(ctx, e, f, setup, k, to, func(sum schemas.TrialsSummary) error {
-			return checkGates(gates, sum, allowGraderErrors)
-		})
+		_, _, err := t.execute(ctx, e, c, args, agent)
+		return err
 	}
-	return c
+	return c, t
+}
+
+// execute runs the trials of args (the prompts file) against agent, and
+// says how the run ended: its result (nil when it did not run here), its
+// status for harness run's manifest, and the command's error.
+func (t *trialsFlags) execute(ctx context.Context, e *env, c *command, args, agent []string) (*evaluation.Result, string, error) {
+	f := t.run
+	to, gates, err := t.check()
+	if err != nil {
+		return nil, statusError, err
+	}
+	if err := f.checkSlurm(args); err != nil {
+		return nil, statusError, err
+	}
+	if t.summaryPath != "" {
+		f.summaryPath = t.summaryPath // kept read-only in the sandbox
+	}
+	setup, err := f.prepare(e, args, agent, "trials")
+	if err != nil {
+		return nil, statusError, err
+	}
+	if f.slurm.tasks > 0 {
+		setup.cleanup()
+		f.failOn = t.failOn
+		err := runSlurm(ctx, &slurmRun{e: e, c: c, f: f, cmdName: "trials", k: t.k, agent: agent, finish: gates}, args)
+		return nil, exitStatus(err), err
+	}
+	if to.Adaptive != nil && len(setup.graders) == 0 && f.image.tasks == "" {
+		setup.cleanup()
+		return nil, statusError, usageErrorf("--adaptive decides from the trials' verdicts: give a grader (-g)")
+	}
+	if setup.shard.N == 0 && len(setup.graders) == 0 && !f.quiet && f.image.tasks == "" {
+		fmt.Fprintln(e.stderr, "harness trials: no grader (-g): trials are recorded but nothing is scored")
+	}
+	to.CreatePartial = f.sandbox.backend == "bwrap"
+	return evaluate(ctx, e, f, setup, t.k, to, gates)
+}
+
+// check reads the trials flags into the options of the evaluation and the
+// gates of its summary.
+func (t *trialsFlags) check() (*evaluation.TrialsOptions, func(schemas.TrialsSummary) error, error) {
+	f := t.run
+	if t.k < 1 {
+		return nil, nil, usageErrorf("-k must be at least 1")
+	}
+	if err := checkClasses("--fail-on", t.failOn); err != nil {
+		return nil, nil, err
+	}
+	gates, err := parseGates(t.minRate, t.minAt, t.minExp)
+	if err != nil {
+		return nil, nil, usageErrorf("%v", err)
+	}
+	summaryPath := t.summaryPath
+	if summaryPath != "" {
+		if _, err := os.Stat(summaryPath); err == nil && !f.force {
+			return nil, nil, usageErrorf("--summary %s already exists; use --force to overwrite it", summaryPath)
+		}
+	} else {
+		// The records stream holds only trials records, as the
+		// TypeScript acp-harness's readers expect.
+		summaryPath = summaryBeside(f.output)
+	}
+	policy, err := t.adaptive.policy(t.flags, t.k, f)
+	if err != nil {
+		return nil, nil, err
+	}
+	to := &evaluation.TrialsOptions{FailOn: t.failOn, Adaptive: policy, SummaryPath: summaryPath, Seed: t.seed, Resamples: t.resamples}
+	allow := t.allowGraderErrors
+	return to, func(sum schemas.TrialsSummary) error { return checkGates(gates, sum, allow) }, nil
 }
 
 // checkGates applies the gates to a run's summary: exit 1 naming each gate
