@@ -19,7 +19,7 @@ func newBalanceCmd() *command {
 	)
 	c := &command{
 		name:  "balance",
-		usage: "balance PROMPTS [-k KEY] [-t PERCENT] [--results FILE]",
+		usage: "balance PROMPTS [--key KEY] [--threshold PERCENT] [--results FILE]",
 		short: "category coverage of a prompt set (and pass rate per category)",
 		long: `Counts the cases of a prompt set per value of metadata.KEY (default
 category; a dotted key reaches into nested objects) and writes the
@@ -33,7 +33,7 @@ Wilson 95% interval; trials with infrastructure errors are excluded.
 
 Examples:
   harness balance prompts.jsonl
-  harness balance prompts.jsonl -k difficulty --results trials.jsonl`,
+  harness balance prompts.jsonl --key difficulty --results trials.jsonl`,
 		flags: pflag.NewFlagSet("balance", pflag.ContinueOnError),
 	}
 	c.flags.StringVarP(&key, "key", "k", "category", "metadata `key` to group by")
@@ -42,6 +42,9 @@ Examples:
 	c.flags.StringVarP(&output, "output", "o", "", "write the JSON to `file` (default stdout)")
 	c.flags.BoolVar(&force, "force", false, "overwrite an existing output file")
 	c.flags.BoolVarP(&quiet, "quiet", "q", false, "no chart on stderr")
+	// -k and -t mean trials and the turn timeout elsewhere.
+	deprecatedShorthand(c.flags, "key")
+	deprecatedShorthand(c.flags, "threshold")
 	c.run = func(ctx context.Context, e *env, args, agent []string) error {
 		if len(args) != 1 {
 			return usageErrorf("want one prompts file, got %d arguments", len(args))

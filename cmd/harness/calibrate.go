@@ -13,9 +13,10 @@ import (
 
 func newCalibrateCmd() *command {
 	var (
-		output, seed, grader, graderTO, labels string
-		sample, repeat                         int
-		js, force                              bool
+		output, seed, grader, labels string
+		sample, repeat               int
+		js, force                    bool
+		graderTO                     time.Duration
 	)
 	c := &command{
 		name:  "calibrate",
@@ -50,7 +51,7 @@ Examples:
 	c.flags.IntVarP(&sample, "sample", "s", review.DefaultSampleSize, "sample `n` failures")
 	c.flags.StringVar(&seed, "seed", "1", "sampling `seed`")
 	c.flags.StringVarP(&grader, "grader", "g", "", "re-score the samples with `grader`")
-	c.flags.StringVar(&graderTO, "grader-timeout", "", "`timeout` for each grading call")
+	graderTimeoutVar(c.flags, &graderTO)
 	c.flags.IntVar(&repeat, "repeat", 0, "with -g: grade a sample of graded trials `m` times each and report the flip rate")
 	c.flags.StringVar(&labels, "labels", "", "human labels `file` (JSONL) to compare with the grader's verdicts")
 	c.flags.BoolVar(&js, "json", false, "write the report as JSON")

@@ -17,7 +17,6 @@ import (
 	"harness/internal/buildinfo"
 	"harness/internal/redact"
 	"harness/sandbox"
-	"harness/schemas"
 )
 
 // checkFlags are the flags of harness check.
@@ -28,11 +27,11 @@ type checkFlags struct {
 	cancelPrompt string
 	noCancel     bool
 	auth         string
-	timeout      string
-	cancelGrace  string
-	cancelAfter  string
-	settle       string
-	eofGrace     string
+	timeout      time.Duration
+	cancelGrace  time.Duration
+	cancelAfter  time.Duration
+	settle       time.Duration
+	eofGrace     time.Duration
 	cwd          string
 	permission   string
 	env          []string
@@ -76,11 +75,11 @@ Examples:
 	fs.StringVar(&f.cancelPrompt, "cancel-prompt", "", "`text` of the turn that is cancelled (default: --prompt)")
 	fs.BoolVar(&f.noCancel, "no-cancel", false, "skip the cancelled turn")
 	fs.StringVar(&f.auth, "auth", "", "call authenticate with this `method` id after initialize")
-	fs.StringVarP(&f.timeout, "timeout", "t", "60s", "`timeout` for initialize, authenticate, session/new and each turn")
-	fs.StringVar(&f.cancelGrace, "cancel-grace", "5s", "how `long` a cancelled turn may take to answer")
-	fs.StringVar(&f.cancelAfter, "cancel-after", "500ms", "send session/cancel at the turn's first update, or after this `long` at the latest")
-	fs.StringVar(&f.settle, "settle", "500ms", "watch this `long` for updates after the prompt answered")
-	fs.StringVar(&f.eofGrace, "eof-grace", "5s", "how `long` the agent may take to exit once its stdin is closed")
+	durationVarP(fs, &f.timeout, "timeout", "t", 60*time.Second, "`timeout` for initialize, authenticate, session/new and each turn")
+	durationVar(fs, &f.cancelGrace, "cancel-grace", 5*time.Second, "how `long` a cancelled turn may take to answer")
+	durationVar(fs, &f.cancelAfter, "cancel-after", 500*time.Millisecond, "send session/cancel at the turn's first update, or after this `long` at the latest")
+	durationVar(fs, &f.settle, "settle", 500*time.Millisecond, "watch this `long` for updates after the prompt answered")
+	durationVar(fs, &f.eofGrace, "eof-grace", 5*time.Second, "how `long` the agent may take to exit once its stdin is closed")
 	fs.StringVarP(&f.cwd, "cwd", "c", "", "working `dir` of the agent and of its session (default: current directory)")
 	fs.StringVar(&f.permission, "permission", "deny", "answer permission requests by `policy`: allow, deny or cancel")
 	fs.StringArrayVar(&f.env, "env", nil, "set `KEY=VALUE` in the agent's environment; repeatable")
@@ -138,26 +137,14 @@ Examples:
 // options checks the flags and builds the probe's options.
 func (f *checkFlags) options(e *env, agent []string) (compliance.Options, *redact.Redactor, error) {
 	var o compliance.Options
-	durations := []struct {
+	o.Timeout, o.CancelGrace, o.CancelAfter, o.Settle, o.EOFGrace = f.timeout, f.cancelGrace, f.cancelAfter, f.settle, f.eofGrace
+	for _, d := range []struct {
 		name string
-		val  string
-		dst  *time.Duration
-	}{
-		{"--timeout", f.timeout, &o.Timeout},
-		{"--cancel-grace", f.cancelGrace, &o.CancelGrace},
-		{"--cancel-after", f.cancelAfter, &o.CancelAfter},
-		{"--settle", f.settle, &o.Settle},
-		{"--eof-grace", f.eofGrace, &o.EOFGrace},
-	}
-	for _, d := range durations {
-		v, err := schemas.ParseDuration(d.val)
-		if err != nil {
-			return o, nil, usageErrorf("%s: %v", d.name, err)
-		}
-		if v <= 0 && d.name != "--settle" {
+		v    time.Duration
+	}{{"--timeout", f.timeout}, {"--cancel-grace", f.cancelGrace}, {"--cancel-after", f.cancelAfter}, {"--eof-grace", f.eofGrace}} {
+		if d.v <= 0 {
 			return o, nil, usageErrorf("%s must be positive", d.name)
 		}
-		*d.dst = v
 	}
 	if strings.TrimSpace(f.prompt) == "" {
 		return o, nil, usageErrorf("--prompt must not be empty")

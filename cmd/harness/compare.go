@@ -22,7 +22,7 @@ func newCompareCmd() *command {
 	)
 	c := &command{
 		name:  "compare",
-		usage: "compare A B [C...] [-k K] [--json] [-o FILE]",
+		usage: "compare A B [C...] [--pass-at K] [--json] [-o FILE]",
 		short: "compare two runs on the same cases with paired statistics",
 		long: `Compares run B against run A (capture files: pass from each record's score,
 several records of a case are its trials; or trials files, including
@@ -39,10 +39,12 @@ acp-harness's). Deltas are B − A.
 
 Examples:
   harness compare before.jsonl after.jsonl
-  harness compare before.jsonl after.jsonl -k 5 --json | jq .passAtK`,
+  harness compare before.jsonl after.jsonl --pass-at 5 --json | jq .passAtK`,
 		flags: pflag.NewFlagSet("compare", pflag.ContinueOnError),
 	}
-	c.flags.IntVarP(&k, "k", "k", 1, "compare mean pass@`K` (cases need K graded trials in both runs)")
+	c.flags.IntVar(&k, "pass-at", 1, "compare mean pass@`K` (cases need K graded trials in both runs)")
+	// -k is the number of trials elsewhere.
+	deprecatedAlias(c.flags, "k", "k", "pass-at")
 	c.flags.BoolVar(&js, "json", false, "write the comparison as JSON")
 	c.flags.StringVar(&seed, "seed", "1", "bootstrap `seed`")
 	c.flags.IntVar(&resamples, "resamples", trials.DefaultResamples, "bootstrap `resamples`")
@@ -66,7 +68,7 @@ Examples:
 			return usageErrorf("want two or more results files (A B [C...]), got %d arguments", len(args))
 		}
 		if k < 1 {
-			return usageErrorf("-k %d: K must be at least 1", k)
+			return usageErrorf("--pass-at %d: K must be at least 1", k)
 		}
 		sd, err := parseSeed(seed)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -30,7 +31,7 @@ type gradeFlags struct {
 	seed        uint64
 	concurrency int
 	prompts     string
-	timeout     string
+	timeout     time.Duration
 	threshold   float64
 	quiet       bool
 	workspace   string
@@ -51,7 +52,8 @@ func (f *gradeFlags) addFlags(fs *pflag.FlagSet) {
 	fs.Uint64Var(&f.seed, "seed", 1, "random seed for --sample")
 	fs.IntVarP(&f.concurrency, "concurrency", "j", 4, "records graded at once")
 	fs.StringVar(&f.prompts, "prompts", "", "prompts file (JSONL) joined by id to supply expected, hint and reference")
-	fs.StringVarP(&f.timeout, "timeout", "t", "", "time limit per grading call (default 60s; 5s for JavaScript)")
+	graderTimeoutVar(fs, &f.timeout)
+	deprecatedAlias(fs, "timeout", "t", "grader-timeout")
 	fs.Float64Var(&f.threshold, "threshold", graders.DefaultThreshold, "pass threshold of composite graders and bare scores")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "no summary on stderr")
 	fs.StringVar(&f.workspace, "workspace", "", "rebuild each record's workspace from this template `dir` and its recorded changes when the copy is gone")
@@ -167,13 +169,7 @@ func runGrade(ctx context.Context, e *env, fs *pflag.FlagSet, f *gradeFlags, arg
 			}
 		}
 	}
-	if f.timeout != "" {
-		d, err := schemas.ParseDuration(f.timeout)
-		if err != nil || d <= 0 {
-			return usageErrorf("--timeout %q: want a positive duration such as 30s", f.timeout)
-		}
-		opts.Timeout = d
-	}
+	opts.Timeout = f.timeout
 	if fs.Changed("threshold") {
 		th := f.threshold
 		opts.Threshold = &th

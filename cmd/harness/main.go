@@ -222,6 +222,7 @@ func runMain(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "harness %s: %v%s\nusage: harness %s\nRun 'harness help %s' for details.\n", c.name, err, flagHint(c, err), c.usage, c.name)
 		return exitUsage
 	}
+	warnDeprecated(e.stderr, c, args[1:])
 	pos := c.flags.Args()
 	var agent []string
 	if dash := c.flags.ArgsLenAtDash(); dash >= 0 {

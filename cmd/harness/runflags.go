@@ -36,7 +36,7 @@ type runFlags struct {
 	output         string
 	graders        []string
 	concurrency    int
-	timeout        string
+	timeout        time.Duration
 	cwd            string
 	workspace      string
 	keepWorkspaces bool
@@ -49,11 +49,11 @@ type runFlags struct {
 	fs             bool
 	fsMaxBytes     int64
 	terminal       bool
-	terminalTO     string
+	terminalTO     time.Duration
 	terminalMax    int64
 	maxRequests    int
 	maxBytes       int64
-	requestTO      string
+	requestTO      time.Duration
 	maxRecordBytes int64
 	sandbox        sandboxFlags
 	stopOn         []string
@@ -61,12 +61,12 @@ type runFlags struct {
 	secretEnv      []string
 	mcpServers     []string
 	auth           string
-	startupTimeout string
-	cancelGrace    string
-	settle         string
+	startupTimeout time.Duration
+	cancelGrace    time.Duration
+	settle         time.Duration
 	freshProcess   bool
 	warm           int
-	graderTimeout  string
+	graderTimeout  time.Duration
 	agentStderr    bool
 	progress       bool
 	quiet          bool
@@ -97,7 +97,7 @@ func (f *runFlags) addFlags(fs *pflag.FlagSet) {
 	fs.StringVarP(&f.output, "output", "o", "", "write records to `file` (default stdout); a .zst or .gz suffix compresses")
 	fs.StringArrayVarP(&f.graders, "grader", "g", nil, "grade each record with `grader` (executable, .js/.ts module, or .json/.yaml config); repeatable")
 	fs.IntVarP(&f.concurrency, "concurrency", "j", 1, "run `n` agent processes at once")
-	fs.StringVarP(&f.timeout, "timeout", "t", "60s", "per-turn `timeout` (Go duration, or milliseconds); a case's timeout field overrides it")
+	durationVarP(fs, &f.timeout, "timeout", "t", 60*time.Second, "per-turn `timeout` (Go duration, or milliseconds); a case's timeout field overrides it")
 	fs.StringVarP(&f.cwd, "cwd", "c", "", "working `dir` of the agent and of its sessions (default: current directory)")
 	fs.StringVar(&f.workspace, "workspace", "", "template `dir` copied fresh for every case and trial; the copy is the session's cwd, and its file changes go on the record")
 	fs.BoolVar(&f.keepWorkspaces, "keep-workspaces", false, "keep the workspace copies on disk")
@@ -110,23 +110,23 @@ func (f *runFlags) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.fs, "fs", false, "serve fs/read_text_file and fs/write_text_file inside the session's workspace")
 	fs.Int64Var(&f.fsMaxBytes, "fs-max-bytes", 10<<20, "largest file `bytes` --fs reads or writes")
 	fs.BoolVar(&f.terminal, "terminal", false, "serve terminal/* commands inside the session's workspace")
-	fs.StringVar(&f.terminalTO, "terminal-timeout", "5m", "kill a terminal command after this `duration`")
+	durationVar(fs, &f.terminalTO, "terminal-timeout", 5*time.Minute, "kill a terminal command after this `duration`")
 	fs.Int64Var(&f.terminalMax, "terminal-max-output", 1<<20, "keep at most `bytes` of a terminal command's output")
 	fs.IntVar(&f.maxRequests, "max-agent-requests", 8, "serve at most `n` fs and terminal requests of a session at once; more get an error")
 	fs.Int64Var(&f.maxBytes, "max-agent-bytes", 64<<20, "hold at most `bytes` of file content for fs requests at once; more get an error")
-	fs.StringVar(&f.requestTO, "request-timeout", "10m", "deadline of each fs and terminal `request` of the agent")
+	durationVar(fs, &f.requestTO, "request-timeout", 10*time.Minute, "deadline of each fs and terminal `request` of the agent")
 	f.sandbox.addFlags(fs, "run the agent, its terminal commands and executable graders in a `sandbox`: none or bwrap (bubblewrap)")
 	fs.Int64Var(&f.maxRecordBytes, "max-record-bytes", 64<<20, "cut the largest contents of a record over `bytes`, with a visible marker (0: no limit)")
 	fs.StringArrayVar(&f.env, "env", nil, "set `KEY=VALUE` in the agent's environment; repeatable")
 	fs.StringArrayVar(&f.secretEnv, "secret-env", nil, "redact the value of environment variable `NAME` from all output; repeatable (API key variables are redacted anyway)")
 	fs.StringArrayVar(&f.mcpServers, "mcp-server", nil, "pass an MCP server `json` config to session/new; repeatable")
 	fs.StringVar(&f.auth, "auth", "", "call authenticate with this `method` id after initialize")
-	fs.StringVar(&f.startupTimeout, "startup-timeout", "60s", "`timeout` for initialize and session/new")
-	fs.StringVar(&f.cancelGrace, "cancel-grace", "5s", "after session/cancel, wait this `duration` for the turn to end before killing the agent")
-	fs.StringVar(&f.settle, "settle", "250ms", "keep collecting updates this `duration` after the last prompt answers")
+	durationVar(fs, &f.startupTimeout, "startup-timeout", 60*time.Second, "`timeout` for initialize and session/new")
+	durationVar(fs, &f.cancelGrace, "cancel-grace", 5*time.Second, "after session/cancel, wait this `duration` for the turn to end before killing the agent")
+	durationVar(fs, &f.settle, "settle", 250*time.Millisecond, "keep collecting updates this `duration` after the last prompt answers")
 	fs.BoolVar(&f.freshProcess, "fresh-process", false, "start a new agent process for every case and trial")
 	fs.IntVar(&f.warm, "warm", 1, "while a unit runs, prepare the next `n` units of each worker: workspace copy, agent (when each unit has its own) and session (0: none)")
-	fs.StringVar(&f.graderTimeout, "grader-timeout", "", "`timeout` for each grading call (default 60s; 5s for in-process JavaScript)")
+	graderTimeoutVar(fs, &f.graderTimeout)
 	fs.BoolVar(&f.agentStderr, "agent-stderr", false, "copy the agent's stderr to harness's stderr")
 	fs.BoolVar(&f.progress, "progress", false, "print a line per finished record on stderr (default on a terminal)")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors on stderr")
@@ -226,24 +226,7 @@ func (f *runFlags) prepare(e *env, args, agent []string, cmdName string) (*runSe
 	if err := checkClasses("--stop-on", f.stopOn); err != nil {
 		return nil, err
 	}
-	durations := map[string]*time.Duration{}
-	var turnTO, startTO, grace, settle, termTO, graderTO time.Duration
-	durations["--timeout"], durations["--startup-timeout"], durations["--cancel-grace"] = &turnTO, &startTO, &grace
-	durations["--settle"], durations["--terminal-timeout"] = &settle, &termTO
-	var requestTO time.Duration
-	durations["--request-timeout"] = &requestTO
-	values := map[string]string{"--timeout": f.timeout, "--startup-timeout": f.startupTimeout,
-		"--cancel-grace": f.cancelGrace, "--settle": f.settle, "--terminal-timeout": f.terminalTO, "--request-timeout": f.requestTO}
-	if f.graderTimeout != "" {
-		durations["--grader-timeout"], values["--grader-timeout"] = &graderTO, f.graderTimeout
-	}
-	for name, dst := range durations {
-		d, err := schemas.ParseDuration(values[name])
-		if err != nil {
-			return nil, usageErrorf("%s: %v", name, err)
-		}
-		*dst = d
-	}
+	turnTO, startTO, grace, settle, termTO, graderTO, requestTO := f.timeout, f.startupTimeout, f.cancelGrace, f.settle, f.terminalTO, f.graderTimeout, f.requestTO
 	if turnTO <= 0 {
 		return nil, usageErrorf("--timeout must be positive")
 	}

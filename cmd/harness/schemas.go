@@ -42,6 +42,8 @@ Examples:
 	}
 	c.flags.BoolVarP(&list, "list", "l", false, "list the names with a description")
 	c.flags.BoolVarP(&all, "json", "j", false, "print every schema as one JSON object keyed by name")
+	// -j is the concurrency elsewhere.
+	deprecatedShorthand(c.flags, "json")
 	c.flags.BoolVarP(&split, "split", "s", false, "write one <Name>.json per schema into the directory -o names")
 	c.flags.StringVarP(&output, "output", "o", "", "write to `file` (directory with --split; default stdout)")
 	c.flags.BoolVar(&force, "force", false, "overwrite existing files")

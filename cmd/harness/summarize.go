@@ -86,15 +86,7 @@ func reviewInputErr(err error) error {
 }
 
 // loadReviewGrader loads -g for calibrate and validate-refs.
-func loadReviewGrader(e *env, spec, timeout string, cache *judgecache.Cache) (graders.Grader, review.GradeFunc, error) {
-	var to time.Duration
-	if timeout != "" {
-		d, err := schemas.ParseDuration(timeout)
-		if err != nil {
-			return nil, nil, usageErrorf("--grader-timeout: %v", err)
-		}
-		to = d
-	}
+func loadReviewGrader(e *env, spec string, to time.Duration, cache *judgecache.Cache) (graders.Grader, review.GradeFunc, error) {
 	wd, _ := os.Getwd()
 	g, err := graders.Load(spec, graders.Options{Timeout: to, Getenv: e.getenv, Dir: wd, JudgeCache: cache})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -14,8 +15,9 @@ import (
 
 func newValidateRefsCmd() *command {
 	var (
-		output, grader, graderTO string
-		force, quiet             bool
+		output, grader string
+		graderTO       time.Duration
+		force, quiet   bool
 	)
 	c := &command{
 		name:  "validate-refs",
@@ -45,7 +47,7 @@ Examples:
 		flags: pflag.NewFlagSet("validate-refs", pflag.ContinueOnError),
 	}
 	c.flags.StringVarP(&grader, "grader", "g", "", "the `grader` to check (executable, .js/.ts module, or .json/.yaml config); required")
-	c.flags.StringVar(&graderTO, "grader-timeout", "", "`timeout` for each grading call")
+	graderTimeoutVar(c.flags, &graderTO)
 	c.flags.StringVarP(&output, "output", "o", "", "write results to `file` (default stdout); a .zst or .gz suffix compresses")
 	c.flags.BoolVar(&force, "force", false, "overwrite an existing output file")
 	c.flags.BoolVarP(&quiet, "quiet", "q", false, "no progress on stderr")
