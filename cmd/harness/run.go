@@ -33,17 +33,18 @@ var runFlagsSetByRun = []string{"output", "resume", "force", "summary", "shard",
 
 func newRunCmd() *command {
 	var (
-		runsDir, resumeDir, pricesFile string
-		only                           []string
-		maxCost                        float64
-		maxTokens                      int64
-		k                              int
-		force, quiet                   bool
-		image                          imageRunFlags
+		runsDir, outDir, pricesFile string
+		resume                      resumeValue
+		only                        []string
+		maxCost                     float64
+		maxTokens                   int64
+		k                           int
+		suiteChanged, quiet         bool
+		image                       imageRunFlags
 	)
 	c := &command{
 		name:  "run",
-		usage: "run SUITE [--runs DIR] [--agent NAME] [-- AGENT...] | run --resume RUNDIR",
+		usage: "run SUITE [--runs DIR | -o DIR] [--agent NAME] [-- AGENT...] | run --resume RUNDIR",
 		short: "run a suite file: every agent x case x k trial, into a run directory",
 		long: `Reads a suite file (YAML or JSON: prompts or agentv tests, agents, graders,
 k, prices, workspace, gates and run flags by their long names; see
@@ -66,7 +67,8 @@ plain-string asserts judged by an LLM against the rubric, type: script
 asserts, target.
 
 --resume RUNDIR continues a run where it stopped (the suite must be
-unchanged). --max-cost and --max-tokens (or the suite's gates) bound the
+unchanged, or --allow-suite-change). -j, -t and --sandbox apply to every
+agent, over the suite's run flags. --max-cost and --max-tokens (or the suite's gates) bound the
 whole run: once spent, no new work starts, and the exit status is 4.
 
 Examples:
@@ -78,22 +80,32 @@ Examples:
 		flags:         pflag.NewFlagSet("run", pflag.ContinueOnError),
 	}
 	c.flags.StringVar(&runsDir, "runs", "runs", "make the run directory under `dir`")
-	c.flags.StringVar(&resumeDir, "resume", "", "continue the run in `rundir`")
+	c.flags.StringVarP(&outDir, "output", "o", "", "make the run in `dir` (new) instead of a directory named after the time under --runs")
+	c.flags.Var(&resume, "resume", "continue the run in the run directory given as the argument (RUNDIR)")
+	c.flags.Lookup("resume").NoOptDefVal = "true"
 	c.flags.StringArrayVar(&only, "agent", nil, "run only the agent `name` of the suite; repeatable")
 	c.flags.StringVar(&pricesFile, "prices", "", "price table `file` (added to the suite's prices)")
 	c.flags.Float64Var(&maxCost, "max-cost", 0, "stop starting new work once the run has cost `usd`")
 	c.flags.Int64Var(&maxTokens, "max-tokens", 0, "stop starting new work once the run has used `n` tokens")
 	c.flags.IntVarP(&k, "k", "k", 0, "trials per case (overrides the suite's k)")
-	c.flags.BoolVar(&force, "force", false, "with --resume: continue although the suite file changed")
+	c.flags.BoolVar(&suiteChanged, "allow-suite-change", false, "with --resume: continue although the suite file changed")
+	deprecatedAlias(c.flags, "force", "", "allow-suite-change")
 	c.flags.BoolVarP(&quiet, "quiet", "q", false, "print nothing but errors on stderr")
 	image.add(c.flags)
 	c.run = func(ctx context.Context, e *env, args, agentCmd []string) error {
 		var m *rundir.Manifest
 		var dir, suiteFile string
 		switch {
-		case resumeDir != "":
-			if len(args) > 0 {
+		case resume.on:
+			resumeDir := resume.dir
+			if resumeDir == "" && len(args) == 1 {
+				resumeDir, args = args[0], nil
+			}
+			if len(args) > 0 || resumeDir == "" {
 				return usageErrorf("--resume takes the run directory; the suite is the one it was made from")
+			}
+			if outDir != "" {
+				return usageErrorf("--resume continues the run in its directory: drop -o")
 			}
 			var err error
 			if m, err = readManifest(resumeDir); err != nil {
@@ -116,8 +128,8 @@ Examples:
 		if err != nil {
 			return inputError(err)
 		}
-		if m != nil && m.Suite.Hash != s.Hash && !force {
-			return usageErrorf("%s changed since the run in %s began (sha256 %.12s, now %.12s): start a new run, or continue with the new suite with --force",
+		if m != nil && m.Suite.Hash != s.Hash && !suiteChanged {
+			return usageErrorf("%s changed since the run in %s began (sha256 %.12s, now %.12s): start a new run, or continue with the new suite with --allow-suite-change",
 				suiteFile, dir, m.Suite.Hash, s.Hash)
 		}
 		agents, err := suiteAgents(s, agentCmd, only)
@@ -167,7 +179,7 @@ Examples:
 			}
 		}
 		if m == nil {
-			dir, err = newRunDir(runsDir, s.Name)
+			dir, err = newRunDir(runsDir, outDir, s.Name)
 			if err != nil {
 				return inputError(err)
 			}
@@ -559,13 +571,17 @@ func suiteBudget(s *suite.Suite, maxCost float64, maxTokens int64) (budget, erro
 	return b, nil
 }
 
-// imageRunFlags are the image flags of harness run, given to every
-// agent's trials run over the suite's.
+// imageRunFlags are the flags of harness run given to every agent's
+// trials run over the suite's: concurrency, turn timeout, sandbox and the
+// image flags.
 type imageRunFlags struct {
 	timeoutScale float64
 }
 
 func (f *imageRunFlags) add(fs *pflag.FlagSet) {
+	fs.IntP("concurrency", "j", 1, "run `n` agent processes at once, for every agent (over the suite's concurrency)")
+	durationVarP(fs, new(time.Duration), "timeout", "t", 60*time.Second, "per-turn `timeout` of every agent (over the suite's timeout); a case's timeout field overrides it")
+	fs.String("sandbox", "none", "run every agent in a `sandbox`: none or bwrap (over the suite's and the agents' sandbox)")
 	fs.String("cache-dir", "", "where task images are unpacked, once each (default $XDG_CACHE_HOME/harness/images)")
 	fs.Bool("keep-layers", false, "leave each trial's image layer (its changes) on disk")
 	fs.Bool("agent-in-image", false, "run the agent command as the image has it instead of binding the host's program in")
@@ -579,7 +595,7 @@ func (f *imageRunFlags) passOn(trials, run *pflag.FlagSet) error {
 	if f.timeoutScale <= 0 {
 		return usageErrorf("--task-timeout-scale must be positive")
 	}
-	for _, name := range []string{"cache-dir", "keep-layers", "agent-in-image", "image-no-network", "task-timeout-scale"} {
+	for _, name := range []string{"concurrency", "timeout", "sandbox", "cache-dir", "keep-layers", "agent-in-image", "image-no-network", "task-timeout-scale"} {
 		fl := run.Lookup(name)
 		if fl == nil || !fl.Changed {
 			continue
@@ -894,13 +910,26 @@ func compareRuns(outs []string, jsonPath string, text io.Writer) error {
 	return writeText(text)
 }
 
-// newRunDir makes RUNS/<time>-<name>, a fresh directory.
-func newRunDir(runs, name string) (string, error) {
+// newRunDir makes the run directory: dir, which must not exist, or
+// RUNS/<time>-<name>, a fresh directory.
+func newRunDir(runs, dir, name string) (string, error) {
+	if dir != "" {
+		if err := os.MkdirAll(filepath.Dir(dir), 0o777); err != nil {
+			return "", fmt.Errorf("-o: %w", err)
+		}
+		if err := os.Mkdir(dir, 0o777); err != nil {
+			if errors.Is(err, os.ErrExist) {
+				return "", fmt.Errorf("-o %s: exists; continue a run in it with --resume %s", dir, dir)
+			}
+			return "", fmt.Errorf("-o: %w", err)
+		}
+		return dir, nil
+	}
 	if err := os.MkdirAll(runs, 0o777); err != nil {
 		return "", fmt.Errorf("--runs: %w", err)
 	}
 	base := filepath.Join(runs, time.Now().UTC().Format("20060102T150405Z")+"-"+fileSafe(name))
-	dir := base
+	dir = base
 	for i := 2; ; i++ {
 		err := os.Mkdir(dir, 0o777)
 		if err == nil {
@@ -945,3 +974,31 @@ func readSummary(path string) (*schemas.TrialsSummary, error) {
 	var s schemas.TrialsSummary
 	return &s, json.Unmarshal(b, &s)
 }
+
+// resumeValue is run's --resume: a switch (the run directory is the
+// argument) that also takes the directory as its value (--resume=DIR).
+type resumeValue struct {
+	on  bool
+	dir string
+}
+
+func (r *resumeValue) Set(s string) error {
+	switch s {
+	case "true":
+		r.on = true
+	case "false":
+		r.on, r.dir = false, ""
+	default:
+		r.on, r.dir = true, s
+	}
+	return nil
+}
+
+func (r *resumeValue) String() string {
+	if r.dir != "" {
+		return r.dir
+	}
+	return strconv.FormatBool(r.on)
+}
+
+func (r *resumeValue) Type() string { return "bool" }
