@@ -3,8 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
 )
 
 // TestHelpCoversOverview checks that every command the overview lists has
@@ -39,5 +42,33 @@ func TestHelpCoversOverview(t *testing.T) {
 		if !strings.HasPrefix(out.String(), "Usage: harness "+name) {
 			t.Errorf("harness help %s: no usage line:\n%s", name, out.String())
 		}
+	}
+}
+
+// TestHelpGroupsFlags checks that the help of a command with many flags
+// lists the common flags first, then the topics, and every flag once.
+func TestHelpGroupsFlags(t *testing.T) {
+	for _, name := range []string{"capture", "trials", "check", "grade"} {
+		var out bytes.Buffer
+		e := &env{stdout: &out, stderr: &out, getenv: func(string) string { return "" }}
+		if code := runMain(context.Background(), e, []string{"help", name}); code != exitOK {
+			t.Fatalf("harness help %s: exit %d", name, code)
+		}
+		help := out.String()
+		common := strings.Index(help, "\nCommon flags:\n")
+		agent := strings.Index(help, "\nAgent flags:\n")
+		if common < 0 || agent < common || strings.Contains(help, "\nFlags:\n") {
+			t.Errorf("harness help %s: no common flags before the agent's:\n%s", name, help)
+		}
+		c := findCommand(commands(), name)
+		c.flags.VisitAll(func(fl *pflag.Flag) {
+			n := len(regexp.MustCompile(`(?m)^ +(-., )?--`+regexp.QuoteMeta(fl.Name)+`( |$)`).FindAllString(help, -1))
+			switch {
+			case fl.Hidden && n > 0:
+				t.Errorf("harness help %s lists the deprecated --%s", name, fl.Name)
+			case !fl.Hidden && n != 1:
+				t.Errorf("harness help %s lists --%s %d times", name, fl.Name, n)
+			}
+		})
 	}
 }

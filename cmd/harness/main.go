@@ -315,7 +315,7 @@ func printCommandHelp(w io.Writer, c *command) {
 		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(c.long))
 	}
 	if c.flags.HasFlags() {
-		fmt.Fprintf(w, "\nFlags:\n%s", c.flags.FlagUsages())
+		printFlags(w, c.flags)
 	}
 	fmt.Fprint(w, "\n"+exitCodesHelp)
 }
