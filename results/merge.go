@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"harness/schemas"
-	"harness/trials"
 )
 
 // MaxProblems bounds the problems a Problems lists (it still counts all).
@@ -190,7 +189,7 @@ func (m *Merger) addCapture(fileIdx int, name string, lineNo int, line []byte) (
 	if probe.Error != nil {
 		loc.class = probe.Error.Class
 		if loc.class == "" {
-			loc.class = trials.Unclassified
+			loc.class = schemas.ErrUnclassified
 		}
 	}
 	key := UnitKey{*probe.ID, trial}

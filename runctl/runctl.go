@@ -1,6 +1,5 @@
 // Package runctl decides when a run stops early: a budget of dollars or
-// tokens (--max-cost, --max-tokens) and error classes that end the run
-// (--stop-on). A Controller is told of every turn's answer as it arrives,
+// tokens and error classes that end the run. A Controller is told of every turn's answer as it arrives,
 // with the unit's usage so far, and of every finished record; the moment
 // a limit is reached it closes Stopped, so the runner starts no new unit.
 //
@@ -11,7 +10,6 @@
 package runctl
 
 import (
-	"fmt"
 	"slices"
 	"sync"
 
@@ -43,9 +41,9 @@ const (
 type Stop struct {
 	// Kind is KindBudget or KindStopOn.
 	Kind string
-	// Limit names the limit as its flag does: "--max-cost 0.03",
-	// "--max-tokens 100", "--stop-on auth_required".
-	Limit string
+	// Limit is the one limit reached: MaxUSD, MaxTokens, or StopOn with
+	// the class of the error.
+	Limit Limits
 	// Spent is what the run had cost when it stopped.
 	Spent *schemas.Cost
 	// ID, Trial and Error are the unit that stopped a KindStopOn run and
@@ -109,15 +107,15 @@ func (c *Controller) check(rec *schemas.CaptureRecord) {
 		return
 	}
 	if e := rec.Error; e != nil && slices.Contains(c.limits.StopOn, e.Class) {
-		c.halt(&Stop{Kind: KindStopOn, Limit: "--stop-on " + e.Class, ID: rec.ID, Trial: rec.Trial, Error: e})
+		c.halt(&Stop{Kind: KindStopOn, Limit: Limits{StopOn: []string{e.Class}}, ID: rec.ID, Trial: rec.Trial, Error: e})
 		return
 	}
 	spent := c.spentLocked()
 	switch {
 	case c.limits.MaxUSD > 0 && spent != nil && spent.USD != nil && *spent.USD >= c.limits.MaxUSD:
-		c.halt(&Stop{Kind: KindBudget, Limit: fmt.Sprintf("--max-cost %g", c.limits.MaxUSD)})
+		c.halt(&Stop{Kind: KindBudget, Limit: Limits{MaxUSD: c.limits.MaxUSD}})
 	case c.limits.MaxTokens > 0 && spent.Tokens() >= c.limits.MaxTokens:
-		c.halt(&Stop{Kind: KindBudget, Limit: fmt.Sprintf("--max-tokens %d", c.limits.MaxTokens)})
+		c.halt(&Stop{Kind: KindBudget, Limit: Limits{MaxTokens: c.limits.MaxTokens}})
 	}
 }
 

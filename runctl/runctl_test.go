@@ -1,6 +1,7 @@
 package runctl
 
 import (
+	"slices"
 	"testing"
 
 	"harness/schemas"
@@ -46,7 +47,7 @@ func TestBudgetStopsWhenATurnAnswers(t *testing.T) {
 		t.Fatal("not stopped at $0.04 of $0.03")
 	}
 	s := c.Stop()
-	if s.Kind != KindBudget || s.Limit != "--max-cost 0.03" || s.Spent.USD == nil || *s.Spent.USD < 0.04-1e-9 {
+	if s.Kind != KindBudget || s.Limit.MaxUSD != 0.03 || s.Limit.MaxTokens != 0 || s.Spent.USD == nil || *s.Spent.USD < 0.04-1e-9 {
 		t.Fatalf("stop = %+v", s)
 	}
 }
@@ -66,7 +67,7 @@ func TestRecordReplacesItsTurnsCost(t *testing.T) {
 		t.Fatal("stopped under the budget")
 	}
 	c.Record(rec("b", 1, 15))
-	if !stopped(c) || c.Stop().Limit != "--max-tokens 50" {
+	if !stopped(c) || c.Stop().Limit.MaxTokens != 50 {
 		t.Fatalf("not stopped at 50 tokens: %+v", c.Stop())
 	}
 }
@@ -83,7 +84,7 @@ func TestStopOnClass(t *testing.T) {
 	r.Error = &schemas.ErrorInfo{Class: schemas.ErrAuthRequired, Message: "login"}
 	c.Record(r) // a setup failure: no turn ever answered
 	s := c.Stop()
-	if !stopped(c) || s.Kind != KindStopOn || s.ID != "b" || s.Trial != 1 || s.Limit != "--stop-on auth_required" {
+	if !stopped(c) || s.Kind != KindStopOn || s.ID != "b" || s.Trial != 1 || !slices.Equal(s.Limit.StopOn, []string{"auth_required"}) {
 		t.Fatalf("stop = %+v", s)
 	}
 	// The first stop stays.

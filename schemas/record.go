@@ -20,6 +20,8 @@ const (
 	ErrGraderInvalid  = "grader_invalid"  // the grader's output was not a valid result
 	ErrInterrupted    = "interrupted"     // the run was interrupted by a signal
 	ErrResourceLimit  = "resource_limit"  // the agent hit a resource cap of its sandbox (memory, pids, disk)
+	// ErrUnclassified is the class counted for an error that has none.
+	ErrUnclassified = "unclassified"
 )
 
 // CaptureRecord is one line of capture output: what the agent did for one

@@ -13,8 +13,9 @@ import (
 // a grader result (the run had no grader).
 const Ungraded = "ungraded"
 
-// Unclassified is the error class counted for an error that has no class.
-const Unclassified = "unclassified"
+// Unclassified is the error class counted for an error that has no class
+// (schemas.ErrUnclassified).
+const Unclassified = schemas.ErrUnclassified
 
 // Outcome says how one capture record counts: Excluded is "" for a graded
 // trial (then Pass is its verdict), else the error class that kept it out of

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"harness/capture"
 	"harness/cost"
@@ -247,12 +248,24 @@ func runStopError(res *evaluation.Result) (string, error) {
 		return "", nil
 	case stop.Kind == runctl.KindBudget:
 		return statusBudget, withCode(exitBudget, fmt.Errorf("budget spent (%s; %s): no new work was started, %s not run; the output holds every finished record, continue with --resume and a larger budget",
-			cost.Format(res.Spent), stop.Limit, plural(res.NotRun(), "unit")))
+			cost.Format(res.Spent), limitText(stop.Limit), plural(res.NotRun(), "unit")))
 	case stop.Kind == runctl.KindStopOn:
 		return statusInfraErrors, withCode(exitInfraErrors, fmt.Errorf("stopped at the first %s error (case %q trial %d): %s; %s not run; the output holds every finished record, continue with --resume",
 			stop.Error.Class, stop.ID, max(stop.Trial, 1), firstLine(stop.Error.Message), plural(res.NotRun(), "unit")))
 	}
 	return "", nil
+}
+
+// limitText names a limit as its flag does: "--max-cost 0.03",
+// "--max-tokens 100", "--stop-on auth_required".
+func limitText(l runctl.Limits) string {
+	switch {
+	case l.MaxUSD > 0:
+		return fmt.Sprintf("--max-cost %g", l.MaxUSD)
+	case l.MaxTokens > 0:
+		return fmt.Sprintf("--max-tokens %d", l.MaxTokens)
+	}
+	return "--stop-on " + strings.Join(l.StopOn, ",")
 }
 
 // resumeError words an output that could not be continued.
