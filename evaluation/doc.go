@@ -28,6 +28,10 @@
 // package writes to a terminal or knows a flag name: the commands word
 // the events and errors for their users.
 //
+// [Regrade] is the other way to evaluate: it grades the records of stored
+// results files again, without an agent, splicing the new scores into each
+// line and recomputing the metrics of trials records (harness grade).
+//
 // Errors that a caller must tell apart come as an [*Error] of a [Kind]
 // (the output could not be opened, resumed or written, the agent did not
 // start, lines harness did not write were found in the output); a run that

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"harness/capture"
+	"harness/evaluation"
 	"harness/graders"
 	"harness/results"
 	"harness/sandbox"
@@ -283,7 +284,7 @@ func gradeFiles(ctx context.Context, e *env, f *gradeFlags, files []string, gs [
 		}
 		total += n
 	}
-	opts := graders.RegradeOptions{
+	opts := evaluation.RegradeOptions{
 		Grader: graders.Many(gs), Count: len(gs), Names: names, Files: graderFiles(gs), Concurrency: f.concurrency,
 		Seed: trials.DefaultSeed, Resamples: trials.DefaultResamples, Redact: e.redact.JSON,
 		WorkspaceGone: func(where string, rec *schemas.CaptureRecord) {
@@ -337,9 +338,9 @@ func gradeFiles(ctx context.Context, e *env, f *gradeFlags, files []string, gs [
 			opts.Cases[list[i].ID] = &list[i]
 		}
 	}
-	sources := make([]graders.Source, len(files))
+	sources := make([]evaluation.Source, len(files))
 	for i, name := range files {
-		sources[i] = graders.Source{Name: name, Open: func() (io.ReadCloser, error) {
+		sources[i] = evaluation.Source{Name: name, Open: func() (io.ReadCloser, error) {
 			r, err := results.Open(name, e.stdin)
 			return r, inputError(err)
 		}}
@@ -348,14 +349,14 @@ func gradeFiles(ctx context.Context, e *env, f *gradeFlags, files []string, gs [
 	if err != nil {
 		return err
 	}
-	st, runErr := graders.Regrade(ctx, sources, out, opts)
+	st, runErr := evaluation.Regrade(ctx, sources, out, opts)
 	if err := out.Close(); err != nil && runErr == nil {
 		runErr = err
 	}
 	if err := checkWritten(out); err != nil {
 		return err
 	}
-	interrupted := errors.Is(runErr, graders.ErrInterrupted)
+	interrupted := errors.Is(runErr, evaluation.ErrInterrupted)
 	if runErr != nil && !interrupted {
 		var ie *schemas.InputError
 		if errors.As(runErr, &ie) {

@@ -1,4 +1,4 @@
-package graders
+package evaluation
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"harness/graders"
 	"harness/results"
 	"harness/schemas"
 	"harness/trials"
@@ -33,7 +34,7 @@ type Source struct {
 type RegradeOptions struct {
 	// Grader grades each record; Count is how many graders it combines
 	// (with more than one, each result goes in "scores").
-	Grader Grader
+	Grader graders.Grader
 	Count  int
 	// Names go in each record's provenance.graders, Files in its
 	// provenance.graderFiles.
@@ -371,9 +372,9 @@ func regradeRecord(ctx context.Context, rec *schemas.CaptureRecord, opts Regrade
 	if opts.Cases != nil {
 		c = opts.Cases[rec.ID]
 	}
-	res = opts.Grader.Grade(ctx, &Input{Record: rec, Case: c})
+	res = opts.Grader.Grade(ctx, &graders.Input{Record: rec, Case: c})
 	// A combined result carries the signal of a grader of it that died
-	// of one (Combine).
+	// of one (graders.Combine).
 	if _, died := res.Error.DiedOfStop(); died && ctx.Err() == nil {
 		// The signal that killed the grader may be the stop of the whole
 		// run, reaching the grader first: wait a moment for it.
