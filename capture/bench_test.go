@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"harness/internal/testagents"
 	"harness/sandbox"
 	"harness/sandbox/egress"
 	"harness/sandbox/limits"
 	"harness/schemas"
+	"harness/testkit/testagents"
 )
 
 // echoUnits returns n one-turn units that the fixture agent answers at once.

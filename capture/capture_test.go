@@ -18,8 +18,8 @@ import (
 
 	"harness/acp"
 	"harness/internal/buildinfo"
-	"harness/internal/testagents"
 	"harness/schemas"
+	"harness/testkit/testagents"
 )
 
 func TestMain(m *testing.M) {

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"harness/acp"
-	"harness/internal/testagents"
 	"harness/schemas"
+	"harness/testkit/testagents"
 )
 
 // TestSDKExampleAgent drives the example agent shipped in

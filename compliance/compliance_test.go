@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"harness/acp"
-	"harness/internal/testagents"
+	"harness/testkit/testagents"
 )
 
 func TestMain(m *testing.M) { os.Exit(testagents.FakeAgentMain(m)) }

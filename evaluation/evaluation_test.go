@@ -15,10 +15,10 @@ import (
 	"harness/acp"
 	"harness/capture"
 	"harness/internal/buildinfo"
-	"harness/internal/testagents"
 	"harness/runctl"
 	"harness/sandbox"
 	"harness/schemas"
+	"harness/testkit/testagents"
 	"harness/trials"
 )
 

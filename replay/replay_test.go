@@ -15,11 +15,11 @@ import (
 	"harness/acp"
 	"harness/capture"
 	"harness/internal/buildinfo"
-	"harness/internal/replaytest"
-	"harness/internal/testagents"
 	"harness/replay"
 	"harness/results"
 	"harness/schemas"
+	"harness/testkit/replaytest"
+	"harness/testkit/testagents"
 )
 
 func TestMain(m *testing.M) { os.Exit(replaytest.Main(m)) }

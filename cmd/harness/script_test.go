@@ -20,10 +20,10 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"harness/image"
-	"harness/internal/fakeagent"
-	"harness/internal/testagents"
 	"harness/results"
 	"harness/sandbox"
+	"harness/testkit/fakeagent"
+	"harness/testkit/testagents"
 )
 
 // TestMain lets the test binary double as the harness command in scripts.

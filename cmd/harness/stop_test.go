@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"harness/internal/testagents"
+	"harness/testkit/testagents"
 )
 
 // TestStopEveryProcess sends SIGTERM to every process of a run at once, as

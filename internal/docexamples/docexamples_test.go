@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"harness/internal/testagents"
+	"harness/testkit/testagents"
 )
 
 // runsHarness is how a runnable example starts.

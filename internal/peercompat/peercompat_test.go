@@ -24,9 +24,9 @@ import (
 	"harness/acp"
 	"harness/capture"
 	"harness/internal/buildinfo"
-	"harness/internal/testagents"
 	"harness/results"
 	"harness/schemas"
+	"harness/testkit/testagents"
 	"harness/trials"
 )
 

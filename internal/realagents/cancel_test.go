@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"harness/acp"
-	"harness/internal/fakemodel"
+	"harness/testkit/fakemodel"
 )
 
 // TestCancel times a turn out while the model is slow: the harness sends

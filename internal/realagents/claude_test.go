@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"harness/acp"
-	"harness/internal/fakemodel"
 	"harness/schemas"
+	"harness/testkit/fakemodel"
 )
 
 // claudeSetup finds @zed-industries/claude-code-acp, starts a fake

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"harness/acp"
-	"harness/internal/fakemodel"
 	"harness/schemas"
+	"harness/testkit/fakemodel"
 )
 
 // codexSetup finds codex-acp's native binary, starts a fake OpenAI

@@ -15,9 +15,9 @@ import (
 	"harness/acp"
 	"harness/capture"
 	"harness/internal/buildinfo"
-	"harness/internal/fakemodel"
-	"harness/internal/testagents"
 	"harness/schemas"
+	"harness/testkit/fakemodel"
+	"harness/testkit/testagents"
 )
 
 // agentFile and nodeAgent find the npm-installed agents (skipping, or

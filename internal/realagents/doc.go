@@ -2,7 +2,7 @@
 // agents (Claude Code through @zed-industries/claude-code-acp, Gemini CLI
 // with --acp, and Codex through @zed-industries/codex-acp) through the
 // capture runner, each pointed at a scripted fake model server from
-// internal/fakemodel on 127.0.0.1, so that they run offline.
+// testkit/fakemodel on 127.0.0.1, so that they run offline.
 //
 // The agents are npm packages pinned in testdata/agents/package.json and
 // installed by scripts/test. When one is missing its tests are skipped,

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"harness/acp"
-	"harness/internal/fakemodel"
 	"harness/schemas"
+	"harness/testkit/fakemodel"
 )
 
 // geminiSetup finds Gemini CLI, starts a fake Gemini API server and a

@@ -12,8 +12,8 @@ import (
 
 	"harness/capture"
 	"harness/headless"
-	"harness/internal/fakemodel"
 	"harness/schemas"
+	"harness/testkit/fakemodel"
 )
 
 // runHeadless runs cases (of one or more turns) on a headless agent and

@@ -11,10 +11,10 @@ import (
 	"harness/capture"
 	"harness/harbor"
 	"harness/image"
-	"harness/internal/fakemodel"
-	"harness/internal/testagents"
 	"harness/sandbox/egress"
 	"harness/schemas"
+	"harness/testkit/fakemodel"
+	"harness/testkit/testagents"
 )
 
 // TestClaudeCodeSolvesATaskInItsImage runs Claude Code, installed on the

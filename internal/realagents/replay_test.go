@@ -10,11 +10,11 @@ import (
 
 	"harness/acp"
 	"harness/image"
-	"harness/internal/fakemodel"
-	"harness/internal/replaytest"
-	"harness/internal/testagents"
 	"harness/results"
 	"harness/schemas"
+	"harness/testkit/fakemodel"
+	"harness/testkit/replaytest"
+	"harness/testkit/testagents"
 )
 
 // The test binary doubles as the replay agent.

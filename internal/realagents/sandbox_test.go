@@ -8,12 +8,12 @@ import (
 	"strings"
 	"testing"
 
-	"harness/internal/fakemodel"
-	"harness/internal/testagents"
 	hsandbox "harness/sandbox"
 	"harness/sandbox/egress"
 	"harness/sandbox/limits"
 	"harness/schemas"
+	"harness/testkit/fakemodel"
+	"harness/testkit/testagents"
 )
 
 // TestSandboxedAgents runs Claude Code, Gemini CLI and Codex under

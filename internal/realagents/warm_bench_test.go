@@ -15,12 +15,12 @@ import (
 	"harness/acp"
 	"harness/capture"
 	"harness/internal/buildinfo"
-	"harness/internal/fakemodel"
-	"harness/internal/testagents"
 	hsandbox "harness/sandbox"
 	"harness/sandbox/egress"
 	"harness/sandbox/limits"
 	"harness/schemas"
+	"harness/testkit/fakemodel"
+	"harness/testkit/testagents"
 )
 
 // warmBenchCases is how many cases each run of BenchmarkClaudeCodeWarm

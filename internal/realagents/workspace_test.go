@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"harness/graders"
-	"harness/internal/fakemodel"
 	"harness/schemas"
+	"harness/testkit/fakemodel"
 )
 
 // TestClaudeCodeOnTheGoExample runs Claude Code on examples/workspace-go:

@@ -13,9 +13,9 @@ import (
 	"sync"
 	"testing"
 
-	"harness/internal/fakemodel"
-	"harness/internal/testagents"
 	"harness/sandbox/egress"
+	"harness/testkit/fakemodel"
+	"harness/testkit/testagents"
 )
 
 // TestRealAgentsThroughBridge runs Claude Code, Codex and Gemini CLI

@@ -8,8 +8,8 @@ import (
 	"os"
 	"testing"
 
-	"harness/internal/testagents"
 	"harness/replay"
+	"harness/testkit/testagents"
 )
 
 // Environment variables that make a test binary whose TestMain calls Main

@@ -11,9 +11,9 @@ import (
 	"runtime"
 	"testing"
 
-	"harness/internal/fakeagent"
 	"harness/results"
 	"harness/schemas"
+	"harness/testkit/fakeagent"
 )
 
 // RequireEnv is the environment variable that turns a missing real agent

@@ -20,7 +20,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"harness/acp/acpschema"
-	"harness/internal/fakeagent"
+	"harness/testkit/fakeagent"
 )
 
 // ---------------------------------------------------------------------------
