@@ -165,6 +165,98 @@ type runSetup struct {
 // prepare checks the flags and the prompts file and builds the run config.
 // Every problem is an input error: nothing has run yet.
 func (f *runFlags) prepare(e *env, args, agent []string, cmdName string) (*runSetup, error) {
+	v, err := f.validate()
+	if err != nil {
+		return nil, err
+	}
+	s, err := f.readPrompts(e, args)
+	if err != nil {
+		return nil, err
+	}
+	s.shard = v.shard
+	if err := f.configure(e, s, v, agent); err != nil {
+		s.cleanup()
+		return nil, err
+	}
+	return s, nil
+}
+
+// validFlags are the run flags that validate parsed.
+type validFlags struct {
+	policy  acp.PermissionPolicy
+	shard   evaluation.Shard
+	mcp     []json.RawMessage
+	adapter *headless.Adapter
+}
+
+// validate checks the run flags that need nothing from the outside world.
+func (f *runFlags) validate() (*validFlags, error) {
+	v := &validFlags{}
+	var err error
+	switch {
+	case f.concurrency < 1:
+		return nil, usageErrorf("--concurrency must be at least 1")
+	case f.timeout <= 0:
+		return nil, usageErrorf("--timeout must be positive")
+	case f.maxCost < 0 || f.maxTokens < 0:
+		return nil, usageErrorf("--max-cost and --max-tokens must not be negative")
+	case f.maxRequests < 1 || f.maxBytes < 1 || f.requestTO <= 0:
+		return nil, usageErrorf("--max-agent-requests, --max-agent-bytes and --request-timeout must be positive")
+	case f.maxRecordBytes < 0:
+		return nil, usageErrorf("--max-record-bytes must not be negative")
+	}
+	if err := checkClasses("--stop-on", f.stopOn); err != nil {
+		return nil, err
+	}
+	if v.policy, err = acp.ParsePermissionPolicy(f.permission); err != nil {
+		return nil, usageErrorf("--permission: %v", err)
+	}
+	if f.shard != "" {
+		if v.shard, err = evaluation.ParseShard(f.shard); err != nil {
+			return nil, usageErrorf("--shard %v", err)
+		}
+	}
+	for _, m := range f.mcpServers {
+		srv, err := acp.ParseMCPServer(m)
+		if err != nil {
+			return nil, usageErrorf("--mcp-server %s: %v (see harness schemas McpServerConfig)", m, err)
+		}
+		b, err := json.Marshal(srv)
+		if err != nil {
+			return nil, usageErrorf("--mcp-server %s: %v", m, err)
+		}
+		v.mcp = append(v.mcp, b)
+	}
+	if v.adapter, err = f.headlessAdapter(); err != nil {
+		return nil, err
+	}
+	return v, f.checkOutput()
+}
+
+// headlessAdapter is the adapter of --adapter (nil for an ACP agent); the
+// flags that only ACP agents have are refused with it.
+func (f *runFlags) headlessAdapter() (*headless.Adapter, error) {
+	if f.adapter == "" {
+		return nil, nil
+	}
+	a, err := headless.Lookup(f.adapter)
+	if err != nil {
+		return nil, usageErrorf("--adapter: %v", err)
+	}
+	for _, acpOnly := range []struct {
+		set  bool
+		flag string
+	}{{f.fs, "--fs"}, {f.terminal, "--terminal"}, {f.auth != "", "--auth"}, {len(f.mcpServers) > 0, "--mcp-server"}, {f.permission != "allow", "--permission"}} {
+		if acpOnly.set {
+			return nil, usageErrorf("%s is for ACP agents; with --adapter %s the agent's own flags (after --) decide what it may do", acpOnly.flag, f.adapter)
+		}
+	}
+	return a, nil
+}
+
+// readPrompts finds the prompts file (the argument, standard input, or
+// the cases of --tasks) and reads it through once, checking each case.
+func (f *runFlags) readPrompts(e *env, args []string) (*runSetup, error) {
 	tasksFile := ""
 	if f.image.tasks != "" {
 		p, err := f.image.taskPrompts(e, args, f.quiet)
@@ -220,117 +312,113 @@ func (f *runFlags) prepare(e *env, args, agent []string, cmdName string) (*runSe
 		s.cleanup()
 		return nil, inputError(err)
 	}
-	if f.concurrency < 1 {
-		return nil, usageErrorf("--concurrency must be at least 1")
-	}
-	if err := checkClasses("--stop-on", f.stopOn); err != nil {
-		return nil, err
-	}
-	turnTO, startTO, grace, settle, termTO, graderTO, requestTO := f.timeout, f.startupTimeout, f.cancelGrace, f.settle, f.terminalTO, f.graderTimeout, f.requestTO
-	if turnTO <= 0 {
-		return nil, usageErrorf("--timeout must be positive")
-	}
-	policy, err := acp.ParsePermissionPolicy(f.permission)
-	if err != nil {
-		return nil, usageErrorf("--permission: %v", err)
-	}
-	if f.shard != "" {
-		if s.shard, err = evaluation.ParseShard(f.shard); err != nil {
-			return nil, usageErrorf("--shard %v", err)
-		}
-	}
-	wd, _ := os.Getwd()
-	cwd := wd
+	return s, nil
+}
+
+// dirs are the agent's working directory and the workspace template ("":
+// none), made absolute and checked.
+func (f *runFlags) dirs() (wd, cwd, workspace string, err error) {
+	wd, _ = os.Getwd()
+	cwd = wd
 	if f.cwd != "" {
-		cwd, err = filepath.Abs(f.cwd)
-		if err != nil {
-			return nil, usageErrorf("--cwd: %v", err)
+		if cwd, err = filepath.Abs(f.cwd); err != nil {
+			return "", "", "", usageErrorf("--cwd: %v", err)
 		}
 		if st, err := os.Stat(cwd); err != nil || !st.IsDir() {
-			return nil, usageErrorf("--cwd %s: not a directory", f.cwd)
+			return "", "", "", usageErrorf("--cwd %s: not a directory", f.cwd)
 		}
 	}
-	workspace := ""
 	if f.workspace != "" {
 		workspace, _ = filepath.Abs(f.workspace)
 		if st, err := os.Stat(workspace); err != nil || !st.IsDir() {
-			return nil, usageErrorf("--workspace %s: not a directory", f.workspace)
+			return "", "", "", usageErrorf("--workspace %s: not a directory", f.workspace)
 		}
+	}
+	return wd, cwd, workspace, nil
+}
+
+// configure builds the run's sandbox, graders, agent environment and
+// capture config, and resolves its images.
+func (f *runFlags) configure(e *env, s *runSetup, v *validFlags, agent []string) error {
+	wd, cwd, workspace, err := f.dirs()
+	if err != nil {
+		return err
 	}
 	f.sandbox.imageRun = f.image.active() || s.casesWithImage > 0
 	sb, err := f.sandbox.runner(f.env, f.secretEnv, agent)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	// Graders first: a judge's API key variable is a secret, redacted
 	// everywhere and kept from the agent.
 	var graderSecrets []string
 	cache, err := f.judgeCache.open(e)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	gopts := graders.Options{Timeout: graderTO, Getenv: e.getenv, Dir: wd, Sandbox: sb, JudgeCache: cache,
+	gopts := graders.Options{Timeout: f.graderTimeout, Getenv: e.getenv, Dir: wd, Sandbox: sb, JudgeCache: cache,
 		SecretEnv: func(name string) { graderSecrets = append(graderSecrets, name) }}
+	if s.graders, err = f.loadGraders(gopts); err != nil {
+		return err
+	}
+	if f.pricesFile != "" {
+		t, err := cost.LoadTable(f.pricesFile)
+		if err != nil {
+			return inputError(err)
+		}
+		f.prices = t
+	}
+	agentEnv, secrets, err := agentEnvironment(f.env, append(slices.Clone(f.secretEnv), graderSecrets...), e.getenv)
+	if err != nil {
+		return err
+	}
+	agentEnv = withoutVars(agentEnv, graderSecrets, f.env)
+	s.redact = redact.New(secrets, agentEnv)
+	s.cfg = f.captureConfig(v, agent, agentEnv, cwd, workspace, sb)
+	s.cfg.AnyCaseWorkspace = s.anyCaseWorkspace
+	if f.agentStderr {
+		s.cfg.StderrCopy = e.stderr
+	}
+	gradeWith(&s.cfg, s.graders, s.redact)
+	f.protect(e, s, sb, gopts)
+	return f.image.configure(e, f, s)
+}
+
+// loadGraders loads -g's graders and harness run's (moreGraders).
+func (f *runFlags) loadGraders(gopts graders.Options) ([]graders.Grader, error) {
+	var gs []graders.Grader
 	for _, spec := range f.graders {
 		g, err := graders.Load(spec, gopts)
 		if err != nil {
 			return nil, inputError(err)
 		}
-		s.graders = append(s.graders, g)
+		gs = append(gs, g)
 	}
 	if f.moreGraders != nil {
 		more, err := f.moreGraders(gopts)
 		if err != nil {
 			return nil, inputError(err)
 		}
-		s.graders = append(s.graders, more...)
+		gs = append(gs, more...)
 	}
-	if f.pricesFile != "" {
-		t, err := cost.LoadTable(f.pricesFile)
-		if err != nil {
-			return nil, inputError(err)
-		}
-		f.prices = t
-	}
-	if f.maxCost < 0 || f.maxTokens < 0 {
-		return nil, usageErrorf("--max-cost and --max-tokens must not be negative")
-	}
-	agentEnv, secrets, err := agentEnvironment(f.env, append(slices.Clone(f.secretEnv), graderSecrets...), e.getenv)
-	if err != nil {
-		return nil, err
-	}
-	agentEnv = withoutVars(agentEnv, graderSecrets, f.env)
-	s.redact = redact.New(secrets, agentEnv)
-	var mcp []json.RawMessage
-	for _, m := range f.mcpServers {
-		srv, err := acp.ParseMCPServer(m)
-		if err != nil {
-			return nil, usageErrorf("--mcp-server %s: %v (see harness schemas McpServerConfig)", m, err)
-		}
-		b, err := json.Marshal(srv)
-		if err != nil {
-			return nil, usageErrorf("--mcp-server %s: %v", m, err)
-		}
-		mcp = append(mcp, b)
-	}
-	if f.maxRequests < 1 || f.maxBytes < 1 || requestTO <= 0 {
-		return nil, usageErrorf("--max-agent-requests, --max-agent-bytes and --request-timeout must be positive")
-	}
-	if f.maxRecordBytes < 0 {
-		return nil, usageErrorf("--max-record-bytes must not be negative")
-	}
+	return gs, nil
+}
+
+// captureConfig is the capture config the flags describe, for an agent
+// with its environment, working directory, workspace template and sandbox.
+func (f *runFlags) captureConfig(v *validFlags, agent, agentEnv []string, cwd, workspace string, sb sandbox.Runner) capture.Config {
 	copts := acp.Options{
 		ClientInfo: acp.Implementation{Name: "harness", Title: "harness", Version: buildinfo.Read(version).Version},
-		Permission: policy,
-		Limits:     acp.Limits{Requests: f.maxRequests, Bytes: f.maxBytes, Timeout: requestTO},
+		Permission: v.policy,
+		Limits:     acp.Limits{Requests: f.maxRequests, Bytes: f.maxBytes, Timeout: f.requestTO},
 	}
 	if f.fs {
 		copts.FS = &acp.FSOptions{MaxBytes: f.fsMaxBytes}
 	}
 	if f.terminal {
-		copts.Terminal = &acp.TerminalOptions{Timeout: termTO, MaxOutput: f.terminalMax, Env: agentEnv, Sandbox: sb, UserDirs: []string{cwd}}
+		copts.Terminal = &acp.TerminalOptions{Timeout: f.terminalTO, MaxOutput: f.terminalMax, Env: agentEnv, Sandbox: sb, UserDirs: []string{cwd}}
 	}
-	s.cfg = capture.Config{
+	return capture.Config{
 		Agent:            agent,
 		AgentEnv:         agentEnv,
 		AgentDir:         cwd,
@@ -339,63 +427,50 @@ func (f *runFlags) prepare(e *env, args, agent []string, cmdName string) (*runSe
 		KeepWorkspaces:   f.keepWorkspaces,
 		WorkspaceSetup:   f.wsSetup,
 		WorkspacePrepare: f.wsPrepare,
-		TurnTimeout:      turnTO,
-		StartupTimeout:   startTO,
-		CancelGrace:      grace,
-		Settle:           settle,
+		TurnTimeout:      f.timeout,
+		StartupTimeout:   f.startupTimeout,
+		CancelGrace:      f.cancelGrace,
+		Settle:           f.settle,
 		Concurrency:      f.concurrency,
 		MaxRecordBytes:   f.maxRecordBytes,
 		Sandbox:          sb,
-		AnyCaseWorkspace: s.anyCaseWorkspace,
 		FreshProcess:     f.freshProcess,
 		Warm:             warmConfig(f.warm),
 		Auth:             f.auth,
-		MCPServers:       mcp,
+		MCPServers:       v.mcp,
 		Client:           copts,
 		Build:            buildinfo.Read(version),
+		Adapter:          v.adapter,
 	}
-	if f.agentStderr {
-		s.cfg.StderrCopy = e.stderr
+}
+
+// gradeWith has the run grade each record with gs, which see it as it
+// will be written: with secrets redacted.
+func gradeWith(cfg *capture.Config, gs []graders.Grader, red *redact.Redactor) {
+	if len(gs) == 0 {
+		return
 	}
-	if f.adapter != "" {
-		a, err := headless.Lookup(f.adapter)
-		if err != nil {
-			return nil, usageErrorf("--adapter: %v", err)
+	for _, g := range gs {
+		cfg.GraderNames = append(cfg.GraderNames, g.Name())
+	}
+	cfg.Grade = func(ctx context.Context, rec *schemas.CaptureRecord, c *schemas.PromptCase) (*schemas.GraderResult, []schemas.GraderResult) {
+		rec = redactRecord(red, rec)
+		out := make([]schemas.GraderResult, len(gs))
+		for i, g := range gs {
+			out[i] = g.Grade(ctx, &graders.Input{Record: rec, Case: c})
 		}
-		for _, acpOnly := range []struct {
-			set  bool
-			flag string
-		}{{f.fs, "--fs"}, {f.terminal, "--terminal"}, {f.auth != "", "--auth"}, {len(f.mcpServers) > 0, "--mcp-server"}, {f.permission != "allow", "--permission"}} {
-			if acpOnly.set {
-				return nil, usageErrorf("%s is for ACP agents; with --adapter %s the agent's own flags (after --) decide what it may do", acpOnly.flag, f.adapter)
-			}
+		score := graders.Combine(out)
+		if len(out) == 1 {
+			out = nil
 		}
-		s.cfg.Adapter = a
+		return &score, out
 	}
-	if len(s.graders) > 0 {
-		gs := s.graders
-		for _, g := range gs {
-			s.cfg.GraderNames = append(s.cfg.GraderNames, g.Name())
-		}
-		red := s.redact
-		s.cfg.Grade = func(ctx context.Context, rec *schemas.CaptureRecord, c *schemas.PromptCase) (*schemas.GraderResult, []schemas.GraderResult) {
-			// Graders (and the judge's model) see the record as it will
-			// be written: with secrets redacted.
-			rec = redactRecord(red, rec)
-			out := make([]schemas.GraderResult, len(gs))
-			for i, g := range gs {
-				out[i] = g.Grade(ctx, &graders.Input{Record: rec, Case: c})
-			}
-			score := graders.Combine(out)
-			if len(out) == 1 {
-				out = nil
-			}
-			return &score, out
-		}
-	}
-	if err := f.checkOutput(); err != nil {
-		return nil, err
-	}
+}
+
+// protect keeps the run's own files out of the agent's reach in the
+// sandbox, and warns of what the sandbox cannot do, or of running without
+// one.
+func (f *runFlags) protect(e *env, s *runSetup, sb sandbox.Runner, gopts graders.Options) {
 	if bw, ok := sb.(*sandbox.Bwrap); ok {
 		bw.Protect(f.runFiles(s, gopts)...)
 		if !f.quiet {
@@ -406,11 +481,6 @@ func (f *runFlags) prepare(e *env, args, agent []string, cmdName string) (*runSe
 	} else if f.output != "" && f.output != "-" && !f.quiet && !f.image.active() {
 		fmt.Fprintf(e.stderr, "warning: no sandbox: the agent runs as you and can change %s, the graders and the prompts; add --sandbox bwrap to keep them out of its reach\n", f.output)
 	}
-	if err := f.image.configure(e, f, s); err != nil {
-		s.cleanup()
-		return nil, err
-	}
-	return s, nil
 }
 
 // runFiles are the run's own files, kept read-only in the sandbox: the
