@@ -31,17 +31,38 @@ import (
 // runFlagsSetByRun are the run flags harness run decides itself.
 var runFlagsSetByRun = []string{"output", "resume", "force", "summary", "shard", "junit", "markdown", "k"}
 
+// runCmdFlags are the flags of harness run.
+type runCmdFlags struct {
+	runsDir, outDir, pricesFile string
+	resume                      resumeValue
+	only                        []string
+	maxCost                     float64
+	maxTokens                   int64
+	k                           int
+	suiteChanged, quiet         bool
+	image                       imageRunFlags
+	flags                       *pflag.FlagSet
+}
+
+func (f *runCmdFlags) addFlags(fs *pflag.FlagSet) {
+	f.flags = fs
+	fs.StringVar(&f.runsDir, "runs", "runs", "make the run directory under `dir`")
+	fs.StringVarP(&f.outDir, "output", "o", "", "make the run in `dir` (new) instead of a directory named after the time under --runs")
+	fs.Var(&f.resume, "resume", "continue the run in the run directory given as the argument (RUNDIR)")
+	fs.Lookup("resume").NoOptDefVal = "true"
+	fs.StringArrayVar(&f.only, "agent", nil, "run only the agent `name` of the suite; repeatable")
+	fs.StringVar(&f.pricesFile, "prices", "", "price table `file` (added to the suite's prices)")
+	fs.Float64Var(&f.maxCost, "max-cost", 0, "stop starting new work once the run has cost `usd`")
+	fs.Int64Var(&f.maxTokens, "max-tokens", 0, "stop starting new work once the run has used `n` tokens")
+	fs.IntVarP(&f.k, "k", "k", 0, "trials per case (overrides the suite's k)")
+	fs.BoolVar(&f.suiteChanged, "allow-suite-change", false, "with --resume: continue although the suite file changed")
+	deprecatedAlias(fs, "force", "", "allow-suite-change")
+	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors on stderr")
+	f.image.add(fs)
+}
+
 func newRunCmd() *command {
-	var (
-		runsDir, outDir, pricesFile string
-		resume                      resumeValue
-		only                        []string
-		maxCost                     float64
-		maxTokens                   int64
-		k                           int
-		suiteChanged, quiet         bool
-		image                       imageRunFlags
-	)
+	var f runCmdFlags
 	c := &command{
 		name:  "run",
 		usage: "run SUITE [--runs DIR | -o DIR] [--agent NAME] [-- AGENT...] | run --resume RUNDIR",
@@ -79,226 +100,276 @@ Examples:
 		optionalAgent: true,
 		flags:         pflag.NewFlagSet("run", pflag.ContinueOnError),
 	}
-	c.flags.StringVar(&runsDir, "runs", "runs", "make the run directory under `dir`")
-	c.flags.StringVarP(&outDir, "output", "o", "", "make the run in `dir` (new) instead of a directory named after the time under --runs")
-	c.flags.Var(&resume, "resume", "continue the run in the run directory given as the argument (RUNDIR)")
-	c.flags.Lookup("resume").NoOptDefVal = "true"
-	c.flags.StringArrayVar(&only, "agent", nil, "run only the agent `name` of the suite; repeatable")
-	c.flags.StringVar(&pricesFile, "prices", "", "price table `file` (added to the suite's prices)")
-	c.flags.Float64Var(&maxCost, "max-cost", 0, "stop starting new work once the run has cost `usd`")
-	c.flags.Int64Var(&maxTokens, "max-tokens", 0, "stop starting new work once the run has used `n` tokens")
-	c.flags.IntVarP(&k, "k", "k", 0, "trials per case (overrides the suite's k)")
-	c.flags.BoolVar(&suiteChanged, "allow-suite-change", false, "with --resume: continue although the suite file changed")
-	deprecatedAlias(c.flags, "force", "", "allow-suite-change")
-	c.flags.BoolVarP(&quiet, "quiet", "q", false, "print nothing but errors on stderr")
-	image.add(c.flags)
+	f.addFlags(c.flags)
 	c.run = func(ctx context.Context, e *env, args, agentCmd []string) error {
-		var m *rundir.Manifest
-		var dir, suiteFile string
-		switch {
-		case resume.on:
-			resumeDir := resume.dir
-			if resumeDir == "" && len(args) == 1 {
-				resumeDir, args = args[0], nil
-			}
-			if len(args) > 0 || resumeDir == "" {
-				return usageErrorf("--resume takes the run directory; the suite is the one it was made from")
-			}
-			if outDir != "" {
-				return usageErrorf("--resume continues the run in its directory: drop -o")
-			}
-			var err error
-			if m, err = readManifest(resumeDir); err != nil {
-				return inputError(err)
-			}
-			dir, suiteFile = resumeDir, m.Suite.Path
-		case len(args) == 1 && isTaskDir(args[0]):
-			// A Harbor task directory or dataset: its tasks are the
-			// cases, each in its image (docs/tasks.md).
-			var err error
-			if suiteFile, err = taskSuite(e, args[0], image.timeoutScale); err != nil {
-				return err
-			}
-		case len(args) == 1:
-			suiteFile = args[0]
-		default:
-			return usageErrorf("want one suite file, got %d arguments", len(args))
-		}
-		s, err := suite.Load(suiteFile)
-		if err != nil {
-			return inputError(err)
-		}
-		if m != nil && m.Suite.Hash != s.Hash && !suiteChanged {
-			return usageErrorf("%s changed since the run in %s began (sha256 %.12s, now %.12s): start a new run, or continue with the new suite with --allow-suite-change",
-				suiteFile, dir, m.Suite.Hash, s.Hash)
-		}
-		agents, err := suiteAgents(s, agentCmd, only)
+		r, err := f.load(e, args, agentCmd)
 		if err != nil {
 			return err
 		}
-		if k > 0 {
-			s.K = k
-		}
-		if s.K == 0 {
-			s.K = 1
-		}
-		prices := maps.Clone(s.Prices)
-		if pricesFile != "" {
-			t, err := cost.LoadTable(pricesFile)
-			if err != nil {
-				return inputError(err)
-			}
-			if prices == nil {
-				prices = cost.Table{}
-			}
-			maps.Copy(prices, t)
-		}
-		cases, asserts, assertLines, err := suiteCases(s)
-		if err != nil {
-			return inputError(err)
-		}
-		budget, err := suiteBudget(s, maxCost, maxTokens)
-		if err != nil {
+		if err := r.check(); err != nil {
 			return err
 		}
-		// The graders, and every agent's flags, are checked before anything
-		// is made.
-		if build := suiteGraders(s, asserts, assertLines); build != nil {
-			if _, err := build(graders.Options{Getenv: e.getenv, Dir: s.Dir}); err != nil {
-				return inputError(err)
-			}
+		if err := r.makeDir(); err != nil {
+			return err
 		}
-		for i := range agents {
-			argv := trialsArgs(s, &agents[i], "", budget, nil, true)
-			tc, _ := newTrialsCmdWith(&runFlags{})
-			if err := applySuiteFlags(tc, s, &agents[i], argv); err != nil {
-				return err
-			}
-			if err := image.passOn(tc.flags, c.flags); err != nil {
+		r.logf("run %s: %s, %s, k=%d, into %s\n", r.s.Name, plural(len(r.agents), "agent"), plural(len(r.cases), "case"), r.s.K, r.dir)
+		for i := range r.agents {
+			if err := r.runAgent(ctx, i); err != nil {
 				return err
 			}
 		}
-		if m == nil {
-			dir, err = newRunDir(runsDir, outDir, s.Name)
-			if err != nil {
-				return inputError(err)
-			}
-			abs, _ := filepath.Abs(suiteFile)
-			bi := buildinfo.Read(version)
-			m = &rundir.Manifest{
-				Suite:   rundir.Suite{Name: s.Name, File: suiteFile, Path: abs, Hash: s.Hash},
-				Harness: rundir.Harness{Version: bi.Version, Revision: bi.Revision, Dirty: bi.Dirty},
-				Started: time.Now().UTC().Format(time.RFC3339),
-			}
-		}
-		m.Status, m.Ended, m.K, m.Cases = "running", "", s.K, len(cases)
-		m.Agents = m.Agents[:0]
-		for _, a := range agents {
-			m.Agents = append(m.Agents, rundir.Agent{Name: a.Name, Command: a.Command, Output: a.Name + ".jsonl", Summary: a.Name + ".summary.json", Status: "pending"})
-		}
-		casesPath := filepath.Join(dir, "cases.jsonl")
-		if err := writeCases(casesPath, cases); err != nil {
-			return err
-		}
-		if err := rundir.Write(dir, m); err != nil {
-			return err
-		}
-		logf := func(format string, a ...any) {
-			if !quiet {
-				fmt.Fprintf(e.stderr, format, a...)
-			}
-		}
-		logf("run %s: %s, %s, k=%d, into %s\n", s.Name, plural(len(agents), "agent"), plural(len(cases), "case"), s.K, dir)
-		moreGraders := suiteGraders(s, asserts, assertLines)
-		var spent *schemas.Cost
-		var errs []error
-		stopped := false
-		for i := range agents {
-			a := &agents[i]
-			ma := &m.Agents[i]
-			if stopped {
-				continue
-			}
-			if limit := budget.spentBy(spent); limit != "" {
-				// The agents before this one spent the run's budget: it
-				// does not start.
-				err := withCode(exitBudget, fmt.Errorf("budget spent (%s; %s) before it started; continue with --resume and a larger budget", cost.Format(spent), limit))
-				ma.Status, ma.Message = statusBudget, err.Error()
-				errs = append(errs, fmt.Errorf("agent %s: %w", a.Name, err))
-				logf("harness run: agent %s: %v\n", a.Name, err)
-				stopped = true
-				if werr := rundir.Write(dir, m); werr != nil {
-					return werr
-				}
-				continue
-			}
-			logf("\n== agent %s (%d of %d): %s\n", a.Name, i+1, len(agents), strings.Join(a.Command, " "))
-			out := filepath.Join(dir, ma.Output)
-			f := &runFlags{moreGraders: moreGraders, prices: prices}
-			tc, tf := newTrialsCmdWith(f)
-			argv := trialsArgs(s, a, out, budget, spent, quiet)
-			var err error
-			if onSlurm(s, a) {
-				// The tasks get the suite's graders and prices as files.
-				var more []string
-				more, err = writeForTasks(dir, s, asserts, prices)
-				argv = append(argv, more...)
-				f.moreGraders, f.prices = nil, nil
-			}
-			if err == nil {
-				err = applySuiteFlags(tc, s, a, argv)
-			}
-			if err == nil {
-				err = image.passOn(tc.flags, c.flags)
-			}
-			var res *evaluation.Result
-			status := statusError
-			if err == nil {
-				res, status, err = tf.execute(ctx, e, tc, []string{casesPath}, a.Command)
-			}
-			ma.Status, ma.Message = status, ""
-			if err != nil {
-				ma.Message = err.Error()
-			}
-			if sum := agentSummary(res, filepath.Join(dir, ma.Summary)); sum != nil {
-				ma.PassRate, ma.Cost = sum.PassRate, sum.Cost
-				spent = spent.Add(sum.Cost)
-			}
-			if err != nil {
-				errs = append(errs, fmt.Errorf("agent %s: %w", a.Name, err))
-				logf("harness run: agent %s: %v\n", a.Name, err)
-			}
-			if ma.Status == "interrupted" || ma.Status == "budget" {
-				stopped = true
-			}
-			if werr := rundir.Write(dir, m); werr != nil {
-				return werr
-			}
-		}
-		m.Cost = spent
-		if !stopped {
-			m.Compare, m.Report = compareAndReport(e, dir, s.Name, m, quiet)
-		}
-		m.Ended = time.Now().UTC().Format(time.RFC3339)
-		m.Status = "done"
-		switch {
-		case stopped:
-			m.Status = "stopped"
-		case slices.ContainsFunc(m.Agents, func(a rundir.Agent) bool { return a.Status == "error" }):
-			m.Status = "failed"
-		}
-		if err := rundir.Write(dir, m); err != nil {
-			return err
-		}
-		logf("\nrun %s: %s in %s\n", m.Status, runLine(m), dir)
-		if stopped {
-			logf("continue with: harness run --resume %s\n", dir)
-		}
-		// The agents' errors were told as they happened, their stderr
-		// with them; the run ends with one line for each.
-		return runExit(errs, !quiet)
+		return r.finish()
 	}
 	return c
+}
+
+// suiteRun is one run of a suite: its agents and cases, its directory and
+// manifest, and what it has spent so far.
+type suiteRun struct {
+	e           *env
+	f           *runCmdFlags
+	s           *suite.Suite
+	suiteFile   string
+	m           *rundir.Manifest // nil until the directory is made, unless resumed
+	dir         string
+	agents      []suite.Agent
+	cases       []schemas.PromptCase
+	asserts     map[string]any
+	assertLines map[string]int
+	prices      cost.Table
+	budget      budget
+	spent       *schemas.Cost
+	errs        []error
+	stopped     bool
+}
+
+func (r *suiteRun) logf(format string, a ...any) {
+	if !r.f.quiet {
+		fmt.Fprintf(r.e.stderr, format, a...)
+	}
+}
+
+// load reads the suite (of the run to resume, or args[0]) and what it
+// runs: agents, cases, prices and budget.
+func (f *runCmdFlags) load(e *env, args, agentCmd []string) (*suiteRun, error) {
+	r := &suiteRun{e: e, f: f}
+	if err := r.locate(args); err != nil {
+		return nil, err
+	}
+	s, err := suite.Load(r.suiteFile)
+	if err != nil {
+		return nil, inputError(err)
+	}
+	r.s = s
+	if r.m != nil && r.m.Suite.Hash != s.Hash && !f.suiteChanged {
+		return nil, usageErrorf("%s changed since the run in %s began (sha256 %.12s, now %.12s): start a new run, or continue with the new suite with --allow-suite-change",
+			r.suiteFile, r.dir, r.m.Suite.Hash, s.Hash)
+	}
+	if r.agents, err = suiteAgents(s, agentCmd, f.only); err != nil {
+		return nil, err
+	}
+	if f.k > 0 {
+		s.K = f.k
+	}
+	if s.K == 0 {
+		s.K = 1
+	}
+	r.prices = maps.Clone(s.Prices)
+	if f.pricesFile != "" {
+		t, err := cost.LoadTable(f.pricesFile)
+		if err != nil {
+			return nil, inputError(err)
+		}
+		if r.prices == nil {
+			r.prices = cost.Table{}
+		}
+		maps.Copy(r.prices, t)
+	}
+	if r.cases, r.asserts, r.assertLines, err = suiteCases(s); err != nil {
+		return nil, inputError(err)
+	}
+	if r.budget, err = suiteBudget(s, f.maxCost, f.maxTokens); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// locate finds the suite file: the one of the run directory to resume, a
+// task directory's, or the argument.
+func (r *suiteRun) locate(args []string) error {
+	f := r.f
+	switch {
+	case f.resume.on:
+		resumeDir := f.resume.dir
+		if resumeDir == "" && len(args) == 1 {
+			resumeDir, args = args[0], nil
+		}
+		if len(args) > 0 || resumeDir == "" {
+			return usageErrorf("--resume takes the run directory; the suite is the one it was made from")
+		}
+		if f.outDir != "" {
+			return usageErrorf("--resume continues the run in its directory: drop -o")
+		}
+		m, err := readManifest(resumeDir)
+		if err != nil {
+			return inputError(err)
+		}
+		r.m, r.dir, r.suiteFile = m, resumeDir, m.Suite.Path
+	case len(args) == 1 && isTaskDir(args[0]):
+		// A Harbor task directory or dataset: its tasks are the cases,
+		// each in its image (docs/tasks.md).
+		p, err := taskSuite(r.e, args[0], f.image.timeoutScale)
+		if err != nil {
+			return err
+		}
+		r.suiteFile = p
+	case len(args) == 1:
+		r.suiteFile = args[0]
+	default:
+		return usageErrorf("want one suite file, got %d arguments", len(args))
+	}
+	return nil
+}
+
+// check loads the graders and every agent's flags before anything is
+// made.
+func (r *suiteRun) check() error {
+	if build := suiteGraders(r.s, r.asserts, r.assertLines); build != nil {
+		if _, err := build(graders.Options{Getenv: r.e.getenv, Dir: r.s.Dir}); err != nil {
+			return inputError(err)
+		}
+	}
+	for i := range r.agents {
+		argv := trialsArgs(r.s, &r.agents[i], "", r.budget, nil, true)
+		tc, _ := newTrialsCmdWith(&runFlags{})
+		if err := applySuiteFlags(tc, r.s, &r.agents[i], argv); err != nil {
+			return err
+		}
+		if err := r.f.image.passOn(tc.flags, r.f.flags); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// makeDir makes the run directory (unless resumed), its manifest and the
+// cases file.
+func (r *suiteRun) makeDir() error {
+	if r.m == nil {
+		dir, err := newRunDir(r.f.runsDir, r.f.outDir, r.s.Name)
+		if err != nil {
+			return inputError(err)
+		}
+		abs, _ := filepath.Abs(r.suiteFile)
+		bi := buildinfo.Read(version)
+		r.dir = dir
+		r.m = &rundir.Manifest{
+			Suite:   rundir.Suite{Name: r.s.Name, File: r.suiteFile, Path: abs, Hash: r.s.Hash},
+			Harness: rundir.Harness{Version: bi.Version, Revision: bi.Revision, Dirty: bi.Dirty},
+			Started: time.Now().UTC().Format(time.RFC3339),
+		}
+	}
+	m := r.m
+	m.Status, m.Ended, m.K, m.Cases = "running", "", r.s.K, len(r.cases)
+	m.Agents = m.Agents[:0]
+	for _, a := range r.agents {
+		m.Agents = append(m.Agents, rundir.Agent{Name: a.Name, Command: a.Command, Output: a.Name + ".jsonl", Summary: a.Name + ".summary.json", Status: "pending"})
+	}
+	if err := writeCases(r.casesPath(), r.cases); err != nil {
+		return err
+	}
+	return rundir.Write(r.dir, m)
+}
+
+func (r *suiteRun) casesPath() string { return filepath.Join(r.dir, "cases.jsonl") }
+
+// runAgent runs the trials of agent i, unless the run stopped or its
+// budget is spent, and records how they ended in the manifest.
+func (r *suiteRun) runAgent(ctx context.Context, i int) error {
+	a, ma := &r.agents[i], &r.m.Agents[i]
+	if r.stopped {
+		return nil
+	}
+	if limit := r.budget.spentBy(r.spent); limit != "" {
+		// The agents before this one spent the run's budget: it does
+		// not start.
+		err := withCode(exitBudget, fmt.Errorf("budget spent (%s; %s) before it started; continue with --resume and a larger budget", cost.Format(r.spent), limit))
+		ma.Status, ma.Message = statusBudget, err.Error()
+		r.errs = append(r.errs, fmt.Errorf("agent %s: %w", a.Name, err))
+		r.logf("harness run: agent %s: %v\n", a.Name, err)
+		r.stopped = true
+		return rundir.Write(r.dir, r.m)
+	}
+	r.logf("\n== agent %s (%d of %d): %s\n", a.Name, i+1, len(r.agents), strings.Join(a.Command, " "))
+	res, status, err := r.trials(ctx, a, filepath.Join(r.dir, ma.Output))
+	ma.Status, ma.Message = status, ""
+	if err != nil {
+		ma.Message = err.Error()
+	}
+	if sum := agentSummary(res, filepath.Join(r.dir, ma.Summary)); sum != nil {
+		ma.PassRate, ma.Cost = sum.PassRate, sum.Cost
+		r.spent = r.spent.Add(sum.Cost)
+	}
+	if err != nil {
+		r.errs = append(r.errs, fmt.Errorf("agent %s: %w", a.Name, err))
+		r.logf("harness run: agent %s: %v\n", a.Name, err)
+	}
+	if ma.Status == statusInterrupted || ma.Status == statusBudget {
+		r.stopped = true
+	}
+	return rundir.Write(r.dir, r.m)
+}
+
+// trials runs the trials of one agent into out, with the suite's graders,
+// prices and run flags and what is left of the budget.
+func (r *suiteRun) trials(ctx context.Context, a *suite.Agent, out string) (*evaluation.Result, string, error) {
+	f := &runFlags{moreGraders: suiteGraders(r.s, r.asserts, r.assertLines), prices: r.prices}
+	tc, tf := newTrialsCmdWith(f)
+	argv := trialsArgs(r.s, a, out, r.budget, r.spent, r.f.quiet)
+	if onSlurm(r.s, a) {
+		// The tasks get the suite's graders and prices as files.
+		more, err := writeForTasks(r.dir, r.s, r.asserts, r.prices)
+		if err != nil {
+			return nil, statusError, err
+		}
+		argv = append(argv, more...)
+		f.moreGraders, f.prices = nil, nil
+	}
+	if err := applySuiteFlags(tc, r.s, a, argv); err != nil {
+		return nil, statusError, err
+	}
+	if err := r.f.image.passOn(tc.flags, r.f.flags); err != nil {
+		return nil, statusError, err
+	}
+	return tf.execute(ctx, r.e, tc, []string{r.casesPath()}, a.Command)
+}
+
+// finish compares the agents and writes the reports (unless the run
+// stopped), ends the manifest and says how the run went.
+func (r *suiteRun) finish() error {
+	m := r.m
+	m.Cost = r.spent
+	if !r.stopped {
+		m.Compare, m.Report = compareAndReport(r.e, r.dir, r.s.Name, m, r.f.quiet)
+	}
+	m.Ended = time.Now().UTC().Format(time.RFC3339)
+	m.Status = "done"
+	switch {
+	case r.stopped:
+		m.Status = "stopped"
+	case slices.ContainsFunc(m.Agents, func(a rundir.Agent) bool { return a.Status == statusError }):
+		m.Status = "failed"
+	}
+	if err := rundir.Write(r.dir, m); err != nil {
+		return err
+	}
+	r.logf("\nrun %s: %s in %s\n", m.Status, runLine(m), r.dir)
+	if r.stopped {
+		r.logf("continue with: harness run --resume %s\n", r.dir)
+	}
+	// The agents' errors were told as they happened, their stderr with
+	// them; the run ends with one line for each.
+	return runExit(r.errs, !r.f.quiet)
 }
 
 // suiteAgents picks the agents to run: the suite's (its target, or those
