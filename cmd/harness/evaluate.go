@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"harness/capture"
@@ -72,6 +73,18 @@ func evaluate(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 	view := &runView{e: e, f: f, setup: setup}
 	defer view.stop()
 	opts.Events = view
+	if f.events != "" {
+		w, err := os.Create(f.events)
+		if err != nil {
+			return nil, statusError, usageErrorf("--events: %v", err)
+		}
+		defer w.Close()
+		stream := evaluation.JSONEvents(w, setup.redact.JSON)
+		opts.Events = evaluation.EventsFunc(func(ev evaluation.Event) {
+			view.Event(ev)
+			stream.Event(ev)
+		})
+	}
 	res, err := evaluation.Run(ctx, opts)
 	status, err := view.outcome(ctx, res, err, gates)
 	return res, status, err

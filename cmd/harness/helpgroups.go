@@ -26,7 +26,7 @@ var flagTopics = []struct {
 	{"Grading", []string{"grader-timeout", "threshold", "prompts", "no-cache", "judge-cache*"}},
 	{"Trials and statistics", []string{"seed", "resamples", "summary", "min-pass-*", "allow-grader-errors", "fail-on", "adaptive",
 		"min-k", "max-k", "ci-width", "pass-at"}},
-	{"Output", []string{"junit", "markdown", "max-record-bytes", "progress", "json", "title", "runs"}},
+	{"Output", []string{"junit", "markdown", "events", "max-record-bytes", "progress", "json", "title", "runs"}},
 	{"Run control", []string{"max-cost", "max-tokens", "prices", "stop-on", "retry-errors", "allow-suite-change", "shard", "slurm*"}},
 }
 

@@ -72,6 +72,7 @@ type runFlags struct {
 	quiet          bool
 	shard          string
 	junit          string
+	events         string
 	markdown       string
 	adapter        string
 	pricesFile     string
@@ -133,6 +134,7 @@ func (f *runFlags) addFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&f.stopOn, "stop-on", nil, "end the run at the first record with one of these error `classes` (auth_required,...) instead of failing every case the same way")
 	fs.StringVar(&f.shard, "shard", "", "run only share `I/N` of the units (1-based I), for spreading a run over machines")
 	fs.StringVar(&f.junit, "junit", "", "after the run, write a JUnit XML report of the output to `file` (one testcase per case)")
+	fs.StringVar(&f.events, "events", "", "write the run's events (planned, started, turn_answered, record_written, case_finished, stop_requested, summary_written, finished) to `file` as JSON lines, as they happen")
 	fs.StringVar(&f.markdown, "markdown", "", "after the run, write a markdown summary of the output to `file`, for pull-request comments")
 	fs.StringVar(&f.pricesFile, "prices", "", "price table `file` (YAML or JSON: model -> {input, output, cacheRead, cacheWrite} in USD per million tokens) for the cost of each record")
 	fs.StringVar(&f.agentModel, "agent-model", "", "the `model` whose price applies to the agent's tokens (default: the table's \"*\" row, else the cost the agent reports)")
@@ -488,7 +490,7 @@ func (f *runFlags) protect(e *env, s *runSetup, sb sandbox.Runner, gopts graders
 // templates, the outputs and the files harness writes beside them, and
 // --sandbox-protect paths.
 func (f *runFlags) runFiles(s *runSetup, gopts graders.Options) []string {
-	files := []string{s.path, f.pricesFile, f.junit, f.markdown, f.summaryPath}
+	files := []string{s.path, f.pricesFile, f.junit, f.markdown, f.summaryPath, f.events}
 	if f.output != "" && f.output != "-" {
 		files = append(files, f.output, f.output+".partial", summaryBeside(f.output))
 		if f.shard != "" {

@@ -45,7 +45,7 @@ func (s *slurmFlags) addFlags(fs *pflag.FlagSet) {
 // slurmOnly are the flags the tasks do not get: harness decides them per
 // task, or applies them once to the merged output.
 var slurmOnly = []string{"slurm", "slurm-opt", "slurm-retries", "slurm-detach", "slurm-harness", "slurm-shared", "slurm-poll",
-	"output", "resume", "force", "shard", "summary", "junit", "markdown", "quiet", "progress", "retry-errors"}
+	"output", "resume", "force", "shard", "summary", "junit", "markdown", "quiet", "progress", "retry-errors", "events"}
 
 // pathFlags name files or directories, made absolute for the tasks.
 var pathFlags = []string{"workspace", "cwd", "prices", "grader", "sandbox-home", "sandbox-ro", "sandbox-rw", "tasks", "cache-dir", "image"}
