@@ -241,6 +241,11 @@ func (f *imageFlags) configure(e *env, rf *runFlags, s *runSetup) error {
 		}
 		return nil
 	})
+	if ic.Probe != nil {
+		if img, _, err := ic.For(ic.Probe); err == nil {
+			warnOverlay(ctx, e, img, rf.quiet)
+		}
+	}
 	s.cfg.Image = ic
 	s.cfg.Client.FS, s.cfg.Client.Terminal = nil, nil
 	return nil

@@ -99,6 +99,18 @@ func resolveTaskImages(ctx context.Context, e *env, store *image.Store, tasks []
 	return imgs, nil
 }
 
+// warnOverlay says once, before any trial starts, when the commands of
+// image runs get fuse-overlayfs because the kernel refuses its overlayfs
+// here, and why: a layer over img is mounted as theirs will be.
+func warnOverlay(ctx context.Context, e *env, img *image.Image, quiet bool) {
+	if quiet || img == nil {
+		return
+	}
+	if err := image.CheckOverlay(ctx, img, "", nil); err != nil {
+		fmt.Fprintf(e.stderr, "warning: commands in images run on fuse-overlayfs, which is slower: %v\n", err)
+	}
+}
+
 // validateTaskRefs runs each task of a Harbor task directory or dataset
 // with the oracle (solution/solve.sh: it must score 1) and with an agent
 // that does nothing (it must score 0), as Harbor's CI does, and writes
@@ -115,6 +127,9 @@ func validateTaskRefs(ctx context.Context, e *env, dir string, tf taskFlags, out
 	imgs, err := resolveTaskImages(ctx, e, store, tasks, quiet)
 	if err != nil {
 		return err
+	}
+	if len(tasks) > 0 {
+		warnOverlay(ctx, e, imgs[tasks[0].Name], quiet)
 	}
 	out, err := reviewOutput(e, output, force)
 	if err != nil {
