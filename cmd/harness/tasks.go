@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -160,6 +161,9 @@ func validateTaskRefs(ctx context.Context, e *env, dir string, tf taskFlags, out
 			v := schemas.ValidationResult{ID: t.Name, Passes: res.Verdict.Pass, GraderResult: res.Verdict, Correct: res.OK}
 			if agent == harbor.Oracle {
 				v.Kind, v.Want, v.Reference = schemas.RefPositive, "pass", "solution/solve.sh"
+				if r := res.Solve; r != nil {
+					v.Solve = &schemas.SolveRun{ExitCode: r.ExitCode, TimedOut: r.TimedOut, DurationMs: r.Duration.Milliseconds(), Output: r.Output}
+				}
 			} else {
 				v.Kind, v.Want = schemas.RefNegative, "fail"
 			}
@@ -172,6 +176,16 @@ func validateTaskRefs(ctx context.Context, e *env, dir string, tf taskFlags, out
 			} else if !res.OK {
 				misjudged = append(misjudged, label)
 			}
+			var solveTail string
+			if r := res.Solve; r != nil && !res.OK && (r.TimedOut || r.ExitCode != 0) {
+				// Why the oracle failed: solve.sh did.
+				if r.TimedOut {
+					note += fmt.Sprintf("; solve.sh did not finish within %s", t.Config.AgentTimeout)
+				} else {
+					note += fmt.Sprintf("; solve.sh exited %d after %s", r.ExitCode, r.Duration.Round(time.Millisecond))
+				}
+				solveTail = indentTail(r.Output, 10, "      ")
+			}
 			if res.Layer != "" {
 				note += "; layer kept in " + res.Layer
 			}
@@ -181,6 +195,9 @@ func validateTaskRefs(ctx context.Context, e *env, dir string, tf taskFlags, out
 					mark = "✗"
 				}
 				fmt.Fprintf(e.stderr, "  %s %s%s\n", mark, label, note)
+				if solveTail != "" {
+					fmt.Fprintf(e.stderr, "    solve.sh's output ends:\n%s", solveTail)
+				}
 			}
 			if err := w.Write(v); err != nil {
 				w.Close()
@@ -209,4 +226,21 @@ func validateTaskRefs(ctx context.Context, e *env, dir string, tf taskFlags, out
 		return withCode(exitInfraErrors, fmt.Errorf("the verifier failed on %d of %d reference runs: %s", len(graderErrors), checked, strings.Join(graderErrors, ", ")))
 	}
 	return nil
+}
+
+// indentTail is the last n lines of s, each indented, or "" when s is
+// blank.
+func indentTail(s string, n int, indent string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	if len(lines) == 1 && strings.TrimSpace(lines[0]) == "" {
+		return ""
+	}
+	var b strings.Builder
+	for _, l := range lines {
+		b.WriteString(indent + l + "\n")
+	}
+	return b.String()
 }
