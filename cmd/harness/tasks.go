@@ -152,12 +152,24 @@ func validateTaskRefs(ctx context.Context, e *env, dir string, tf taskFlags, out
 				break
 			}
 			res, err := harbor.RunReference(ctx, t, imgs[t.Name], agent, harbor.TrialOptions{Keep: tf.keep})
-			if err != nil {
+			var stopped string
+			switch {
+			case err != nil && ctx.Err() == nil:
 				w.Close()
 				out.Abort()
 				return fmt.Errorf("task %s, %s: %w", t.Name, agent, err)
+			case err != nil:
+				res, stopped = &harbor.ReferenceResult{Task: t.Name, Agent: agent}, "the run was stopped"
+			default:
+				stopped = refStopped(ctx, res.Verdict.Error, refStopWait)
 			}
-			checked++
+			if stopped != "" {
+				// Not a verdict: the run was stopped under the verifier.
+				res.Verdict = schemas.GraderResult{Grader: harbor.GraderName, Error: &schemas.ErrorInfo{Class: schemas.ErrInterrupted, Message: "interrupted: " + stopped}}
+				res.OK = false
+			} else {
+				checked++
+			}
 			v := schemas.ValidationResult{ID: t.Name, Passes: res.Verdict.Pass, GraderResult: res.Verdict, Correct: res.OK}
 			if agent == harbor.Oracle {
 				v.Kind, v.Want, v.Reference = schemas.RefPositive, "pass", "solution/solve.sh"
@@ -169,7 +181,9 @@ func validateTaskRefs(ctx context.Context, e *env, dir string, tf taskFlags, out
 			}
 			label := t.Name + " (" + agent + ")"
 			note := fmt.Sprintf(": score %g, want %g", res.Verdict.Score, res.Want)
-			if res.Verdict.Error != nil {
+			if stopped != "" {
+				note = ": " + res.Verdict.Error.Message
+			} else if res.Verdict.Error != nil {
 				msg, _, _ := strings.Cut(res.Verdict.Error.Message, "\n")
 				note = fmt.Sprintf(": grader error (%s): %s", res.Verdict.Error.Class, msg)
 				graderErrors = append(graderErrors, label)
@@ -226,6 +240,40 @@ func validateTaskRefs(ctx context.Context, e *env, dir string, tf taskFlags, out
 		return withCode(exitInfraErrors, fmt.Errorf("the verifier failed on %d of %d reference runs: %s", len(graderErrors), checked, strings.Join(graderErrors, ", ")))
 	}
 	return nil
+}
+
+// refStopWait is how long a reference run whose verifier died of a stop
+// signal waits for the stop that such a signal announces (as capture's
+// StopWait).
+const refStopWait = 2 * time.Second
+
+// refStopped applies capture's stop rule to a reference run: a verifier
+// error once harness is stopping (its context cancelled by SIGTERM or
+// SIGINT), or a verifier that died of SIGTERM, SIGINT or SIGHUP followed
+// by harness's own stop within wait, is no verdict. It says why, or ""
+// when the error is the verifier's own.
+func refStopped(ctx context.Context, verr *schemas.ErrorInfo, wait time.Duration) string {
+	if verr == nil {
+		return ""
+	}
+	sig, died := verr.DiedOfStop()
+	if died && ctx.Err() == nil {
+		// The signal may be the stop itself, reaching the verifier first.
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	if ctx.Err() == nil {
+		return ""
+	}
+	if died {
+		return fmt.Sprintf("the verifier died of %s as the run was stopped", sig)
+	}
+	line, _, _ := strings.Cut(verr.Message, "\n")
+	return "the run was stopping when the verifier failed (" + line + ")"
 }
 
 // indentTail is the last n lines of s, each indented, or "" when s is
