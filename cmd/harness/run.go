@@ -103,7 +103,7 @@ Examples:
 			// A Harbor task directory or dataset: its tasks are the
 			// cases, each in its image (docs/tasks.md).
 			var err error
-			if suiteFile, err = taskSuite(e, args[0], image.timeoutScale); err != nil {
+			if suiteFile, err = taskSuite(e, args[0], image.timeoutScale, image.cacheDir); err != nil {
 				return err
 			}
 		case len(args) == 1:
@@ -557,10 +557,11 @@ func suiteBudget(s *suite.Suite, maxCost float64, maxTokens int64) (budget, erro
 // agent's trials run over the suite's.
 type imageRunFlags struct {
 	timeoutScale float64
+	cacheDir     string
 }
 
 func (f *imageRunFlags) add(fs *pflag.FlagSet) {
-	fs.String("cache-dir", "", "where task images are unpacked, once each (default $XDG_CACHE_HOME/harness/images)")
+	fs.StringVar(&f.cacheDir, "cache-dir", "", "where task images are unpacked, once each, and a task directory's suite is written (default $XDG_CACHE_HOME/harness/images)")
 	fs.Bool("keep-layers", false, "leave each trial's image layer (its changes) on disk")
 	fs.Bool("agent-in-image", false, "run the agent command as the image has it instead of binding the host's program in")
 	fs.Bool("image-no-network", false, "give the agents in images loopback only")
