@@ -23,11 +23,21 @@ import (
 // server of a layer (see startFuse).
 const fuseArg = "fuse"
 
+// OverlayRefused is the kernel's refusal of its overlayfs, as CheckOverlay
+// found it: commands then run on fuse-overlayfs.
+type OverlayRefused struct {
+	// Reason is what the mount and the kernel's log said.
+	Reason string
+}
+
+func (e *OverlayRefused) Error() string { return e.Reason }
+
 // CheckOverlay says whether commands in layers over img get the kernel's
 // overlayfs: it mounts a throwaway layer under parent ("" = the system temp
 // dir) twice, as two commands of one layer would, and returns nil, or the
-// kernel's refusal (commands then run on fuse-overlayfs, which is slower).
-// self is the command that runs Main (default: this executable).
+// kernel's refusal as an *OverlayRefused (commands then run on
+// fuse-overlayfs, which is slower), or why it could not check. self is
+// the command that runs Main (default: this executable).
 func CheckOverlay(ctx context.Context, img *Image, parent string, self []string) error {
 	l, err := NewLayer(img, parent)
 	if err != nil {
@@ -66,7 +76,7 @@ func CheckOverlay(ctx context.Context, img *Image, parent string, self []string)
 		} else if klog.fd < 0 {
 			msg += " (the kernel's log may say why: dmesg)"
 		}
-		return errors.New(msg)
+		return &OverlayRefused{Reason: msg}
 	default:
 		return fmt.Errorf("overlay check: %w: %s", err, strings.TrimSpace(out.String()))
 	}

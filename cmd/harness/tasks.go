@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -107,8 +108,12 @@ func warnOverlay(ctx context.Context, e *env, img *image.Image, quiet bool) {
 	if quiet || img == nil {
 		return
 	}
-	if err := image.CheckOverlay(ctx, img, "", nil); err != nil {
+	var refused *image.OverlayRefused
+	switch err := image.CheckOverlay(ctx, img, "", nil); {
+	case errors.As(err, &refused):
 		fmt.Fprintf(e.stderr, "warning: commands in images run on fuse-overlayfs, which is slower: %v\n", err)
+	case err != nil && ctx.Err() == nil:
+		fmt.Fprintf(e.stderr, "warning: %v\n", err)
 	}
 }
 
