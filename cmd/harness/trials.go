@@ -168,7 +168,7 @@ Examples:
 		}
 		return runUnits(ctx, e, f, setup, k, runHooks{
 			units: units,
-			resume: func(out *results.Output) (map[results.UnitKey]bool, error) {
+			resume: func(out *results.Output) (map[results.UnitKey]bool, map[results.UnitKey]*schemas.CaptureRecord, error) {
 				return col.resume(out, f.retryErrors)
 			},
 			onCase:  col.seeCase,
@@ -216,10 +216,12 @@ type pendingCase struct {
 }
 
 // resume loads what an earlier run left: whole cases in the output (their
-// units are done and they count in the summary) and finished trials of
-// unfinished cases in the partial file.
-func (t *trialsCollector) resume(out *results.Output, retryErrors bool) (map[results.UnitKey]bool, error) {
+// units are done and they count in the summary), finished trials of
+// unfinished cases in the partial file, and the ungraded ones there (their
+// agents' turns complete, their grading cut short), which the run grades.
+func (t *trialsCollector) resume(out *results.Output, retryErrors bool) (map[results.UnitKey]bool, map[results.UnitKey]*schemas.CaptureRecord, error) {
 	done := map[results.UnitKey]bool{}
+	ungraded := map[results.UnitKey]*schemas.CaptureRecord{}
 	complete := map[string]bool{}
 	t.written = complete
 	var retried []schemas.CaptureRecord
@@ -263,7 +265,7 @@ func (t *trialsCollector) resume(out *results.Output, retryErrors bool) (map[res
 		err = mismatch
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	pend := func(rec schemas.CaptureRecord) {
 		p := t.open[rec.ID]
@@ -278,12 +280,12 @@ func (t *trialsCollector) resume(out *results.Output, retryErrors bool) (map[res
 		// Kept in the partial file too, so another interruption loses
 		// nothing.
 		if err := t.keepPartial(&retried[i]); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		pend(retried[i])
 	}
 	if t.partialPath == "" {
-		return done, nil
+		return done, ungraded, nil
 	}
 	err = eachJSONLine(t.partialPath, func(lineNo int, line []byte) error {
 		if !json.Valid(line) {
@@ -298,13 +300,23 @@ func (t *trialsCollector) resume(out *results.Output, retryErrors bool) (map[res
 		if json.Unmarshal(line, &rec) != nil || complete[rec.ID] || done[results.UnitKey{ID: rec.ID, Trial: rec.Trial}] {
 			return nil
 		}
+		if rec.Ungraded() {
+			key := results.UnitKey{ID: rec.ID, Trial: rec.Trial}
+			if ungraded[key] == nil {
+				ungraded[key] = &rec
+			}
+			return nil
+		}
 		if rec.Error != nil && results.Rerun(rec.Error.Class, retryErrors) {
 			return nil
 		}
 		pend(rec)
 		return nil
 	})
-	return done, err
+	for k := range done {
+		delete(ungraded, k)
+	}
+	return done, ungraded, err
 }
 
 func eachJSONLine(name string, fn func(int, []byte) error) error {
