@@ -52,7 +52,7 @@ func (w *worker) regrade(ctx context.Context, u Unit) bool {
 	// The record as the run would have graded it: no error of its own
 	// (an ungraded record had none), no verdict yet.
 	if n := len(rec.Errors); n > 0 && rec.Error != nil && rec.Errors[n-1] == rec.Error.Message {
-		rec.Errors = rec.Errors[:n-1:n-1]
+		rec.Errors = rec.Errors[: n-1 : n-1]
 	}
 	if len(rec.Errors) == 0 {
 		rec.Errors = nil

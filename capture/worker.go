@@ -18,8 +18,8 @@ import (
 // worker owns one agent process at a time and runs units on it, one after
 // another, each in a fresh session.
 type worker struct {
-	r    *Runner
-	ag   *agent
+	r  *Runner
+	ag *agent
 	// emit hands a finished unit on to be graded and written.
 	emit func(run *caseRun)
 

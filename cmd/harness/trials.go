@@ -205,6 +205,9 @@ type trialsCollector struct {
 	out *results.Output
 	// adaptive is set for an adaptive run (--adaptive).
 	adaptive *adaptiveRun
+	// ungraded holds the units whose ungraded records are in the partial
+	// file and not graded yet: the file stays for them.
+	ungraded map[results.UnitKey]bool
 }
 
 type pendingCase struct {
@@ -316,6 +319,10 @@ func (t *trialsCollector) resume(out *results.Output, retryErrors bool) (map[res
 	for k := range done {
 		delete(ungraded, k)
 	}
+	t.ungraded = map[results.UnitKey]bool{}
+	for k := range ungraded {
+		t.ungraded[k] = true
+	}
 	return done, ungraded, err
 }
 
@@ -375,6 +382,15 @@ func (t *trialsCollector) add(rec *schemas.CaptureRecord, out *results.Output) e
 			t.adaptive.fail()
 		}
 		return err
+	}
+	key := results.UnitKey{ID: rec.ID, Trial: rec.Trial}
+	if rec.Ungraded() {
+		if t.ungraded == nil {
+			t.ungraded = map[results.UnitKey]bool{}
+		}
+		t.ungraded[key] = true // kept in the partial file: --resume grades it
+	} else {
+		delete(t.ungraded, key)
 	}
 	if rec.Error != nil && rec.Error.Class == schemas.ErrInterrupted {
 		return nil // not finished: --resume runs it again
@@ -491,9 +507,9 @@ func (t *trialsCollector) finish(e *env, f *runFlags, out *results.Output, inter
 			unfinished++
 		}
 	}
-	// The partial file holds the trials of unfinished cases, for
-	// --resume; with none, it has nothing left to keep.
-	if unfinished == 0 && t.partialPath != "" {
+	// The partial file holds the trials of unfinished cases and the
+	// ungraded ones, for --resume; with none, it has nothing left to keep.
+	if unfinished == 0 && len(t.ungraded) == 0 && t.partialPath != "" {
 		if err := os.Remove(t.partialPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("remove %s: %w", t.partialPath, err)
 		}
