@@ -165,7 +165,11 @@ func (p *progress) stopNote() string {
 		parts = append(parts, "cancelling "+plural(turns, "turn")+" in flight")
 	}
 	if grading > 0 {
-		parts = append(parts, fmt.Sprintf("waiting for %d graders/verifiers in flight", grading))
+		noun := "graders/verifiers"
+		if grading == 1 {
+			noun = "grader/verifier"
+		}
+		parts = append(parts, fmt.Sprintf("waiting for %d %s in flight", grading, noun))
 	}
 	switch {
 	case grading > 0:
