@@ -392,6 +392,8 @@ func (w *worker) verify(cl *caseLayer) *schemas.GraderResult {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	w.r.judging.Add(1)
+	defer w.r.judging.Add(-1)
 	res := harbor.Verify(ctx, cl.layer, cl.task, step)
 	return &res
 }

@@ -19,7 +19,6 @@ func (w *worker) regrade(ctx context.Context, u Unit) bool {
 	rec := *u.Record
 	run := &caseRun{unit: u, record: &rec, judged: make(chan struct{}), concluded: true}
 	if ctx.Err() != nil || w.r.stopped() {
-		w.r.judging.Add(1)
 		w.emit(run)
 		return true
 	}
@@ -59,7 +58,6 @@ func (w *worker) regrade(ctx context.Context, u Unit) bool {
 	}
 	rec.Error, rec.Score, rec.Scores, rec.Outcome = nil, nil, nil, nil
 	rec.Provenance.Graders = cfg.GraderNames
-	w.r.judging.Add(1)
 	if run.layer != nil && run.layer.task != nil {
 		run.verdict = w.verify(run.layer)
 		rec.Score = run.verdict

@@ -220,15 +220,13 @@ type Runner struct {
 	stats     Stats
 	// grading is the graders' context: a second interrupt cancels it.
 	grading context.Context
-	// turning counts the units in their turns; judging those whose turns
-	// ended and whose records are not out yet (verifier, settle time,
-	// graders).
+	// turning counts the units in their turns; judging those whose
+	// verifier or graders run.
 	turning, judging atomic.Int32
 }
 
-// InFlight says how many units are in their turns, and how many have
-// ended their turns and are still being verified or graded (their records
-// not yet written).
+// InFlight says how many units are in their turns, and how many are being
+// verified or graded.
 func (r *Runner) InFlight() (turns, grading int) {
 	return int(r.turning.Load()), int(r.judging.Load())
 }
@@ -363,7 +361,6 @@ func (r *Runner) Run(ctx context.Context, units iter.Seq[Unit], emit func(*schem
 				r.settleStop(ctx, gradeCtx, rec)
 				r.cleanup(run)
 				close(run.judged)
-				r.judging.Add(-1)
 				r.stats.add(rec)
 				if err := emit(rec); err != nil {
 					emitOnce.Do(func() { emitErr = err; stop() })
@@ -671,6 +668,8 @@ func (r *Runner) grade(ctx context.Context, rec *schemas.CaptureRecord, c *schem
 	if r.cfg.Grade == nil || (rec.Error != nil && rec.Error.Class != schemas.ErrAgentError) {
 		return
 	}
+	r.judging.Add(1)
+	defer r.judging.Add(-1)
 	rec.Score, rec.Scores = r.cfg.Grade(ctx, rec, c)
 	if rec.Score != nil && rec.Score.Error == nil && len(rec.Score.Outcome) > 0 {
 		rec.Outcome = rec.Score.Outcome

@@ -842,7 +842,6 @@ func (w *worker) conclude(run *caseRun) {
 		return
 	}
 	run.concluded = true
-	w.r.judging.Add(1)
 	switch {
 	case run.ws != nil:
 		run.changes, run.changeErr = run.ws.Changes()
