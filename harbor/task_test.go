@@ -214,7 +214,7 @@ func TestTestdataTasksLoad(t *testing.T) {
 			t.Errorf("%s: unhonoured %v", task.Name, task.Unhonoured)
 		}
 	}
-	want := []string{"broken-reference", "column-sum", "csv-to-json", "fix-greeting", "text-transforms"}
+	want := []string{"broken-reference", "column-sum", "csv-to-json", "fix-greeting", "fix-shout", "quiet-bench", "text-transforms"}
 	if !reflect.DeepEqual(names, want) {
 		t.Fatalf("tasks %v, want %v", names, want)
 	}

@@ -126,6 +126,22 @@ type ErrorInfo struct {
 	Signal string `json:"signal,omitempty"`
 	// Stderr is the tail of the failed process's standard error.
 	Stderr string `json:"stderr,omitempty"`
+	// Pending, on an interrupted record, says what of the unit is left:
+	// PendingGrading when its agent's turn is complete and only its
+	// grading was cut short, which --resume does without running the
+	// agent again.
+	Pending string `json:"pending,omitempty"`
+}
+
+// PendingGrading is the Pending of an interrupted record whose agent's
+// turn is complete: only its grading is left.
+const PendingGrading = "grading"
+
+// Ungraded says whether the record is one whose agent's turn is complete
+// and whose grading a stop cut short: --resume grades it in the workspace
+// the run kept, without running the agent again.
+func (r *CaptureRecord) Ungraded() bool {
+	return r.Error != nil && r.Error.Class == ErrInterrupted && r.Error.Pending == PendingGrading
 }
 
 // DiedOfStop says whether the error is a process's death by a signal that

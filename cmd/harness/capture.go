@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -65,9 +66,10 @@ Examples:
 
 // runHooks let trials change how runUnits treats records.
 type runHooks struct {
-	// resume reads the units not to run from the output with --resume;
-	// nil takes the capture records it holds.
-	resume func(out *results.Output) (map[results.UnitKey]bool, error)
+	// resume reads the units not to run from the output with --resume,
+	// and the ungraded records to grade; nil takes the capture records it
+	// holds.
+	resume func(out *results.Output) (map[results.UnitKey]bool, map[results.UnitKey]*schemas.CaptureRecord, error)
 	// onCase sees every case as the run reaches it, in file order.
 	onCase func(*schemas.PromptCase)
 	// collect takes each finished record instead of writing it.
@@ -135,12 +137,17 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 		}
 	}()
 	done := map[results.UnitKey]bool{}
+	// ungraded are the units an earlier run played to the end but did
+	// not grade: they are graded, not run again.
+	var ungraded map[results.UnitKey]*schemas.CaptureRecord
 	if f.resume {
 		resume := hooks.resume
 		if resume == nil {
-			resume = func(out *results.Output) (map[results.UnitKey]bool, error) { return out.ResumeCapture(f.retryErrors) }
+			resume = func(out *results.Output) (map[results.UnitKey]bool, map[results.UnitKey]*schemas.CaptureRecord, error) {
+				return out.ResumeCapture(f.retryErrors)
+			}
 		}
-		if done, err = resume(out); err != nil {
+		if done, ungraded, err = resume(out); err != nil {
 			if fe := foreignError(err); fe != err {
 				return withCode(exitForeign, fmt.Errorf("--resume: %w", err))
 			}
@@ -149,10 +156,14 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 	}
 	_, total := setup.units(k, done, nil)
 	units, _ := setup.units(k, done, hooks.onCase)
+	units = withRecords(units, ungraded)
 	var growing func(ctx context.Context, grow func(int)) iter.Seq[capture.Unit]
 	if hooks.units != nil {
 		total, growing = hooks.units(done)
 	}
+	// An ungraded record taken out of the output goes back in, as it was,
+	// when this run does not get to grade it.
+	unwritten := maps.Clone(ungraded)
 	collect := hooks.collect
 	log := newProgress(e, f, total, setup.redact)
 	defer log.stop()
@@ -178,6 +189,7 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 		go func() {
 			select {
 			case <-e.signals:
+				log.printf("stopping now: turns and graders in flight are killed; units whose turns were complete are kept ungraded, --resume grades them\n")
 				close(kill)
 			case <-kill:
 			}
@@ -243,6 +255,11 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 	}
 	files := graderFiles(setup.graders)
 	emit := func(rec *schemas.CaptureRecord) error {
+		if unwritten != nil {
+			mu.Lock()
+			delete(unwritten, results.UnitKey{ID: rec.ID, Trial: max(rec.Trial, 1)})
+			mu.Unlock()
+		}
 		if len(rec.Provenance.Graders) > 0 {
 			rec.Provenance.GraderFiles = files
 		}
@@ -284,9 +301,29 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 			case <-seqCtx.Done():
 			}
 		}()
-		units = growing(seqCtx, func(n int) { grown.Add(int64(n)); log.grow(n) })
+		units = withRecords(growing(seqCtx, func(n int) { grown.Add(int64(n)); log.grow(n) }), ungraded)
 	}
+	// The first stop says at once what the run waits for, and how to
+	// stop it harder.
+	ran := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			log.stopping(ran, runner.InFlight)
+		case <-ran:
+		}
+	}()
 	stats, runErr := runner.Run(ctx, units, emit)
+	close(ran)
+	if collect == nil && runErr == nil {
+		// (A trials run keeps them in its partial file.)
+		for _, rec := range unwritten {
+			if err := out.Write(rec); err != nil {
+				runErr = outputError(err)
+				break
+			}
+		}
+	}
 	if stop := ctl.Stop(); stop != nil && stop.Kind == runctl.KindBudget && finished.Load() == int64(total)+grown.Load() {
 		ctl.Reset() // every unit ran: the budget stopped nothing
 	}
@@ -347,6 +384,22 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 		return withCode(exitInfraErrors, fmt.Errorf("%d records have infrastructure errors", stats.InfraErrors()))
 	}
 	return nil
+}
+
+// withRecords gives the units whose records an earlier run left ungraded
+// those records: they are graded, not run again.
+func withRecords(seq iter.Seq[capture.Unit], recs map[results.UnitKey]*schemas.CaptureRecord) iter.Seq[capture.Unit] {
+	if len(recs) == 0 {
+		return seq
+	}
+	return func(yield func(capture.Unit) bool) {
+		for u := range seq {
+			u.Record = recs[results.UnitKey{ID: u.Case.ID, Trial: u.Trial}]
+			if !yield(u) {
+				return
+			}
+		}
+	}
 }
 
 // agentErrorText says why an agent could not start, with an excerpt of its

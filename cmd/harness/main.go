@@ -166,8 +166,10 @@ func mainExit() int {
 	second := make(chan os.Signal, 1)
 	go func() {
 		<-ctx.Done()
-		stop()
+		// The second signal's handler is in place before the first's is
+		// removed: no signal in between takes the default action.
 		signal.Notify(second, os.Interrupt, syscall.SIGTERM)
+		stop()
 	}()
 	e := &env{
 		stdin:     os.Stdin,

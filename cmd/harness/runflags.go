@@ -394,6 +394,9 @@ func (f *runFlags) prepare(e *env, args, agent []string, cmdName string) (*runSe
 		for _, g := range gs {
 			s.cfg.GraderNames = append(s.cfg.GraderNames, g.Name())
 		}
+		// Graders that run processes are part of the trial: -j bounds
+		// them with the agents.
+		s.cfg.GradeInTrial = graders.RunsCommands(graders.Many(gs))
 		red := s.redact
 		s.cfg.Grade = func(ctx context.Context, rec *schemas.CaptureRecord, c *schemas.PromptCase) (*schemas.GraderResult, []schemas.GraderResult) {
 			// Graders (and the judge's model) see the record as it will

@@ -168,7 +168,7 @@ Examples:
 		}
 		return runUnits(ctx, e, f, setup, k, runHooks{
 			units: units,
-			resume: func(out *results.Output) (map[results.UnitKey]bool, error) {
+			resume: func(out *results.Output) (map[results.UnitKey]bool, map[results.UnitKey]*schemas.CaptureRecord, error) {
 				return col.resume(out, f.retryErrors)
 			},
 			onCase:  col.seeCase,
@@ -205,6 +205,9 @@ type trialsCollector struct {
 	out *results.Output
 	// adaptive is set for an adaptive run (--adaptive).
 	adaptive *adaptiveRun
+	// ungraded holds the units whose ungraded records are in the partial
+	// file and not graded yet: the file stays for them.
+	ungraded map[results.UnitKey]bool
 }
 
 type pendingCase struct {
@@ -216,10 +219,12 @@ type pendingCase struct {
 }
 
 // resume loads what an earlier run left: whole cases in the output (their
-// units are done and they count in the summary) and finished trials of
-// unfinished cases in the partial file.
-func (t *trialsCollector) resume(out *results.Output, retryErrors bool) (map[results.UnitKey]bool, error) {
+// units are done and they count in the summary), finished trials of
+// unfinished cases in the partial file, and the ungraded ones there (their
+// agents' turns complete, their grading cut short), which the run grades.
+func (t *trialsCollector) resume(out *results.Output, retryErrors bool) (map[results.UnitKey]bool, map[results.UnitKey]*schemas.CaptureRecord, error) {
 	done := map[results.UnitKey]bool{}
+	ungraded := map[results.UnitKey]*schemas.CaptureRecord{}
 	complete := map[string]bool{}
 	t.written = complete
 	var retried []schemas.CaptureRecord
@@ -263,7 +268,7 @@ func (t *trialsCollector) resume(out *results.Output, retryErrors bool) (map[res
 		err = mismatch
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	pend := func(rec schemas.CaptureRecord) {
 		p := t.open[rec.ID]
@@ -278,12 +283,12 @@ func (t *trialsCollector) resume(out *results.Output, retryErrors bool) (map[res
 		// Kept in the partial file too, so another interruption loses
 		// nothing.
 		if err := t.keepPartial(&retried[i]); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		pend(retried[i])
 	}
 	if t.partialPath == "" {
-		return done, nil
+		return done, ungraded, nil
 	}
 	err = eachJSONLine(t.partialPath, func(lineNo int, line []byte) error {
 		if !json.Valid(line) {
@@ -298,13 +303,27 @@ func (t *trialsCollector) resume(out *results.Output, retryErrors bool) (map[res
 		if json.Unmarshal(line, &rec) != nil || complete[rec.ID] || done[results.UnitKey{ID: rec.ID, Trial: rec.Trial}] {
 			return nil
 		}
+		if rec.Ungraded() {
+			key := results.UnitKey{ID: rec.ID, Trial: rec.Trial}
+			if ungraded[key] == nil {
+				ungraded[key] = &rec
+			}
+			return nil
+		}
 		if rec.Error != nil && results.Rerun(rec.Error.Class, retryErrors) {
 			return nil
 		}
 		pend(rec)
 		return nil
 	})
-	return done, err
+	for k := range done {
+		delete(ungraded, k)
+	}
+	t.ungraded = map[results.UnitKey]bool{}
+	for k := range ungraded {
+		t.ungraded[k] = true
+	}
+	return done, ungraded, err
 }
 
 func eachJSONLine(name string, fn func(int, []byte) error) error {
@@ -363,6 +382,15 @@ func (t *trialsCollector) add(rec *schemas.CaptureRecord, out *results.Output) e
 			t.adaptive.fail()
 		}
 		return err
+	}
+	key := results.UnitKey{ID: rec.ID, Trial: rec.Trial}
+	if rec.Ungraded() {
+		if t.ungraded == nil {
+			t.ungraded = map[results.UnitKey]bool{}
+		}
+		t.ungraded[key] = true // kept in the partial file: --resume grades it
+	} else {
+		delete(t.ungraded, key)
 	}
 	if rec.Error != nil && rec.Error.Class == schemas.ErrInterrupted {
 		return nil // not finished: --resume runs it again
@@ -479,9 +507,9 @@ func (t *trialsCollector) finish(e *env, f *runFlags, out *results.Output, inter
 			unfinished++
 		}
 	}
-	// The partial file holds the trials of unfinished cases, for
-	// --resume; with none, it has nothing left to keep.
-	if unfinished == 0 && t.partialPath != "" {
+	// The partial file holds the trials of unfinished cases and the
+	// ungraded ones, for --resume; with none, it has nothing left to keep.
+	if unfinished == 0 && len(t.ungraded) == 0 && t.partialPath != "" {
 		if err := os.Remove(t.partialPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("remove %s: %w", t.partialPath, err)
 		}
