@@ -289,4 +289,3 @@ func UnhonouredSummary(tasks []*Task) string {
 	}
 	return strings.Join(parts, ", ")
 }
-
