@@ -105,7 +105,7 @@ func (f *fixture) agent(t *testing.T, l *image.Layer, script string) string {
 func TestTestdataReferences(t *testing.T) {
 	f := loadFixture(t)
 	lock := t.TempDir()
-	for _, name := range []string{"broken-reference", "column-sum", "csv-to-json", "fix-greeting", "fix-shout", "quiet-bench", "text-transforms"} {
+	for _, name := range []string{"broken-reference", "column-sum", "csv-to-json", "env-vars", "fix-greeting", "fix-shout", "prebuilt-image", "quiet-bench", "text-transforms"} {
 		for _, agent := range []string{Oracle, Nop} {
 			// quiet-bench's lock is this test's own (testdata/tasks/README.md).
 			step := Step{Env: []string{"HARNESS_QUIET_LOCK=" + lock}}
