@@ -36,14 +36,20 @@ func (r *Runner) headlessPreflight() (*acp.InitializeResponse, error) {
 // recorder turns into the trajectory an ACP agent would give.
 func (w *worker) headlessLoop(ctx context.Context, work <-chan Unit) {
 	for u := range work {
+		if u.Record != nil {
+			if w.regrade(ctx, u) {
+				continue
+			}
+			u.Record = nil // its workspace is gone: the unit runs again
+		}
 		if ctx.Err() != nil || w.r.stopped() {
 			continue // never started: no record, and --resume runs it
 		}
-		w.playHeadless(ctx, u)
+		w.await(w.playHeadless(ctx, u))
 	}
 }
 
-func (w *worker) playHeadless(ctx context.Context, u Unit) {
+func (w *worker) playHeadless(ctx context.Context, u Unit) *caseRun {
 	cfg := &w.r.cfg
 	run := w.newRun(u)
 	rec := run.record
@@ -51,13 +57,14 @@ func (w *worker) playHeadless(ctx context.Context, u Unit) {
 	cwd, err := w.workspace(run)
 	if err != nil {
 		w.fail(run, workspaceErr(err))
-		return
+		return run
 	}
 	timeout := cfg.TurnTimeout
 	if u.Case.Timeout > 0 {
 		timeout = time.Duration(u.Case.Timeout)
 	}
 	session := ""
+	w.r.turning.Add(1)
 	for i, text := range u.Case.Input.List {
 		run.rec.BeginTurn(i+1, time.Now())
 		turn, info := w.headlessTurn(ctx, run, cwd, text, session, timeout)
@@ -92,8 +99,10 @@ func (w *worker) playHeadless(ctx context.Context, u Unit) {
 			break
 		}
 	}
+	w.r.turning.Add(-1)
 	run.end = time.Now()
 	w.finish(run)
+	return run
 }
 
 // headlessTurn runs one turn's process and maps its output. The returned

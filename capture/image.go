@@ -210,13 +210,18 @@ func (lr *layerRunner) Wrap(c sandbox.Command) (sandbox.Wrapped, error) {
 			return sandbox.Wrapped{}, err
 		}
 	}
+	// The image's environment, then the task's (its compose file's,
+	// [environment] env, [agent] env), then the agent's own variables.
 	env := img.Env()
 	if lr.cl.task != nil {
-		for k, v := range lr.cl.task.Config.AgentEnv {
-			env = append(env, k+"="+v)
-		}
+		env = harbor.SetEnv(env, lr.cl.task.AgentEnv())
 	}
-	env = append(env, agentVars(c.Env)...)
+	own := map[string]string{}
+	for _, kv := range agentVars(c.Env) {
+		k, v, _ := strings.Cut(kv, "=")
+		own[k] = v
+	}
+	env = harbor.SetEnv(env, own)
 	network := lr.network()
 	var sess *egress.Session
 	var log *connLog
@@ -354,21 +359,15 @@ func agentVars(env []string) []string {
 	return out
 }
 
-// finishLayer puts the layer's changes on the record and, for a Harbor
-// task, runs its verifier in the layer the agent left (whether the agent
-// finished, failed or ran out of time).
+// finishLayer puts the layer's changes, taken when the agent's turn ended,
+// and a Harbor task's verdict on the record.
 func (w *worker) finishLayer(run *caseRun, rec *schemas.CaptureRecord) {
 	cl := run.layer
 	img := cl.layer.Image
-	if cl.task != nil {
-		var step harbor.Step
-		if s := w.r.cfg.Image.TimeoutScale; s > 0 && s != 1 {
-			step.Timeout = time.Duration(float64(cl.task.Config.VerifierTimeout) * s)
-		}
-		res := harbor.Verify(context.Background(), cl.layer, cl.task, step)
-		rec.Score = &res
-		if res.Error == nil && len(res.Outcome) > 0 {
-			rec.Outcome = res.Outcome
+	if run.verdict != nil {
+		rec.Score = run.verdict
+		if rec.Score.Error == nil && len(rec.Score.Outcome) > 0 {
+			rec.Outcome = rec.Score.Outcome
 		}
 	}
 	info := (&layerRunner{cl: cl, cfg: w.r.cfg.Image}).Info()
@@ -377,15 +376,39 @@ func (w *worker) finishLayer(run *caseRun, rec *schemas.CaptureRecord) {
 		rec.Provenance.Sandbox.Caps = append(rec.Provenance.Sandbox.Caps, schemas.SandboxCap{Cap: a.Cap, Value: a.Value, How: a.How})
 	}
 	ws := &schemas.Workspace{Path: cl.layer.Dir, Template: img.Ref, Kept: w.r.cfg.Image.Keep, Image: imageName(img)}
-	changes, outside, err := layerChanges(cl.layer, cl.workdir)
-	if err != nil {
-		rec.Errors = append(rec.Errors, "image layer changes: "+err.Error())
+	if cl.task != nil {
+		// Harbor's choice: the task's prebuilt image (docker_image), or
+		// its environment built.
+		ws.ImageSource = schemas.ImagePrebuilt
+		if img.Kind == "build" {
+			ws.ImageSource = schemas.ImageBuilt
+		}
 	}
-	ws.FileChanges, ws.OutsideChanges = changes, outside
+	if run.changeErr != nil {
+		rec.Errors = append(rec.Errors, "image layer changes: "+run.changeErr.Error())
+	}
+	ws.FileChanges, ws.OutsideChanges = run.changes, run.outside
 	if ws.FileChanges == nil {
 		ws.FileChanges = []schemas.FileChange{}
 	}
 	rec.Workspace = ws
+}
+
+// verify runs a Harbor task's verifier in the layer its agent left. A
+// second interrupt stops it.
+func (w *worker) verify(cl *caseLayer) *schemas.GraderResult {
+	var step harbor.Step
+	if s := w.r.cfg.Image.TimeoutScale; s > 0 && s != 1 {
+		step.Timeout = time.Duration(float64(cl.task.Config.VerifierTimeout) * s)
+	}
+	ctx := w.r.grading
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	w.r.judging.Add(1)
+	defer w.r.judging.Add(-1)
+	res := harbor.Verify(ctx, cl.layer, cl.task, step)
+	return &res
 }
 
 // imageName is how the record names an image: its reference and ID.
@@ -492,12 +515,12 @@ func entryAt(root *os.Root, rel string) (treeEntry, error) {
 	return hashRootFile(root, rel)
 }
 
-// removeLayer removes a case's layer unless it is to be kept; a kept
-// one is left removable without privileges.
-func (w *worker) removeLayer(run *caseRun) {
+// removeLayer removes a case's layer unless it is to be kept (keep, or
+// --keep-layers); a kept one is left removable without privileges.
+func (r *Runner) removeLayer(run *caseRun, keep bool) {
 	switch {
 	case run.layer == nil:
-	case w.r.cfg.Image.Keep:
+	case keep || r.cfg.Image.Keep:
 		_ = run.layer.layer.Release()
 	default:
 		run.layer.layer.Remove()

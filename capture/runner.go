@@ -77,6 +77,14 @@ type Config struct {
 	// Grade, if set, grades each finished record: score is the verdict,
 	// scores each grader's result when there are several.
 	Grade func(ctx context.Context, rec *schemas.CaptureRecord, c *schemas.PromptCase) (score *schemas.GraderResult, scores []schemas.GraderResult)
+	// GradeInTrial says that grading is part of the trial: its graders
+	// run processes (test suites, executables, command assertions) that
+	// use the machine as the agent does and may read or run the
+	// workspace. A worker then holds its slot until its unit is graded, so
+	// -j bounds trials with their grading; otherwise records are graded
+	// beside the next units. A Harbor task's verifier is always part of
+	// its trial.
+	GradeInTrial bool
 	// GraderNames go into each record's provenance.
 	GraderNames []string
 	// Build identifies the harness build in each record's provenance.
@@ -154,6 +162,11 @@ func (c *Config) warmDepth() int { return max(c.Warm, 0) }
 type Unit struct {
 	Case  *schemas.PromptCase
 	Trial int
+	// Record, when set, is the record an earlier run wrote for the unit
+	// with its agent's turn complete and its grading still to do
+	// (Ungraded): the unit is graded, in the workspace copy or layer that
+	// run kept, without running the agent again.
+	Record *schemas.CaptureRecord
 }
 
 // Stats counts what a run produced.
@@ -205,6 +218,17 @@ type Runner struct {
 	ready     chan *agent                  // agents started by Preflight, adopted by workers
 	retiring  *retirer                     // agents shutting down in the background
 	stats     Stats
+	// grading is the graders' context: a second interrupt cancels it.
+	grading context.Context
+	// turning counts the units in their turns; judging those whose
+	// verifier or graders run.
+	turning, judging atomic.Int32
+}
+
+// InFlight says how many units are in their turns, and how many are being
+// verified or graded.
+func (r *Runner) InFlight() (turns, grading int) {
+	return int(r.turning.Load()), int(r.judging.Load())
 }
 
 // NewRunner returns a runner for cfg.
@@ -283,8 +307,10 @@ func (r *Runner) removeScratch() {
 // size keeps little in memory), calling emit with each finished record (from
 // several goroutines at once, in completion order). When ctx is cancelled
 // it starts no new unit, cancels the turns in flight, and emits their
-// records with error class "interrupted". It returns the run's counts and
-// the first error emit returned.
+// records with error class "interrupted"; the records of units whose turns
+// had ended are graded (and, when Kill closes, written ungraded, their
+// workspaces kept, for --resume to grade). A unit with a Record is only
+// graded. It returns the run's counts and the first error emit returned.
 func (r *Runner) Run(ctx context.Context, units iter.Seq[Unit], emit func(*schemas.CaptureRecord) error) (*Stats, error) {
 	// With more than one unit prepared ahead per worker, the units wait
 	// in a buffer, so a worker topping up finds the next ones ready
@@ -307,18 +333,16 @@ func (r *Runner) Run(ctx context.Context, units iter.Seq[Unit], emit func(*schem
 		emitErr  error
 		emitOnce sync.Once
 	)
-	// Finished records are graded and emitted off the workers, so a slow
-	// grader never delays the next case's prompt or skews its timing.
-	type finished struct {
-		rec  *schemas.CaptureRecord
-		c    *schemas.PromptCase
-		done func()
-	}
-	graded := make(chan finished)
+	// Finished records are graded and emitted off the workers: a slow
+	// grader never delays the next case's prompt or skews its timing,
+	// unless grading is part of the trial (GradeInTrial), when the worker
+	// waits for it (see worker.await).
+	graded := make(chan *caseRun)
 	// Graders finish what they started on the first interrupt and are
 	// stopped on the second.
 	gradeCtx, stopGrading := context.WithCancel(context.Background())
 	defer stopGrading()
+	r.grading = gradeCtx
 	go func() {
 		select {
 		case <-r.cfg.Kill:
@@ -331,20 +355,20 @@ func (r *Runner) Run(ctx context.Context, units iter.Seq[Unit], emit func(*schem
 		gwg.Add(1)
 		go func() {
 			defer gwg.Done()
-			for f := range graded {
-				r.grade(gradeCtx, f.rec, f.c)
-				r.settleStop(ctx, gradeCtx, f.rec)
-				f.done()
-				r.stats.add(f.rec)
-				if err := emit(f.rec); err != nil {
+			for run := range graded {
+				rec := run.record
+				r.grade(gradeCtx, rec, run.unit.Case)
+				r.settleStop(ctx, gradeCtx, rec)
+				r.cleanup(run)
+				close(run.judged)
+				r.stats.add(rec)
+				if err := emit(rec); err != nil {
 					emitOnce.Do(func() { emitErr = err; stop() })
 				}
 			}
 		}()
 	}
-	safeEmit := func(rec *schemas.CaptureRecord, c *schemas.PromptCase, done func()) {
-		graded <- finished{rec, c, done}
-	}
+	safeEmit := func(run *caseRun) { graded <- run }
 	var wg sync.WaitGroup
 	for i := 0; i < r.cfg.Concurrency; i++ {
 		wg.Add(1)
@@ -644,6 +668,8 @@ func (r *Runner) grade(ctx context.Context, rec *schemas.CaptureRecord, c *schem
 	if r.cfg.Grade == nil || (rec.Error != nil && rec.Error.Class != schemas.ErrAgentError) {
 		return
 	}
+	r.judging.Add(1)
+	defer r.judging.Add(-1)
 	rec.Score, rec.Scores = r.cfg.Grade(ctx, rec, c)
 	if rec.Score != nil && rec.Score.Error == nil && len(rec.Score.Outcome) > 0 {
 		rec.Outcome = rec.Score.Outcome

@@ -26,6 +26,12 @@ import (
 //     the run is one of them.)
 //   - Grading was stopped (a second interrupt): any grader error is
 //     interrupted.
+//
+// A unit whose agent's turn was complete (no error of its own) and which
+// the stop cut short only in its grading is kept: its record is written
+// ungraded (interrupted, pending "grading", see CaptureRecord.Ungraded)
+// with its workspace copy or layer left on disk, and --resume grades it
+// there without running the agent again.
 //   - A process of the unit died of SIGTERM, SIGINT or SIGHUP (or a shell
 //     exited 128+N for one of them) and the run is not stopping yet: the
 //     record waits up to StopWait for the stop that such a signal
@@ -64,7 +70,7 @@ func (r *Runner) settleStop(run, grading context.Context, rec *schemas.CaptureRe
 		return
 	}
 	if len(graderErrs) > 0 && grading.Err() != nil {
-		interrupt(rec, "grading was stopped by a second interrupt")
+		halt(rec, "grading was stopped by a second interrupt")
 		return
 	}
 	who, sig := "", ""
@@ -98,7 +104,23 @@ func (r *Runner) settleStop(run, grading context.Context, rec *schemas.CaptureRe
 		line, _, _ := strings.Cut(graderErrs[0].Message, "\n")
 		what += " (grader: " + line + ")"
 	}
-	interrupt(rec, what)
+	halt(rec, what)
+}
+
+// halt writes a record the stop cut short: ungraded when its agent's turn
+// was complete and only its grading failed, else interrupted.
+func halt(rec *schemas.CaptureRecord, why string) {
+	if rec.Error != nil {
+		interrupt(rec, why)
+		return
+	}
+	rec.Error = &schemas.ErrorInfo{Class: schemas.ErrInterrupted, Pending: schemas.PendingGrading,
+		Message: "interrupted: " + why + "; the agent's turn is complete and kept, --resume grades it"}
+	rec.Errors = append(rec.Errors, rec.Error.Message)
+	rec.Score, rec.Scores, rec.Outcome = nil, nil, nil
+	if rec.Workspace != nil {
+		rec.Workspace.Kept = true // graded there by --resume
+	}
 }
 
 // interrupt rewrites a record as interrupted: not a verdict, run again by

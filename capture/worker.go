@@ -18,9 +18,10 @@ import (
 // worker owns one agent process at a time and runs units on it, one after
 // another, each in a fresh session.
 type worker struct {
-	r    *Runner
-	ag   *agent
-	emit func(rec *schemas.CaptureRecord, c *schemas.PromptCase, done func())
+	r  *Runner
+	ag *agent
+	// emit hands a finished unit on to be graded and written.
+	emit func(run *caseRun)
 
 	// open holds finished cases whose sessions stay attached for late
 	// updates until their settle time is up, while later cases run.
@@ -48,6 +49,17 @@ type caseRun struct {
 	settle     *time.Timer
 	closeOnce  sync.Once
 	sessionDur time.Duration
+
+	// What the agent left, taken once when its turn ended (conclude),
+	// before anything else ran in its workspace or layer.
+	concluded bool
+	changes   []schemas.FileChange
+	outside   []schemas.PathChange
+	changeErr error
+	// verdict is a Harbor task's verifier result.
+	verdict *schemas.GraderResult
+	// judged is closed once the unit is graded and its record is out.
+	judged chan struct{}
 }
 
 func (w *worker) loop(ctx context.Context, work <-chan Unit) {
@@ -79,21 +91,35 @@ func (w *worker) loop(ctx context.Context, work <-chan Unit) {
 	}()
 	closed := false
 	for {
-		var run *caseRun
+		var p *prepared
+		var u Unit
 		if len(ahead) > 0 {
-			p := ahead[0]
-			ahead = ahead[1:]
-			if run = w.take(ctx, p); run == nil {
-				run = w.setup(ctx, p.run.unit)
-			}
+			p, ahead = ahead[0], ahead[1:]
+			u = p.run.unit
 		} else {
 			if closed {
 				return
 			}
-			u, ok := <-work
-			if !ok {
+			var ok bool
+			if u, ok = <-work; !ok {
 				return
 			}
+		}
+		if u.Record != nil {
+			if p != nil {
+				w.discard(p)
+				p = nil
+			}
+			if w.regrade(ctx, u) {
+				continue
+			}
+			u.Record = nil // its workspace is gone: the unit runs again
+		}
+		var run *caseRun
+		if p != nil {
+			run = w.take(ctx, p)
+		}
+		if run == nil {
 			run = w.setup(ctx, u)
 		}
 		if run == nil {
@@ -119,10 +145,22 @@ func (w *worker) loop(ctx context.Context, work <-chan Unit) {
 			// The agent quit between the last case's answer and this
 			// case's prompt, before this case saw anything: it starts
 			// over on a fresh agent.
-			if run = w.setup(ctx, run.unit); run != nil {
-				w.play(ctx, run)
+			if run = w.setup(ctx, run.unit); run == nil {
+				continue
 			}
+			w.play(ctx, run)
 		}
+		w.await(run)
+	}
+}
+
+// await holds the worker's slot until run is graded when grading is part
+// of the trial (Config.GradeInTrial): -j then bounds trials with their
+// graders, not only their agents. The units prepared ahead go on being
+// prepared meanwhile.
+func (w *worker) await(run *caseRun) {
+	if run != nil && w.r.cfg.GradeInTrial && w.r.cfg.Grade != nil {
+		<-run.judged
 	}
 }
 
@@ -191,6 +229,10 @@ func (w *worker) prefetch(ctx context.Context, u Unit) *prepared {
 	run := w.newRun(u)
 	p := &prepared{run: run, done: make(chan struct{})}
 	switch {
+	case u.Record != nil:
+		// Only its grading is left (regrade): nothing to prepare.
+		p.cold = true
+		close(p.done)
 	case w.ownAgent(u):
 		p.own = true
 		go func() {
@@ -321,7 +363,7 @@ func (w *worker) discard(p *prepared) {
 		if run.ws != nil {
 			run.ws.Remove()
 		}
-		w.removeLayer(run)
+		w.r.removeLayer(run, false)
 	}
 	if p.own && p.ag != nil {
 		w.r.retire(p.ag)
@@ -342,7 +384,7 @@ func unitMeta(ag *agent, u Unit) json.RawMessage {
 
 // newRun starts the bookkeeping of a unit.
 func (w *worker) newRun(u Unit) *caseRun {
-	run := &caseRun{unit: u, start: time.Now()}
+	run := &caseRun{unit: u, start: time.Now(), judged: make(chan struct{})}
 	run.rec = NewRecorder(run.start)
 	run.record = newRecord(&w.r.cfg, u, run.start)
 	return run
@@ -587,15 +629,17 @@ func (w *worker) play(ctx context.Context, run *caseRun) (retry bool) {
 	if c.Timeout > 0 {
 		timeout = time.Duration(c.Timeout)
 	}
+	w.r.turning.Add(1)
 	for i, text := range c.Input.List {
 		run.rec.BeginTurn(i+1, time.Now())
 		resp, info := w.turn(ctx, run, i+1, text, timeout)
 		if i == 0 && run.prefetched && info != nil && info.Class == schemas.ErrAgentCrash && !run.rec.Responded() && ctx.Err() == nil {
+			w.r.turning.Add(-1)
 			run.ag.client.Detach(run.sessionID)
 			if run.ws != nil {
 				run.ws.Remove()
 			}
-			w.removeLayer(run)
+			w.r.removeLayer(run, false)
 			return true
 		}
 		run.rec.EndTurn(resp)
@@ -608,7 +652,11 @@ func (w *worker) play(ctx context.Context, run *caseRun) (retry bool) {
 			break
 		}
 	}
+	w.r.turning.Add(-1)
 	run.end = time.Now()
+	// What the agent changed is taken now, and a task's verifier runs,
+	// while the session stays attached for late updates.
+	w.conclude(run)
 	if w.ag.dead {
 		w.closeAll()
 	}
@@ -710,10 +758,11 @@ func (w *worker) fail(run *caseRun, info *schemas.ErrorInfo) {
 	w.finish(run)
 }
 
-// finish seals a case: the trajectory, the workspace changes, the grade,
-// and hands the record on.
+// finish seals a case: the trajectory, the workspace changes taken when
+// its turn ended, a task's verdict, and hands the record on.
 func (w *worker) finish(run *caseRun) {
 	cfg := &w.r.cfg
+	w.conclude(run)
 	if run.ag != nil && run.sessionID != "" {
 		run.ag.client.Detach(run.sessionID)
 	}
@@ -762,10 +811,10 @@ func (w *worker) finish(run *caseRun) {
 		rec.Error.Stderr = run.ag.proc.StderrTail()
 	}
 	if run.ws != nil {
-		changes, err := run.ws.Changes()
-		if err != nil {
+		changes := run.changes
+		if run.changeErr != nil {
 			changes = nil
-			rec.Errors = append(rec.Errors, "workspace changes: "+err.Error())
+			rec.Errors = append(rec.Errors, "workspace changes: "+run.changeErr.Error())
 		}
 		rec.Workspace = &schemas.Workspace{Path: run.ws.Path, Template: run.ws.Template, Kept: cfg.KeepWorkspaces, FileChanges: changes}
 		if rec.Workspace.FileChanges == nil {
@@ -776,22 +825,53 @@ func (w *worker) finish(run *caseRun) {
 		w.finishLayer(run, rec)
 	}
 	capRecord(rec, cfg.MaxRecordBytes)
-	// Grading goes on beside the next case; it may read the workspace, which
-	// is removed once it is done.
-	w.emit(rec, run.unit.Case, func() {
-		remove := func() {
-			if run.ws != nil && !cfg.KeepWorkspaces {
-				run.ws.Remove()
-			}
-			w.removeLayer(run)
+	// Grading goes on beside the next case (or, when it is part of the
+	// trial, while the worker waits); it may read the workspace, which is
+	// removed once it is done.
+	w.emit(run)
+}
+
+// conclude ends the agent's part of a unit, once: what the agent changed
+// is taken now, before anything else runs in its workspace or layer, and a
+// Harbor task's verifier runs in the layer the agent left (whether the
+// agent finished, failed or ran out of time; not when the run's stop cut
+// its turn short, which is no verdict). It runs on the worker, so the
+// verifier is part of the trial: -j bounds it.
+func (w *worker) conclude(run *caseRun) {
+	if run.concluded {
+		return
+	}
+	run.concluded = true
+	switch {
+	case run.ws != nil:
+		run.changes, run.changeErr = run.ws.Changes()
+		// The baseline has served: a kept copy needs none.
+		run.ws.dropBaseline()
+	case run.layer != nil:
+		run.changes, run.outside, run.changeErr = layerChanges(run.layer.layer, run.layer.workdir)
+		if run.layer.task != nil && (run.err == nil || run.err.Class != schemas.ErrInterrupted) {
+			run.verdict = w.verify(run.layer)
 		}
-		if run.ag != nil && run.ag.perCase {
-			// The agent runs in the copy or layer until it has retired.
-			w.r.retiring.after(run.ag.gone, remove)
-			return
+	}
+}
+
+// cleanup removes a graded unit's workspace copy or layer, unless it is to
+// be kept: by the user's choice, or because its grading is still to do
+// (an ungraded record, which --resume grades in it).
+func (r *Runner) cleanup(run *caseRun) {
+	keep := run.record.Ungraded()
+	remove := func() {
+		if run.ws != nil && !r.cfg.KeepWorkspaces && !keep {
+			run.ws.Remove()
 		}
-		remove()
-	})
+		r.removeLayer(run, keep)
+	}
+	if run.ag != nil && run.ag.perCase {
+		// The agent runs in the copy or layer until it has retired.
+		r.retiring.after(run.ag.gone, remove)
+		return
+	}
+	remove()
 }
 
 // countNetwork sums a trajectory's network steps (nil when it has none).

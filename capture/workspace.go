@@ -162,6 +162,15 @@ func (w *Workspace) Changes() ([]schemas.FileChange, error) {
 	return diffTrees(w.baseDir, w.base, w.Path)
 }
 
+// dropBaseline removes the baseline snapshot once the changes are taken:
+// the copy alone is kept (or graded later).
+func (w *Workspace) dropBaseline() {
+	if w.snapshot != "" {
+		os.RemoveAll(w.snapshot)
+		w.snapshot = ""
+	}
+}
+
 // Remove deletes the workspace copy, and its baseline snapshot if it has
 // one.
 func (w *Workspace) Remove() error {

@@ -69,6 +69,13 @@ type SummaryWritten struct {
 	Path    string
 }
 
+// Stopping says the run's context ended while units were in flight: no
+// new unit starts, and InFlight counts the units still in their turns and
+// those still being graded.
+type Stopping struct {
+	InFlight func() (turns, grading int)
+}
+
 // Finished is the last event: the run is over and its output closed.
 type Finished struct{ Result *Result }
 
@@ -80,6 +87,7 @@ func (RecordWritten) event()  {}
 func (CaseFinished) event()   {}
 func (Stray) event()          {}
 func (StopRequested) event()  {}
+func (Stopping) event()       {}
 func (SummaryWritten) event() {}
 func (Finished) event()       {}
 

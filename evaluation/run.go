@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"maps"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -22,9 +23,9 @@ import (
 
 // hooks let a trials run change how a run treats records.
 type hooks struct {
-	// resume reads the units not to run from the output; nil takes the
-	// capture records it holds.
-	resume func(out *results.Output) (map[results.UnitKey]bool, error)
+	// resume reads the units not to run from the output, and the
+	// ungraded records to grade; nil takes the capture records it holds.
+	resume func(out *results.Output) (map[results.UnitKey]bool, map[results.UnitKey]*schemas.CaptureRecord, error)
 	// onCase sees every case as the run reaches it, in file order.
 	onCase func(*schemas.PromptCase)
 	// collect takes each finished record instead of writing it.
@@ -58,7 +59,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	defer col.closePartial()
 	h := hooks{
-		resume:  func(out *results.Output) (map[results.UnitKey]bool, error) { return col.resume(out, opts.RetryErrors) },
+		resume: func(out *results.Output) (map[results.UnitKey]bool, map[results.UnitKey]*schemas.CaptureRecord, error) {
+			return col.resume(out, opts.RetryErrors)
+		},
 		onCase:  col.seeCase,
 		collect: col.add,
 		finish:  col.finish,
@@ -120,14 +123,17 @@ func units(opts *Options, done map[results.UnitKey]bool, onCase func(*schemas.Pr
 
 // runState is what a run counts as its records come in.
 type runState struct {
-	opts     *Options
-	out      *results.Output
-	ctl      *runctl.Controller
-	events   *emitter
-	collect  func(*schemas.CaptureRecord, *results.Output) error
-	shared   *sharedWrites
-	mu       sync.Mutex
-	reported float64 // of the run's dollars, those the agent reported itself
+	opts    *Options
+	out     *results.Output
+	ctl     *runctl.Controller
+	events  *emitter
+	collect func(*schemas.CaptureRecord, *results.Output) error
+	shared  *sharedWrites
+	// unwritten are the ungraded records taken out of the output that
+	// this run has not graded yet: they go back in as they were.
+	unwritten map[results.UnitKey]*schemas.CaptureRecord
+	mu        sync.Mutex
+	reported  float64 // of the run's dollars, those the agent reported itself
 	// finished counts the units that ran to the end (not interrupted): a
 	// budget spent by the last of them stopped nothing.
 	finished atomic.Int64
@@ -144,6 +150,11 @@ func (s *runState) price(rec *schemas.CaptureRecord) *schemas.Cost {
 // emit takes a finished record: prices it, tells the controller, and
 // writes it (or hands it to the trials collector).
 func (s *runState) emit(rec *schemas.CaptureRecord) error {
+	if s.unwritten != nil {
+		s.mu.Lock()
+		delete(s.unwritten, results.UnitKey{ID: rec.ID, Trial: max(rec.Trial, 1)})
+		s.mu.Unlock()
+	}
 	if len(rec.Provenance.Graders) > 0 {
 		rec.Provenance.GraderFiles = s.opts.GraderFiles
 	}
@@ -201,20 +212,24 @@ func run(ctx context.Context, opts *Options, ev *emitter, h hooks) (*Result, err
 		}
 	}()
 	done := map[results.UnitKey]bool{}
+	// ungraded are the units an earlier run played to the end but did
+	// not grade: they are graded, not run again.
+	var ungraded map[results.UnitKey]*schemas.CaptureRecord
 	if opts.Resume {
 		resume := h.resume
 		if resume == nil {
-			resume = func(out *results.Output) (map[results.UnitKey]bool, error) {
+			resume = func(out *results.Output) (map[results.UnitKey]bool, map[results.UnitKey]*schemas.CaptureRecord, error) {
 				return out.ResumeCapture(opts.RetryErrors)
 			}
 		}
-		if done, err = resume(out); err != nil {
+		if done, ungraded, err = resume(out); err != nil {
 			return res, &Error{Kind: KindResume, Err: err}
 		}
 	}
 	res.Done = len(done)
 	_, total := units(opts, done, nil)
 	seq, _ := units(opts, done, h.onCase)
+	seq = withRecords(seq, ungraded)
 	var growing func(ctx context.Context, grow func(int)) iter.Seq[capture.Unit]
 	if h.units != nil {
 		total, growing = h.units(done)
@@ -226,7 +241,9 @@ func run(ctx context.Context, opts *Options, ev *emitter, h hooks) (*Result, err
 	}
 	cfg := opts.Config
 	cfg.Log = func(s capture.Stray) { ev.emit(Stray{Stray: s}) }
-	s := &runState{opts: opts, out: out, events: ev, collect: h.collect}
+	// An ungraded record taken out of the output goes back in, as it
+	// was, when this run does not get to grade it.
+	s := &runState{opts: opts, out: out, events: ev, collect: h.collect, unwritten: maps.Clone(ungraded)}
 	// The budget and the stop rule are decided as each turn answers, so
 	// no unit starts once a limit is reached.
 	s.ctl = runctl.New(opts.Limits, s.price)
@@ -260,7 +277,7 @@ func run(ctx context.Context, opts *Options, ev *emitter, h hooks) (*Result, err
 			case <-seqCtx.Done():
 			}
 		}()
-		seq = growing(seqCtx, func(n int) { s.grown.Add(int64(n)); ev.emit(UnitsAdded{N: n}) })
+		seq = withRecords(growing(seqCtx, func(n int) { s.grown.Add(int64(n)); ev.emit(UnitsAdded{N: n}) }), ungraded)
 	}
 	watchDone := make(chan struct{})
 	watched := make(chan struct{})
@@ -274,9 +291,33 @@ func run(ctx context.Context, opts *Options, ev *emitter, h hooks) (*Result, err
 		case <-watchDone:
 		}
 	}()
+	// The first stop is told at once, with what the run still waits for.
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		select {
+		case <-ctx.Done():
+			select {
+			case <-watchDone:
+			default:
+				ev.emit(Stopping{InFlight: runner.InFlight})
+			}
+		case <-watchDone:
+		}
+	}()
 	stats, runErr := runner.Run(ctx, seq, s.emit)
 	close(watchDone)
 	<-watched
+	<-stopped
+	if h.collect == nil && runErr == nil {
+		// (A trials run keeps them in its partial file.)
+		for _, rec := range s.unwritten {
+			if err := out.Write(rec); err != nil {
+				runErr = writeError(err)
+				break
+			}
+		}
+	}
 	res.Units = total + int(s.grown.Load())
 	res.Finished = int(s.finished.Load())
 	if stop := s.ctl.Stop(); stop != nil && stop.Kind == runctl.KindBudget && res.Finished == res.Units {
@@ -314,6 +355,22 @@ func run(ctx context.Context, opts *Options, ev *emitter, h hooks) (*Result, err
 		return res, foreign
 	}
 	return res, runErr
+}
+
+// withRecords gives the units whose records an earlier run left ungraded
+// those records: they are graded, not run again.
+func withRecords(seq iter.Seq[capture.Unit], recs map[results.UnitKey]*schemas.CaptureRecord) iter.Seq[capture.Unit] {
+	if len(recs) == 0 {
+		return seq
+	}
+	return func(yield func(capture.Unit) bool) {
+		for u := range seq {
+			u.Record = recs[results.UnitKey{ID: u.Case.ID, Trial: u.Trial}]
+			if !yield(u) {
+				return
+			}
+		}
+	}
 }
 
 // nothingToRun ends a run whose units are all done: a trials run writes

@@ -39,6 +39,9 @@ type collector struct {
 	out         *results.Output
 	// adaptive is set for an adaptive run.
 	adaptive *adaptiveRun
+	// ungraded holds the units whose ungraded records are in the partial
+	// file and not graded yet: the file stays for them.
+	ungraded map[results.UnitKey]bool
 }
 
 type pendingCase struct {
@@ -82,10 +85,12 @@ func newCollector(opts *Options, ev *emitter) (*collector, error) {
 }
 
 // resume loads what an earlier run left: whole cases in the output (their
-// units are done and they count in the summary) and finished trials of
-// unfinished cases in the partial file.
-func (t *collector) resume(out *results.Output, retryErrors bool) (map[results.UnitKey]bool, error) {
+// units are done and they count in the summary), finished trials of
+// unfinished cases in the partial file, and the ungraded ones there (their
+// agents' turns complete, their grading cut short), which the run grades.
+func (t *collector) resume(out *results.Output, retryErrors bool) (map[results.UnitKey]bool, map[results.UnitKey]*schemas.CaptureRecord, error) {
 	done := map[results.UnitKey]bool{}
+	ungraded := map[results.UnitKey]*schemas.CaptureRecord{}
 	complete := map[string]bool{}
 	t.written = complete
 	var retried []schemas.CaptureRecord
@@ -129,7 +134,7 @@ func (t *collector) resume(out *results.Output, retryErrors bool) (map[results.U
 		err = mismatch
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	pend := func(rec schemas.CaptureRecord) {
 		p := t.open[rec.ID]
@@ -144,12 +149,12 @@ func (t *collector) resume(out *results.Output, retryErrors bool) (map[results.U
 		// Kept in the partial file too, so another interruption loses
 		// nothing.
 		if err := t.keepPartial(&retried[i]); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		pend(retried[i])
 	}
 	if t.partialPath == "" {
-		return done, nil
+		return done, ungraded, nil
 	}
 	err = eachJSONLine(t.partialPath, func(lineNo int, line []byte) error {
 		if !json.Valid(line) {
@@ -164,13 +169,27 @@ func (t *collector) resume(out *results.Output, retryErrors bool) (map[results.U
 		if json.Unmarshal(line, &rec) != nil || complete[rec.ID] || done[results.UnitKey{ID: rec.ID, Trial: rec.Trial}] {
 			return nil
 		}
+		if rec.Ungraded() {
+			key := results.UnitKey{ID: rec.ID, Trial: rec.Trial}
+			if ungraded[key] == nil {
+				ungraded[key] = &rec
+			}
+			return nil
+		}
 		if rec.Error != nil && results.Rerun(rec.Error.Class, retryErrors) {
 			return nil
 		}
 		pend(rec)
 		return nil
 	})
-	return done, err
+	for k := range done {
+		delete(ungraded, k)
+	}
+	t.ungraded = map[results.UnitKey]bool{}
+	for k := range ungraded {
+		t.ungraded[k] = true
+	}
+	return done, ungraded, err
 }
 
 func eachJSONLine(name string, fn func(int, []byte) error) error {
@@ -229,6 +248,15 @@ func (t *collector) add(rec *schemas.CaptureRecord, out *results.Output) error {
 			t.adaptive.fail()
 		}
 		return err
+	}
+	key := results.UnitKey{ID: rec.ID, Trial: rec.Trial}
+	if rec.Ungraded() {
+		if t.ungraded == nil {
+			t.ungraded = map[results.UnitKey]bool{}
+		}
+		t.ungraded[key] = true // kept in the partial file: a resumed run grades it
+	} else {
+		delete(t.ungraded, key)
 	}
 	if rec.Error != nil && rec.Error.Class == schemas.ErrInterrupted {
 		return nil // not finished: a resumed run runs it again
@@ -346,9 +374,10 @@ func (t *collector) finish(out *results.Output, interrupted, budget bool) (*sche
 			unfinished++
 		}
 	}
-	// The partial file holds the trials of unfinished cases, for a
-	// resumed run; with none, it has nothing left to keep.
-	if unfinished == 0 && t.partialPath != "" {
+	// The partial file holds the trials of unfinished cases and the
+	// ungraded ones, for a resumed run; with none, it has nothing left to
+	// keep.
+	if unfinished == 0 && len(t.ungraded) == 0 && t.partialPath != "" {
 		if err := removeIfExists(t.partialPath); err != nil {
 			return nil, err
 		}

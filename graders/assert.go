@@ -27,6 +27,8 @@ type assertion struct {
 	negate bool
 	weight float64
 	check  func(ctx context.Context, in *Input) (bool, string)
+	// runs says the check starts a process (command-succeeds).
+	runs bool
 }
 
 // assertGrader checks a record against declarative assertions, in the
@@ -225,6 +227,7 @@ func buildAssertion(m map[string]any, c cfgCtx) (assertion, error) {
 		}
 		timeout := c.opts.timeout(DefaultTimeout)
 		a.text = "succeeds: " + strings.Join(argv, " ")
+		a.runs = true
 		a.check = func(ctx context.Context, in *Input) (bool, string) {
 			ws, why := workspaceOf(in)
 			if ws == "" {

@@ -41,6 +41,14 @@ func TestBuildContextIsBuiltOnceAndRunsItsOwnPrograms(t *testing.T) {
 	if img.Kind != "build" || img.Workdir() != "/app" {
 		t.Fatalf("image = %+v", img)
 	}
+	// The built image is in harness's cache only, not in podman's storage.
+	sum, err := ContextHash(ctxDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exec.Command("podman", "image", "exists", "localhost/harness-build:"+sum[:16]).Run() == nil {
+		t.Fatalf("the built image is left in podman's storage as localhost/harness-build:%s", sum[:16])
+	}
 	// The image's own bash and datamash run; the host's are not bound.
 	l := newLayer(t, img)
 	cmd, err := l.Command(context.Background(), Run{Argv: []string{"bash", "-c", `cat b.txt data.txt; echo "$GREETING"; printf '1\n2\n3\n' | datamash sum 1; echo x >> /usr/bin/datamash`}, Env: img.Env()})

@@ -41,6 +41,8 @@ type execSpec struct {
 	GID           int      `json:"gid"`
 	// NoNetwork: the command gets a network namespace with loopback only.
 	NoNetwork bool `json:"noNetwork,omitempty"`
+	// Probe: only mount the kernel's overlay twice (CheckOverlay).
+	Probe bool `json:"probe,omitempty"`
 }
 
 // Bind is a host path made visible inside the image.
@@ -62,6 +64,9 @@ func Main(args []string, stderr io.Writer) int {
 	if len(args) == 2 && args[0] == outerArg {
 		return outer(args[1], stderr)
 	}
+	if len(args) == 2 && args[0] == fuseArg {
+		return fuseMain(args[1], stderr)
+	}
 	if len(args) != 1 {
 		fmt.Fprintln(stderr, "harness image: internal command, not for direct use")
 		return 125
@@ -71,11 +76,23 @@ func Main(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "harness image: bad spec: %v\n", err)
 		return 125
 	}
-	if err := setupRoot(&spec); err != nil {
+	if spec.Probe {
+		return probe(&spec, stderr)
+	}
+	onFuse, err := setupRoot(&spec)
+	if err != nil {
 		fmt.Fprintf(stderr, "harness image: %v\n", err)
 		return 125
 	}
 	code, err := runReaping(&spec)
+	if onFuse {
+		// What the command wrote reaches the layer before the server
+		// ends with the namespace.
+		if f, ferr := os.Open("/"); ferr == nil {
+			_ = unix.Syncfs(int(f.Fd()))
+			f.Close()
+		}
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "harness image: %v\n", err)
 		return 127
@@ -127,36 +144,36 @@ func outer(specJSON string, stderr io.Writer) int {
 }
 
 // setupRoot mounts the command's root and pivots into it.
-func setupRoot(s *execSpec) error {
+func setupRoot(s *execSpec) (onFuse bool, err error) {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return fmt.Errorf("make mounts private: %w", err)
+		return false, fmt.Errorf("make mounts private: %w", err)
 	}
-	if err := mountOverlay(s); err != nil {
-		return err
+	if onFuse, err = mountOverlay(s); err != nil {
+		return false, err
 	}
 	m := s.Merged
 	// /dev: a tmpfs with the host's harmless devices bound in.
 	dev := filepath.Join(m, "dev")
 	if err := unix.Mount("tmpfs", dev, "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755,size=65536k"); err != nil {
-		return fmt.Errorf("mount /dev: %w", err)
+		return false, fmt.Errorf("mount /dev: %w", err)
 	}
 	for _, d := range []string{"null", "zero", "full", "random", "urandom", "tty"} {
 		p := filepath.Join(dev, d)
 		if err := os.WriteFile(p, nil, 0o666); err != nil {
-			return err
+			return false, err
 		}
 		if err := unix.Mount("/dev/"+d, p, "", unix.MS_BIND, ""); err != nil {
-			return fmt.Errorf("bind /dev/%s: %w", d, err)
+			return false, fmt.Errorf("bind /dev/%s: %w", d, err)
 		}
 	}
 	for name, target := range map[string]string{"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2", "ptmx": "pts/ptmx"} {
 		if err := os.Symlink(target, filepath.Join(dev, name)); err != nil {
-			return err
+			return false, err
 		}
 	}
 	for _, d := range []string{"pts", "shm"} {
 		if err := os.Mkdir(filepath.Join(dev, d), 0o755); err != nil {
-			return err
+			return false, err
 		}
 	}
 	// Pseudo-terminals and shared memory are nice to have; a kernel that
@@ -164,7 +181,7 @@ func setupRoot(s *execSpec) error {
 	_ = unix.Mount("devpts", filepath.Join(dev, "pts"), "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=620")
 	_ = unix.Mount("tmpfs", filepath.Join(dev, "shm"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777")
 	if err := unix.Mount("proc", filepath.Join(m, "proc"), "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return fmt.Errorf("mount /proc: %w", err)
+		return false, fmt.Errorf("mount /proc: %w", err)
 	}
 	for _, b := range s.Binds {
 		dst := b.Dst
@@ -173,84 +190,74 @@ func setupRoot(s *execSpec) error {
 		}
 		target := filepath.Join(m, dst)
 		if err := unix.Mount(b.Src, target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-			return fmt.Errorf("bind %s at %s: %w", b.Src, dst, err)
+			return false, fmt.Errorf("bind %s at %s: %w", b.Src, dst, err)
 		}
 		if !b.RW {
 			if err := remountReadOnly(target); err != nil {
-				return fmt.Errorf("bind %s read-only: %w", b.Src, err)
+				return false, fmt.Errorf("bind %s read-only: %w", b.Src, err)
 			}
 		}
 	}
 	if s.NoNetwork {
 		if err := loopbackUp(); err != nil {
-			return fmt.Errorf("loopback: %w", err)
+			return false, fmt.Errorf("loopback: %w", err)
 		}
 	}
 	if err := os.Chdir(m); err != nil {
-		return err
+		return false, err
 	}
 	if err := unix.PivotRoot(".", "."); err != nil {
-		return fmt.Errorf("pivot_root: %w", err)
+		return false, fmt.Errorf("pivot_root: %w", err)
 	}
 	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
-		return fmt.Errorf("detach the host's root: %w", err)
+		return false, fmt.Errorf("detach the host's root: %w", err)
 	}
 	if err := os.Chdir("/"); err != nil {
-		return err
+		return false, err
 	}
 	dir := s.Dir
 	if dir == "" {
 		dir = "/"
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("working directory %s: %w", dir, err)
+		return false, fmt.Errorf("working directory %s: %w", dir, err)
 	}
 	if s.UID != 0 || s.GID != 0 {
 		_ = os.Chown(dir, s.UID, s.GID)
 	}
-	return nil
+	return onFuse, nil
 }
 
 // mountOverlay mounts the image and the layer at s.Merged: kernel
 // overlayfs, or fuse-overlayfs where the kernel refuses (or when asked).
-func mountOverlay(s *execSpec) error {
+func mountOverlay(s *execSpec) (onFuse bool, err error) {
 	var kernelErr error
 	if s.Overlay != "fuse" {
-		opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", strings.Join(escapeAll(s.Lower), ":"), escape(s.Upper), escape(s.Work))
-		// volatile: a trial's layer is thrown away or read once the
-		// command is over, so the unmount need not sync the disk (which
-		// costs tens of milliseconds). A volatile mount leaves
-		// work/incompat/volatile behind, which must go before the next
-		// command mounts the layer; the page cache still holds what the
-		// last one wrote.
-		_ = os.RemoveAll(filepath.Join(s.Work, "incompat"))
-		kernelErr = unix.Mount("overlay", s.Merged, "overlay", 0, opts+",userxattr,volatile")
-		if kernelErr != nil {
-			kernelErr = unix.Mount("overlay", s.Merged, "overlay", 0, opts+",userxattr")
-		}
-		if kernelErr == nil {
-			return nil
+		if kernelErr = mountKernel(s); kernelErr == nil {
+			return false, nil
 		}
 		if s.Overlay == "kernel" {
-			return fmt.Errorf("mount overlayfs: %w", kernelErr)
+			return false, kernelErr
 		}
 	}
 	bin := s.FuseOverlayfs
 	if bin == "" {
 		bin = "fuse-overlayfs"
 	}
-	if _, err := exec.LookPath(bin); err != nil {
-		if kernelErr != nil {
-			return fmt.Errorf("mount overlayfs: %w; and fuse-overlayfs, the fallback, is not installed (apt-get install fuse-overlayfs)", kernelErr)
-		}
-		return errors.New("fuse-overlayfs is not installed (apt-get install fuse-overlayfs)")
-	}
-	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", strings.Join(s.Lower, ":"), s.Upper, s.Work)
-	out, err := exec.Command(bin, "-o", opts, s.Merged).CombinedOutput()
+	p, err := exec.LookPath(bin)
 	if err != nil {
-		return fmt.Errorf("fuse-overlayfs: %w: %s (kernel overlayfs: %v)", err, strings.TrimSpace(string(out)), kernelErr)
+		if kernelErr != nil {
+			return false, fmt.Errorf("%w; and fuse-overlayfs, the fallback, is not installed (apt-get install fuse-overlayfs)", kernelErr)
+		}
+		return false, errors.New("fuse-overlayfs is not installed (apt-get install fuse-overlayfs)")
 	}
-	return nil
+	if err := startFuse(s, p); err != nil {
+		if kernelErr != nil {
+			return false, fmt.Errorf("%w (%v)", err, kernelErr)
+		}
+		return false, err
+	}
+	return true, nil
 }
 
 func escape(p string) string {

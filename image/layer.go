@@ -151,18 +151,8 @@ func (l *Layer) Command(ctx context.Context, r Run) (*exec.Cmd, error) {
 	if err != nil {
 		return nil, err
 	}
-	spec := execSpec{
-		Lower:   []string{filepath.Join(l.Dir, "stubs"), l.Image.Rootfs},
-		Upper:   l.Upper(),
-		Work:    filepath.Join(l.Dir, "work"),
-		Merged:  filepath.Join(l.Dir, "merged"),
-		Overlay: l.Overlay,
-		Binds:   binds,
-		Argv:    r.Argv,
-		Dir:     dir,
-		UID:     u.UID,
-		GID:     u.GID,
-	}
+	spec := l.baseSpec()
+	spec.Binds, spec.Argv, spec.Dir, spec.UID, spec.GID = binds, r.Argv, dir, u.UID, u.GID
 	if p, err := exec.LookPath("fuse-overlayfs"); err == nil {
 		spec.FuseOverlayfs = p
 	}
@@ -188,6 +178,17 @@ func (l *Layer) Command(ctx context.Context, r Run) (*exec.Cmd, error) {
 	cmd.Env = []string{}
 	cmd.SysProcAttr = namespaceAttr(r.NoNetwork)
 	return cmd, nil
+}
+
+// baseSpec is the init's spec for the layer's overlay, without a command.
+func (l *Layer) baseSpec() execSpec {
+	return execSpec{
+		Lower:   []string{filepath.Join(l.Dir, "stubs"), l.Image.Rootfs},
+		Upper:   l.Upper(),
+		Work:    filepath.Join(l.Dir, "work"),
+		Merged:  filepath.Join(l.Dir, "merged"),
+		Overlay: l.Overlay,
+	}
 }
 
 // Argv returns a command line that runs r in the layer, for callers that

@@ -14,6 +14,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Store resolves image references and keeps their unpacked root
@@ -312,6 +315,19 @@ func (s *Store) build(ctx context.Context, ref string) (*Image, error) {
 	if err != nil {
 		return nil, err
 	}
+	// One build of a context at a time: its tag is removed once the image
+	// is in the cache, so a concurrent run must not find it half-way.
+	unlock, err := s.lock(ctx, "build-"+sum+".lock")
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if b, err := os.ReadFile(alias); err == nil {
+		if img, err := readMeta(filepath.Join(s.Dir, strings.TrimSpace(string(b)))); err == nil {
+			img.Ref, img.Kind = ref, "build"
+			return img, nil
+		}
+	}
 	tag := "localhost/harness-build:" + sum[:16]
 	var args []string
 	if name == "buildah" {
@@ -323,6 +339,12 @@ func (s *Store) build(ctx context.Context, ref string) (*Image, error) {
 		return nil, fmt.Errorf("build %s: %w", file, err)
 	}
 	img, err := s.local(ctx, tag, "build")
+	// The image is in the cache now (or failed to get there): podman's
+	// copy goes, with the layers of its build steps, so that builds leave
+	// nothing in podman's storage beyond harness's own cache.
+	if rerr := s.runTool(context.WithoutCancel(ctx), bin, "rmi", tag); rerr != nil && s.Log != nil {
+		fmt.Fprintf(s.Log, "warning: remove the built image %s: %v\n", tag, rerr)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -333,6 +355,32 @@ func (s *Store) build(ctx context.Context, ref string) (*Image, error) {
 	}
 	img.Ref, img.Kind = ref, "build"
 	return img, nil
+}
+
+// lock takes an exclusive lock on a file of the cache, waiting (while
+// ctx allows) for another run that holds it. A file system without locks
+// is run without.
+func (s *Store) lock(ctx context.Context, name string) (func(), error) {
+	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(s.Dir, name), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil || (err != unix.EWOULDBLOCK && err != unix.EINTR) {
+			// Locked, or locks do not work here.
+			return func() { f.Close() }, nil
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // runTool runs podman or buildah, its output to the log; a failure carries

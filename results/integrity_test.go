@@ -185,7 +185,7 @@ func TestResumeRefusesForeignLineAndDropsTornOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done, err := out.ResumeCapture(false)
+	done, _, err := out.ResumeCapture(false)
 	if err != nil || len(done) != 2 {
 		t.Fatalf("ResumeCapture = %v, %v; want units a and b", done, err)
 	}
@@ -203,7 +203,7 @@ func TestResumeRefusesForeignLineAndDropsTornOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer out.Close()
-	_, err = out.ResumeCapture(false)
+	_, _, err = out.ResumeCapture(false)
 	var fe *ForeignLineError
 	if !errors.As(err, &fe) || fe.Line != 2 || fe.File != path {
 		t.Fatalf("ResumeCapture = %v, want a foreign line at %s:2", err, path)
@@ -288,7 +288,7 @@ func TestResumeRefusesForeignLineCompressed(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer out.Close()
-			_, err = out.ResumeCapture(false)
+			_, _, err = out.ResumeCapture(false)
 			var fe *ForeignLineError
 			if !errors.As(err, &fe) || fe.Line != 2 {
 				t.Fatalf("ResumeCapture = %v, want a foreign line at line 2", err)

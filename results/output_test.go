@@ -123,7 +123,7 @@ func TestOutputLockAndResumeKeepsIt(t *testing.T) {
 	if _, err := OpenOutput(name, OutputOptions{Mode: Append}); !errors.As(err, &le) || !strings.Contains(err.Error(), name) {
 		t.Fatalf("second open: err = %v, want LockedError naming the file", err)
 	}
-	done, err := out.ResumeCapture(false)
+	done, _, err := out.ResumeCapture(false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,5 +225,37 @@ func TestCreateFileLeavesTargetOnAbort(t *testing.T) {
 	var buf bytes.Buffer
 	if err := WriteFile("-", &buf, false, func(w io.Writer) error { _, err := io.WriteString(w, "x"); return err }); err != nil || buf.String() != "x" {
 		t.Errorf("stdout: %q %v", buf.String(), err)
+	}
+}
+
+// TestResumeCaptureReturnsUngraded: a record whose agent's turn was
+// complete and whose grading a stop cut short is taken out of the output
+// and returned, to be graded; a plain interrupted one is only taken out,
+// to run again.
+func TestResumeCaptureReturnsUngraded(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "out.jsonl")
+	os.WriteFile(name, []byte(`{"id":"a","trial":1,"trajectory":[]}
+{"id":"b","trial":1,"trajectory":[],"output":"done","error":{"class":"interrupted","message":"interrupted: grading was stopped","pending":"grading"}}
+{"id":"c","trial":1,"trajectory":[],"error":{"class":"interrupted","message":"interrupted during turn 1"}}
+`), 0o644)
+	out, err := OpenOutput(name, OutputOptions{Mode: Append})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, ungraded, err := out.ResumeCapture(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(done) != 1 || !done[UnitKey{"a", 1}] {
+		t.Errorf("done = %v, want only a/1", done)
+	}
+	if rec := ungraded[UnitKey{"b", 1}]; len(ungraded) != 1 || rec == nil || rec.Output != "done" || !rec.Ungraded() {
+		t.Errorf("ungraded = %v, want b/1 with its output", ungraded)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, name); got != "{\"id\":\"a\",\"trial\":1,\"trajectory\":[]}\n" {
+		t.Errorf("after resume the file holds %q", got)
 	}
 }

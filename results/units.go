@@ -30,8 +30,9 @@ func RecordKey(line []byte) (key UnitKey, errClass string, ok bool) {
 }
 
 // Rerun is the resume rule: whether a unit whose record has error class
-// errClass ("" for none) runs again. Interrupted units always do; errored
-// ones with retryErrors.
+// errClass ("" for none) runs again. Interrupted units always do (but an
+// ungraded one is only graded, see UngradedRecord); errored ones with
+// retryErrors.
 func Rerun(errClass string, retryErrors bool) bool {
 	return errClass == schemas.ErrInterrupted || (errClass != "" && retryErrors)
 }
@@ -39,16 +40,47 @@ func Rerun(errClass string, retryErrors bool) bool {
 // ResumeCapture continues an output of capture records: it returns the
 // units it holds, and takes out of the file what will run again (by
 // Rerun), a second record of a unit, and a line or compressed frame torn by
-// a crash, so that after the run every unit is in it exactly once.
-func (o *Output) ResumeCapture(retryErrors bool) (map[UnitKey]bool, error) {
-	done := map[UnitKey]bool{}
-	_, err := o.Resume(func(line []byte) bool {
+// a crash, so that after the run every unit is in it exactly once. An
+// ungraded record (its agent's turn complete, its grading cut short by a
+// stop) is taken out too, and returned: the run grades it without running
+// the agent again, and writes it.
+func (o *Output) ResumeCapture(retryErrors bool) (done map[UnitKey]bool, ungraded map[UnitKey]*schemas.CaptureRecord, err error) {
+	done = map[UnitKey]bool{}
+	ungraded = map[UnitKey]*schemas.CaptureRecord{}
+	_, err = o.Resume(func(line []byte) bool {
 		key, class, ok := RecordKey(line)
-		if !ok || Rerun(class, retryErrors) || done[key] {
+		if !ok || done[key] {
+			return false
+		}
+		if rec := UngradedRecord(line, class); rec != nil {
+			if ungraded[key] == nil {
+				ungraded[key] = rec
+			}
+			return false
+		}
+		if Rerun(class, retryErrors) {
 			return false
 		}
 		done[key] = true
 		return true
 	})
-	return done, err
+	for k := range done {
+		delete(ungraded, k)
+	}
+	return done, ungraded, err
+}
+
+// UngradedRecord returns the record of an encoded capture record line
+// whose error class is errClass (from RecordKey) when it is ungraded
+// (schemas.CaptureRecord.Ungraded), else nil.
+func UngradedRecord(line []byte, errClass string) *schemas.CaptureRecord {
+	if errClass != schemas.ErrInterrupted {
+		return nil
+	}
+	var rec schemas.CaptureRecord
+	if json.Unmarshal(line, &rec) != nil || !rec.Ungraded() {
+		return nil
+	}
+	rec.Trial = max(rec.Trial, 1)
+	return &rec
 }

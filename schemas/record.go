@@ -128,6 +128,22 @@ type ErrorInfo struct {
 	Signal string `json:"signal,omitempty"`
 	// Stderr is the tail of the failed process's standard error.
 	Stderr string `json:"stderr,omitempty"`
+	// Pending, on an interrupted record, says what of the unit is left:
+	// PendingGrading when its agent's turn is complete and only its
+	// grading was cut short, which --resume does without running the
+	// agent again.
+	Pending string `json:"pending,omitempty"`
+}
+
+// PendingGrading is the Pending of an interrupted record whose agent's
+// turn is complete: only its grading is left.
+const PendingGrading = "grading"
+
+// Ungraded says whether the record is one whose agent's turn is complete
+// and whose grading a stop cut short: --resume grades it in the workspace
+// the run kept, without running the agent again.
+func (r *CaptureRecord) Ungraded() bool {
+	return r.Error != nil && r.Error.Class == ErrInterrupted && r.Error.Pending == PendingGrading
 }
 
 // DiedOfStop says whether the error is a process's death by a signal that
@@ -166,10 +182,23 @@ type Workspace struct {
 	// Image names the image the case ran in (its reference and ID), when
 	// it ran in one; FileChanges then covers its working directory.
 	Image string `json:"image,omitempty"`
+	// ImageSource says, for a Harbor task, where its image came from:
+	// ImagePrebuilt or ImageBuilt.
+	ImageSource string `json:"imageSource,omitempty"`
 	// OutsideChanges lists what the case changed in the image outside its
 	// working directory (with an image).
 	OutsideChanges []PathChange `json:"outsideChanges,omitempty"`
 }
+
+// Where a Harbor task's image came from (Workspace.ImageSource).
+const (
+	// ImagePrebuilt is the image task.toml's docker_image names.
+	ImagePrebuilt = "prebuilt"
+	// ImageBuilt is the task's environment/ Dockerfile, built: the task
+	// has no docker_image, --force-build was given, or its image was not
+	// to be had.
+	ImageBuilt = "built"
+)
 
 // PathChange is one path of an image a case added, modified or deleted.
 type PathChange struct {

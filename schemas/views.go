@@ -40,6 +40,20 @@ type ValidationResult struct {
 	// Correct says the grader judged the answer as it should; false when it
 	// misjudged it or failed to grade it.
 	Correct bool `json:"correct"`
+	// Solve is what a Harbor task's solution/solve.sh did before the
+	// verifier ran (the oracle run of validate-refs TASKS only).
+	Solve *SolveRun `json:"solve,omitempty"`
+}
+
+// SolveRun is what a task's reference solution did: its exit status, whether
+// it ran out of time, how long it took and the tail of its output.
+type SolveRun struct {
+	// ExitCode is solve.sh's exit status (-1 when it timed out).
+	ExitCode   int   `json:"exitCode"`
+	TimedOut   bool  `json:"timedOut"`
+	DurationMs int64 `json:"durationMs"`
+	// Output is the tail of its output, stdout and stderr together.
+	Output string `json:"output"`
 }
 
 // Validation kinds.

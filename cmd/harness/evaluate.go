@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 
 	"harness/capture"
 	"harness/cost"
@@ -52,11 +53,14 @@ func evaluate(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 		return nil, statusError, err
 	}
 	opts := f.options(e, setup, k, key, trialsOpts)
+	view := &runView{e: e, f: f, setup: setup}
+	defer view.stop()
 	if e.signals != nil {
 		kill := make(chan struct{})
 		go func() {
 			select {
 			case <-e.signals:
+				view.printf("stopping now: turns and graders in flight are killed; units whose turns were complete are kept ungraded, --resume grades them\n")
 				close(kill)
 			case <-kill:
 			}
@@ -70,8 +74,6 @@ func evaluate(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 		}()
 		opts.Config.Kill = kill
 	}
-	view := &runView{e: e, f: f, setup: setup}
-	defer view.stop()
 	opts.Events = view
 	if f.events != "" {
 		w, err := os.Create(f.events)
@@ -126,6 +128,7 @@ func exitStatus(err error) string {
 // runView shows a run on stderr: the progress lines and status line, the
 // agent that answered, the summary table, the counts and the cost.
 type runView struct {
+	mu     sync.Mutex // guards log, made on the first event
 	e      *env
 	f      *runFlags
 	setup  *runSetup
@@ -134,12 +137,24 @@ type runView struct {
 	strays strayLog
 }
 
+// printf prints a message line, once the run has begun.
+func (v *runView) printf(format string, a ...any) {
+	v.mu.Lock()
+	log := v.log
+	v.mu.Unlock()
+	if log != nil {
+		log.printf(format, a...)
+	}
+}
+
 // Event shows one event of the run.
 func (v *runView) Event(ev evaluation.Event) {
 	switch ev := ev.(type) {
 	case evaluation.Planned:
 		v.total = ev.Total
+		v.mu.Lock()
 		v.log = newProgress(v.e, v.f, ev.Total, v.setup.redact)
+		v.mu.Unlock()
 		if ev.Total == 0 {
 			v.log.printf("nothing to run: all %s in %s\n", plural(ev.Done, "unit"), v.f.output)
 		}
@@ -155,6 +170,8 @@ func (v *runView) Event(ev evaluation.Event) {
 		}
 	case evaluation.UnitsAdded:
 		v.log.grow(ev.N)
+	case evaluation.Stopping:
+		v.log.stopping(make(chan struct{}), ev.InFlight)
 	case evaluation.RecordWritten:
 		v.log.record(ev.Record)
 	case evaluation.Stray:

@@ -105,9 +105,10 @@ func writeTaskCases(w io.Writer, tasks []*harbor.Task, scale float64) error {
 
 // taskSuite writes the suite that "harness run DIR" runs for a Harbor task
 // directory or dataset: its cases are the tasks (their agent timeouts
-// multiplied by scale), run with --tasks DIR. It goes into the cache,
-// named by the directory, so --resume finds it.
-func taskSuite(e *env, dir string, scale float64) (string, error) {
+// multiplied by scale), run with --tasks DIR. It goes into the image
+// cache (cacheDir, "" = the default), under task-suites/, named by the
+// directory, so --resume finds it.
+func taskSuite(e *env, dir string, scale float64, cacheDir string) (string, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return "", err
@@ -116,12 +117,14 @@ func taskSuite(e *env, dir string, scale float64) (string, error) {
 	if err != nil {
 		return "", inputError(err)
 	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		return "", err
+	cache := cacheDir
+	if cache == "" {
+		if cache, err = image.DefaultCacheDir(); err != nil {
+			return "", err
+		}
 	}
 	sum := sha256.Sum256([]byte(abs))
-	base := filepath.Join(cache, "harness", "task-suites", fmt.Sprintf("%s-%x", filepath.Base(abs), sum[:6]))
+	base := filepath.Join(cache, "task-suites", fmt.Sprintf("%s-%x", filepath.Base(abs), sum[:6]))
 	if err := os.MkdirAll(filepath.Dir(base), 0o755); err != nil {
 		return "", err
 	}
@@ -195,7 +198,7 @@ func (f *imageFlags) configure(e *env, rf *runFlags, s *runSetup) error {
 		for _, t := range f.loaded {
 			tasks = append(tasks, t)
 		}
-		imgs, err := resolveTaskImages(ctx, e, store, tasks, rf.quiet)
+		imgs, err := resolveTaskImages(ctx, e, store, tasks, f.task.forceBuild, rf.quiet)
 		if err != nil {
 			return err
 		}
@@ -241,6 +244,11 @@ func (f *imageFlags) configure(e *env, rf *runFlags, s *runSetup) error {
 		}
 		return nil
 	})
+	if ic.Probe != nil {
+		if img, _, err := ic.For(ic.Probe); err == nil {
+			warnOverlay(ctx, e, img, rf.quiet)
+		}
+	}
 	s.cfg.Image = ic
 	s.cfg.Client.FS, s.cfg.Client.Terminal = nil, nil
 	return nil

@@ -35,6 +35,9 @@ type progress struct {
 	stopped chan struct{}
 	once    sync.Once
 	drawn   bool
+	// inFlight, once the run is stopping, counts the units still in
+	// their turns and those still being verified or graded.
+	inFlight func() (turns, grading int)
 }
 
 func newProgress(e *env, f *runFlags, total int, red interface{ String(string) string }) *progress {
@@ -134,10 +137,58 @@ func (p *progress) record(rec *schemas.CaptureRecord) {
 	p.drawStatus()
 }
 
+// stopping says at once, on the first stop, what the run still waits for
+// and how to stop it harder; from then on the status line says so instead
+// of an estimate of the time left. Nothing is said once ran is closed.
+func (p *progress) stopping(ran <-chan struct{}, inFlight func() (turns, grading int)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-ran:
+		return
+	default:
+	}
+	p.inFlight = inFlight
+	if p.quiet {
+		return
+	}
+	p.clearStatus()
+	fmt.Fprintf(p.w, "stopping: %s\n", p.stopNote())
+	p.drawStatus()
+}
+
+// stopNote says what a stopping run waits for; p.mu is held.
+func (p *progress) stopNote() string {
+	turns, grading := p.inFlight()
+	var parts []string
+	if turns > 0 {
+		parts = append(parts, "cancelling "+plural(turns, "turn")+" in flight")
+	}
+	if grading > 0 {
+		noun := "graders/verifiers"
+		if grading == 1 {
+			noun = "grader/verifier"
+		}
+		parts = append(parts, fmt.Sprintf("waiting for %d %s in flight", grading, noun))
+	}
+	switch {
+	case grading > 0:
+		return strings.Join(parts, ", ") + "; press Ctrl-C again to stop them (finished turns are kept for --resume to grade)"
+	case turns > 0:
+		return strings.Join(parts, ", ") + "; press Ctrl-C again to kill the agents now"
+	}
+	return "no new unit starts; writing the last records"
+}
+
 // statusLine is the live line: counts, elapsed time and an estimate of
-// the time left from the pace so far.
+// the time left from the pace so far; when the run is stopping, what it
+// waits for instead of the estimate.
 func (p *progress) statusLine() string {
 	elapsed := p.now().Sub(p.start).Round(time.Second)
+	if p.inFlight != nil {
+		return fmt.Sprintf("stopping: %s | %d/%d done, %d passed, %d failed, %d errors, %s elapsed",
+			p.stopNote(), p.done, p.total, p.passed, p.failed, p.errors, elapsed)
+	}
 	eta := "?"
 	if p.done > 0 && p.done <= p.total {
 		left := time.Duration(float64(p.now().Sub(p.start)) / float64(p.done) * float64(p.total-p.done))

@@ -75,3 +75,45 @@ func TestErrorCause(t *testing.T) {
 		t.Errorf("cause = %q", got)
 	}
 }
+
+// TestProgressStopping: the first stop is said at once, and the status
+// line then says what the run waits for instead of an ETA; with -q
+// nothing is said.
+func TestProgressStopping(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		turns, grading int
+		want           string
+	}{
+		{"graders", 0, 2, "stopping: waiting for 2 graders/verifiers in flight; press Ctrl-C again to stop them"},
+		{"turns and graders", 1, 1, "stopping: cancelling 1 turn in flight, waiting for 1 grader/verifier in flight; press Ctrl-C again to stop them"},
+		{"turns", 3, 0, "stopping: cancelling 3 turns in flight; press Ctrl-C again to kill the agents now"},
+		{"nothing", 0, 0, "stopping: no new unit starts; writing the last records"},
+	} {
+		var buf bytes.Buffer
+		p := newProgress(&env{stderr: &buf, stderrTTY: true}, &runFlags{}, 4, redact.New(nil, nil))
+		p.now = func() time.Time { return p.start.Add(3 * time.Second) }
+		p.record(&schemas.CaptureRecord{ID: "a", Trial: 1, Score: &schemas.GraderResult{Pass: true}})
+		p.stopping(make(chan struct{}), func() (int, int) { return tc.turns, tc.grading })
+		if !strings.Contains(buf.String(), tc.want) || !strings.Contains(buf.String(), "\n") {
+			t.Errorf("%s: said %q, want %q on a line", tc.name, buf.String(), tc.want)
+		}
+		p.mu.Lock()
+		line := p.statusLine()
+		p.mu.Unlock()
+		if !strings.HasPrefix(line, tc.want) || !strings.Contains(line, "1/4 done") || strings.Contains(line, "ETA") {
+			t.Errorf("%s: status line %q", tc.name, line)
+		}
+		p.stop()
+	}
+	var buf bytes.Buffer
+	p := newProgress(&env{stderr: &buf}, &runFlags{quiet: true}, 1, redact.New(nil, nil))
+	p.stopping(make(chan struct{}), func() (int, int) { return 0, 1 })
+	ran := make(chan struct{})
+	close(ran)
+	q := newProgress(&env{stderr: &buf}, &runFlags{}, 1, redact.New(nil, nil))
+	q.stopping(ran, func() (int, int) { return 0, 1 })
+	if buf.Len() > 0 {
+		t.Errorf("said %q with -q or after the run", buf.String())
+	}
+}

@@ -218,12 +218,15 @@ func (r *suiteRun) locate(args []string) error {
 	case len(args) == 1 && isTaskDir(args[0]):
 		// A Harbor task directory or dataset: its tasks are the cases,
 		// each in its image (docs/tasks.md).
-		p, err := taskSuite(r.e, args[0], f.image.timeoutScale)
+		p, err := taskSuite(r.e, args[0], f.image.timeoutScale, f.image.cacheDir)
 		if err != nil {
 			return err
 		}
 		r.suiteFile = p
 	case len(args) == 1:
+		if err := notTaskDir(args[0]); err != nil {
+			return err
+		}
 		r.suiteFile = args[0]
 	default:
 		return usageErrorf("want one suite file, got %d arguments", len(args))
@@ -647,17 +650,19 @@ func suiteBudget(s *suite.Suite, maxCost float64, maxTokens int64) (budget, erro
 // image flags.
 type imageRunFlags struct {
 	timeoutScale float64
+	cacheDir     string
 }
 
 func (f *imageRunFlags) add(fs *pflag.FlagSet) {
 	fs.IntP("concurrency", "j", 1, "run `n` agent processes at once, for every agent (over the suite's concurrency)")
 	durationVarP(fs, new(time.Duration), "timeout", "t", 60*time.Second, "per-turn `timeout` of every agent (over the suite's timeout); a case's timeout field overrides it")
 	fs.String("sandbox", "none", "run every agent in a `sandbox`: none or bwrap (over the suite's and the agents' sandbox)")
-	fs.String("cache-dir", "", "where task images are unpacked, once each (default $XDG_CACHE_HOME/harness/images)")
+	fs.StringVar(&f.cacheDir, "cache-dir", "", "where task images are unpacked, once each, and a task directory's suite is written (default $XDG_CACHE_HOME/harness/images)")
 	fs.Bool("keep-layers", false, "leave each trial's image layer (its changes) on disk")
 	fs.Bool("agent-in-image", false, "run the agent command as the image has it instead of binding the host's program in")
 	fs.Bool("image-no-network", false, "give the agents in images loopback only")
 	fs.Float64Var(&f.timeoutScale, "task-timeout-scale", 1, "multiply each task's agent and verifier timeouts by `factor` (a slower machine, a slower agent)")
+	fs.Bool("force-build", false, "build each task's environment/Dockerfile even when its task.toml names a prebuilt docker_image")
 }
 
 // passOn sets the image flags given to harness run on a trials run's
@@ -666,7 +671,7 @@ func (f *imageRunFlags) passOn(trials, run *pflag.FlagSet) error {
 	if f.timeoutScale <= 0 {
 		return usageErrorf("--task-timeout-scale must be positive")
 	}
-	for _, name := range []string{"concurrency", "timeout", "sandbox", "cache-dir", "keep-layers", "agent-in-image", "image-no-network", "task-timeout-scale"} {
+	for _, name := range []string{"concurrency", "timeout", "sandbox", "cache-dir", "keep-layers", "agent-in-image", "image-no-network", "task-timeout-scale", "force-build"} {
 		fl := run.Lookup(name)
 		if fl == nil || !fl.Changed {
 			continue

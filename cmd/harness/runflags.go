@@ -455,6 +455,9 @@ func gradeWith(cfg *capture.Config, gs []graders.Grader, red *redact.Redactor) {
 	for _, g := range gs {
 		cfg.GraderNames = append(cfg.GraderNames, g.Name())
 	}
+	// Graders that run processes are part of the trial: -j bounds them
+	// with the agents.
+	cfg.GradeInTrial = graders.RunsCommands(graders.Many(gs))
 	cfg.Grade = func(ctx context.Context, rec *schemas.CaptureRecord, c *schemas.PromptCase) (*schemas.GraderResult, []schemas.GraderResult) {
 		rec = redactRecord(red, rec)
 		out := make([]schemas.GraderResult, len(gs))

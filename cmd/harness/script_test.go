@@ -45,6 +45,9 @@ func TestScripts(t *testing.T) {
 	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv(testagents.RequireEnv) != "" {
 		t.Fatal("bwrap not installed: the sandbox scripts need it (scripts/test installs bubblewrap)")
 	}
+	if _, err := exec.LookPath("fuse-overlayfs"); err != nil && os.Getenv(testagents.RequireEnv) != "" {
+		t.Fatal("fuse-overlayfs not installed: the image scripts need it (scripts/test installs it)")
+	}
 	// Bun, for the scripts that run TypeScript graders: the one
 	// scripts/test installs with the acp-harness peer.
 	bunDir := mustAbs(t, "../../testdata/peer/node_modules/.bin")

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -161,4 +162,126 @@ func write(t *testing.T, path, content string, mode os.FileMode) {
 	if err := os.WriteFile(path, []byte(content), mode); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestSecondInterruptKeepsFinishedTurns interrupts a run twice while its
+// graders run, as Ctrl-C twice at a terminal does (SIGINT to harness
+// alone), then resumes it. Graders that run processes are part of the
+// trial, so with -j 2 only two turns have run while the two graders work.
+// The first interrupt says at once what the run waits for; the second
+// stops the graders, and the two units whose turns were complete are kept
+// ungraded with their workspaces: --resume grades them there without
+// running their turns again, and every case ends with n = k.
+func TestSecondInterruptKeepsFinishedTurns(t *testing.T) {
+	harness, err := exec.LookPath("harness")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	tmp := filepath.Join(dir, "tmp")
+	turns := filepath.Join(dir, "turns.log")
+	grading := filepath.Join(dir, "grading.log")
+	slow := filepath.Join(dir, "slow")
+	var prompts strings.Builder
+	const cases, k = 3, 2
+	for i := range cases {
+		// Each turn leaves result.txt in its workspace and counts itself.
+		fmt.Fprintf(&prompts, `{"id":"c%d","input":"sh echo done > result.txt; echo c%d >> %s"}`+"\n", i, i, turns)
+	}
+	write(t, filepath.Join(dir, "p.jsonl"), prompts.String(), 0o644)
+	// The grader passes a unit whose workspace holds the turn's
+	// result.txt; while the file slow exists it takes a minute.
+	write(t, filepath.Join(dir, "grader.sh"), fmt.Sprintf(`#!/bin/sh
+payload=$(cat)
+echo x >> %s
+if [ -e %s ]; then sleep 60; fi
+ws=$(printf '%%s' "$payload" | sed -n 's/.*"workspacePath":"\([^"]*\)".*/\1/p')
+if [ -f "$ws/result.txt" ]; then echo '{"pass":true,"score":1}'; else echo '{"pass":false,"score":0,"reasoning":"no result.txt in '"$ws"'"}'; fi
+`, grading, slow), 0o755)
+	write(t, filepath.Join(dir, "tpl", "a.txt"), "template\n", 0o644)
+	write(t, slow, "", 0o644)
+	if err := os.Mkdir(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out.jsonl")
+	args := []string{"trials", filepath.Join(dir, "p.jsonl"), "-k", strconv.Itoa(k), "-j", "2", "-g", filepath.Join(dir, "grader.sh"),
+		"--workspace", filepath.Join(dir, "tpl"), "-o", out}
+	cmd := exec.Command(harness, append(args, "--", "fakeagent")...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	lines := func(name string) int {
+		b, _ := os.ReadFile(name)
+		return strings.Count(string(b), "\n")
+	}
+	waitFor(t, "both graders running", func() bool { return lines(grading) == 2 })
+	if n := lines(turns); n != 2 {
+		t.Fatalf("%d turns ran while the first two units were graded with -j 2, want 2", n)
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	const said = "stopping: waiting for 2 graders/verifiers in flight; press Ctrl-C again to stop them"
+	waitFor(t, "the stop said at once", func() bool { return strings.Contains(stderr.String(), said) })
+	cmd.Process.Signal(syscall.SIGINT)
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("interrupted run: %v, want exit 130\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "stopping now:") {
+		t.Errorf("the second interrupt was not said:\n%s", stderr.String())
+	}
+	b, _ := os.ReadFile(out + ".partial")
+	if n := strings.Count(string(b), `"pending":"grading"`); n != 2 {
+		t.Fatalf("%d ungraded records in the partial file, want 2:\n%s\nstderr:\n%s", n, b, stderr.String())
+	}
+
+	os.Remove(slow)
+	resume := exec.Command(harness, append(append(args, "--resume"), "--", "fakeagent")...)
+	resume.Dir = dir
+	resume.Env = cmd.Env
+	if b, err := resume.CombinedOutput(); err != nil {
+		t.Fatalf("--resume: %v\n%s", err, b)
+	}
+	checkComplete(t, out, cases, k)
+	if n := lines(turns); n != cases*k {
+		t.Errorf("%d turns ran in all, want %d: the ungraded units ran again", n, cases*k)
+	}
+	left, _ := filepath.Glob(filepath.Join(tmp, "harness-*"))
+	if len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}
+
+// waitFor polls cond for up to 60 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -1,0 +1,5 @@
+#!/bin/bash
+cat >/app/shout.py <<'PY'
+def shout(text):
+    return text.upper() + "!"
+PY
