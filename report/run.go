@@ -323,7 +323,7 @@ func (r *Run) addTrial(c *Case, rec *schemas.CaptureRecord) error {
 	r.End = max(r.End, rec.Timing.End)
 	r.Cost = r.Cost.Add(rec.Cost)
 
-	pass, excluded := trials.Outcome(rec)
+	pass, excluded := c.Count.Add(rec)
 	t := &Trial{
 		Num:        rec.Trial,
 		Excluded:   excluded,
@@ -342,24 +342,14 @@ func (r *Run) addTrial(c *Case, rec *schemas.CaptureRecord) error {
 			t.ToolCalls++
 		}
 	}
-	cnt := &c.Count
-	cnt.Trials++
-	switch excluded {
-	case "":
-		cnt.N++
+	switch {
+	case excluded == "" && pass:
+		t.Status = StatusPass
+	case excluded == "":
 		t.Status = StatusFail
-		if pass {
-			cnt.C++
-			t.Status = StatusPass
-		}
-	case trials.Ungraded:
-		cnt.Ungraded++
+	case excluded == trials.Ungraded:
 		t.Status = StatusUngraded
 	default:
-		if cnt.Errors == nil {
-			cnt.Errors = map[string]int{}
-		}
-		cnt.Errors[excluded]++
 		t.Status = StatusError
 	}
 	if g := rec.Score; g != nil {

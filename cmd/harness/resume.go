@@ -1,0 +1,82 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"harness/results"
+	"harness/schemas"
+	"harness/trials"
+)
+
+// resumeCapture continues an output of capture records as
+// results.Output.ResumeCapture does, counting the records it keeps into
+// counts and refusing records graded by other graders than graders (this
+// run's), whose verdicts would be mixed with this run's.
+func resumeCapture(out *results.Output, retryErrors bool, graders []string, counts *trials.Counts) (map[results.UnitKey]bool, error) {
+	done := map[results.UnitKey]bool{}
+	check := graderCheck{file: out.Name(), want: graders}
+	var kept trials.Counts
+	_, err := out.Resume(func(line []byte) bool {
+		key, class, ok := results.RecordKey(line)
+		if !ok || results.Rerun(class, retryErrors) || done[key] {
+			return false
+		}
+		done[key] = true
+		var rec schemas.CaptureRecord
+		if json.Unmarshal(line, &rec) == nil {
+			check.see(key.ID, key.Trial, rec.Provenance.Graders)
+			kept.Add(&rec, nil)
+		}
+		return true
+	})
+	if err == nil {
+		err = check.err
+	}
+	if err != nil {
+		return nil, err
+	}
+	counts.Merge(kept)
+	return done, nil
+}
+
+// graderCheck refuses to resume an output whose records other graders
+// graded than this run's: one output, one set of graders.
+type graderCheck struct {
+	file string
+	want []string
+	err  error
+}
+
+// see checks the graders of one record (case id, trial) an earlier run
+// wrote; the first that differs is kept as the error.
+func (g *graderCheck) see(id string, trial int, graders []string) {
+	if g.err != nil || sameGraders(graders, g.want) {
+		return
+	}
+	where := ""
+	if g.file != "" {
+		where = g.file + ": "
+	}
+	g.err = fmt.Errorf("%scase %q trial %d was %s, and this run %s: resuming would mix their verdicts in one output; resume with the same -g, write a new output, or regrade the output with harness grade",
+		where, id, max(trial, 1), gradedBy(graders, "graded by", "not graded (no -g)"), gradedBy(g.want, "grades with", "has no grader (-g)"))
+}
+
+// sameGraders says whether two runs' grader lists name the same graders,
+// in any order.
+func sameGraders(a, b []string) bool {
+	return slices.Equal(slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b)))
+}
+
+func gradedBy(names []string, verb, none string) string {
+	if len(names) == 0 {
+		return none
+	}
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = fmt.Sprintf("%q", n)
+	}
+	return verb + " " + strings.Join(quoted, ", ")
+}
