@@ -79,8 +79,10 @@ type Run struct {
 	// provenance.
 	Agent, AgentVersion, Harness string
 	Graders                      []string
-	// Start and End are the earliest start and the latest end of the
-	// trials, epoch milliseconds (0 when unknown).
+	// Start and End are the earliest start of the trials and the latest
+	// moment a record was written (grading done; in records of older
+	// runs, the latest end of a trial), epoch milliseconds (0 when
+	// unknown): End − Start is the run's wall time.
 	Start, End int64
 	// Cost sums the trials' costs (nil when none reported any).
 	Cost *schemas.Cost
@@ -320,7 +322,7 @@ func (r *Run) addTrial(c *Case, rec *schemas.CaptureRecord) error {
 	if s := rec.Timing.Start; s > 0 && (r.Start == 0 || s < r.Start) {
 		r.Start = s
 	}
-	r.End = max(r.End, rec.Timing.End)
+	r.End = max(r.End, rec.Timing.End, rec.Timing.Written)
 	r.Cost = r.Cost.Add(rec.Cost)
 
 	pass, excluded := c.Count.Add(rec)

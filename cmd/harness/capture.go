@@ -169,7 +169,11 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 	if total == 0 {
 		log.printf("nothing to run: all %s in %s\n", plural(len(done), "unit"), f.output)
 		if hooks.finish != nil {
-			// A run stopped with nothing left to do is finished now.
+			// A run stopped with nothing left to do is finished now: its
+			// cases are seen (a case whose trials an earlier run all
+			// kept is complete), none has a unit to run.
+			for range units {
+			}
 			err := hooks.finish(out, &capture.Stats{}, false, false)
 			var ee *exitError
 			if err != nil && !errors.As(err, &ee) {
