@@ -257,7 +257,7 @@ func (r *Run) addCapture(rec *schemas.CaptureRecord, line int) error {
 	if c.Category == "" {
 		c.Category = category(rec.Metadata)
 	}
-	if err := r.addTrial(c, rec); err != nil {
+	if err := r.addTrial(c, rec, nil); err != nil {
 		return err
 	}
 	c.K = max(c.K, len(c.Trials))
@@ -284,7 +284,7 @@ func (r *Run) addTrials(tr *schemas.TrialsRecord, line int) error {
 		if c.Category == "" {
 			c.Category = category(recs[i].Metadata)
 		}
-		if err := r.addTrial(c, &recs[i]); err != nil {
+		if err := r.addTrial(c, &recs[i], &tr.Trials[i]); err != nil {
 			return err
 		}
 	}
@@ -310,7 +310,9 @@ func (r *Run) Case(id string) *Case {
 	return nil
 }
 
-func (r *Run) addTrial(c *Case, rec *schemas.CaptureRecord) error {
+// addTrial adds one trial of case c: rec, or the trials record's entry
+// (when not nil) that rec was made from, which says how it counted.
+func (r *Run) addTrial(c *Case, rec *schemas.CaptureRecord, entry *schemas.TrialEntry) error {
 	if !r.provSet {
 		p := rec.Provenance
 		r.Agent, r.AgentVersion, r.Harness, r.Graders = p.AgentName, p.AgentVersion, p.Harness, p.Graders
@@ -325,7 +327,13 @@ func (r *Run) addTrial(c *Case, rec *schemas.CaptureRecord) error {
 	r.End = max(r.End, rec.Timing.End, rec.Timing.Written)
 	r.Cost = r.Cost.Add(rec.Cost)
 
-	pass, excluded := c.Count.Add(rec)
+	var pass bool
+	var excluded string
+	if entry != nil {
+		pass, excluded = c.Count.AddEntry(entry)
+	} else {
+		pass, excluded = c.Count.Add(rec)
+	}
 	t := &Trial{
 		Num:        rec.Trial,
 		Excluded:   excluded,

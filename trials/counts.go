@@ -57,6 +57,32 @@ func (c *Counts) Add(r *schemas.CaptureRecord, failOn map[string]bool) (pass boo
 	return pass, excluded
 }
 
+// AddEntry counts one trial of a trials record as the record counted it
+// (see EntryOutcome) and returns how.
+func (c *Counts) AddEntry(e *schemas.TrialEntry) (pass bool, excluded string) {
+	rec := e.Capture()
+	pass, excluded = EntryOutcome(e)
+	if excluded == "" && rec.Error != nil {
+		// Counted as a failure (--fail-on): count it so.
+		rec.Error, rec.Score = nil, &schemas.GraderResult{}
+	}
+	c.Add(&rec, nil)
+	return pass, excluded
+}
+
+// EntryOutcome says how a trial of a trials record counted: as its record
+// does (Outcome), except a trial with an error that the run counted in n
+// as a failure (--fail-on; harness writes it with pass false and score 0,
+// and no exclusion).
+func EntryOutcome(e *schemas.TrialEntry) (pass bool, excluded string) {
+	rec := e.Capture()
+	pass, excluded = Outcome(&rec)
+	if excluded != "" && excluded != Ungraded && e.Excluded == "" && e.Pass != nil && !*e.Pass && e.Score != nil && *e.Score == 0 {
+		return false, ""
+	}
+	return pass, excluded
+}
+
 // Merge adds the counts of o to c.
 func (c *Counts) Merge(o Counts) {
 	c.Trials += o.Trials

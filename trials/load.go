@@ -23,8 +23,18 @@ type CaseCount struct {
 // Add counts one trial of the case (as Counts.Add does) and returns how
 // it counted.
 func (cc *CaseCount) Add(r *schemas.CaptureRecord) (pass bool, excluded string) {
+	return cc.count(func(c *Counts) (bool, string) { return c.Add(r, nil) })
+}
+
+// AddEntry counts one trial of the case's trials record as the record
+// counted it (as Counts.AddEntry does) and returns how.
+func (cc *CaseCount) AddEntry(e *schemas.TrialEntry) (pass bool, excluded string) {
+	return cc.count(func(c *Counts) (bool, string) { return c.AddEntry(e) })
+}
+
+func (cc *CaseCount) count(add func(*Counts) (bool, string)) (pass bool, excluded string) {
 	c := Counts{Trials: cc.Trials, Graded: cc.N, Passed: cc.C, Ungraded: cc.Ungraded, Errors: cc.Errors}
-	pass, excluded = c.Add(r, nil)
+	pass, excluded = add(&c)
 	cc.Trials, cc.N, cc.C, cc.Ungraded, cc.Errors = c.Trials, c.Graded, c.Passed, c.Ungraded, c.Errors
 	return pass, excluded
 }
@@ -87,8 +97,7 @@ func ReadRun(name string, r io.Reader) (*Run, error) {
 			seenCase[l.Trials.ID] = l.Line
 			cc := get(l.Trials.ID)
 			for i := range l.Trials.Trials {
-				rec := l.Trials.Trials[i].Capture()
-				cc.Add(&rec)
+				cc.AddEntry(&l.Trials.Trials[i])
 			}
 			if a := l.Trials.Adaptive; a != nil && a.PassRate != nil {
 				cc.Estimate = a.PassRate

@@ -162,7 +162,8 @@ if [ $pass = true ]; then echo '{"pass":true,"score":1}'; else echo '{"pass":fal
 // every trial of the output: after --resume (the earlier run's trials
 // too), in an adaptive run (every trial it ran, not the units it started
 // with) and in a replay whose recorded errors the grader graded anyway
-// (they are left out of n everywhere).
+// (they are left out of n everywhere, unless --fail-on counts them as
+// failures, and then everywhere).
 func TestCountsAgree(t *testing.T) {
 	dir := t.TempDir()
 	write(t, filepath.Join(dir, "g.sh"), countsGrader, 0o755)
@@ -222,6 +223,15 @@ func TestCountsAgree(t *testing.T) {
 		agree(t, counted{trials: 8, graded: 4, passed: 3, errors: "agent_error 4"}, map[string]counted{
 			"last line": lastLine(t, stderr), "headline": headline(t, stderr),
 			"summary file": summaryFile(t, filepath.Join(dir, "p.summary.json")), "report": reportCounts(t, dir, "p.jsonl"),
+		})
+	})
+
+	t.Run("fail-on", func(t *testing.T) {
+		stderr := countsRun(t, dir, 3, "trials", "errs.jsonl", "-k", "2", "-g", "./g.sh", "--fail-on", "agent_error", "-o", "f.jsonl", "--", "fakeagent")
+		// The agent errors count in n as failures, in the report too.
+		agree(t, counted{trials: 8, graded: 8, passed: 3}, map[string]counted{
+			"last line": lastLine(t, stderr), "headline": headline(t, stderr),
+			"summary file": summaryFile(t, filepath.Join(dir, "f.summary.json")), "report": reportCounts(t, dir, "f.jsonl"),
 		})
 	})
 
