@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -65,9 +66,26 @@ func (g *graderCheck) see(id string, trial int, graders []string) {
 }
 
 // sameGraders says whether two runs' grader lists name the same graders,
-// in any order.
+// in any order, wherever their files were named from: a grader's name is
+// its kind and file ("exec:./check.sh", "cases:suite.yaml#words"), and a
+// resumed run may spell the file's directory another way (a suite's run
+// names it by its absolute path).
 func sameGraders(a, b []string) bool {
-	return slices.Equal(slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b)))
+	canonical := func(names []string) []string {
+		out := make([]string, len(names))
+		for i, n := range names {
+			kind, file, ok := strings.Cut(n, ":")
+			if !ok {
+				out[i] = n
+				continue
+			}
+			file, frag, _ := strings.Cut(file, "#")
+			out[i] = kind + ":" + filepath.Base(file) + "#" + frag
+		}
+		slices.Sort(out)
+		return out
+	}
+	return slices.Equal(canonical(a), canonical(b))
 }
 
 func gradedBy(names []string, verb, none string) string {
