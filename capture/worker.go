@@ -346,6 +346,7 @@ func (w *worker) take(ctx context.Context, p *prepared) *caseRun {
 	now := time.Now()
 	run.start = now.Add(-run.sessionDur)
 	run.record.Timing.Start = run.start.UnixMilli()
+	run.rec.Restart(run.start, now) // the steps' timestamps count from it too
 	run.prefetched = true
 	return run
 }

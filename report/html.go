@@ -271,7 +271,7 @@ func buildRunView(r *Run, label string, opt Options) runView {
 	v := runView{
 		Label: label, Name: r.Name, Kind: r.Kind,
 		Harness: r.Harness, Graders: strings.Join(r.Graders, ", "),
-		Cases: sum.Cases, Trials: r.Trials(), Graded: sum.Graded, Passes: sum.Passes,
+		Cases: sum.Cases, Trials: sum.Trials, Graded: sum.Graded, Passes: sum.Passes,
 		ScoredCases: sum.ScoredCases, GraderErrors: trials.GraderErrors(sum), Unscored: strings.Join(sum.UnscoredCases, ", "),
 		Ungraded: sum.Ungraded, Missing: sum.Missing, K: sum.K,
 		Warnings: sum.Warnings, HasDetails: r.HasDetails(), Summary: sum,

@@ -85,7 +85,12 @@ func writeRunMarkdown(b *strings.Builder, r *Run, label string, rule CaseRule, o
 		if sum.PassRateCI != nil {
 			fmt.Fprintf(b, " (95%% CI %s–%s)", pct(sum.PassRateCI.Low), pct(sum.PassRateCI.High))
 		}
-		fmt.Fprintf(b, ": %d of %d graded trials passed", sum.Passes, sum.Graded)
+		if sum.Adaptive != nil {
+			// Not passes/graded, which the stopping rule biases.
+			fmt.Fprintf(b, ", the mean of the cases' unbiased estimates; %d of %d graded trials passed", sum.Passes, sum.Graded)
+		} else {
+			fmt.Fprintf(b, ": %d of %d graded trials passed", sum.Passes, sum.Graded)
+		}
 	} else {
 		b.WriteString("**No graded trials** (run with a grader, -g)")
 	}

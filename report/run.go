@@ -79,8 +79,10 @@ type Run struct {
 	// provenance.
 	Agent, AgentVersion, Harness string
 	Graders                      []string
-	// Start and End are the earliest start and the latest end of the
-	// trials, epoch milliseconds (0 when unknown).
+	// Start and End are the earliest start of the trials and the latest
+	// moment a record was written (grading done; in records of older
+	// runs, the latest end of a trial), epoch milliseconds (0 when
+	// unknown): End − Start is the run's wall time.
 	Start, End int64
 	// Cost sums the trials' costs (nil when none reported any).
 	Cost *schemas.Cost
@@ -255,7 +257,7 @@ func (r *Run) addCapture(rec *schemas.CaptureRecord, line int) error {
 	if c.Category == "" {
 		c.Category = category(rec.Metadata)
 	}
-	if err := r.addTrial(c, rec); err != nil {
+	if err := r.addTrial(c, rec, nil); err != nil {
 		return err
 	}
 	c.K = max(c.K, len(c.Trials))
@@ -282,7 +284,7 @@ func (r *Run) addTrials(tr *schemas.TrialsRecord, line int) error {
 		if c.Category == "" {
 			c.Category = category(recs[i].Metadata)
 		}
-		if err := r.addTrial(c, &recs[i]); err != nil {
+		if err := r.addTrial(c, &recs[i], &tr.Trials[i]); err != nil {
 			return err
 		}
 	}
@@ -308,7 +310,9 @@ func (r *Run) Case(id string) *Case {
 	return nil
 }
 
-func (r *Run) addTrial(c *Case, rec *schemas.CaptureRecord) error {
+// addTrial adds one trial of case c: rec, or the trials record's entry
+// (when not nil) that rec was made from, which says how it counted.
+func (r *Run) addTrial(c *Case, rec *schemas.CaptureRecord, entry *schemas.TrialEntry) error {
 	if !r.provSet {
 		p := rec.Provenance
 		r.Agent, r.AgentVersion, r.Harness, r.Graders = p.AgentName, p.AgentVersion, p.Harness, p.Graders
@@ -320,10 +324,16 @@ func (r *Run) addTrial(c *Case, rec *schemas.CaptureRecord) error {
 	if s := rec.Timing.Start; s > 0 && (r.Start == 0 || s < r.Start) {
 		r.Start = s
 	}
-	r.End = max(r.End, rec.Timing.End)
+	r.End = max(r.End, rec.Timing.End, rec.Timing.Written)
 	r.Cost = r.Cost.Add(rec.Cost)
 
-	pass, excluded := trials.Outcome(rec)
+	var pass bool
+	var excluded string
+	if entry != nil {
+		pass, excluded = c.Count.AddEntry(entry)
+	} else {
+		pass, excluded = c.Count.Add(rec)
+	}
 	t := &Trial{
 		Num:        rec.Trial,
 		Excluded:   excluded,
@@ -342,24 +352,14 @@ func (r *Run) addTrial(c *Case, rec *schemas.CaptureRecord) error {
 			t.ToolCalls++
 		}
 	}
-	cnt := &c.Count
-	cnt.Trials++
-	switch excluded {
-	case "":
-		cnt.N++
+	switch {
+	case excluded == "" && pass:
+		t.Status = StatusPass
+	case excluded == "":
 		t.Status = StatusFail
-		if pass {
-			cnt.C++
-			t.Status = StatusPass
-		}
-	case trials.Ungraded:
-		cnt.Ungraded++
+	case excluded == trials.Ungraded:
 		t.Status = StatusUngraded
 	default:
-		if cnt.Errors == nil {
-			cnt.Errors = map[string]int{}
-		}
-		cnt.Errors[excluded]++
 		t.Status = StatusError
 	}
 	if g := rec.Score; g != nil {

@@ -85,11 +85,14 @@ type Truncation struct {
 	Fields []string `json:"fields"`
 }
 
-// Timing holds the wall-clock facts of a record. Start and End are epoch
-// milliseconds; the others are durations in milliseconds.
+// Timing holds the wall-clock facts of a record. Start, End and Written
+// are epoch milliseconds; the others are durations in milliseconds. End is
+// when the agent answered the case's last turn; Written when the run
+// wrote the record, grading done (0 in records of older runs).
 type Timing struct {
 	Start           int64  `json:"start"`
 	End             int64  `json:"end"`
+	Written         int64  `json:"written,omitempty"`
 	FirstResponse   *int64 `json:"firstResponse,omitempty"`
 	SessionCreation int64  `json:"sessionCreation"`
 	Total           int64  `json:"total"`

@@ -78,6 +78,10 @@ type runHooks struct {
 	// interrupted says the run did not run every unit, budget that a
 	// budget stopped it.
 	finish func(out *results.Output, stats *capture.Stats, interrupted, budget bool) error
+	// counts, when set, gives the counts of the run's last line (every
+	// trial the output holds); without it they are those of the capture
+	// records in the output, the ones an earlier run left included.
+	counts func() trials.Counts
 	// units, when set, replaces the k trials of every case: given the
 	// units done, it returns how many units the run starts with and the
 	// sequence to run under ctx, which may add units as records come in
@@ -140,11 +144,15 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 	// ungraded are the units an earlier run played to the end but did
 	// not grade: they are graded, not run again.
 	var ungraded map[results.UnitKey]*schemas.CaptureRecord
+	// counts are the capture records of the output: those kept from an
+	// earlier run and those written now (guarded by mu once the run is
+	// under way).
+	var counts trials.Counts
 	if f.resume {
 		resume := hooks.resume
 		if resume == nil {
 			resume = func(out *results.Output) (map[results.UnitKey]bool, map[results.UnitKey]*schemas.CaptureRecord, error) {
-				return out.ResumeCapture(f.retryErrors)
+				return resumeCapture(out, f.retryErrors, setup.cfg.GraderNames, &counts)
 			}
 		}
 		if done, ungraded, err = resume(out); err != nil {
@@ -170,7 +178,11 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 	if total == 0 {
 		log.printf("nothing to run: all %s in %s\n", plural(len(done), "unit"), f.output)
 		if hooks.finish != nil {
-			// A run stopped with nothing left to do is finished now.
+			// A run stopped with nothing left to do is finished now: its
+			// cases are seen (a case whose trials an earlier run all
+			// kept is complete), none has a unit to run.
+			for range units {
+			}
 			err := hooks.finish(out, &capture.Stats{}, false, false)
 			var ee *exitError
 			if err != nil && !errors.As(err, &ee) {
@@ -238,11 +250,15 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 	if total > 1 && setup.cfg.Workspace == "" && !setup.anyCaseWorkspace {
 		shared = newSharedWrites(setup.cfg.Cwd, time.Now())
 	}
+	unitCount := plural(total, "unit")
+	if growing != nil {
+		unitCount += " to start (more as the cases' intervals ask for them)"
+	}
 	switch {
 	case setup.cfg.Adapter != nil:
-		log.printf("agent %s, headless (--adapter %s); %s\n", init.AgentInfo.Name, setup.cfg.Adapter.Name, plural(total, "unit"))
+		log.printf("agent %s, headless (--adapter %s); %s\n", init.AgentInfo.Name, setup.cfg.Adapter.Name, unitCount)
 	case init.AgentInfo != nil:
-		log.printf("agent %s %s (ACP %d); %s\n", init.AgentInfo.Name, init.AgentInfo.Version, init.ProtocolVersion, plural(total, "unit"))
+		log.printf("agent %s %s (ACP %d); %s\n", init.AgentInfo.Name, init.AgentInfo.Version, init.ProtocolVersion, unitCount)
 	}
 	var mu sync.Mutex
 	var reported float64 // of the run's dollars, those the agent reported itself
@@ -276,6 +292,8 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 			reported += agentReportedUSD(rec, f.prices, f.agentModel)
 			mu.Unlock()
 		}
+		// Written once graded: the run's wall ends with its last record.
+		rec.Timing.Written = time.Now().UnixMilli()
 		var err error
 		if collect != nil {
 			mu.Lock()
@@ -283,6 +301,11 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 			mu.Unlock()
 		} else {
 			err = out.Write(rec)
+			if err == nil {
+				mu.Lock()
+				counts.Add(rec, nil)
+				mu.Unlock()
+			}
 		}
 		if err != nil {
 			return outputError(err)
@@ -347,7 +370,10 @@ func runUnits(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 	// and never counts.
 	foreign := checkWritten(out)
 	log.stop()
-	log.summary(stats)
+	if hooks.counts != nil {
+		counts = hooks.counts()
+	}
+	log.summary(counts)
 	// Every record is in: what the controller counted is what the run spent.
 	spent := ctl.Spent()
 	if spent != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -173,6 +174,7 @@ Examples:
 			},
 			onCase:  col.seeCase,
 			collect: col.add,
+			counts:  col.counts,
 			finish: func(out *results.Output, stats *capture.Stats, interrupted, budget bool) error {
 				return col.finish(e, f, out, interrupted, budget, summaryPath, seed, resamples, gates)
 			},
@@ -208,6 +210,11 @@ type trialsCollector struct {
 	// ungraded holds the units whose ungraded records are in the partial
 	// file and not graded yet: the file stays for them.
 	ungraded map[results.UnitKey]bool
+	// interrupted counts the trials a stop cut short (kept in the partial
+	// file, and run again by --resume).
+	interrupted int
+	// result is the run's summary, once computed.
+	result *schemas.TrialsSummary
 }
 
 type pendingCase struct {
@@ -229,6 +236,7 @@ func (t *trialsCollector) resume(out *results.Output, retryErrors bool) (map[res
 	t.written = complete
 	var retried []schemas.CaptureRecord
 	var mismatch error
+	check := graderCheck{file: out.Name(), want: t.setup.cfg.GraderNames}
 	// Old summaries go (a new one ends the run); with retryErrors, a case
 	// with errored trials goes too, its good trials kept as pending.
 	_, err := out.Resume(func(line []byte) bool {
@@ -246,6 +254,9 @@ func (t *trialsCollector) resume(out *results.Output, retryErrors bool) (map[res
 		}
 		if mismatch == nil {
 			mismatch = t.sameRun(&tr)
+		}
+		for i := range tr.Trials {
+			check.see(tr.ID, tr.Trials[i].TrialNum, tr.Trials[i].Record.Provenance.Graders)
 		}
 		if retryErrors && len(tr.Errors) > 0 {
 			for i := range tr.Trials {
@@ -265,7 +276,7 @@ func (t *trialsCollector) resume(out *results.Output, retryErrors bool) (map[res
 		return true
 	})
 	if err == nil {
-		err = mismatch
+		err = cmp.Or(mismatch, check.err)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -312,6 +323,10 @@ func (t *trialsCollector) resume(out *results.Output, retryErrors bool) (map[res
 		}
 		if rec.Error != nil && results.Rerun(rec.Error.Class, retryErrors) {
 			return nil
+		}
+		partial := graderCheck{want: check.want} // eachJSONLine names the file
+		if partial.see(rec.ID, rec.Trial, rec.Provenance.Graders); partial.err != nil {
+			return partial.err
 		}
 		pend(rec)
 		return nil
@@ -393,6 +408,7 @@ func (t *trialsCollector) add(rec *schemas.CaptureRecord, out *results.Output) e
 		delete(t.ungraded, key)
 	}
 	if rec.Error != nil && rec.Error.Class == schemas.ErrInterrupted {
+		t.interrupted++
 		return nil // not finished: --resume runs it again
 	}
 	p := t.open[rec.ID]
@@ -521,6 +537,7 @@ func (t *trialsCollector) finish(e *env, f *runFlags, out *results.Output, inter
 		t.budgetStopped()
 	}
 	sum := t.summary.Result(seed, resamples)
+	t.result = &sum
 	if summaryPath != "" {
 		err := results.ReplaceFile(summaryPath, 0o644, func(w io.Writer) error {
 			return writePrettyJSON(w, sum)
@@ -541,6 +558,35 @@ func (t *trialsCollector) finish(e *env, f *runFlags, out *results.Output, inter
 		}
 	}
 	return checkGates(gates, sum, t.allowGraderErrors)
+}
+
+// counts are the counts of the run's last line: those of its summary, or
+// when it has none (it was interrupted), those of the cases in the output
+// and of the trials of the others, finished or cut short.
+func (t *trialsCollector) counts() trials.Counts {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.result != nil {
+		return trials.CountsOf(*t.result)
+	}
+	c := t.summary.Counts()
+	add := func(p *pendingCase) {
+		for i := range p.recs {
+			c.Add(&p.recs[i], t.failOn)
+		}
+	}
+	for _, p := range t.open {
+		add(p)
+	}
+	for _, p := range t.queue {
+		if p.record != nil { // complete, not written
+			add(p)
+		}
+	}
+	if t.interrupted > 0 {
+		c.Merge(trials.Counts{Trials: t.interrupted, Errors: map[string]int{schemas.ErrInterrupted: t.interrupted}})
+	}
+	return c
 }
 
 // budgetStopped adds to the summary the cases of an adaptive run that the
