@@ -381,7 +381,8 @@ func (w *worker) finishLayer(run *caseRun, rec *schemas.CaptureRecord) {
 	if err != nil {
 		rec.Errors = append(rec.Errors, "image layer changes: "+err.Error())
 	}
-	ws.FileChanges, ws.OutsideChanges = changes, outside
+	ws.FileChanges, ws.GitChanges = splitGit(changes)
+	ws.OutsideChanges = outside
 	if ws.FileChanges == nil {
 		ws.FileChanges = []schemas.FileChange{}
 	}

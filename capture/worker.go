@@ -762,12 +762,12 @@ func (w *worker) finish(run *caseRun) {
 		rec.Error.Stderr = run.ag.proc.StderrTail()
 	}
 	if run.ws != nil {
-		changes, err := run.ws.Changes()
+		changes, git, err := run.ws.Changes()
 		if err != nil {
 			changes = nil
 			rec.Errors = append(rec.Errors, "workspace changes: "+err.Error())
 		}
-		rec.Workspace = &schemas.Workspace{Path: run.ws.Path, Template: run.ws.Template, Kept: cfg.KeepWorkspaces, FileChanges: changes}
+		rec.Workspace = &schemas.Workspace{Path: run.ws.Path, Template: run.ws.Template, Kept: cfg.KeepWorkspaces, FileChanges: changes, GitChanges: git}
 		if rec.Workspace.FileChanges == nil {
 			rec.Workspace.FileChanges = []schemas.FileChange{}
 		}
