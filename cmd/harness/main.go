@@ -22,6 +22,7 @@ import (
 	"harness/internal/buildinfo"
 	"harness/internal/orphans"
 	"harness/internal/redact"
+	"harness/internal/suggest"
 	"harness/schemas"
 )
 
@@ -342,35 +343,10 @@ func flagHint(c *command, err error) string {
 	return hint
 }
 
-// closestFlag is the flag of fs whose name is nearest to name (at most two
-// edits away), or "".
+// closestFlag is the flag of fs whose name is nearest to name (see
+// suggest.Nearest), or "".
 func closestFlag(fs *pflag.FlagSet, name string) string {
-	best, bestDist := "", 3
-	fs.VisitAll(func(f *pflag.Flag) {
-		if d := editDistance(name, f.Name); d < bestDist {
-			best, bestDist = f.Name, d
-		}
-	})
-	return best
-}
-
-// editDistance is the Levenshtein distance of a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	var names []string
+	fs.VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+	return suggest.Nearest(name, names)
 }
