@@ -19,14 +19,20 @@ func Nearest(name string, known []string) string {
 	return best
 }
 
-// Distance is the Levenshtein distance of a and b, in bytes.
+// Distance is the edit distance of a and b, in bytes: insertions,
+// deletions, substitutions and swaps of two neighbours each count one
+// (the optimal string alignment distance).
 func Distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
+	// rows[i%3] is the row of a[:i]: the current one and the two before.
+	var rows [3][]int
+	for r := range rows {
+		rows[r] = make([]int, len(b)+1)
+	}
+	for j := range rows[0] {
+		rows[0][j] = j
 	}
 	for i := 1; i <= len(a); i++ {
+		cur, prev, prev2 := rows[i%3], rows[(i-1)%3], rows[(i+1)%3]
 		cur[0] = i
 		for j := 1; j <= len(b); j++ {
 			cost := 1
@@ -34,8 +40,10 @@ func Distance(a, b string) int {
 				cost = 0
 			}
 			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
 		}
-		prev, cur = cur, prev
 	}
-	return prev[len(b)]
+	return rows[len(a)%3][len(b)]
 }

@@ -26,7 +26,8 @@ func TestDistance(t *testing.T) {
 	for _, c := range []struct {
 		a, b string
 		want int
-	}{{"", "abc", 3}, {"kitten", "sitting", 3}, {"contans", "contains", 1}, {"same", "same", 0}} {
+	}{{"", "abc", 3}, {"kitten", "sitting", 3}, {"contans", "contains", 1}, {"same", "same", 0},
+		{"inptu", "input", 1}, {"ab", "ba", 1}, {"abc", "", 3}, {"ca", "abc", 3}} {
 		if got := Distance(c.a, c.b); got != c.want {
 			t.Errorf("Distance(%q, %q) = %d, want %d", c.a, c.b, got, c.want)
 		}
