@@ -565,6 +565,7 @@ func (w *worker) setup(ctx context.Context, u Unit) *caseRun {
 				w.ag.kill()
 			}
 		}
+		w.r.explainKey(w.ag, info)
 		w.fail(run, info)
 		return nil
 	}
@@ -698,6 +699,9 @@ func (w *worker) turnError(run *caseRun, n int, err error) *schemas.ErrorInfo {
 		info.Message = fmt.Sprintf("the agent exited during turn %d", n) + strings.TrimPrefix(info.Message, "the agent closed the connection")
 	} else {
 		info.Message = fmt.Sprintf("turn %d: session/prompt: %s", n, info.Message)
+	}
+	if info.Class == schemas.ErrAuthRequired {
+		w.r.explainKey(w.ag, info)
 	}
 	return info
 }
