@@ -15,6 +15,15 @@ func TestKeyHint(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(loggedIn, ".claude", ".credentials.json"), []byte("{}"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	for _, f := range []string{".codex/auth.json", ".gemini/oauth_creds.json"} {
+		p := filepath.Join(loggedIn, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("{}"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	claudeCmd := []string{"node", "/x/node_modules/@zed-industries/claude-code-acp/dist/index.js"}
 	claudeInfo := []string{"@zed-industries/claude-code-acp", "Claude Code"}
 	for _, c := range []struct {
@@ -40,6 +49,11 @@ func TestKeyHint(t *testing.T) {
 		{"codex", []string{"codex-acp"}, nil, []string{"HOME=" + home}, false, "",
 			"Codex found no API key (set OPENAI_API_KEY or CODEX_API_KEY)"},
 		{"codex with a key", nil, []string{"codex-acp"}, []string{"HOME=" + home, "CODEX_API_KEY=k"}, false, "", ""},
+		{"codex logged in", nil, []string{"codex-acp"}, []string{"HOME=" + loggedIn}, false, "", ""},
+		{"codex's home holds no login", nil, []string{"codex-acp"}, []string{"HOME=" + loggedIn, "CODEX_HOME=" + home}, false, "",
+			"Codex found no API key (set OPENAI_API_KEY or CODEX_API_KEY)"},
+		{"gemini logged in", nil, []string{"gemini"}, []string{"HOME=" + loggedIn}, false, "", ""},
+		{"gemini on Vertex", nil, []string{"gemini"}, []string{"HOME=" + home, "GOOGLE_GENAI_USE_VERTEXAI=true"}, false, "", ""},
 		{"gemini", nil, []string{"gemini", "--experimental-acp"}, []string{"HOME=" + home}, false, "",
 			"Gemini CLI found no API key (set GEMINI_API_KEY or GOOGLE_API_KEY)"},
 		{"an unknown agent: its stderr", nil, []string{"./my-agent"}, []string{"HOME=" + home}, false,
