@@ -92,7 +92,7 @@ func writeRunMarkdown(b *strings.Builder, r *Run, label string, rule CaseRule, o
 			fmt.Fprintf(b, ": %d of %d graded trials passed", sum.Passes, sum.Graded)
 		}
 	} else {
-		b.WriteString("**No graded trials** (run with a grader, -g)")
+		fmt.Fprintf(b, "**No graded trials** (%s)", mdText(trials.NoGradedReason(sum.Ungraded, sum.Missing, sum.Errors)))
 	}
 	fmt.Fprintf(b, " · %d of %d cases graded · %d of %d trials graded", sum.ScoredCases, sum.Cases, sum.Graded, sum.Trials)
 	if sum.K > 0 {

@@ -178,8 +178,13 @@ type Workspace struct {
 	Template string `json:"template,omitempty"`
 	// Kept says the copy was left on disk.
 	Kept bool `json:"kept,omitempty"`
-	// FileChanges lists what the agent added, modified or deleted.
+	// FileChanges lists what the agent added, modified or deleted in the
+	// work tree.
 	FileChanges []FileChange `json:"fileChanges"`
+	// GitChanges lists what changed inside a repository's .git (config,
+	// hooks, refs, HEAD; not objects, logs or the index): text files with
+	// their diffs, binary files without their content.
+	GitChanges []FileChange `json:"gitChanges,omitempty"`
 	// Image names the image the case ran in (its reference and ID), when
 	// it ran in one; FileChanges then covers its working directory.
 	Image string `json:"image,omitempty"`

@@ -135,6 +135,33 @@ func (s *Summary) Counts() Counts {
 	return c
 }
 
+// NoGradedReason says why a run has no graded trial, from its counts of
+// trials run without a grader, asked trials with no record, and trials
+// left out by error class: "run with a grader, -g" only when that is why.
+func NoGradedReason(ungraded, missing int, errors map[string]int) string {
+	var parts []string
+	if len(errors) > 0 {
+		var classes []string
+		for _, class := range slices.Sorted(maps.Keys(errors)) {
+			classes = append(classes, fmt.Sprintf("%d %s", errors[class], class))
+		}
+		parts = append(parts, "the trials ended in errors: "+strings.Join(classes, ", "))
+	}
+	if ungraded > 0 {
+		if len(parts) == 0 && missing == 0 {
+			return "run with a grader, -g"
+		}
+		parts = append(parts, fmt.Sprintf("%d ran without a grader (-g)", ungraded))
+	}
+	if missing > 0 {
+		parts = append(parts, fmt.Sprintf("%d asked trials have no record", missing))
+	}
+	if len(parts) == 0 {
+		return "no trial ran"
+	}
+	return strings.Join(parts, "; ")
+}
+
 // Cases returns how many records were added.
 func (s *Summary) Cases() int { return s.cases }
 
@@ -188,7 +215,7 @@ func (s *Summary) Result(seed uint64, resamples int) schemas.TrialsSummary {
 	}
 	if out.Graded == 0 || len(s.n) == 0 && len(s.rates) == 0 {
 		if s.cases > 0 {
-			out.Warnings = append(out.Warnings, "no graded trial in the run: there are no pass metrics (run with a grader, -g)")
+			out.Warnings = append(out.Warnings, "no graded trial in the run: there are no pass metrics ("+NoGradedReason(s.ungraded, s.missing, s.errors)+")")
 		}
 		s.last = &out
 		return out

@@ -398,6 +398,16 @@
       });
       frag.appendChild(fc);
     }
+    // What changed inside the repository's .git (a commit's refs, an
+    // edited config or hook), apart from the work tree's changes.
+    if (ws && ws.gitChanges && ws.gitChanges.length) {
+      var gc = el("details", { class: "gitchanges" }, el("summary", { text: ws.gitChanges.length + " change(s) inside .git" }));
+      ws.gitChanges.forEach(function (f) {
+        gc.appendChild(el("div", { class: "mono", text: f.status + " " + f.path + (f.binary ? " (binary)" : "") + " · " + f.size + " bytes" }));
+        if (f.diff) gc.appendChild(diffPre(f.diff));
+      });
+      frag.appendChild(gc);
+    }
     if (rec.agentStderr) frag.appendChild(el("details", null, el("summary", { text: "agent stderr" }), pre(rec.agentStderr, "err")));
     // Format 2 keeps the acp-harness step kinds in trajectory and the rest
     // in events: put them back in one list, in stepId order.
