@@ -286,7 +286,16 @@ func (f *runFlags) prepare(e *env, args, agent []string, cmdName string) (*runSe
 	if err != nil {
 		return nil, err
 	}
-	gopts := graders.Options{Timeout: graderTO, Getenv: e.getenv, Dir: wd, Sandbox: sb, JudgeCache: cache,
+	gsb := sb
+	if _, ok := sb.(*sandbox.Bwrap); ok {
+		// The run's sandboxed graders share a build cache, removed with
+		// the run (docs/sandbox.md).
+		bc := sandbox.NewBuildCache("", e.getenv)
+		gsb = bc.Runner(sb)
+		prev := s.cleanup
+		s.cleanup = func() { bc.Remove(); prev() }
+	}
+	gopts := graders.Options{Timeout: graderTO, Getenv: e.getenv, Dir: wd, Sandbox: gsb, JudgeCache: cache,
 		SecretEnv: func(name string) { graderSecrets = append(graderSecrets, name) }}
 	for _, spec := range f.graders {
 		g, err := graders.Load(spec, gopts)
