@@ -35,6 +35,9 @@ type Query struct {
 	Text string
 	// Offset and Limit page the result (Limit 0: 200).
 	Offset, Limit int
+	// Find, when set, pages around one trial instead: the 50 rows before
+	// it, it and the 50 after (Page.At says where it is).
+	Find *unitKey
 }
 
 // maxLimit bounds a page of rows.
@@ -94,6 +97,13 @@ func parseQuery(v url.Values) (Query, error) {
 	if q.Limit == 0 {
 		q.Limit = 200
 	}
+	if id := v.Get("find"); id != "" {
+		t, err := strconv.Atoi(v.Get("ftrial"))
+		if err != nil {
+			return q, fmt.Errorf("ftrial=%q: want a trial number", v.Get("ftrial"))
+		}
+		q.Find = &unitKey{id, t}
+	}
 	q.Limit = min(q.Limit, maxLimit)
 	return q, nil
 }
@@ -116,7 +126,10 @@ type Page struct {
 	Total   int       `json:"total"`
 	Matched int       `json:"matched"`
 	Offset  int       `json:"offset"`
-	Rows    []GridRow `json:"rows"`
+	// At is where the trial of Query.Find is among the matched rows (-1:
+	// not among them).
+	At   int       `json:"at"`
+	Rows []GridRow `json:"rows"`
 }
 
 // outcome is a case's verdict for comparisons (harness compare's rule):
@@ -233,7 +246,17 @@ func (s *Source) query(q Query, other *Source) Page {
 	} else {
 		sortRows(rows, q.Sort, q.Desc)
 	}
-	p := Page{Total: s.live, Matched: len(rows), Offset: q.Offset}
+	p := Page{Total: s.live, Matched: len(rows), Offset: q.Offset, At: -1}
+	if q.Find != nil {
+		for i, r := range rows {
+			if r.ID == q.Find.id && r.Trial == q.Find.trial {
+				p.At = i
+				break
+			}
+		}
+		const around = 50
+		p.Offset, q.Offset, q.Limit = max(0, p.At-around), max(0, p.At-around), 2*around+1
+	}
 	if q.Offset < len(rows) {
 		p.Rows = rows[q.Offset:min(len(rows), q.Offset+q.Limit)]
 	}

@@ -72,7 +72,7 @@ func (s *Source) apply(f *file, ch change) []*Row {
 	for _, pl := range ch.lines {
 		switch pl.kind {
 		case lineCapture:
-			if s.kind == "" {
+			if s.kind == "" && f.role != rolePartial {
 				s.kind = schemas.KindCapture
 			}
 		case lineTrials:
@@ -188,7 +188,7 @@ func (s *Source) caseAggs() map[string]*caseAgg {
 			a.cost += *r.Cost
 		}
 		a.dur += r.Duration
-		if r.loc.file.role == roleMain || s.kind == schemas.KindCapture {
+		if r.loc.file.role != rolePartial {
 			a.done = true
 		}
 	}

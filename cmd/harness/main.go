@@ -126,6 +126,7 @@ func commands() []*command {
 		newCompareCmd(),
 		newTrialsNeededCmd(),
 		newReportCmd(),
+		newViewCmd(),
 		newMergeCmd(),
 		newCheckCmd(),
 		newSchemasCmd(),
