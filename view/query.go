@@ -123,9 +123,9 @@ type GridRow struct {
 
 // Page is one page of a query's rows.
 type Page struct {
-	Total   int       `json:"total"`
-	Matched int       `json:"matched"`
-	Offset  int       `json:"offset"`
+	Total   int `json:"total"`
+	Matched int `json:"matched"`
+	Offset  int `json:"offset"`
 	// At is where the trial of Query.Find is among the matched rows (-1:
 	// not among them).
 	At   int       `json:"at"`
