@@ -60,6 +60,7 @@ func NewServer(ix *Index, opt ServerOptions) *Server {
 	s := &Server{ix: ix, opt: opt, steps: newStepCache(16), mux: http.NewServeMux()}
 	s.mux.HandleFunc("GET /{$}", s.page)
 	s.mux.HandleFunc("GET /assets/{name}", s.asset)
+	s.mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	s.mux.HandleFunc("GET /api/runs", s.apiRuns)
 	s.mux.HandleFunc("GET /api/source", s.apiSource)
 	s.mux.HandleFunc("GET /api/rows", s.apiRows)
@@ -271,7 +272,7 @@ func (s *Server) apiSource(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := sourceDetail{sourceView: s.sourceView(src), Run: runRef{ID: src.run.ID, Name: src.run.Name, Status: src.run.status()},
-		Categories: []string{}, Meta: map[string][]string{}}
+		Categories: []string{}, Meta: map[string][]string{}, Others: []runRef{}}
 	cats := map[string]bool{}
 	meta := map[string]map[string]bool{}
 	for _, row := range src.rows {

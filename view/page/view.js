@@ -379,20 +379,28 @@
 
     v.gen = 0;
     v.refresh = function () {
-      api("source", new URLSearchParams({ src: v.src })).then(function (src) {
-        if (my !== serial) return;
-        if (!head) build(src);
-        loadSummary(src);
+      // The head and the rows in view load side by side.
+      var srcLoad = api("source", new URLSearchParams({ src: v.src }));
+      if (head) {
         v.gen++;
         v.pages = {};
         v.loading = {};
         fetchPage(Math.floor(Math.max(0, list.scrollTop / ROW - 10) / PAGE));
+      }
+      srcLoad.then(function (src) {
+        if (my !== serial) return;
+        if (!head) {
+          build(src);
+          v.gen++;
+          fetchPage(0);
+        }
+        loadSummary(src);
       }, fail);
     };
     v.onEvent = function (type, data) {
       if (type === "runs") return;
       if (data && data.src && data.src !== v.src && data.src !== params.get("changed")) return;
-      schedule(v.refresh, 80);
+      schedule(v.refresh, 40);
     };
     v.keys = function (ev) {
       if (ev.key === "/") { ev.preventDefault(); $("#f-text").focus(); }
