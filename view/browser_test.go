@@ -18,6 +18,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"harness/results"
+	"harness/rundir"
 	"harness/schemas"
 )
 
@@ -393,12 +394,61 @@ func TestBrowserHostile(t *testing.T) {
 	tb.waitJS(`document.getElementById("detail") && document.getElementById("detail").getAttribute("data-steps") === "2"`)
 	type dom struct {
 		Imgs, Scripts, Bold, Svg int
-		Output, Title        string
+		Output, Title            string
 	}
 	d := evalJS[dom](tb, `({Imgs: document.querySelectorAll("main img").length, Scripts: document.scripts.length, Bold: document.querySelectorAll("main b").length,
 		Svg: document.querySelectorAll("main svg").length, Output: document.querySelector("#detail .record > pre").textContent, Title: document.querySelector("h2.caseid").textContent})`)
 	if d.Imgs != 0 || d.Scripts != 2 || d.Bold != 0 || d.Svg != 0 || d.Output != rec.Output || d.Title != rec.ID {
 		t.Errorf("hostile text became markup: %+v", d)
+	}
+	tb.clean()
+}
+
+// TestViewScreenshots writes the screenshots of docs/view.md when
+// HARNESS_VIEW_SCREENSHOTS names the directory to write them to:
+//
+//	HARNESS_VIEW_SCREENSHOTS=$PWD/docs go test ./view -run Screenshots
+func TestViewScreenshots(t *testing.T) {
+	out := os.Getenv("HARNESS_VIEW_SCREENSHOTS")
+	if out == "" {
+		t.Skip("set HARNESS_VIEW_SCREENSHOTS=DIR to write the screenshots of docs/view.md")
+	}
+	dir := t.TempDir()
+	run := filepath.Join(dir, "runs", "20261126T125806Z-example")
+	os.MkdirAll(run, 0o755)
+	copyFixture(t, run, "trials_a.jsonl")
+	copyFixture(t, run, "trials_b.jsonl")
+	rate := func(f float64) *float64 { return &f }
+	err := rundir.Write(run, &rundir.Manifest{Suite: rundir.Suite{Name: "report-fixtures"}, Started: "2026-11-26T12:58:06Z", Ended: "2026-11-26T12:59:38Z",
+		Status: "done", K: 4, Cases: 15, Agents: []rundir.Agent{
+			{Name: "before", Output: "trials_a.jsonl", Status: "ok", PassRate: rate(0.872)},
+			{Name: "after", Output: "trials_b.jsonl", Status: "ok", PassRate: rate(0.85)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile("../testdata/view/workspace-go.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "workspace-go.jsonl"), b, 0o644)
+	ix := newIndex(t, dir)
+	ts := serve(t, ix, ServerOptions{})
+	tb := newTab(t, ts.URL, 1440, 900)
+	a, bb := "runs/20261126T125806Z-example/trials_a.jsonl", "runs/20261126T125806Z-example/trials_b.jsonl"
+	shots := []struct{ name, hash, wait string }{
+		{"view-runs.png", "#/", `document.querySelectorAll("#runs tbody tr[data-src]").length === 3`},
+		{"view-run.png", "#/run?src=" + a + "&sort=status", `document.querySelectorAll("#grid-rows .grow").length > 10`},
+		{"view-trial.png", "#/trial?src=workspace-go.jsonl&id=wrong&trial=1", `document.getElementById("detail") && document.getElementById("detail").getAttribute("data-steps") > "0"`},
+		{"view-compare.png", "#/compare?src=" + a + "&src=" + bb + "&k=1", `document.querySelectorAll(".versus tr.flip").length === 2`},
+		{"view-side.png", "#/side?src=" + a + "&src=" + bb + "&case=answer", `document.querySelectorAll(".sidecol .step.diffmark").length === 2`},
+	}
+	for _, s := range shots {
+		if err := chromedp.Do(tb.ctx, chromedp.Navigate(tb.base+"/"+s.hash)); err != nil {
+			t.Fatal(err)
+		}
+		tb.waitJS(s.wait)
+		evalJS[bool](tb, `new Promise(r => setTimeout(() => r(true), 300))`, chromedp.EvalAwaitPromise)
+		tb.screenshot(filepath.Join(out, s.name))
 	}
 	tb.clean()
 }

@@ -92,8 +92,10 @@ func compare(srcs []*Source, k int, seed uint64, resamples int) Comparison {
 			if a == nil || b == nil {
 				continue
 			}
-			if a.Trials > 0 && b.Trials > 0 {
+			if a.priced && b.priced {
 				costA, costB = append(costA, a.cost), append(costB, b.cost)
+			}
+			if a.Trials > 0 && b.Trials > 0 {
 				timeA, timeB = append(timeA, float64(a.dur)/float64(a.Trials)), append(timeB, float64(b.dur)/float64(b.Trials))
 			}
 			if a.N == 0 || b.N == 0 {

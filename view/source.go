@@ -54,6 +54,7 @@ type caseAgg struct {
 	first  int64 // earliest start of its trials
 	done   bool  // a trials record holds it (or it is a capture file's)
 	cost   float64
+	priced bool // some trial has a cost in USD
 	dur    int64
 	rows   []*Row
 }
@@ -186,6 +187,7 @@ func (s *Source) caseAggs() map[string]*caseAgg {
 		}
 		if r.Cost != nil {
 			a.cost += *r.Cost
+			a.priced = true
 		}
 		a.dur += r.Duration
 		if r.loc.file.role != rolePartial {
