@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"harness/results"
@@ -74,7 +76,7 @@ type change struct {
 }
 
 // readBuf is the read size; a longer line grows the buffer.
-const readBuf = 4 << 20
+const readBuf = 16 << 20
 
 // update reads what the file gained since the last read. It returns no
 // change when nothing did.
@@ -206,10 +208,17 @@ func (f *file) close() {
 	}
 }
 
-// readLines reads complete lines from f.off on and parses them.
+// readLines reads complete lines from f.off on and parses them, the
+// lines of each read spread over the processors.
 func (f *file) readLines(r io.ReaderAt) ([]parsedLine, error) {
 	var out []parsedLine
 	buf := make([]byte, readBuf)
+	type line struct {
+		b   []byte
+		off int64
+		no  int
+	}
+	var lines []line
 	for {
 		n, err := r.ReadAt(buf, f.off)
 		if err != nil && !errors.Is(err, io.EOF) {
@@ -217,24 +226,44 @@ func (f *file) readLines(r io.ReaderAt) ([]parsedLine, error) {
 		}
 		data := buf[:n]
 		consumed := 0
+		lines = lines[:0]
 		for {
 			i := bytes.IndexByte(data[consumed:], '\n')
 			if i < 0 {
 				break
 			}
-			line := data[consumed : consumed+i]
+			b := data[consumed : consumed+i]
 			off := f.off + int64(consumed)
 			consumed += i + 1
 			f.lineNo++
-			if len(bytes.TrimSpace(line)) == 0 {
+			if len(bytes.TrimSpace(b)) > 0 {
+				lines = append(lines, line{b, off, f.lineNo})
+			}
+		}
+		parsed := make([]parsedLine, len(lines))
+		errs := make([]error, len(lines))
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for range min(runtime.GOMAXPROCS(0), len(lines)) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					j := int(next.Add(1) - 1)
+					if j >= len(lines) {
+						return
+					}
+					parsed[j], errs[j] = parseLine(lines[j].b, lines[j].off, f)
+				}
+			}()
+		}
+		wg.Wait()
+		for j, pl := range parsed {
+			if errs[j] != nil {
+				f.badLine(errs[j], lines[j].no)
 				continue
 			}
-			pl, perr := parseLine(line, off, f)
-			if perr != nil {
-				f.badLine(perr)
-				continue
-			}
-			pl.line = f.lineNo
+			pl.line = lines[j].no
 			if !f.checkKind(pl) {
 				continue
 			}
@@ -269,20 +298,20 @@ func (f *file) checkKind(pl parsedLine) bool {
 		return true
 	}
 	if f.kind != kind {
-		f.badLine(&schemas.InputError{Msg: fmt.Sprintf("a %s record in a file of %s records", kind, f.kind)})
+		f.badLine(&schemas.InputError{Msg: fmt.Sprintf("a %s record in a file of %s records", kind, f.kind)}, pl.line)
 		return false
 	}
 	return true
 }
 
-func (f *file) badLine(err error) {
+func (f *file) badLine(err error, line int) {
 	var ie *schemas.InputError
 	if errors.As(err, &ie) {
-		ie.File, ie.Line = f.rel, f.lineNo
+		ie.File, ie.Line = f.rel, line
 		f.problem(ie.Error())
 		return
 	}
-	f.problem(fmt.Sprintf("%s:%d: %v", f.rel, f.lineNo, err))
+	f.problem(fmt.Sprintf("%s:%d: %v", f.rel, line, err))
 }
 
 // report adds a problem found outside a read.

@@ -105,9 +105,9 @@ type recordFields struct {
 	timing                                schemas.Timing
 	usage                                 *schemas.Usage
 	err                                   *schemas.ErrorInfo
-	score                                 *schemas.GraderResult // an object under "score"
-	flatScore                             *float64              // a number under "score"
-	graderResult, graderError             *schemas.GraderResult
+	score                                 *lightGrader // an object under "score"
+	flatScore                             *float64     // a number under "score"
+	graderResult, graderError             *lightGrader
 	pass                                  *bool
 	duration                              float64
 	cost                                  *schemas.Cost
@@ -117,6 +117,53 @@ type recordFields struct {
 	typ                                   string
 	k                                     int
 	trialsStart, trialsEnd                int
+}
+
+// lightGrader is the part of a grader result a row needs (decoded without
+// schemas.GraderResult's own decoder, which is slower): the evidence of
+// checks stays on disk.
+type lightGrader struct {
+	Pass      bool               `json:"pass"`
+	Score     float64            `json:"score"`
+	Reasoning string             `json:"reasoning"`
+	Reason    string             `json:"reason"`
+	Grader    string             `json:"grader"`
+	Error     *schemas.ErrorInfo `json:"error"`
+	Checks    []struct {
+		Text string `json:"text"`
+		Pass bool   `json:"pass"`
+	} `json:"checks"`
+}
+
+func (g *lightGrader) result() *schemas.GraderResult {
+	if g == nil {
+		return nil
+	}
+	r := &schemas.GraderResult{Pass: g.Pass, Score: g.Score, Reasoning: g.Reasoning, Grader: g.Grader, Error: g.Error}
+	if r.Reasoning == "" {
+		r.Reasoning = g.Reason
+	}
+	for _, c := range g.Checks {
+		r.Checks = append(r.Checks, schemas.Check{Text: c.Text, Pass: c.Pass})
+	}
+	return r
+}
+
+// decodeTurns decodes an input: a string or an array of strings.
+func decodeTurns(b []byte) (schemas.Turns, error) {
+	switch b[0] {
+	case '"':
+		var s string
+		err := fastjson.Unmarshal(b, &s)
+		return schemas.SingleTurn(s), err
+	case '[':
+		var l []string
+		err := fastjson.Unmarshal(b, &l)
+		return schemas.Turns{List: l, Multi: true}, err
+	}
+	var t schemas.Turns
+	err := json.Unmarshal(b, &t)
+	return t, err
 }
 
 // decodeInto decodes one field value, naming the field on error.
@@ -151,7 +198,11 @@ func walkRecord(b []byte) (*recordFields, error) {
 		case "trialNum":
 			return decodeInto(v, "trialNum", &f.trialNum)
 		case "input":
-			return decodeInto(v, "input", &f.input)
+			t, err := decodeTurns(v)
+			if err != nil {
+				return &schemas.InputError{Field: "input", Msg: jsonText(err)}
+			}
+			f.input = t
 		case "output":
 			if v[0] == '"' {
 				return decodeInto(v, "output", &f.output)
@@ -258,11 +309,11 @@ func (f *recordFields) capture() *schemas.CaptureRecord {
 	}
 	switch {
 	case f.graderResult != nil:
-		rec.Score = f.graderResult
+		rec.Score = f.graderResult.result()
 	case f.score != nil:
-		rec.Score = f.score
+		rec.Score = f.score.result()
 	case f.graderError != nil:
-		rec.Score = f.graderError
+		rec.Score = f.graderError.result()
 	case f.pass != nil:
 		g := schemas.GraderResult{Pass: *f.pass, Reasoning: f.reasoning}
 		if f.flatScore != nil {

@@ -31,6 +31,8 @@ type Source struct {
 
 	rows  []*Row // nil entries are trials that went away
 	byKey map[unitKey]int
+	// trialsOf lists the trial numbers seen of each case.
+	trialsOf map[string][]int
 	// ks holds the trials asked per case, from trials records.
 	ks    map[string]int
 	order []string // case ids in order of first appearance
@@ -60,7 +62,7 @@ type caseAgg struct {
 }
 
 func newSource(id, name, path string) *Source {
-	return &Source{ID: id, Name: name, path: path, byKey: map[unitKey]int{}, ks: map[string]int{}, seen: map[string]bool{}}
+	return &Source{ID: id, Name: name, path: path, byKey: map[unitKey]int{}, trialsOf: map[string][]int{}, ks: map[string]int{}, seen: map[string]bool{}}
 }
 
 // apply takes what a read of one of the source's files found; it returns
@@ -120,6 +122,7 @@ func (s *Source) put(r *Row) bool {
 		s.order = append(s.order, r.ID)
 	}
 	s.byKey[k] = len(s.rows)
+	s.trialsOf[r.ID] = append(s.trialsOf[r.ID], r.Trial)
 	s.rows = append(s.rows, r)
 	s.live++
 	return true
@@ -133,8 +136,9 @@ func (s *Source) dropStale(pl parsedLine) {
 	for _, r := range pl.rows {
 		keep[r.Trial] = true
 	}
-	for k, i := range s.byKey {
-		if k.id == pl.id && !keep[k.trial] && s.rows[i] != nil && s.rows[i].loc.file.role != roleMain {
+	for _, trial := range s.trialsOf[pl.id] {
+		i := s.byKey[unitKey{pl.id, trial}]
+		if !keep[trial] && s.rows[i] != nil && s.rows[i].loc.file.role != roleMain {
 			s.rows[i] = nil
 			s.live--
 		}

@@ -119,8 +119,10 @@ func readRecord(r *Row, withSteps bool) (*record, error) {
 	for _, a := range arrays {
 		_, err := eachElement(b, a.vs, func(vs, ve int) error {
 			seq := 1 << 30
-			if id := stepIDOf(b[vs:ve]); id != "" {
-				seq = stepSeq(id)
+			if len(arrays) > 1 {
+				if id := stepIDOf(b[vs:ve]); id != "" {
+					seq = stepSeq(id)
+				}
 			}
 			all = append(all, seqRef{seq, stepRef{off: r.loc.off + int64(vs), n: int32(ve - vs)}})
 			return nil
@@ -141,6 +143,14 @@ func readRecord(r *Row, withSteps bool) (*record, error) {
 
 // stepIDOf finds a step's stepId without decoding the step.
 func stepIDOf(b []byte) string {
+	// harness writes the id right after the type: look there first.
+	head := b[:min(len(b), 96)]
+	if i := bytes.Index(head, []byte(`"stepId":"`)); i > 0 && (head[i-1] == ',' || head[i-1] == '{') {
+		rest := b[i+len(`"stepId":"`):]
+		if j := bytes.IndexByte(rest, '"'); j >= 0 && bytes.IndexByte(rest[:j], '\\') < 0 {
+			return string(rest[:j])
+		}
+	}
 	id := ""
 	stop := fmt.Errorf("stop")
 	eachMember(b, 0, func(key []byte, vs, ve int) error {
