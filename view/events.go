@@ -15,11 +15,25 @@ type Event struct {
 	Data []byte // JSON
 }
 
-// rowsEvent is the data of a "rows" event.
+// rowsEvent is the data of a "rows" event: which trials of a source are
+// new or changed (the page fetches what it shows of them).
 type rowsEvent struct {
-	Source string `json:"src"`
-	Rows   []*Row `json:"rows"`
-	Total  int    `json:"total"`
+	Source string   `json:"src"`
+	Rows   []rowKey `json:"rows"`
+	Total  int      `json:"total"`
+}
+
+type rowKey struct {
+	ID    string `json:"id"`
+	Trial int    `json:"trial"`
+}
+
+func keysOf(rows []*Row) []rowKey {
+	out := make([]rowKey, len(rows))
+	for i, r := range rows {
+		out[i] = rowKey{r.ID, r.Trial}
+	}
+	return out
 }
 
 // sourceEvent is the data of a "reset" event.

@@ -75,12 +75,17 @@ type change struct {
 	reset bool
 }
 
-// readBuf is the read size; a longer line grows the buffer.
-const readBuf = 16 << 20
+// The read size starts small, so the first rows of a big file are there
+// at once, and doubles up to readBuf; a longer line grows it further.
+const (
+	firstReadBuf = 256 << 10
+	readBuf      = 16 << 20
+)
 
-// update reads what the file gained since the last read. It returns no
-// change when nothing did.
-func (f *file) update() (change, error) {
+// update reads what the file gained since the last read. It returns the
+// change; when emit is set, it hands each read's lines to emit as they
+// are parsed (f.mu released meanwhile), and returns only what is left.
+func (f *file) update(emit func(change)) (change, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	fh, err := os.Open(f.path)
@@ -147,13 +152,9 @@ func (f *file) update() (change, error) {
 		}
 		ch.reset = true
 		f.off, f.lineNo = 0, 0
-		lines, err := f.readLines(f.spool)
-		ch.lines = lines
-		return ch, err
+		return f.readLines(f.spool, ch, emit)
 	}
-	lines, err := f.readLines(fh)
-	ch.lines = lines
-	return ch, err
+	return f.readLines(fh, ch, emit)
 }
 
 func (f *file) resetState() {
@@ -209,10 +210,26 @@ func (f *file) close() {
 }
 
 // readLines reads complete lines from f.off on and parses them, the
-// lines of each read spread over the processors.
-func (f *file) readLines(r io.ReaderAt) ([]parsedLine, error) {
+// lines of each read spread over the processors. Each read's lines go to
+// emit, when set, with ch's reset on the first; what is not emitted is
+// returned.
+func (f *file) readLines(r io.ReaderAt, ch change, emit func(change)) (change, error) {
 	var out []parsedLine
-	buf := make([]byte, readBuf)
+	flush := func() {
+		if emit == nil || (len(out) == 0 && !ch.reset) {
+			return
+		}
+		ch.lines = out
+		f.mu.Unlock()
+		emit(ch)
+		f.mu.Lock()
+		out, ch = nil, change{}
+	}
+	done := func(err error) (change, error) {
+		ch.lines = out
+		return ch, err
+	}
+	buf := make([]byte, firstReadBuf)
 	type line struct {
 		b   []byte
 		off int64
@@ -222,7 +239,7 @@ func (f *file) readLines(r io.ReaderAt) ([]parsedLine, error) {
 	for {
 		n, err := r.ReadAt(buf, f.off)
 		if err != nil && !errors.Is(err, io.EOF) {
-			return out, fmt.Errorf("view %s: %w", f.rel, err)
+			return done(fmt.Errorf("view %s: %w", f.rel, err))
 		}
 		data := buf[:n]
 		consumed := 0
@@ -273,10 +290,11 @@ func (f *file) readLines(r io.ReaderAt) ([]parsedLine, error) {
 		if n < len(buf) {
 			// At the end: what is left has no newline yet (a torn line,
 			// read again when it is whole).
-			return out, nil
+			return done(nil)
 		}
-		if consumed == 0 {
-			// A line longer than the buffer.
+		flush()
+		if consumed == 0 || len(buf) < readBuf {
+			// A line longer than the buffer, or a first read.
 			buf = make([]byte, 2*len(buf))
 		}
 	}

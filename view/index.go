@@ -471,31 +471,46 @@ func (ix *Index) pollFiles(runsChanged bool) {
 		}
 	}
 	ix.mu.RUnlock()
-	sort.Slice(jobs, func(i, j int) bool { return jobs[i].f.path < jobs[j].f.path })
+	// Small files first: a run's grid fills while a big one is read.
+	sizes := make(map[*file]int64, len(jobs))
+	for _, j := range jobs {
+		if st, err := os.Stat(j.f.path); err == nil {
+			sizes[j.f] = st.Size()
+		}
+	}
+	sort.SliceStable(jobs, func(i, j int) bool {
+		if sizes[jobs[i].f] != sizes[jobs[j].f] {
+			return sizes[jobs[i].f] < sizes[jobs[j].f]
+		}
+		return jobs[i].f.path < jobs[j].f.path
+	})
 	locks := writeLocks()
 	for _, j := range jobs {
 		// Files are read by this goroutine alone; only applying the rows
-		// takes the lock, so the pages are served while a big file reads.
-		ch, err := j.f.update()
+		// takes the lock, a read at a time, so the pages are served (and
+		// fill) while a big file is read.
+		apply := func(ch change) {
+			if !ch.reset && len(ch.lines) == 0 {
+				return
+			}
+			ix.mu.Lock()
+			rows := j.s.apply(j.f, ch)
+			total := j.s.live
+			ix.mu.Unlock()
+			if ch.reset {
+				ix.events.publish("reset", sourceEvent{Source: j.s.ID})
+				runsChanged = true
+			}
+			if len(rows) > 0 {
+				ix.events.publish("rows", rowsEvent{Source: j.s.ID, Rows: keysOf(rows), Total: total})
+				runsChanged = true
+			}
+		}
+		ch, err := j.f.update(apply)
 		if err != nil {
 			j.f.report(err.Error())
-			continue
 		}
-		if !ch.reset && len(ch.lines) == 0 {
-			continue
-		}
-		ix.mu.Lock()
-		rows := j.s.apply(j.f, ch)
-		total := j.s.live
-		ix.mu.Unlock()
-		if ch.reset {
-			ix.events.publish("reset", sourceEvent{Source: j.s.ID})
-			runsChanged = true
-		}
-		if len(rows) > 0 {
-			ix.events.publish("rows", rowsEvent{Source: j.s.ID, Rows: rows, Total: total})
-			runsChanged = true
-		}
+		apply(ch)
 	}
 	ix.mu.Lock()
 	for _, run := range ix.runs {
