@@ -147,6 +147,10 @@ type Trial struct {
 	Duration, Start int64
 	// StopReason is the agent's stop reason.
 	StopReason string
+	// Output is the start of the agent's final output.
+	Output string
+	// Cost is what the trial cost in USD (nil when not priced).
+	Cost *float64
 	// Steps counts trajectory steps; ToolCalls the tool_call steps among them.
 	Steps, ToolCalls int
 
@@ -340,12 +344,16 @@ func (r *Run) addTrial(c *Case, rec *schemas.CaptureRecord, entry *schemas.Trial
 		Duration:   schemas.RecordDuration(rec),
 		Start:      rec.Timing.Start,
 		StopReason: rec.StopReason,
+		Output:     shorten(rec.Output, maxInput),
 		Steps:      len(rec.Trajectory),
 		chunk:      -1,
 		pos:        -1,
 	}
 	if t.Num == 0 {
 		t.Num = len(c.Trials) + 1
+	}
+	if rec.Cost != nil {
+		t.Cost = rec.Cost.USD
 	}
 	for i := range rec.Trajectory {
 		if rec.Trajectory[i].Type == schemas.StepToolCall {
@@ -372,7 +380,7 @@ func (r *Run) addTrial(c *Case, rec *schemas.CaptureRecord, entry *schemas.Trial
 		for _, ch := range g.Checks {
 			ch.Reason = shorten(ch.Reason, maxMessage)
 			ch.Text = shorten(ch.Text, maxMessage)
-			ch.Evidence = nil
+			ch.Evidence = evidenceText(ch.Evidence)
 			t.Checks = append(t.Checks, ch)
 		}
 	}
@@ -452,6 +460,29 @@ func (r *Run) Trials() int {
 		n += len(c.Trials)
 	}
 	return n
+}
+
+// maxEvidence bounds a check's evidence kept in memory (the full text
+// stays in the spooled record).
+const maxEvidence = 2000
+
+// evidenceText is a check's evidence as text, shortened: a string as it
+// is, anything else as JSON; nil stays nil.
+func evidenceText(v any) any {
+	switch e := v.(type) {
+	case nil:
+		return nil
+	case string:
+		if e == "" {
+			return nil
+		}
+		return shorten(e, maxEvidence)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	return shorten(string(b), maxEvidence)
 }
 
 // category returns metadata.category as text.

@@ -48,6 +48,16 @@ type Run struct {
 	index map[string]int
 }
 
+// NewRun makes a run of per-case counts already gathered (a view that keeps
+// its own index of a results file), in the order given; file names it.
+func NewRun(file, kind string, cases []*CaseCount) *Run {
+	run := &Run{File: file, Kind: kind, Cases: cases, index: make(map[string]int, len(cases))}
+	for i, c := range cases {
+		run.index[c.ID] = i
+	}
+	return run
+}
+
 // Case returns the counts of case id, or nil.
 func (r *Run) Case(id string) *CaseCount {
 	if i, ok := r.index[id]; ok {

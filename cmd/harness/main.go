@@ -131,6 +131,7 @@ func commands() []*command {
 		newCompareCmd(),
 		newTrialsNeededCmd(),
 		newReportCmd(),
+		newViewCmd(),
 		newMergeCmd(),
 		newCheckCmd(),
 		newSchemasCmd(),
