@@ -133,6 +133,11 @@ func capFields(rec *schemas.CaptureRecord) []capField {
 				fields = append(fields, capField{name: fmt.Sprintf("workspace.fileChanges[%d].diff", i), str: &rec.Workspace.FileChanges[i].Diff})
 			}
 		}
+		for i := range rec.Workspace.GitChanges {
+			if rec.Workspace.GitChanges[i].Diff != "" {
+				fields = append(fields, capField{name: fmt.Sprintf("workspace.gitChanges[%d].diff", i), str: &rec.Workspace.GitChanges[i].Diff})
+			}
+		}
 	}
 	return fields
 }

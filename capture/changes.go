@@ -55,8 +55,8 @@ type tree struct {
 
 // gitInternal says whether rel is bulk git data inside a repository's .git
 // directory (objects, logs, the index): not a change anyone reviews. The
-// rest of .git (config, hooks, refs, HEAD) is listed like any file, so a
-// change there shows on the record.
+// rest of .git (config, hooks, refs, HEAD) is listed, apart from the work
+// tree's changes (see splitGit), so a change there shows on the record.
 func gitInternal(rel string) bool {
 	segs := strings.Split(rel, "/")
 	for i, s := range segs {
@@ -255,19 +255,26 @@ func diffTrees(baseDir string, base *tree, dir string) ([]schemas.FileChange, er
 	sort.Strings(added)
 	sort.Strings(deleted)
 	// A file that left one path and appeared at another with the same
-	// content was renamed.
-	byContent := map[treeEntry][]string{}
+	// content was renamed, within the work tree or within .git (each is
+	// listed on its own).
+	type renameKey struct {
+		e   treeEntry
+		git bool
+	}
+	byContent := map[renameKey][]string{}
 	for _, p := range deleted {
 		e := base.entries[p]
 		if e.sum != ([32]byte{}) || e.isLink() {
-			byContent[e] = append(byContent[e], p)
+			k := renameKey{e, inGitDir(p)}
+			byContent[k] = append(byContent[k], p)
 		}
 	}
 	renamedFrom := map[string]bool{}
 	for _, p := range added {
 		a := after.entries[p]
-		if from := byContent[a]; len(from) > 0 {
-			byContent[a] = from[1:]
+		k := renameKey{a, inGitDir(p)}
+		if from := byContent[k]; len(from) > 0 {
+			byContent[k] = from[1:]
 			renamedFrom[from[0]] = true
 			changes = append(changes, schemas.FileChange{Path: p, Status: "renamed", From: from[0], Size: a.size,
 				Diff: fmt.Sprintf("diff --git a/%s b/%s\nsimilarity index 100%%\nrename from %s\nrename to %s\n", from[0], p, from[0], p)})
@@ -283,6 +290,22 @@ func diffTrees(baseDir string, base *tree, dir string) ([]schemas.FileChange, er
 	}
 	sort.Slice(changes, func(i, j int) bool { return changes[i].Path < changes[j].Path })
 	return changes, nil
+}
+
+// splitGit parts a tree's changes into the work tree's and those inside a
+// repository's .git (a .git directory or file at any depth). The record
+// keeps no content for a binary file under .git: what is worth reviewing
+// there (config, hooks, refs) is text, with its diff.
+func splitGit(changes []schemas.FileChange) (files, git []schemas.FileChange) {
+	for _, c := range changes {
+		if !inGitDir(c.Path) {
+			files = append(files, c)
+			continue
+		}
+		c.Content = ""
+		git = append(git, c)
+	}
+	return files, git
 }
 
 // describe makes the change record of one path: a git-style diff for text

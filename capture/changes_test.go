@@ -82,15 +82,15 @@ func TestChangesIgnoreWhatTheAgentPlants(t *testing.T) {
 	os.Symlink(secret, filepath.Join(ws.Path, "leak"))
 	os.Symlink("../../../../../../.."+secret, filepath.Join(ws.Path, "leak2"))
 
-	changes, err := ws.Changes()
+	changes, git, err := ws.Changes()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("a command the agent planted ran on the host")
 	}
-	got := changesByPath(changes)
-	for _, c := range changes {
+	got := changesByPath(append(changes, git...))
+	for _, c := range append(changes, git...) {
 		if strings.Contains(c.Diff+c.Content, "HOST-SECRET-KEY") {
 			t.Errorf("%s: the host file's bytes are on the record", c.Path)
 		}
@@ -146,6 +146,110 @@ func TestChangesIgnoreWhatTheAgentPlants(t *testing.T) {
 	}
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("rebuilding ran a command the agent planted")
+	}
+}
+
+// A template that is a git repository, and an agent that commits: the
+// work tree's changes are fileChanges, with no path under .git; what the
+// commit changed inside .git (the message, the branch's ref) and an edited
+// .git/config, with its diff, are gitChanges; objects, logs and the index
+// are listed in neither.
+func TestChangesPartGitFromTheWorkTree(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	tmpl := t.TempDir()
+	writeFiles(t, tmpl, map[string]string{"a.py": "print(1)\n", "old.txt": "same\n"})
+	gitIn := func(dir string, args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false"}, args...)...)
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	gitIn(tmpl, "init", "-q")
+	gitIn(tmpl, "add", "-A")
+	gitIn(tmpl, "commit", "-q", "-m", "template")
+	ws, err := NewWorkspace(tmpl, t.TempDir(), "git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Remove()
+	if err := ws.Baseline(); err != nil {
+		t.Fatal(err)
+	}
+	// The agent edits a file, renames one, commits, and arms .git/config.
+	writeFiles(t, ws.Path, map[string]string{"a.py": "print(2)\n"})
+	os.Rename(filepath.Join(ws.Path, "old.txt"), filepath.Join(ws.Path, "new.txt"))
+	gitIn(ws.Path, "add", "-A")
+	gitIn(ws.Path, "commit", "-q", "-m", "the agent's commit")
+	gitIn(ws.Path, "config", "core.sshCommand", "touch /tmp/pwned")
+
+	files, git, err := ws.Changes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range files {
+		if inGitDir(c.Path) {
+			t.Errorf("fileChanges lists %s (%s)", c.Path, c.Status)
+		}
+	}
+	got := changesByPath(files)
+	if got["a.py"].Status != "modified" || got["new.txt"].Status != "renamed" || len(files) != 2 {
+		t.Errorf("fileChanges: %+v", files)
+	}
+	gg := changesByPath(git)
+	for p, status := range map[string]string{".git/COMMIT_EDITMSG": "modified", ".git/refs/heads/main": "modified", ".git/config": "modified"} {
+		if c, ok := gg[p]; !ok || c.Status != status {
+			t.Errorf("gitChanges[%s] = %+v, want %s; gitChanges: %+v", p, c, status, git)
+		}
+	}
+	if d := gg[".git/config"].Diff; !strings.Contains(d, "+\tsshCommand = touch /tmp/pwned") {
+		t.Errorf(".git/config diff:\n%s", d)
+	}
+	for _, c := range git {
+		if gitInternal(c.Path) {
+			t.Errorf("gitChanges lists bulk git data %s", c.Path)
+		}
+		if c.Content != "" {
+			t.Errorf("gitChanges keeps the content of %s", c.Path)
+		}
+	}
+}
+
+// A binary file under .git is listed without its content; a file moved
+// from the work tree into .git is a deletion there and an addition here,
+// never a rename across the two.
+func TestSplitGit(t *testing.T) {
+	tmpl := t.TempDir()
+	writeFiles(t, tmpl, map[string]string{"moved.txt": "x\n", ".git/HEAD": "ref: refs/heads/main\n"})
+	ws, err := NewWorkspace(tmpl, t.TempDir(), "split")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Remove()
+	if err := ws.Baseline(); err != nil {
+		t.Fatal(err)
+	}
+	os.Rename(filepath.Join(ws.Path, "moved.txt"), filepath.Join(ws.Path, ".git", "moved.txt"))
+	writeFiles(t, ws.Path, map[string]string{".git/blob": "\x00\x01binary", "sub/.git": "gitdir: ../elsewhere\n"})
+	files, git, err := ws.Changes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 1 || files[0].Path != "moved.txt" || files[0].Status != "deleted" {
+		t.Errorf("fileChanges: %+v", files)
+	}
+	gg := changesByPath(git)
+	if c := gg[".git/moved.txt"]; c.Status != "added" {
+		t.Errorf(".git/moved.txt: %+v", c)
+	}
+	if c := gg[".git/blob"]; c.Status != "added" || !c.Binary || c.Content != "" || c.Size != 8 {
+		t.Errorf(".git/blob: %+v", c)
+	}
+	if c := gg["sub/.git"]; c.Status != "added" {
+		t.Errorf("sub/.git: %+v", c)
 	}
 }
 

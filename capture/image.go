@@ -387,7 +387,7 @@ func (w *worker) finishLayer(run *caseRun, rec *schemas.CaptureRecord) {
 	if run.changeErr != nil {
 		rec.Errors = append(rec.Errors, "image layer changes: "+run.changeErr.Error())
 	}
-	ws.FileChanges, ws.OutsideChanges = run.changes, run.outside
+	ws.FileChanges, ws.GitChanges, ws.OutsideChanges = run.changes, run.gitChanges, run.outside
 	if ws.FileChanges == nil {
 		ws.FileChanges = []schemas.FileChange{}
 	}

@@ -24,9 +24,13 @@ type Recorder struct {
 	mu sync.Mutex
 
 	caseStart time.Time
-	turn      int
-	phase     string
-	sealed    bool
+	// shift moves what arrived before resumed (a prepared case's setup)
+	// to just before it, when the case's clock was restarted (Restart).
+	shift   time.Duration
+	resumed time.Time
+	turn    int
+	phase   string
+	sealed  bool
 
 	steps     []*stepState
 	tools     map[string]*stepState
@@ -65,6 +69,30 @@ func NewRecorder(start time.Time) *Recorder {
 }
 
 var _ acp.Observer = (*Recorder)(nil)
+
+// Restart moves the case's clock to start, at now: a case prepared ahead
+// that waited, once prepared, for its turn to play starts its clock as if
+// its preparation had begun at start (see timing.start). What arrived
+// before now moves with it, so that it keeps its place in the case's time;
+// what arrived while the case waited is put at now.
+func (r *Recorder) Restart(start, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.shift += start.Sub(r.caseStart)
+	r.caseStart, r.resumed = start, now
+}
+
+// sinceStart is the time of an arrival at since the case started, in
+// milliseconds; r.mu is held.
+func (r *Recorder) sinceStart(at time.Time) int64 {
+	if at.Before(r.resumed) {
+		at = at.Add(r.shift)
+		if at.After(r.resumed) {
+			at = r.resumed
+		}
+	}
+	return at.Sub(r.caseStart).Milliseconds()
+}
 
 // BeginTurn starts turn n (1-based) at time at.
 func (r *Recorder) BeginTurn(n int, at time.Time) {
@@ -466,7 +494,7 @@ func (r *Recorder) Seal(prefix string) Result {
 	for i, s := range r.steps {
 		st := s.step
 		st.StepID = fmt.Sprintf("%s-s%d", prefix, i+1)
-		st.Timestamp = s.at.Sub(r.caseStart).Milliseconds()
+		st.Timestamp = r.sinceStart(s.at)
 		switch st.Type {
 		case schemas.StepMessage, schemas.StepThought, schemas.StepUserMessage:
 			st.Content = marshalText(s.text.String())

@@ -613,6 +613,7 @@ func (r *Runner) startAgentWith(ctx context.Context, dir string, sb sandbox.Runn
 			info = rpcErrorInfo(ag, schemas.ErrAgentStart, err)
 			info.Message = fmt.Sprintf("agent %q: %s", r.cfg.Agent[0], info.Message)
 		}
+		r.explainKey(ag, info)
 		ag.kill()
 		return nil, info
 	}
@@ -621,6 +622,7 @@ func (r *Runner) startAgentWith(ctx context.Context, dir string, sb sandbox.Runn
 		if err := ag.client.Authenticate(ictx, r.cfg.Auth); err != nil {
 			info := rpcErrorInfo(ag, schemas.ErrAuthRequired, err)
 			info.Message = fmt.Sprintf("agent %q: authenticate with method %q: %s", r.cfg.Agent[0], r.cfg.Auth, info.Message)
+			r.explainKey(ag, info)
 			ag.kill()
 			return nil, info
 		}

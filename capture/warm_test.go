@@ -100,3 +100,39 @@ func TestWarmAgentsEachUnitItsOwn(t *testing.T) {
 		t.Errorf("workspace copy left behind: %s", e.Name())
 	}
 }
+
+// TestWarmStepTimesWithinTheCase: a case prepared ahead, which waited for
+// the case before it, counts its steps' timestamps from its own
+// timing.start, as timing.total does: every step before the answer is
+// within the case's time (setup steps within its session creation), and
+// none is before its start.
+func TestWarmStepTimesWithinTheCase(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t, "--early-updates", "--session-delay", "30")
+	cfg.Warm = 1
+	cfg.Settle = 20 * time.Millisecond
+	recs := run(t, cfg, cases("sleep 300", "full", "sleep 300", "full"))
+	setup := 0
+	for _, rec := range recs {
+		if rec.Error != nil {
+			t.Fatalf("%s: %+v", rec.ID, rec.Error)
+		}
+		for _, s := range rec.Trajectory {
+			if s.Phase == schemas.PhaseLate {
+				continue // after the answer: the case's time is over
+			}
+			if s.Timestamp < 0 || s.Timestamp > rec.Timing.Total {
+				t.Errorf("%s: step %s (%s) at %d ms, outside the case's %d ms", rec.ID, s.StepID, s.Type, s.Timestamp, rec.Timing.Total)
+			}
+			if s.Phase == schemas.PhaseSetup {
+				setup++
+				if s.Timestamp > rec.Timing.SessionCreation {
+					t.Errorf("%s: setup step %s at %d ms, after the session was made (%d ms)", rec.ID, s.StepID, s.Timestamp, rec.Timing.SessionCreation)
+				}
+			}
+		}
+	}
+	if setup < len(recs) {
+		t.Fatalf("%d setup steps in %d records: the agent's early updates were not recorded", setup, len(recs))
+	}
+}

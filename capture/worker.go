@@ -52,10 +52,11 @@ type caseRun struct {
 
 	// What the agent left, taken once when its turn ended (conclude),
 	// before anything else ran in its workspace or layer.
-	concluded bool
-	changes   []schemas.FileChange
-	outside   []schemas.PathChange
-	changeErr error
+	concluded  bool
+	changes    []schemas.FileChange
+	gitChanges []schemas.FileChange
+	outside    []schemas.PathChange
+	changeErr  error
 	// verdict is a Harbor task's verifier result.
 	verdict *schemas.GraderResult
 	// judged is closed once the unit is graded and its record is out.
@@ -346,6 +347,7 @@ func (w *worker) take(ctx context.Context, p *prepared) *caseRun {
 	now := time.Now()
 	run.start = now.Add(-run.sessionDur)
 	run.record.Timing.Start = run.start.UnixMilli()
+	run.rec.Restart(run.start, now) // the steps' timestamps count from it too
 	run.prefetched = true
 	return run
 }
@@ -607,6 +609,7 @@ func (w *worker) setup(ctx context.Context, u Unit) *caseRun {
 				w.ag.kill()
 			}
 		}
+		w.r.explainKey(w.ag, info)
 		w.fail(run, info)
 		return nil
 	}
@@ -747,6 +750,9 @@ func (w *worker) turnError(run *caseRun, n int, err error) *schemas.ErrorInfo {
 	} else {
 		info.Message = fmt.Sprintf("turn %d: session/prompt: %s", n, info.Message)
 	}
+	if info.Class == schemas.ErrAuthRequired {
+		w.r.explainKey(w.ag, info)
+	}
 	return info
 }
 
@@ -811,12 +817,12 @@ func (w *worker) finish(run *caseRun) {
 		rec.Error.Stderr = run.ag.proc.StderrTail()
 	}
 	if run.ws != nil {
-		changes := run.changes
+		changes, git := run.changes, run.gitChanges
 		if run.changeErr != nil {
-			changes = nil
+			changes, git = nil, nil
 			rec.Errors = append(rec.Errors, "workspace changes: "+run.changeErr.Error())
 		}
-		rec.Workspace = &schemas.Workspace{Path: run.ws.Path, Template: run.ws.Template, Kept: cfg.KeepWorkspaces, FileChanges: changes}
+		rec.Workspace = &schemas.Workspace{Path: run.ws.Path, Template: run.ws.Template, Kept: cfg.KeepWorkspaces, FileChanges: changes, GitChanges: git}
 		if rec.Workspace.FileChanges == nil {
 			rec.Workspace.FileChanges = []schemas.FileChange{}
 		}
@@ -844,11 +850,13 @@ func (w *worker) conclude(run *caseRun) {
 	run.concluded = true
 	switch {
 	case run.ws != nil:
-		run.changes, run.changeErr = run.ws.Changes()
+		run.changes, run.gitChanges, run.changeErr = run.ws.Changes()
 		// The baseline has served: a kept copy needs none.
 		run.ws.dropBaseline()
 	case run.layer != nil:
-		run.changes, run.outside, run.changeErr = layerChanges(run.layer.layer, run.layer.workdir)
+		var changes []schemas.FileChange
+		changes, run.outside, run.changeErr = layerChanges(run.layer.layer, run.layer.workdir)
+		run.changes, run.gitChanges = splitGit(changes)
 		if run.layer.task != nil && (run.err == nil || run.err.Class != schemas.ErrInterrupted) {
 			run.verdict = w.verify(run.layer)
 		}

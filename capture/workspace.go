@@ -152,14 +152,20 @@ func copyFile(src, dst string, mode fs.FileMode) error {
 }
 
 // Changes lists what was added, modified, deleted or renamed in the
-// workspace since its baseline, with unified diffs for text files.
-func (w *Workspace) Changes() ([]schemas.FileChange, error) {
+// workspace since its baseline, with unified diffs for text files: files
+// are the work tree's changes, git those inside a repository's .git.
+func (w *Workspace) Changes() (files, git []schemas.FileChange, err error) {
 	if w.base == nil {
 		if err := w.Baseline(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return diffTrees(w.baseDir, w.base, w.Path)
+	all, err := diffTrees(w.baseDir, w.base, w.Path)
+	if err != nil {
+		return nil, nil, err
+	}
+	files, git = splitGit(all)
+	return files, git, nil
 }
 
 // dropBaseline removes the baseline snapshot once the changes are taken:

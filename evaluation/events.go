@@ -39,6 +39,9 @@ type Started struct {
 	Agent   *acp.InitializeResponse
 	Adapter string
 	Total   int
+	// Adaptive says the run adds units as the cases' intervals ask for
+	// them.
+	Adaptive bool
 }
 
 // UnitsAdded says an adaptive run asked for N more trials.

@@ -15,8 +15,11 @@ type Result struct {
 	// adaptive run added as it went; Finished how many ran to the end
 	// (not interrupted); Done how many an output it resumed held already.
 	Units, Finished, Done int
-	// Stats counts the records by outcome; nil when nothing ran.
-	Stats *capture.Stats
+	// Stats counts the records of this run by outcome; nil when nothing
+	// ran. Counts are those of every trial the output holds, an earlier
+	// run's included.
+	Stats  *capture.Stats
+	Counts trials.Counts
 	// Spent is what the run cost (nil: nothing counted), AgentReportedUSD
 	// the dollars of it the agent reported itself rather than priced from
 	// Options.Prices.

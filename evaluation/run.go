@@ -34,6 +34,9 @@ type hooks struct {
 	// interrupted says the run did not run every unit, budget that a
 	// budget stopped it. It returns the summary it wrote, if any.
 	finish func(out *results.Output, interrupted, budget bool) (*schemas.TrialsSummary, error)
+	// counts, when set, gives the counts of every trial the output
+	// holds; without it they are those of the capture records in it.
+	counts func() trials.Counts
 	// units, when set, replaces the k trials of every case: given the
 	// units done, it returns how many units the run starts with and the
 	// sequence to run under ctx, which may add units as records come in
@@ -65,6 +68,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		onCase:  col.seeCase,
 		collect: col.add,
 		finish:  col.finish,
+		counts:  col.counts,
 	}
 	if col.adaptive != nil {
 		h.units = col.adaptiveUnits
@@ -129,6 +133,9 @@ type runState struct {
 	events  *emitter
 	collect func(*schemas.CaptureRecord, *results.Output) error
 	shared  *sharedWrites
+	// counts are the capture records of the output: those kept from an
+	// earlier run and those written now (guarded by mu).
+	counts trials.Counts
 	// unwritten are the ungraded records taken out of the output that
 	// this run has not graded yet: they go back in as they were.
 	unwritten map[results.UnitKey]*schemas.CaptureRecord
@@ -171,6 +178,8 @@ func (s *runState) emit(rec *schemas.CaptureRecord) error {
 		s.reported += agentReportedUSD(rec, s.opts.Prices, s.opts.AgentModel)
 		s.mu.Unlock()
 	}
+	// Written once graded: the run's wall ends with its last record.
+	rec.Timing.Written = time.Now().UnixMilli()
 	var err error
 	if s.collect != nil {
 		s.mu.Lock()
@@ -178,6 +187,11 @@ func (s *runState) emit(rec *schemas.CaptureRecord) error {
 		s.mu.Unlock()
 	} else {
 		err = s.out.Write(rec)
+		if err == nil {
+			s.mu.Lock()
+			s.counts.Add(rec, nil)
+			s.mu.Unlock()
+		}
 	}
 	if err != nil {
 		return writeError(err)
@@ -215,11 +229,12 @@ func run(ctx context.Context, opts *Options, ev *emitter, h hooks) (*Result, err
 	// ungraded are the units an earlier run played to the end but did
 	// not grade: they are graded, not run again.
 	var ungraded map[results.UnitKey]*schemas.CaptureRecord
+	var kept trials.Counts
 	if opts.Resume {
 		resume := h.resume
 		if resume == nil {
 			resume = func(out *results.Output) (map[results.UnitKey]bool, map[results.UnitKey]*schemas.CaptureRecord, error) {
-				return out.ResumeCapture(opts.RetryErrors)
+				return resumeCapture(out, opts.RetryErrors, opts.Config.GraderNames, &kept)
 			}
 		}
 		if done, ungraded, err = resume(out); err != nil {
@@ -237,13 +252,13 @@ func run(ctx context.Context, opts *Options, ev *emitter, h hooks) (*Result, err
 	res.Units = total
 	ev.emit(Planned{Total: total, Done: len(done)})
 	if total == 0 {
-		return nothingToRun(out, &closed, res, ev, h)
+		return nothingToRun(out, &closed, res, ev, h, seq)
 	}
 	cfg := opts.Config
 	cfg.Log = func(s capture.Stray) { ev.emit(Stray{Stray: s}) }
 	// An ungraded record taken out of the output goes back in, as it
 	// was, when this run does not get to grade it.
-	s := &runState{opts: opts, out: out, events: ev, collect: h.collect, unwritten: maps.Clone(ungraded)}
+	s := &runState{opts: opts, out: out, events: ev, collect: h.collect, unwritten: maps.Clone(ungraded), counts: kept}
 	// The budget and the stop rule are decided as each turn answers, so
 	// no unit starts once a limit is reached.
 	s.ctl = runctl.New(opts.Limits, s.price)
@@ -261,7 +276,7 @@ func run(ctx context.Context, opts *Options, ev *emitter, h hooks) (*Result, err
 	if total > 1 && cfg.Workspace == "" && !cfg.AnyCaseWorkspace {
 		s.shared = newSharedWrites(cfg.Cwd, time.Now())
 	}
-	started := Started{Agent: init, Total: total}
+	started := Started{Agent: init, Total: total, Adaptive: growing != nil}
 	if cfg.Adapter != nil {
 		started.Adapter = cfg.Adapter.Name
 	}
@@ -347,6 +362,10 @@ func run(ctx context.Context, opts *Options, ev *emitter, h hooks) (*Result, err
 	res.Spent = s.ctl.Spent()
 	res.AgentReportedUSD = s.reported
 	res.SharedWrites, res.SharedPath = s.shared.seen()
+	res.Counts = s.counts
+	if h.counts != nil {
+		res.Counts = h.counts()
+	}
 	ev.emit(Finished{Result: res})
 	if runErr == nil && (opts.JUnit != "" || opts.Markdown != "") {
 		runErr = WriteReports(opts.Output, opts.JUnit, opts.Markdown)
@@ -375,9 +394,13 @@ func withRecords(seq iter.Seq[capture.Unit], recs map[results.UnitKey]*schemas.C
 
 // nothingToRun ends a run whose units are all done: a trials run writes
 // its summary now.
-func nothingToRun(out *results.Output, closed *bool, res *Result, ev *emitter, h hooks) (*Result, error) {
+func nothingToRun(out *results.Output, closed *bool, res *Result, ev *emitter, h hooks, seq iter.Seq[capture.Unit]) (*Result, error) {
 	var err error
 	if h.finish != nil {
+		// Its cases are seen (a case whose trials an earlier run all
+		// kept is complete), none has a unit to run.
+		for range seq {
+		}
 		res.Summary, err = h.finish(out, false, false)
 		if err != nil {
 			err = writeError(err)

@@ -1,6 +1,7 @@
 package evaluation
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -42,6 +43,11 @@ type collector struct {
 	// ungraded holds the units whose ungraded records are in the partial
 	// file and not graded yet: the file stays for them.
 	ungraded map[results.UnitKey]bool
+	// interrupted counts the trials a stop cut short (kept in the partial
+	// file, and run again by a resumed run).
+	interrupted int
+	// result is the run's summary, once computed.
+	result *schemas.TrialsSummary
 }
 
 type pendingCase struct {
@@ -95,6 +101,7 @@ func (t *collector) resume(out *results.Output, retryErrors bool) (map[results.U
 	t.written = complete
 	var retried []schemas.CaptureRecord
 	var mismatch error
+	check := graderCheck{file: out.Name(), want: t.opts.Config.GraderNames}
 	// Old summaries go (a new one ends the run); with retryErrors, a case
 	// with errored trials goes too, its good trials kept as pending.
 	_, err := out.Resume(func(line []byte) bool {
@@ -112,6 +119,9 @@ func (t *collector) resume(out *results.Output, retryErrors bool) (map[results.U
 		}
 		if mismatch == nil {
 			mismatch = t.sameRun(&tr)
+		}
+		for i := range tr.Trials {
+			check.see(tr.ID, tr.Trials[i].TrialNum, tr.Trials[i].Record.Provenance.Graders)
 		}
 		if retryErrors && len(tr.Errors) > 0 {
 			for i := range tr.Trials {
@@ -131,7 +141,7 @@ func (t *collector) resume(out *results.Output, retryErrors bool) (map[results.U
 		return true
 	})
 	if err == nil {
-		err = mismatch
+		err = cmp.Or(mismatch, check.err)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -178,6 +188,10 @@ func (t *collector) resume(out *results.Output, retryErrors bool) (map[results.U
 		}
 		if rec.Error != nil && results.Rerun(rec.Error.Class, retryErrors) {
 			return nil
+		}
+		partial := graderCheck{want: check.want} // eachJSONLine names the file
+		if partial.see(rec.ID, rec.Trial, rec.Provenance.Graders); partial.err != nil {
+			return partial.err
 		}
 		pend(rec)
 		return nil
@@ -259,6 +273,7 @@ func (t *collector) add(rec *schemas.CaptureRecord, out *results.Output) error {
 		delete(t.ungraded, key)
 	}
 	if rec.Error != nil && rec.Error.Class == schemas.ErrInterrupted {
+		t.interrupted++
 		return nil // not finished: a resumed run runs it again
 	}
 	p := t.open[rec.ID]
@@ -389,6 +404,7 @@ func (t *collector) finish(out *results.Output, interrupted, budget bool) (*sche
 		t.budgetStopped()
 	}
 	sum := t.summary.Result(t.opts.Trials.Seed, t.opts.Trials.Resamples)
+	t.result = &sum
 	path := t.opts.Trials.SummaryPath
 	if path != "" {
 		err := results.ReplaceFile(path, 0o644, func(w io.Writer) error {
@@ -405,6 +421,35 @@ func (t *collector) finish(out *results.Output, interrupted, budget bool) (*sche
 	}
 	t.events.emit(SummaryWritten{Summary: sum, Path: path})
 	return &sum, nil
+}
+
+// counts are the counts of the run's last line: those of its summary, or
+// when it has none (it was interrupted), those of the cases in the output
+// and of the trials of the others, finished or cut short.
+func (t *collector) counts() trials.Counts {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.result != nil {
+		return trials.CountsOf(*t.result)
+	}
+	c := t.summary.Counts()
+	add := func(p *pendingCase) {
+		for i := range p.recs {
+			c.Add(&p.recs[i], t.failOn)
+		}
+	}
+	for _, p := range t.open {
+		add(p)
+	}
+	for _, p := range t.queue {
+		if p.record != nil { // complete, not written
+			add(p)
+		}
+	}
+	if t.interrupted > 0 {
+		c.Merge(trials.Counts{Trials: t.interrupted, Errors: map[string]int{schemas.ErrInterrupted: t.interrupted}})
+	}
+	return c
 }
 
 // budgetStopped adds to the summary the cases of an adaptive run that the

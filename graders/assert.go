@@ -20,6 +20,20 @@ import (
 // assertKeys are the keys of an assert grader.
 var assertKeys = []string{"assert"}
 
+// assertionTypes are the assertions of the assert grader (each also with a
+// not- prefix).
+var assertionTypes = []string{"equals", "contains", "icontains", "regex", "starts-with", "is-json", "json-schema",
+	"file-exists", "file-contains", "file-matches", "files-unchanged", "command-succeeds", "tool-called",
+	"no-tool-errors", "max-tool-calls", "max-turns", "max-duration", "max-tokens"}
+
+// orList lists words as "a, b or c".
+func orList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
+}
+
 // assertion is one declarative check: its kind, whether it is negated
 // ("not-" prefix), its weight and its check function.
 type assertion struct {
@@ -302,7 +316,11 @@ func buildAssertion(m map[string]any, c cfgCtx) (assertion, error) {
 	case "":
 		return a, c.errf("type", "missing (contains, regex, file-exists, tool-called, ...)")
 	default:
-		return a, c.errf("type", "unknown assertion %q (want equals, contains, icontains, regex, starts-with, is-json, json-schema, file-exists, file-contains, file-matches, files-unchanged, command-succeeds, tool-called, no-tool-errors, max-tool-calls, max-turns, max-duration or max-tokens, optionally with a not- prefix)", typ)
+		meant := ""
+		if s := nearestAssertion(typ); s != "" {
+			meant = fmt.Sprintf(": did you mean %q?", s)
+		}
+		return a, c.errf("type", "unknown assertion %q%s (want %s, optionally with a not- prefix)", typ, meant, orList(assertionTypes))
 	}
 	if negate {
 		a.text = "not " + a.text

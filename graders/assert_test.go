@@ -77,7 +77,9 @@ func TestAssertConfigErrors(t *testing.T) {
 		{`{"type":"assert","assert":[]}`, "assert", "non-empty list"},
 		{`{"type":"assert","assert":[{"type":"contains"}]}`, "assert[0].value", "missing"},
 		{`{"type":"assert","assert":[{"type":"regex","value":"("}]}`, "assert[0].value", "not a regular expression"},
-		{`{"type":"assert","assert":[{"type":"contains","value":"x"},{"type":"smells-good"}]}`, "assert[1].type", "unknown assertion"},
+		{`{"type":"assert","assert":[{"type":"contains","value":"x"},{"type":"smells-good"}]}`, "assert[1].type", `unknown assertion "smells-good" (want equals,`},
+		{`{"type":"assert","assert":[{"type":"contans","value":"x"}]}`, "assert[0].type", `unknown assertion "contans": did you mean "contains"? (want equals,`},
+		{`{"type":"assert","assert":[{"type":"not-contans","value":"x"}]}`, "assert[0].type", `did you mean "not-contains"?`},
 		{`{"type":"assert","assert":[{"type":"file-contains","path":"a"}]}`, "assert[0].value", "missing"},
 		{`{"type":"assert","assert":[{"type":"contains","value":"x","weight":-1}]}`, "assert[0].weight", "negative"},
 	} {

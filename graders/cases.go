@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
+	"harness/internal/suggest"
 	"harness/schemas"
 )
 
@@ -105,6 +107,17 @@ func (c cfgCtx) assertItem(item any, judge map[string]any) (Grader, error) {
 		if isAssertion(typ) {
 			return buildConfig(map[string]any{"assert": []any{x}}, c)
 		}
+		if typ != "" && !slices.Contains(graderTypes, typ) && !slices.Contains(graderAliases, typ) {
+			meant := nearestAssertion(typ)
+			if meant == "" {
+				meant = suggest.Nearest(typ, append(slices.Clone(graderTypes), graderAliases...))
+			}
+			if meant != "" {
+				meant = fmt.Sprintf(": did you mean %q?", meant)
+			}
+			return nil, c.errf("type", "unknown type %q%s (want an assertion, %s, optionally with a not- prefix; or a grader type, %s)",
+				typ, meant, orList(assertionTypes), orList(graderTypes))
+		}
 		if typ == "llm-judge" || typ == "judge" || typ == "llm_judge" || typ == "llm-grader" {
 			for k, v := range judge {
 				if _, set := x[k]; !set {
@@ -120,17 +133,19 @@ func (c cfgCtx) assertItem(item any, judge map[string]any) (Grader, error) {
 // isAssertion reports whether a type names one of the assert grader's
 // assertions rather than a grader kind.
 func isAssertion(typ string) bool {
-	base := typ
-	if len(base) > 4 && base[:4] == "not-" {
-		base = base[4:]
+	base, _ := strings.CutPrefix(typ, "not-")
+	return slices.Contains(assertionTypes, base)
+}
+
+// nearestAssertion is the assertion typ was probably meant to be (its
+// not- prefix kept), or "".
+func nearestAssertion(typ string) string {
+	base, negate := strings.CutPrefix(typ, "not-")
+	s := suggest.Nearest(base, assertionTypes)
+	if s != "" && negate {
+		s = "not-" + s
 	}
-	switch base {
-	case "equals", "contains", "icontains", "starts-with", "regex", "is-json", "json-schema",
-		"file-exists", "file-contains", "file-matches", "files-unchanged", "command-succeeds",
-		"tool-called", "no-tool-errors", "max-tool-calls", "max-turns", "max-duration", "max-tokens":
-		return true
-	}
-	return false
+	return s
 }
 
 // RubricPrompt is the judge prompt of a plain-string rubric.

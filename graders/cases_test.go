@@ -58,12 +58,15 @@ default: Any answer is fine
 
 func TestCasesGraderErrors(t *testing.T) {
 	for text, want := range map[string]string{
-		`{"cases": []}`:                         `field "cases": must be an object`,
-		`{"cases": {"a": []}}`:                  `field "cases.a": is empty`,
-		`{"cases": {"a": [5]}}`:                 `field "cases.a[0]": must be a rubric`,
-		`{"cases": {"a": [{"type": "nope"}]}}`:  `field "cases.a[0].type": unknown grader type "nope"`,
-		`{"cases": {"a": "x"}, "judge": "gpt"}`: `field "judge": must be an object`,
-		`{"cases": {"a": "x"}, "extra": 1}`:     `extra`,
+		`{"cases": []}`:                            `field "cases": must be an object`,
+		`{"cases": {"a": []}}`:                     `field "cases.a": is empty`,
+		`{"cases": {"a": [5]}}`:                    `field "cases.a[0]": must be a rubric`,
+		`{"cases": {"a": [{"type": "nope"}]}}`:     `field "cases.a[0].type": unknown type "nope" (want an assertion, equals, contains,`,
+		`{"cases": {"a": [{"type": "contans"}]}}`:  `field "cases.a[0].type": unknown type "contans": did you mean "contains"? (want an assertion, equals, contains,`,
+		`{"cases": {"a": [{"type": "not-regx"}]}}`: `did you mean "not-regex"?`,
+		`{"cases": {"a": [{"type": "scirpt"}]}}`:   `field "cases.a[0].type": unknown type "scirpt": did you mean "script"?`,
+		`{"cases": {"a": "x"}, "judge": "gpt"}`:    `field "judge": must be an object`,
+		`{"cases": {"a": "x"}, "extra": 1}`:        `extra`,
 	} {
 		_, err := Load(writeConfig(t, "c.json", text), Options{Getenv: envFunc(map[string]string{"OPENAI_API_KEY": "k"})})
 		if err == nil || !strings.Contains(err.Error(), want) {

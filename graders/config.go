@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"harness/internal/suggest"
 	"harness/schemas"
 )
 
@@ -177,6 +179,30 @@ func normalizeYAML(v any) any {
 	return v
 }
 
+// graderTypes are the grader types, as messages list them; graderAliases
+// are the other names they take.
+var (
+	graderTypes   = []string{"llm-judge", "script", "tests", "assert", "composite", "cases", "file"}
+	graderAliases = []string{"code", "code-grader", "code_judge", "llm_judge", "judge", "llm-grader", "exec", "executable", "js", "module"}
+)
+
+// unknownGraderType says what is wrong with a grader type that is none,
+// and what was probably meant: another grader type, or an assertion
+// (which goes in an assert grader).
+func unknownGraderType(kind string) string {
+	want := "want " + orList(graderTypes)
+	if isAssertion(kind) {
+		return fmt.Sprintf("%q is an assertion, not a grader type: give it to an assert grader, {type: assert, assert: [{type: %s, ...}]} (grader types: %s)", kind, kind, orList(graderTypes))
+	}
+	if s := suggest.Nearest(kind, append(slices.Clone(graderTypes), graderAliases...)); s != "" {
+		return fmt.Sprintf("unknown grader type %q: did you mean %q? (%s)", kind, s, want)
+	}
+	if s := nearestAssertion(kind); s != "" {
+		return fmt.Sprintf("unknown grader type %q: did you mean the assertion %q, in an assert grader: {type: assert, assert: [{type: %s, ...}]}? (%s)", kind, s, s, want)
+	}
+	return fmt.Sprintf("unknown grader type %q (%s)", kind, want)
+}
+
 // buildConfig builds the grader a config object describes.
 func buildConfig(m map[string]any, c cfgCtx) (Grader, error) {
 	for k, v := range m {
@@ -229,7 +255,7 @@ func buildConfig(m map[string]any, c cfgCtx) (Grader, error) {
 	case "file", "exec", "executable", "js", "module":
 		allowed = pathKeys
 	default:
-		return nil, c.errf("type", "unknown grader type %q (want llm-judge, script, tests, assert, composite, cases or file)", kind)
+		return nil, c.errf("type", "%s", unknownGraderType(kind))
 	}
 	if err := c.checkKeys(m, allowed); err != nil {
 		return nil, err

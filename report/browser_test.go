@@ -17,6 +17,8 @@ import (
 	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"harness/schemas"
 )
 
 // These tests open reports in a real browser (Debian's chromium, headless,
@@ -418,6 +420,53 @@ func TestBrowserCaptureReport(t *testing.T) {
 	tb.waitJS(`document.getElementById("detail").getAttribute("data-case") === "tools"`)
 	if n := evalJS[int](tb, `document.querySelectorAll("#detail .step").length`); n != run.Case("tools").Trials[0].Steps {
 		t.Errorf("tools: %d steps rendered, want %d", n, run.Case("tools").Trials[0].Steps)
+	}
+	tb.clean()
+}
+
+// A case's panel lists the work tree's changes and, apart, those inside
+// the repository's .git with their diffs.
+func TestBrowserGitChanges(t *testing.T) {
+	run, err := NewRun("git.jsonl", RunOptions{Details: true, TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { run.Close() })
+	rec := synthRecord("commit", 1, true, 2, "")
+	rec.Workspace = &schemas.Workspace{Path: "/ws",
+		FileChanges: []schemas.FileChange{{Path: "a.py", Status: "modified", Diff: "diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-print(1)\n+print(2)\n", Size: 9}},
+		GitChanges: []schemas.FileChange{
+			{Path: ".git/config", Status: "modified", Diff: "diff --git a/.git/config b/.git/config\n--- a/.git/config\n+++ b/.git/config\n@@ -1 +1,2 @@\n [core]\n+\tsshCommand = touch x\n", Size: 30},
+			{Path: ".git/refs/heads/main", Status: "modified", Size: 41},
+		}}
+	if err := run.AddCapture(&rec); err != nil {
+		t.Fatal(err)
+	}
+	path := writeHTML(t, t.TempDir(), Options{}, run)
+	tb := newTab(t, 1200, 900)
+	tb.open(path, "")
+	tb.openCase("commit")
+	type view struct {
+		Files []string `json:"files"`
+		Git   string   `json:"git"`
+		Lines []string `json:"lines"`
+	}
+	v := evalJS[view](tb, `(() => {
+		const g = document.querySelector("#detail details.gitchanges");
+		return {
+			files: [...document.querySelectorAll("#detail details:not(.gitchanges) > div.mono")].map(d => d.textContent),
+			git: g ? g.querySelector("summary").textContent + "|" + g.textContent : "",
+			lines: g ? [...g.querySelectorAll(":scope > div.mono")].map(d => d.textContent) : [],
+		};
+	})()`)
+	if fmt.Sprint(v.Files) != "[modified a.py · 9 bytes]" {
+		t.Errorf("file changes: %q", v.Files)
+	}
+	if !strings.HasPrefix(v.Git, "2 change(s) inside .git|") || !strings.Contains(v.Git, "sshCommand = touch x") {
+		t.Errorf(".git changes: %q", v.Git)
+	}
+	if fmt.Sprint(v.Lines) != "[modified .git/config · 30 bytes modified .git/refs/heads/main · 41 bytes]" {
+		t.Errorf(".git change lines: %q", v.Lines)
 	}
 	tb.clean()
 }

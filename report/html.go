@@ -2,7 +2,6 @@ package report
 
 import (
 	"bytes"
-	_ "embed"
 	"encoding/json"
 	"fmt"
 	"html/template"
@@ -15,18 +14,18 @@ import (
 	"time"
 
 	"harness/cost"
+	"harness/report/assets"
 	"harness/schemas"
 	"harness/trials"
 )
 
-//go:embed assets/report.html.tmpl
-var pageTemplate string
-
-//go:embed assets/report.css
-var pageCSS string
-
-//go:embed assets/report.js
-var pageJS string
+// The page's template, styles and script; the transcript renderer and its
+// styles are shared with harness view.
+var (
+	pageTemplate = assets.Text("report.html.tmpl")
+	pageCSS      = assets.Text("transcript.css") + assets.Text("report.css")
+	pageJS       = assets.Text("transcript.js") + "\n" + assets.Text("report.js")
+)
 
 // Options controls WriteHTML.
 type Options struct {
@@ -271,7 +270,7 @@ func buildRunView(r *Run, label string, opt Options) runView {
 	v := runView{
 		Label: label, Name: r.Name, Kind: r.Kind,
 		Harness: r.Harness, Graders: strings.Join(r.Graders, ", "),
-		Cases: sum.Cases, Trials: r.Trials(), Graded: sum.Graded, Passes: sum.Passes,
+		Cases: sum.Cases, Trials: sum.Trials, Graded: sum.Graded, Passes: sum.Passes,
 		ScoredCases: sum.ScoredCases, GraderErrors: trials.GraderErrors(sum), Unscored: strings.Join(sum.UnscoredCases, ", "),
 		Ungraded: sum.Ungraded, Missing: sum.Missing, K: sum.K,
 		Warnings: sum.Warnings, HasDetails: r.HasDetails(), Summary: sum,
@@ -524,6 +523,8 @@ type indexTrial struct {
 	Grader    string             `json:"g,omitempty"`
 	Error     *schemas.ErrorInfo `json:"e,omitempty"`
 	Stop      string             `json:"stop,omitempty"`
+	Output    string             `json:"out,omitempty"`
+	Cost      *float64           `json:"cost,omitempty"`
 	Steps     int                `json:"n,omitempty"`
 	Tools     int                `json:"tools,omitempty"`
 	Ref       []int              `json:"ref,omitempty"`
@@ -577,7 +578,7 @@ func buildSide(c *Case) *indexSide {
 	for _, t := range c.Trials {
 		it := indexTrial{Num: t.Num, Status: t.Status, Excluded: t.Excluded, Score: t.Score,
 			Duration: t.Duration, Start: t.Start, Reasoning: t.Reasoning, Checks: t.Checks,
-			Grader: t.Grader, Error: t.Error, Stop: t.StopReason, Steps: t.Steps, Tools: t.ToolCalls}
+			Grader: t.Grader, Error: t.Error, Stop: t.StopReason, Output: t.Output, Cost: t.Cost, Steps: t.Steps, Tools: t.ToolCalls}
 		if t.chunk >= 0 {
 			it.Ref = []int{t.chunk, t.pos}
 		}

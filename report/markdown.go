@@ -85,9 +85,14 @@ func writeRunMarkdown(b *strings.Builder, r *Run, label string, rule CaseRule, o
 		if sum.PassRateCI != nil {
 			fmt.Fprintf(b, " (95%% CI %s–%s)", pct(sum.PassRateCI.Low), pct(sum.PassRateCI.High))
 		}
-		fmt.Fprintf(b, ": %d of %d graded trials passed", sum.Passes, sum.Graded)
+		if sum.Adaptive != nil {
+			// Not passes/graded, which the stopping rule biases.
+			fmt.Fprintf(b, ", the mean of the cases' unbiased estimates; %d of %d graded trials passed", sum.Passes, sum.Graded)
+		} else {
+			fmt.Fprintf(b, ": %d of %d graded trials passed", sum.Passes, sum.Graded)
+		}
 	} else {
-		b.WriteString("**No graded trials** (run with a grader, -g)")
+		fmt.Fprintf(b, "**No graded trials** (%s)", mdText(trials.NoGradedReason(sum.Ungraded, sum.Missing, sum.Errors)))
 	}
 	fmt.Fprintf(b, " · %d of %d cases graded · %d of %d trials graded", sum.ScoredCases, sum.Cases, sum.Graded, sum.Trials)
 	if sum.K > 0 {

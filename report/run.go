@@ -79,8 +79,10 @@ type Run struct {
 	// provenance.
 	Agent, AgentVersion, Harness string
 	Graders                      []string
-	// Start and End are the earliest start and the latest end of the
-	// trials, epoch milliseconds (0 when unknown).
+	// Start and End are the earliest start of the trials and the latest
+	// moment a record was written (grading done; in records of older
+	// runs, the latest end of a trial), epoch milliseconds (0 when
+	// unknown): End − Start is the run's wall time.
 	Start, End int64
 	// Cost sums the trials' costs (nil when none reported any).
 	Cost *schemas.Cost
@@ -145,6 +147,10 @@ type Trial struct {
 	Duration, Start int64
 	// StopReason is the agent's stop reason.
 	StopReason string
+	// Output is the start of the agent's final output.
+	Output string
+	// Cost is what the trial cost in USD (nil when not priced).
+	Cost *float64
 	// Steps counts trajectory steps; ToolCalls the tool_call steps among them.
 	Steps, ToolCalls int
 
@@ -255,7 +261,7 @@ func (r *Run) addCapture(rec *schemas.CaptureRecord, line int) error {
 	if c.Category == "" {
 		c.Category = category(rec.Metadata)
 	}
-	if err := r.addTrial(c, rec); err != nil {
+	if err := r.addTrial(c, rec, nil); err != nil {
 		return err
 	}
 	c.K = max(c.K, len(c.Trials))
@@ -282,7 +288,7 @@ func (r *Run) addTrials(tr *schemas.TrialsRecord, line int) error {
 		if c.Category == "" {
 			c.Category = category(recs[i].Metadata)
 		}
-		if err := r.addTrial(c, &recs[i]); err != nil {
+		if err := r.addTrial(c, &recs[i], &tr.Trials[i]); err != nil {
 			return err
 		}
 	}
@@ -308,7 +314,9 @@ func (r *Run) Case(id string) *Case {
 	return nil
 }
 
-func (r *Run) addTrial(c *Case, rec *schemas.CaptureRecord) error {
+// addTrial adds one trial of case c: rec, or the trials record's entry
+// (when not nil) that rec was made from, which says how it counted.
+func (r *Run) addTrial(c *Case, rec *schemas.CaptureRecord, entry *schemas.TrialEntry) error {
 	if !r.provSet {
 		p := rec.Provenance
 		r.Agent, r.AgentVersion, r.Harness, r.Graders = p.AgentName, p.AgentVersion, p.Harness, p.Graders
@@ -320,16 +328,23 @@ func (r *Run) addTrial(c *Case, rec *schemas.CaptureRecord) error {
 	if s := rec.Timing.Start; s > 0 && (r.Start == 0 || s < r.Start) {
 		r.Start = s
 	}
-	r.End = max(r.End, rec.Timing.End)
+	r.End = max(r.End, rec.Timing.End, rec.Timing.Written)
 	r.Cost = r.Cost.Add(rec.Cost)
 
-	pass, excluded := trials.Outcome(rec)
+	var pass bool
+	var excluded string
+	if entry != nil {
+		pass, excluded = c.Count.AddEntry(entry)
+	} else {
+		pass, excluded = c.Count.Add(rec)
+	}
 	t := &Trial{
 		Num:        rec.Trial,
 		Excluded:   excluded,
 		Duration:   schemas.RecordDuration(rec),
 		Start:      rec.Timing.Start,
 		StopReason: rec.StopReason,
+		Output:     shorten(rec.Output, maxInput),
 		Steps:      len(rec.Trajectory),
 		chunk:      -1,
 		pos:        -1,
@@ -337,29 +352,22 @@ func (r *Run) addTrial(c *Case, rec *schemas.CaptureRecord) error {
 	if t.Num == 0 {
 		t.Num = len(c.Trials) + 1
 	}
+	if rec.Cost != nil {
+		t.Cost = rec.Cost.USD
+	}
 	for i := range rec.Trajectory {
 		if rec.Trajectory[i].Type == schemas.StepToolCall {
 			t.ToolCalls++
 		}
 	}
-	cnt := &c.Count
-	cnt.Trials++
-	switch excluded {
-	case "":
-		cnt.N++
+	switch {
+	case excluded == "" && pass:
+		t.Status = StatusPass
+	case excluded == "":
 		t.Status = StatusFail
-		if pass {
-			cnt.C++
-			t.Status = StatusPass
-		}
-	case trials.Ungraded:
-		cnt.Ungraded++
+	case excluded == trials.Ungraded:
 		t.Status = StatusUngraded
 	default:
-		if cnt.Errors == nil {
-			cnt.Errors = map[string]int{}
-		}
-		cnt.Errors[excluded]++
 		t.Status = StatusError
 	}
 	if g := rec.Score; g != nil {
@@ -372,7 +380,7 @@ func (r *Run) addTrial(c *Case, rec *schemas.CaptureRecord) error {
 		for _, ch := range g.Checks {
 			ch.Reason = shorten(ch.Reason, maxMessage)
 			ch.Text = shorten(ch.Text, maxMessage)
-			ch.Evidence = nil
+			ch.Evidence = evidenceText(ch.Evidence)
 			t.Checks = append(t.Checks, ch)
 		}
 	}
@@ -452,6 +460,29 @@ func (r *Run) Trials() int {
 		n += len(c.Trials)
 	}
 	return n
+}
+
+// maxEvidence bounds a check's evidence kept in memory (the full text
+// stays in the spooled record).
+const maxEvidence = 2000
+
+// evidenceText is a check's evidence as text, shortened: a string as it
+// is, anything else as JSON; nil stays nil.
+func evidenceText(v any) any {
+	switch e := v.(type) {
+	case nil:
+		return nil
+	case string:
+		if e == "" {
+			return nil
+		}
+		return shorten(e, maxEvidence)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	return shorten(string(b), maxEvidence)
 }
 
 // category returns metadata.category as text.

@@ -1,9 +1,12 @@
 package results
 
 import (
+	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -51,5 +54,21 @@ func TestReplaceFileNeverFollows(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 4 {
 		t.Errorf("%d entries left, want 4 (no temporary file)", len(ents))
+	}
+}
+
+// A file that cannot be made (its directory is missing) is named in the
+// error as it was asked for, never by the temporary file beside it.
+func TestReplaceFileNamesTheFileAsked(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "missing", "r.html")
+	for _, create := range []func() error{
+		func() error { return ReplaceFile(name, 0o644, func(io.Writer) error { return nil }) },
+		func() error { _, err := CreateFile(name, nil, true); return err },
+		func() error { _, err := OpenOutput(name, OutputOptions{}); return err },
+	} {
+		err := create()
+		if err == nil || !strings.HasSuffix(err.Error(), " "+name+": no such file or directory") || strings.Contains(err.Error(), ".tmp-") || !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("error %v, want one naming %s", err, name)
+		}
 	}
 }

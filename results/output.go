@@ -448,6 +448,12 @@ func createTemp(path string) (*os.File, error) {
 			continue
 		}
 		if err != nil {
+			// The error names the file asked for, not the temporary one
+			// the user never named.
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = &fs.PathError{Op: "create", Path: path, Err: pe.Err}
+			}
 			return nil, fmt.Errorf("output: %w", err)
 		}
 		return f, nil

@@ -11,6 +11,7 @@ package runctl
 
 import (
 	"slices"
+	"strings"
 	"sync"
 
 	"harness/schemas"
@@ -25,7 +26,8 @@ type Limits struct {
 	// agent's and the judge's (0: no limit).
 	MaxTokens int64
 	// StopOn stops the run at the first record (or turn) with an error
-	// of one of these classes.
+	// of one of these classes: the agent's error, or the grader's (a
+	// grader class is known once the record is graded).
 	StopOn []string
 }
 
@@ -106,7 +108,7 @@ func (c *Controller) check(rec *schemas.CaptureRecord) {
 	if c.stop != nil {
 		return
 	}
-	if e := rec.Error; e != nil && slices.Contains(c.limits.StopOn, e.Class) {
+	if e := stopError(rec); e != nil && slices.ContainsFunc(c.limits.StopOn, func(class string) bool { return strings.TrimSpace(class) == e.Class }) {
 		c.halt(&Stop{Kind: KindStopOn, Limit: Limits{StopOn: []string{e.Class}}, ID: rec.ID, Trial: rec.Trial, Error: e})
 		return
 	}
@@ -117,6 +119,22 @@ func (c *Controller) check(rec *schemas.CaptureRecord) {
 	case c.limits.MaxTokens > 0 && spent.Tokens() >= c.limits.MaxTokens:
 		c.halt(&Stop{Kind: KindBudget, Limit: Limits{MaxTokens: c.limits.MaxTokens}})
 	}
+}
+
+// stopError is the error of a record the stop rule looks at: the agent's, or
+// else its grader's (class grader_error when the grader gave none).
+func stopError(rec *schemas.CaptureRecord) *schemas.ErrorInfo {
+	if rec.Error != nil {
+		return rec.Error
+	}
+	if rec.Score == nil || rec.Score.Error == nil {
+		return nil
+	}
+	e := *rec.Score.Error
+	if e.Class == "" {
+		e.Class = schemas.ErrGraderError
+	}
+	return &e
 }
 
 func (c *Controller) halt(s *Stop) {

@@ -96,6 +96,34 @@ func TestStopOnClass(t *testing.T) {
 	}
 }
 
+// A grader's error class stops the run when the record is graded.
+func TestStopOnGraderClass(t *testing.T) {
+	for _, class := range []string{schemas.ErrGraderError, schemas.ErrGraderTimeout, schemas.ErrGraderInvalid} {
+		c := New(Limits{StopOn: []string{class}}, tokens)
+		ok := rec("a", 1, 0)
+		ok.Score = &schemas.GraderResult{Pass: false}
+		c.Record(ok)
+		if stopped(c) {
+			t.Fatalf("--stop-on %s: a failing verdict stopped the run", class)
+		}
+		r := rec("b", 2, 0)
+		r.Score = &schemas.GraderResult{Error: &schemas.ErrorInfo{Class: class, Message: "grader broke"}}
+		c.Record(r)
+		s := c.Stop()
+		if !stopped(c) || s.Kind != KindStopOn || s.ID != "b" || s.Trial != 2 || !slices.Equal(s.Limit.StopOn, []string{class}) || s.Error.Message != "grader broke" {
+			t.Fatalf("--stop-on %s: stop = %+v", class, s)
+		}
+	}
+	// A grader error without a class is a grader_error.
+	c := New(Limits{StopOn: []string{" " + schemas.ErrGraderError}}, tokens)
+	r := rec("a", 1, 0)
+	r.Score = &schemas.GraderResult{Error: &schemas.ErrorInfo{Message: "exit status 2"}}
+	c.Record(r)
+	if s := c.Stop(); s == nil || s.Error.Class != schemas.ErrGraderError {
+		t.Fatalf("stop = %+v, want one on grader_error", s)
+	}
+}
+
 func TestInterruptedRecordsStopNothing(t *testing.T) {
 	c := New(Limits{StopOn: []string{schemas.ErrInterrupted}}, tokens)
 	r := rec("a", 1, 0)

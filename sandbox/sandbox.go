@@ -49,6 +49,9 @@ type Command struct {
 	// Disk lists the directories the disk cap covers (a workspace copy;
 	// never a directory of the user's), beyond the sandbox's HOME.
 	Disk []string
+	// SetEnv are KEY=VALUE variables set as given, over Env and the
+	// sandbox's own (such as a cache directory bound in).
+	SetEnv []string
 }
 
 // Wrapped is a command ready to exec, and what to do once it has ended.
@@ -106,7 +109,27 @@ type None struct{}
 
 // Wrap returns c unchanged.
 func (None) Wrap(c Command) (Wrapped, error) {
-	return Wrapped{Argv: c.Argv, Dir: c.Dir, Env: c.Env, Cleanup: func() {}}, nil
+	return Wrapped{Argv: c.Argv, Dir: c.Dir, Env: setEnv(c.Env, c.SetEnv), Cleanup: func() {}}, nil
+}
+
+// setEnv returns env with the variables of set added, replacing any of
+// the same name.
+func setEnv(env, set []string) []string {
+	if len(set) == 0 {
+		return env
+	}
+	names := map[string]bool{}
+	for _, kv := range set {
+		k, _, _ := strings.Cut(kv, "=")
+		names[k] = true
+	}
+	out := make([]string, 0, len(env)+len(set))
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); !names[k] {
+			out = append(out, kv)
+		}
+	}
+	return append(out, set...)
 }
 
 // Info says there is no sandbox.
@@ -516,7 +539,7 @@ func (b *Bwrap) Wrap(c Command) (Wrapped, error) {
 			}
 		}
 	}
-	w := Wrapped{Dir: c.Dir, Env: b.env(c.Env, home), Cleanup: cleanup}
+	w := Wrapped{Dir: c.Dir, Env: setEnv(b.env(c.Env, home), c.SetEnv), Cleanup: cleanup}
 	var prefix, tmpSize []string
 	if b.opts.Caps != nil {
 		g, _, err := limits.New(*b.opts.Caps, limits.Options{CgroupParent: b.opts.CgroupParent, DiskDirs: append(slices.Clone(c.Disk), home)})

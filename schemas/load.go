@@ -167,6 +167,13 @@ func jsonErrText(err error) string {
 // the start of the file and a trailing carriage return are dropped. It
 // stops at the first error fn returns.
 func EachLine(r io.Reader, fn func(lineNo int, line []byte) error) error {
+	return EachLineEnd(r, func(lineNo int, line []byte, _ bool) error { return fn(lineNo, line) })
+}
+
+// EachLineEnd is EachLine, also telling fn whether the line is the last
+// one of r and has no newline at its end: what a writer stopped in the
+// middle of a line leaves.
+func EachLineEnd(r io.Reader, fn func(lineNo int, line []byte, unterminated bool) error) error {
 	br := bufio.NewReaderSize(r, 1<<16)
 	if bom, _ := br.Peek(3); bytes.Equal(bom, []byte("\xef\xbb\xbf")) {
 		br.Discard(3)
@@ -178,7 +185,7 @@ func EachLine(r io.Reader, fn func(lineNo int, line []byte) error) error {
 			lineNo++
 			trimmed := bytes.TrimSpace(line)
 			if len(trimmed) > 0 {
-				if ferr := fn(lineNo, trimmed); ferr != nil {
+				if ferr := fn(lineNo, trimmed, err == io.EOF); ferr != nil {
 					return ferr
 				}
 			}

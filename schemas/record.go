@@ -87,11 +87,14 @@ type Truncation struct {
 	Fields []string `json:"fields"`
 }
 
-// Timing holds the wall-clock facts of a record. Start and End are epoch
-// milliseconds; the others are durations in milliseconds.
+// Timing holds the wall-clock facts of a record. Start, End and Written
+// are epoch milliseconds; the others are durations in milliseconds. End is
+// when the agent answered the case's last turn; Written when the run
+// wrote the record, grading done (0 in records of older runs).
 type Timing struct {
 	Start           int64  `json:"start"`
 	End             int64  `json:"end"`
+	Written         int64  `json:"written,omitempty"`
 	FirstResponse   *int64 `json:"firstResponse,omitempty"`
 	SessionCreation int64  `json:"sessionCreation"`
 	Total           int64  `json:"total"`
@@ -177,8 +180,13 @@ type Workspace struct {
 	Template string `json:"template,omitempty"`
 	// Kept says the copy was left on disk.
 	Kept bool `json:"kept,omitempty"`
-	// FileChanges lists what the agent added, modified or deleted.
+	// FileChanges lists what the agent added, modified or deleted in the
+	// work tree.
 	FileChanges []FileChange `json:"fileChanges"`
+	// GitChanges lists what changed inside a repository's .git (config,
+	// hooks, refs, HEAD; not objects, logs or the index): text files with
+	// their diffs, binary files without their content.
+	GitChanges []FileChange `json:"gitChanges,omitempty"`
 	// Image names the image the case ran in (its reference and ID), when
 	// it ran in one; FileChanges then covers its working directory.
 	Image string `json:"image,omitempty"`

@@ -52,7 +52,10 @@ func readResults(name string, r io.Reader, parse func([]byte) (ResultLine, error
 	// Lines harness wrote carry an integrity field: a file is all signed
 	// or (older, or from another tool) all unsigned, never a mix.
 	firstSigned, signedLine := false, 0
-	err := EachLine(r, func(lineNo int, line []byte) error {
+	err := EachLineEnd(r, func(lineNo int, line []byte, unterminated bool) error {
+		if unterminated && !json.Valid(line) {
+			return &InputError{File: name, Line: lineNo, Msg: TornLine}
+		}
 		_, _, signed := SplitIntegrity(line)
 		switch {
 		case signedLine == 0:
@@ -92,10 +95,19 @@ func readResults(name string, r io.Reader, parse func([]byte) (ResultLine, error
 		if errors.As(err, &ie) {
 			return kind, err
 		}
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			// A compressed stream that ends inside a frame.
+			return kind, &InputError{File: name, Msg: "the file is torn: it ends in the middle of a compressed frame, as a run stopped while writing it leaves it; the run's --resume drops what was cut short and runs it again"}
+		}
 		return kind, fmt.Errorf("%s: %w", name, err)
 	}
 	return kind, nil
 }
+
+// TornLine says what is wrong with a last line cut short (no newline at
+// its end, and not whole JSON) and what to do about it.
+const TornLine = "the last line is torn: cut short (no newline at its end, and not whole JSON), as a run stopped while writing it leaves it, not changed by anything else; " +
+	"the run's --resume drops it and runs its unit again, or delete the line to read the records before it"
 
 // ParseResultLine decodes one line of a results file, telling the kinds
 // apart: "type":"trials-summary" is a summary; an object with a "trials"

@@ -1,7 +1,8 @@
 // Package suite reads a suite file: one YAML or JSON document holding an
 // eval's prompts (or agentv tests), the agents to compare, graders, k,
 // prices, workspace, gates and run flags. agentv's eval YAML is accepted as
-// it is written. Every error names the file, the line and the key.
+// it is written. Every error names the file, the line and the key, and a
+// file's errors are reported together (up to MaxErrors).
 package suite
 
 import (
@@ -13,12 +14,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
 	"harness/cost"
+	"harness/internal/suggest"
 	"harness/schemas"
 )
 
@@ -114,23 +117,65 @@ type Flag struct {
 	Name   string
 	Values []string
 	Line   int
+	// Field is the key as the suite wrote it, with its path
+	// ("concurrency", "agents.a.flags.timeout", "gates.min-pass-rate").
+	Field string
 }
+
+// FlagCheck says what is wrong with a run flag the suite sets ("" when
+// nothing is): the suite knows its own keys, the caller the run flags.
+type FlagCheck func(f Flag) string
 
 // Error is a problem in a suite file.
 type Error = schemas.InputError
 
-// Load reads and checks a suite file.
-func Load(name string) (*Suite, error) {
+// MaxErrors is how many of a suite file's errors are reported; the rest
+// are counted.
+const MaxErrors = 20
+
+// Errors are the problems of a suite file, in line order: the first
+// MaxErrors, and how many more there are.
+type Errors struct {
+	List []*Error
+	More int
+}
+
+// Error lists the problems, one a line.
+func (e *Errors) Error() string {
+	lines := make([]string, 0, len(e.List)+1)
+	for _, x := range e.List {
+		lines = append(lines, x.Error())
+	}
+	if e.More > 0 && len(e.List) > 0 {
+		lines = append(lines, fmt.Sprintf("%s: and %d more errors", e.List[0].File, e.More))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Unwrap returns the problems, for errors.As.
+func (e *Errors) Unwrap() []error {
+	out := make([]error, len(e.List))
+	for i, x := range e.List {
+		out[i] = x
+	}
+	return out
+}
+
+// Load reads and checks a suite file; check, when not nil, checks the run
+// flags it sets.
+func Load(name string, check FlagCheck) (*Suite, error) {
 	b, err := os.ReadFile(name)
 	if err != nil {
 		return nil, fmt.Errorf("suite %s: %w", name, err)
 	}
-	return Parse(name, b)
+	return Parse(name, b, check)
 }
 
 // Parse reads a suite from its bytes; name is the file's name, which
-// relative paths are resolved against.
-func Parse(name string, b []byte) (*Suite, error) {
+// relative paths are resolved against; check, when not nil, checks the
+// run flags it sets. Every problem found is reported: one is an *Error,
+// several an *Errors.
+func Parse(name string, b []byte, check FlagCheck) (*Suite, error) {
 	dir, err := filepath.Abs(filepath.Dir(name))
 	if err != nil {
 		return nil, err
@@ -150,8 +195,12 @@ func Parse(name string, b []byte) (*Suite, error) {
 		return nil, &Error{File: name, Line: root.Line, Msg: "must be a mapping of keys (prompts, tests, agents, graders, k...)"}
 	}
 	p := &parser{s: s}
-	if err := p.root(root); err != nil {
-		return nil, err
+	err = p.root(root)
+	if check != nil {
+		err = errors.Join(err, checkFlags(s, check))
+	}
+	if err != nil {
+		return nil, collect(name, err)
 	}
 	if s.Name == "" {
 		s.Name = strings.TrimSuffix(filepath.Base(name), filepath.Ext(name))
@@ -175,6 +224,56 @@ func yamlErrLine(err error) int {
 
 type parser struct {
 	s *Suite
+}
+
+// checkFlags checks every run flag the suite sets: its own, then each
+// agent's.
+func checkFlags(s *Suite, check FlagCheck) error {
+	var errs []error
+	flags := slices.Clone(s.Flags)
+	for _, a := range s.Agents {
+		flags = append(flags, a.Flags...)
+	}
+	for _, f := range flags {
+		if msg := check(f); msg != "" {
+			errs = append(errs, &Error{File: s.File, Line: f.Line, Field: f.Field, Msg: msg})
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// collect turns the errors the parser joined into the problems of the
+// file: one *Error, or *Errors in line order, each once, up to MaxErrors.
+func collect(file string, err error) error {
+	var list []*Error
+	seen := map[string]bool{}
+	var walk func(error)
+	walk = func(err error) {
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range j.Unwrap() {
+				walk(e)
+			}
+			return
+		}
+		var ie *Error
+		if !errors.As(err, &ie) {
+			ie = &Error{File: file, Msg: err.Error()}
+		}
+		if k := ie.Error(); !seen[k] {
+			seen[k] = true
+			list = append(list, ie)
+		}
+	}
+	walk(err)
+	sort.SliceStable(list, func(i, j int) bool { return list[i].Line < list[j].Line })
+	if len(list) == 1 {
+		return list[0]
+	}
+	e := &Errors{List: list}
+	if len(list) > MaxErrors {
+		e.List, e.More = list[:MaxErrors], len(list)-MaxErrors
+	}
+	return e
 }
 
 // recordLines notes the line of n and of every value within it, under
@@ -223,14 +322,24 @@ func canonical(key string) string {
 	return b.String()
 }
 
-// pairs walks a mapping node's keys and values.
+// meant is ": did you mean X?" for the key of known nearest to key, or "".
+func meant(key string, known []string) string {
+	if s := suggest.Nearest(key, known); s != "" {
+		return fmt.Sprintf(": did you mean %s?", s)
+	}
+	return ""
+}
+
+// pairs walks a mapping node's keys and values, every one of them: the
+// errors of all are returned, joined.
 func pairs(n *yaml.Node, fn func(k, v *yaml.Node) error) error {
+	var errs []error
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		if err := fn(n.Content[i], n.Content[i+1]); err != nil {
-			return err
+			errs = append(errs, err)
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // RootKeys are the suite keys other than run flags.
@@ -239,6 +348,7 @@ var RootKeys = []string{"name", "description", "prompts", "tests", "agents", "ta
 func (p *parser) root(root *yaml.Node) error {
 	seen := map[string]bool{}
 	var tests, prompts *yaml.Node
+	var errs []error
 	err := pairs(root, func(k, v *yaml.Node) error {
 		key := canonical(k.Value)
 		if seen[key] {
@@ -288,31 +398,26 @@ func (p *parser) root(root *yaml.Node) error {
 		p.s.Flags = append(p.s.Flags, f)
 		return nil
 	})
-	if err != nil {
-		return err
-	}
+	errs = append(errs, err)
 	if prompts != nil {
-		if err := p.prompts(prompts); err != nil {
-			return err
-		}
+		errs = append(errs, p.prompts(prompts))
 	}
 	if tests != nil {
-		if err := p.tests(tests); err != nil {
-			return err
-		}
+		errs = append(errs, p.tests(tests))
 	}
 	if prompts == nil && tests == nil {
-		return p.errf(root, "", "no cases: give prompts (a JSONL file or a list) or tests")
+		errs = append(errs, p.errf(root, "", "no cases: give prompts (a JSONL file or a list) or tests"))
 	}
-	if len(p.s.Asserts) > 0 && len(p.s.Graders) == 0 {
+	if len(p.s.Asserts) > 0 && !seen["graders"] {
 		for _, c := range p.s.Cases {
 			if _, ok := p.s.Asserts[c.ID]; !ok {
 				field := p.s.CaseFields[c.ID]
-				return &Error{File: p.s.File, Line: p.s.Line(field), Field: field, Msg: fmt.Sprintf("case %q has no assert and the suite has no graders: every case needs a grader once one has", c.ID)}
+				errs = append(errs, &Error{File: p.s.File, Line: p.s.Line(field), Field: field, Msg: fmt.Sprintf("case %q has no assert and the suite has no graders: every case needs a grader once one has", c.ID)})
+				break
 			}
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func (p *parser) str(v *yaml.Node, field string, dst *string) error {
@@ -391,12 +496,11 @@ func (p *parser) prompts(v *yaml.Node) error {
 		p.s.PromptsFile = p.path(v.Value)
 		return nil
 	case yaml.SequenceNode:
+		var errs []error
 		for i, item := range v.Content {
-			if err := p.testCase(item, fmt.Sprintf("prompts[%d]", i)); err != nil {
-				return err
-			}
+			errs = append(errs, p.testCase(item, fmt.Sprintf("prompts[%d]", i)))
 		}
-		return nil
+		return errors.Join(errs...)
 	}
 	return p.errf(v, "prompts", "must name a JSONL file or list the cases")
 }
@@ -405,12 +509,11 @@ func (p *parser) tests(v *yaml.Node) error {
 	if v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
 		return p.errf(v, "tests", "must be a non-empty list of tests ({id, input, assert})")
 	}
+	var errs []error
 	for i, item := range v.Content {
-		if err := p.testCase(item, fmt.Sprintf("tests[%d]", i)); err != nil {
-			return err
-		}
+		errs = append(errs, p.testCase(item, fmt.Sprintf("tests[%d]", i)))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // testKeys are the keys of a test (agentv) or inline prompt case.
@@ -426,7 +529,7 @@ func (p *parser) testCase(n *yaml.Node, field string) error {
 	err := pairs(n, func(k, v *yaml.Node) error {
 		key := canonical(k.Value)
 		if !slices.Contains(testKeys, key) {
-			return p.errf(k, field+"."+k.Value, "unknown key (known: %s)", strings.Join(testKeys, ", "))
+			return p.errf(k, field+"."+k.Value, "unknown key%s (known: %s)", meant(key, testKeys), strings.Join(testKeys, ", "))
 		}
 		x, err := p.value(v, field+"."+k.Value)
 		if err != nil {
@@ -578,6 +681,7 @@ func (p *parser) graders(v *yaml.Node) error {
 	if v.Kind == yaml.SequenceNode {
 		items = v.Content
 	}
+	var errs []error
 	for i, item := range items {
 		field := fmt.Sprintf("graders[%d]", i)
 		p.recordLines(item, field, item.Line)
@@ -587,14 +691,15 @@ func (p *parser) graders(v *yaml.Node) error {
 		case yaml.MappingNode:
 			m, err := p.object(item, field)
 			if err != nil {
-				return err
+				errs = append(errs, err)
+				continue
 			}
 			p.s.Graders = append(p.s.Graders, m)
 		default:
-			return p.errf(item, field, "must be a grader file or a grader config object")
+			errs = append(errs, p.errf(item, field, "must be a grader file or a grader config object"))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // agentKeys are the keys of one agent.
@@ -641,7 +746,7 @@ func (p *parser) agents(v *yaml.Node) error {
 						return err
 					})
 				}
-				return p.errf(ak, f, "unknown key (known: %s)", strings.Join(agentKeys, ", "))
+				return p.errf(ak, f, "unknown key%s (known: %s)", meant(key, agentKeys), strings.Join(agentKeys, ", "))
 			})
 			if err == nil && len(ag.Command) == 0 {
 				err = p.errf(a, field+".command", "missing")
@@ -760,10 +865,10 @@ func (p *parser) gates(v *yaml.Node) error {
 	return pairs(v, func(k, n *yaml.Node) error {
 		key := canonical(k.Value)
 		if !slices.Contains(gateKeys, key) {
-			return p.errf(k, "gates."+k.Value, "unknown gate (known: %s)", strings.Join(gateKeys, ", "))
+			return p.errf(k, "gates."+k.Value, "unknown gate%s (known: %s)", meant(key, gateKeys), strings.Join(gateKeys, ", "))
 		}
 		if (key == "min-pass-at" || key == "min-pass-exp") && n.Kind == yaml.MappingNode {
-			f := Flag{Name: key, Line: k.Line}
+			f := Flag{Name: key, Line: k.Line, Field: "gates." + k.Value}
 			err := pairs(n, func(kk, kv *yaml.Node) error {
 				f.Values = append(f.Values, kk.Value+"="+kv.Value)
 				return nil
@@ -780,7 +885,7 @@ func (p *parser) gates(v *yaml.Node) error {
 // flag reads a run flag set by its long name: a scalar, or a list for a
 // repeatable flag.
 func (p *parser) flag(k, v *yaml.Node, prefix string) (Flag, error) {
-	f := Flag{Name: canonical(k.Value), Line: k.Line}
+	f := Flag{Name: canonical(k.Value), Line: k.Line, Field: prefix + k.Value}
 	switch v.Kind {
 	case yaml.ScalarNode:
 		f.Values = []string{v.Value}
@@ -792,7 +897,10 @@ func (p *parser) flag(k, v *yaml.Node, prefix string) (Flag, error) {
 			f.Values = append(f.Values, e.Value)
 		}
 	default:
-		return f, p.errf(v, prefix+k.Value, "unknown key: a run flag takes a value or a list of values (known keys: %s)", strings.Join(RootKeys, ", "))
+		if hint := meant(f.Name, RootKeys); hint != "" && prefix == "" {
+			return f, p.errf(k, prefix+k.Value, "unknown key%s (a run flag takes a value or a list of values; known keys: %s)", hint, strings.Join(RootKeys, ", "))
+		}
+		return f, p.errf(k, prefix+k.Value, "unknown key: a run flag takes a value or a list of values (known keys: %s)", strings.Join(RootKeys, ", "))
 	}
 	// The image flags name paths relative to the suite, when written so.
 	if f.Name == "image" || f.Name == "tasks" || f.Name == "cache-dir" {

@@ -3,11 +3,14 @@ package suite
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -32,7 +35,7 @@ tests:
 `
 
 func TestSeed001(t *testing.T) {
-	s, err := Parse("dir/suite.yaml", []byte(seed001))
+	s, err := Parse("dir/suite.yaml", []byte(seed001), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +88,7 @@ timeout: 30s
 env: [A=1, B=2]
 concurrency: 4
 maxAgentRequests: 4
-`))
+`), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +138,7 @@ tests:
     input: y
     assert: {type: contains, value: y}
 `
-	s, err := Parse("s.yaml", []byte(text))
+	s, err := Parse("s.yaml", []byte(text), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +185,7 @@ func TestErrors(t *testing.T) {
 		"prompts: p.jsonl\ntimeout: {a: 1}":                          `s.yaml:2: field "timeout": unknown key`,
 	}
 	for text, want := range cases {
-		_, err := Parse("s.yaml", []byte(text))
+		_, err := Parse("s.yaml", []byte(text), nil)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q:\n got %v\nwant %s", text, err, want)
 		}
@@ -250,21 +253,21 @@ func TestSchemaMatchesParser(t *testing.T) {
 		if err := sch.Validate(inst); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
-		if _, err := Load(f); err != nil {
+		if _, err := Load(f, nil); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
 	}
 }
 
 func TestInlineCaseImage(t *testing.T) {
-	s, err := Parse(filepath.Join("dir", "s.yaml"), []byte("prompts:\n  - {id: a, input: hi, image: ./env}\n  - {id: b, input: hi, image: localhost/base:1}\n"))
+	s, err := Parse(filepath.Join("dir", "s.yaml"), []byte("prompts:\n  - {id: a, input: hi, image: ./env}\n  - {id: b, input: hi, image: localhost/base:1}\n"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !filepath.IsAbs(s.Cases[0].Image) || !strings.HasSuffix(s.Cases[0].Image, filepath.Join("dir", "env")) || s.Cases[1].Image != "localhost/base:1" {
 		t.Fatalf("images %q, %q", s.Cases[0].Image, s.Cases[1].Image)
 	}
-	s, err = Parse(filepath.Join("dir", "s.yaml"), []byte("prompts: p.jsonl\ntasks: ./dataset\nimage: localhost/x:1\n"))
+	s, err = Parse(filepath.Join("dir", "s.yaml"), []byte("prompts: p.jsonl\ntasks: ./dataset\nimage: localhost/x:1\n"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +276,71 @@ func TestInlineCaseImage(t *testing.T) {
 			t.Errorf("flag %s = %q", f.Name, f.Values)
 		}
 	}
-	if _, err := Parse("s.yaml", []byte("prompts:\n  - {id: a, input: hi, image: 3}\n")); err == nil || !strings.Contains(err.Error(), "image") {
+	if _, err := Parse("s.yaml", []byte("prompts:\n  - {id: a, input: hi, image: 3}\n"), nil); err == nil || !strings.Contains(err.Error(), "image") {
 		t.Fatalf("bad image: %v", err)
+	}
+}
+
+// A suite file's problems are reported together, in line order, each with
+// its line and key; a mistyped key names the one probably meant.
+func TestAllErrors(t *testing.T) {
+	text := `k: 0
+agent:
+  fake:
+    command: fakeagent
+tests:
+  - id: a
+    inptu: x
+  - id: b
+    input: y
+gates: {min_pass: 1}
+concurrency: lots
+`
+	check := func(f Flag) string {
+		if f.Name == "concurrency" {
+			return "want a whole number, got " + strconv.Quote(f.Values[0])
+		}
+		return ""
+	}
+	_, err := Parse("s.yaml", []byte(text), check)
+	var errs *Errors
+	if !errors.As(err, &errs) {
+		t.Fatalf("want *Errors, got %T: %v", err, err)
+	}
+	want := []string{
+		`s.yaml:1: field "k": must be a whole number of trials, at least 1`,
+		`s.yaml:2: field "agent": unknown key: did you mean agents? (a run flag takes a value or a list of values; known keys: ` + strings.Join(RootKeys, ", ") + `)`,
+		`s.yaml:7: field "tests[0].inptu": unknown key: did you mean input? (known: ` + strings.Join(testKeys, ", ") + `)`,
+		`s.yaml:10: field "gates.min_pass": unknown gate (known: ` + strings.Join(gateKeys, ", ") + `)`,
+		`s.yaml:11: field "concurrency": want a whole number, got "lots"`,
+	}
+	if got := strings.Split(err.Error(), "\n"); !reflect.DeepEqual(got, want) {
+		t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	var first *Error
+	if !errors.As(err, &first) || first.Line != 1 {
+		t.Errorf("errors.As finds %v", first)
+	}
+
+	// Each agent's run flags are checked too.
+	_, err = Parse("s.yaml", []byte("prompts: p.jsonl\nconcurrency: lots\nagents:\n  a:\n    command: x\n    flags: {timout: 1s}\n"), func(f Flag) string {
+		return "bad " + f.Name
+	})
+	if got, want := err.Error(), "s.yaml:2: field \"concurrency\": bad concurrency\ns.yaml:6: field \"agents.a.flags.timout\": bad timout"; got != want {
+		t.Errorf("flag errors:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// Past MaxErrors, the rest are counted.
+func TestErrorsCapped(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("tests:\n")
+	for i := range MaxErrors + 5 {
+		fmt.Fprintf(&b, "  - {id: c%d, input: x, nope: 1}\n", i)
+	}
+	_, err := Parse("s.yaml", []byte(b.String()), nil)
+	lines := strings.Split(fmt.Sprint(err), "\n")
+	if len(lines) != MaxErrors+1 || lines[MaxErrors] != "s.yaml: and 5 more errors" || !strings.HasPrefix(lines[0], `s.yaml:2: field "tests[0].nope"`) {
+		t.Errorf("%d lines:\n%s", len(lines), err)
 	}
 }

@@ -20,23 +20,23 @@ type CaseCount struct {
 	Estimate *float64
 }
 
-func (cc *CaseCount) add(r *schemas.CaptureRecord) {
-	cc.Trials++
-	pass, excluded := Outcome(r)
-	switch excluded {
-	case "":
-		cc.N++
-		if pass {
-			cc.C++
-		}
-	case Ungraded:
-		cc.Ungraded++
-	default:
-		if cc.Errors == nil {
-			cc.Errors = map[string]int{}
-		}
-		cc.Errors[excluded]++
-	}
+// Add counts one trial of the case (as Counts.Add does) and returns how
+// it counted.
+func (cc *CaseCount) Add(r *schemas.CaptureRecord) (pass bool, excluded string) {
+	return cc.count(func(c *Counts) (bool, string) { return c.Add(r, nil) })
+}
+
+// AddEntry counts one trial of the case's trials record as the record
+// counted it (as Counts.AddEntry does) and returns how.
+func (cc *CaseCount) AddEntry(e *schemas.TrialEntry) (pass bool, excluded string) {
+	return cc.count(func(c *Counts) (bool, string) { return c.AddEntry(e) })
+}
+
+func (cc *CaseCount) count(add func(*Counts) (bool, string)) (pass bool, excluded string) {
+	c := Counts{Trials: cc.Trials, Graded: cc.N, Passed: cc.C, Ungraded: cc.Ungraded, Errors: cc.Errors}
+	pass, excluded = add(&c)
+	cc.Trials, cc.N, cc.C, cc.Ungraded, cc.Errors = c.Trials, c.Graded, c.Passed, c.Ungraded, c.Errors
+	return pass, excluded
 }
 
 // Run is a results file reduced to per-case counts, in the order cases first
@@ -46,6 +46,16 @@ type Run struct {
 	Kind  string
 	Cases []*CaseCount
 	index map[string]int
+}
+
+// NewRun makes a run of per-case counts already gathered (a view that keeps
+// its own index of a results file), in the order given; file names it.
+func NewRun(file, kind string, cases []*CaseCount) *Run {
+	run := &Run{File: file, Kind: kind, Cases: cases, index: make(map[string]int, len(cases))}
+	for i, c := range cases {
+		run.index[c.ID] = i
+	}
+	return run
 }
 
 // Case returns the counts of case id, or nil.
@@ -88,7 +98,7 @@ func ReadRun(name string, r io.Reader) (*Run, error) {
 					"case %q trial %d appears twice (first on line %d)", l.Capture.ID, l.Capture.Trial, first)}
 			}
 			seenTrial[k] = l.Line
-			get(l.Capture.ID).add(l.Capture)
+			get(l.Capture.ID).Add(l.Capture)
 		case schemas.KindTrials:
 			if first, dup := seenCase[l.Trials.ID]; dup {
 				return &schemas.InputError{File: name, Line: l.Line, Field: "id", Msg: fmt.Sprintf(
@@ -97,8 +107,7 @@ func ReadRun(name string, r io.Reader) (*Run, error) {
 			seenCase[l.Trials.ID] = l.Line
 			cc := get(l.Trials.ID)
 			for i := range l.Trials.Trials {
-				rec := l.Trials.Trials[i].Capture()
-				cc.add(&rec)
+				cc.AddEntry(&l.Trials.Trials[i])
 			}
 			if a := l.Trials.Adaptive; a != nil && a.PassRate != nil {
 				cc.Estimate = a.PassRate
@@ -122,7 +131,7 @@ func Recount(tr *schemas.TrialsRecord) {
 	cc := &CaseCount{ID: tr.ID}
 	for i := range tr.Trials {
 		rec := tr.Trials[i].Capture()
-		cc.add(&rec)
+		cc.Add(&rec)
 	}
 	tr.N, tr.C, tr.Ungraded, tr.Errors = cc.N, cc.C, cc.Ungraded, cc.Errors
 	if tr.K < 1 {

@@ -74,34 +74,23 @@ func BuildRecordFailing(c schemas.PromptCase, k int, recs []schemas.CaptureRecor
 		Trials:   make([]schemas.TrialEntry, 0, len(sorted)),
 	}
 	counted := map[string]int{}
+	var cnt Counts
 	for _, r := range sorted {
 		tr.Cost = tr.Cost.Add(r.Cost)
-		pass, excluded := Outcome(&r)
-		if excluded != "" && excluded != Ungraded && failOn[excluded] {
-			counted[excluded]++
-			tr.N++
+		_, class := Outcome(&r)
+		_, excluded := cnt.Add(&r, failOn)
+		if class != "" && excluded == "" {
+			// An error class of failOn: a failure in n.
+			counted[class]++
 			e := schemas.NewTrialEntry(r, "")
 			no, zero := false, 0.0
 			e.Pass, e.Score = &no, &zero
 			tr.Trials = append(tr.Trials, e)
 			continue
 		}
-		switch excluded {
-		case "":
-			tr.N++
-			if pass {
-				tr.C++
-			}
-		case Ungraded:
-			tr.Ungraded++
-		default:
-			if tr.Errors == nil {
-				tr.Errors = map[string]int{}
-			}
-			tr.Errors[excluded]++
-		}
 		tr.Trials = append(tr.Trials, schemas.NewTrialEntry(r, excluded))
 	}
+	tr.N, tr.C, tr.Ungraded, tr.Errors = cnt.Graded, cnt.Passed, cnt.Ungraded, cnt.Errors
 	for _, class := range slices.Sorted(maps.Keys(counted)) {
 		tr.Warnings = append(tr.Warnings, fmt.Sprintf("%d %s trials counted as failures", counted[class], class))
 	}

@@ -113,6 +113,55 @@ func (s *Summary) add(id string, k, trials, n, c, ungraded, missing int, errors 
 	s.c = append(s.c, c)
 }
 
+// Counts returns the trial counts of the records added so far: the
+// counts Result gives (Trials, Graded, Passes, Ungraded, Missing, Errors),
+// without computing the metrics. Graded and Passed count every trial,
+// those of adaptive cases too.
+func (s *Summary) Counts() Counts {
+	c := Counts{Trials: s.trials, Ungraded: s.ungraded, Missing: s.missing}
+	if len(s.errors) > 0 {
+		c.Errors = maps.Clone(s.errors)
+	}
+	if s.adaptive != nil {
+		// The curves count the first trials of adaptive cases; the
+		// counts, every trial.
+		c.Graded, c.Passed = s.allN, s.allC
+		return c
+	}
+	for i := range s.n {
+		c.Graded += s.n[i]
+		c.Passed += s.c[i]
+	}
+	return c
+}
+
+// NoGradedReason says why a run has no graded trial, from its counts of
+// trials run without a grader, asked trials with no record, and trials
+// left out by error class: "run with a grader, -g" only when that is why.
+func NoGradedReason(ungraded, missing int, errors map[string]int) string {
+	var parts []string
+	if len(errors) > 0 {
+		var classes []string
+		for _, class := range slices.Sorted(maps.Keys(errors)) {
+			classes = append(classes, fmt.Sprintf("%d %s", errors[class], class))
+		}
+		parts = append(parts, "the trials ended in errors: "+strings.Join(classes, ", "))
+	}
+	if ungraded > 0 {
+		if len(parts) == 0 && missing == 0 {
+			return "run with a grader, -g"
+		}
+		parts = append(parts, fmt.Sprintf("%d ran without a grader (-g)", ungraded))
+	}
+	if missing > 0 {
+		parts = append(parts, fmt.Sprintf("%d asked trials have no record", missing))
+	}
+	if len(parts) == 0 {
+		return "no trial ran"
+	}
+	return strings.Join(parts, "; ")
+}
+
 // Cases returns how many records were added.
 func (s *Summary) Cases() int { return s.cases }
 
@@ -137,16 +186,11 @@ func (s *Summary) Result(seed uint64, resamples int) schemas.TrialsSummary {
 		Seed:          seed,
 		Resamples:     resamples,
 	}
-	if len(s.errors) > 0 {
-		out.Errors = maps.Clone(s.errors)
-	}
+	counts := s.Counts()
+	out.Graded, out.Passes, out.Errors = counts.Graded, counts.Passed, counts.Errors
 	if s.cost != nil {
 		c := *s.cost
 		out.Cost = &c
-	}
-	for i := range s.n {
-		out.Graded += s.n[i]
-		out.Passes += s.c[i]
 	}
 	if s.adaptive != nil {
 		a := *s.adaptive
@@ -161,7 +205,6 @@ func (s *Summary) Result(seed uint64, resamples int) schemas.TrialsSummary {
 		}
 		a.Note = AdaptiveNote(a.MinK)
 		out.Adaptive = &a
-		out.Graded, out.Passes = s.allN, s.allC
 	}
 	if resamples < 1 {
 		out.Warnings = append(out.Warnings, "bootstrap disabled (resamples < 1): intervals have zero width")
@@ -172,7 +215,7 @@ func (s *Summary) Result(seed uint64, resamples int) schemas.TrialsSummary {
 	}
 	if out.Graded == 0 || len(s.n) == 0 && len(s.rates) == 0 {
 		if s.cases > 0 {
-			out.Warnings = append(out.Warnings, "no graded trial in the run: there are no pass metrics (run with a grader, -g)")
+			out.Warnings = append(out.Warnings, "no graded trial in the run: there are no pass metrics ("+NoGradedReason(s.ungraded, s.missing, s.errors)+")")
 		}
 		s.last = &out
 		return out
@@ -321,13 +364,14 @@ func (s *Summary) WriteTable(w io.Writer) error {
 // WriteSummaryTable writes a summary as the table WriteTable prints.
 func WriteSummaryTable(w io.Writer, r schemas.TrialsSummary) error {
 	var b strings.Builder
+	counts := CountsOf(r)
 	fmt.Fprintf(&b, "cases: %d graded of %d run   trials: %d graded of %d   passed: %d",
-		r.ScoredCases, r.Cases, r.Graded, r.Trials, r.Passes)
-	if r.Ungraded > 0 {
-		fmt.Fprintf(&b, "   ungraded: %d", r.Ungraded)
+		r.ScoredCases, r.Cases, counts.Graded, counts.Trials, counts.Passed)
+	if counts.Ungraded > 0 {
+		fmt.Fprintf(&b, "   ungraded: %d", counts.Ungraded)
 	}
-	if r.Missing > 0 {
-		fmt.Fprintf(&b, "   missing: %d", r.Missing)
+	if counts.Missing > 0 {
+		fmt.Fprintf(&b, "   missing: %d", counts.Missing)
 	}
 	b.WriteString("\n")
 	if len(r.Errors) > 0 {
@@ -359,13 +403,19 @@ func WriteSummaryTable(w io.Writer, r schemas.TrialsSummary) error {
 		if r.PassRateCI != nil {
 			fmt.Fprintf(&b, " [%.3f, %.3f]", r.PassRateCI.Low, r.PassRateCI.High)
 		}
-		fmt.Fprintf(&b, " (%d/%d graded trials; %.0f%% bootstrap over cases, %d resamples, seed %d)\n",
-			r.Passes, r.Graded, 100*r.Confidence, r.Resamples, r.Seed)
+		if r.Adaptive != nil {
+			// Not passes/graded: the stopping rule biases that ratio.
+			fmt.Fprintf(&b, " (mean of the cases' unbiased estimates; %.0f%% bootstrap over cases, %d resamples, seed %d)\n",
+				100*r.Confidence, r.Resamples, r.Seed)
+		} else {
+			fmt.Fprintf(&b, " (%d/%d graded trials; %.0f%% bootstrap over cases, %d resamples, seed %d)\n",
+				r.Passes, r.Graded, 100*r.Confidence, r.Resamples, r.Seed)
+		}
 	} else {
 		b.WriteString("pass rate: n/a (no graded trial)\n")
 	}
 	if a := r.Adaptive; a != nil {
-		writeAdaptive(&b, a)
+		writeAdaptive(&b, a, counts.Passed, counts.Graded)
 	}
 	if len(r.PassAt) > 0 {
 		b.WriteString("\n")
@@ -412,14 +462,15 @@ func GraderErrors(r schemas.TrialsSummary) int {
 
 // writeAdaptive writes the adaptive part of a summary table: the stopping
 // rule, why the cases stopped, and which figures are unbiased.
-func writeAdaptive(b *strings.Builder, a *schemas.AdaptiveSummary) {
+func writeAdaptive(b *strings.Builder, a *schemas.AdaptiveSummary, passes, graded int) {
 	fmt.Fprintf(b, "adaptive: min-k %d, max-k %d, ci-width %g; %d trials (%.1f per case); stopped: %s\n",
 		a.MinK, a.MaxK, a.CIWidth, a.Trials, a.MeanTrials, ClassCounts(a.Stopped))
 	if len(a.AtMaxK) > 0 {
 		fmt.Fprintf(b, "still wider than %g at max-k: %s\n", a.CIWidth, idList(a.AtMaxK, 10))
 	}
 	if a.NaivePassRate != nil {
-		fmt.Fprintf(b, "pass rate above: mean of per-case estimates unbiased under the stopping rule (naive passes/graded %.3f is biased)\n", *a.NaivePassRate)
+		fmt.Fprintf(b, "pass rate above: mean of per-case estimates unbiased under the stopping rule (the naive ratio passes/graded, %d/%d = %.3f, is biased)\n",
+			passes, graded, *a.NaivePassRate)
 	}
 	fmt.Fprintf(b, "pass@k and pass^k below: from the first %d trials of every case, unbiased for k ≤ %d\n", a.MinK, a.MinK)
 }

@@ -181,3 +181,23 @@ func TestSummaryOrderIndependent(t *testing.T) {
 		t.Errorf("order changed the summary:\n%s\n%s", ja, jb)
 	}
 }
+
+// Why a run has no graded trial: "run with a grader" only when the trials
+// ran without one.
+func TestNoGradedReason(t *testing.T) {
+	for _, c := range []struct {
+		ungraded, missing int
+		errors            map[string]int
+		want              string
+	}{
+		{3, 0, nil, "run with a grader, -g"},
+		{0, 0, map[string]int{"grader_error": 2, "agent_crash": 1}, "the trials ended in errors: 1 agent_crash, 2 grader_error"},
+		{2, 0, map[string]int{"agent_crash": 1}, "the trials ended in errors: 1 agent_crash; 2 ran without a grader (-g)"},
+		{0, 4, nil, "4 asked trials have no record"},
+		{0, 0, nil, "no trial ran"},
+	} {
+		if got := NoGradedReason(c.ungraded, c.missing, c.errors); got != c.want {
+			t.Errorf("NoGradedReason(%d, %d, %v) = %q, want %q", c.ungraded, c.missing, c.errors, got, c.want)
+		}
+	}
+}

@@ -161,9 +161,9 @@ func (v *runView) Event(ev evaluation.Event) {
 	case evaluation.Started:
 		switch {
 		case ev.Adapter != "":
-			v.log.printf("agent %s, headless (--adapter %s); %s\n", ev.Agent.AgentInfo.Name, ev.Adapter, plural(ev.Total, "unit"))
+			v.log.printf("agent %s, headless (--adapter %s); %s\n", ev.Agent.AgentInfo.Name, ev.Adapter, unitCount(ev))
 		case ev.Agent != nil && ev.Agent.AgentInfo != nil:
-			v.log.printf("agent %s %s (ACP %d); %s\n", ev.Agent.AgentInfo.Name, ev.Agent.AgentInfo.Version, ev.Agent.ProtocolVersion, plural(ev.Total, "unit"))
+			v.log.printf("agent %s %s (ACP %d); %s\n", ev.Agent.AgentInfo.Name, ev.Agent.AgentInfo.Version, ev.Agent.ProtocolVersion, unitCount(ev))
 		}
 		if v.f.maxCost > 0 && len(v.f.prices) == 0 {
 			v.log.printf("warning: --max-cost without --prices counts only the cost agents report themselves\n")
@@ -193,6 +193,14 @@ func (v *runView) Event(ev evaluation.Event) {
 	}
 }
 
+// unitCount says how many units a run starts with.
+func unitCount(ev evaluation.Started) string {
+	if ev.Adaptive {
+		return plural(ev.Total, "unit") + " to start (more as the cases' intervals ask for them)"
+	}
+	return plural(ev.Total, "unit")
+}
+
 // finished prints the counts, the cost and the warning about units that
 // wrote in the working directory they share.
 func (v *runView) finished(res *evaluation.Result) {
@@ -200,7 +208,7 @@ func (v *runView) finished(res *evaluation.Result) {
 		return // nothing ran
 	}
 	v.log.stop()
-	v.log.summary(res.Stats)
+	v.log.summary(res.Counts)
 	if res.Spent != nil {
 		v.log.printf("cost: %s\n", costLine(res.Spent, res.AgentReportedUSD, v.f.prices))
 	}

@@ -163,6 +163,10 @@ func runGrade(ctx context.Context, e *env, fs *pflag.FlagSet, f *gradeFlags, arg
 	}
 	opts.Sandbox = sb
 	if bw, ok := sb.(*sandbox.Bwrap); ok {
+		// The graders share a build cache, removed at the end.
+		bc := sandbox.NewBuildCache("", e.getenv)
+		defer bc.Remove()
+		opts.Sandbox = bc.Runner(sb)
 		bw.Protect(f.gradeFiles(args, opts.Dir)...)
 		if !f.quiet {
 			for _, w := range bw.Warnings() {

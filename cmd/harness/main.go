@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -22,6 +23,7 @@ import (
 	"harness/internal/buildinfo"
 	"harness/internal/orphans"
 	"harness/internal/redact"
+	"harness/internal/suggest"
 	"harness/schemas"
 )
 
@@ -129,6 +131,7 @@ func commands() []*command {
 		newCompareCmd(),
 		newTrialsNeededCmd(),
 		newReportCmd(),
+		newViewCmd(),
 		newMergeCmd(),
 		newCheckCmd(),
 		newSchemasCmd(),
@@ -224,7 +227,7 @@ func runMain(ctx context.Context, e *env, args []string) int {
 			printCommandHelp(e.stdout, c)
 			return exitOK
 		}
-		fmt.Fprintf(e.stderr, "harness %s: %v%s\nusage: harness %s\nRun 'harness help %s' for details.\n", c.name, err, flagHint(c, err), c.usage, c.name)
+		fmt.Fprintf(e.stderr, "harness %s: %v%s\nusage: harness %s\nRun 'harness help %s' for details.\n", c.name, err, flagHint(c, err, args[1:]), c.usage, c.name)
 		return exitUsage
 	}
 	warnDeprecated(e.stderr, c, args[1:])
@@ -326,16 +329,39 @@ func printCommandHelp(w io.Writer, c *command) {
 }
 
 // flagHint adds to an unknown-flag error the flag that was probably meant
-// and, for a command that runs an agent, that the agent's own flags go
-// after --.
-func flagHint(c *command, err error) string {
+// and, for a command that runs an agent, where the flag goes: the agent's
+// own flags after --; for harness run, a run flag in the suite file, which
+// is where harness run takes them from.
+func flagHint(c *command, err error, args []string) string {
 	msg := err.Error()
 	name, ok := strings.CutPrefix(msg, "unknown flag: --")
 	if !ok {
 		if strings.HasPrefix(msg, "unknown shorthand flag: ") && c.agent {
-			return "\n(agent flags go after --, as in: harness " + c.name + " PROMPTS [flags] -- AGENT FLAGS...)"
+			return "\n(agent flags go after --, as in: harness " + agentUsage(c) + " -- AGENT FLAGS...)"
 		}
 		return ""
+	}
+	name, _, _ = strings.Cut(name, "=")
+	if c.name == "run" {
+		// A flag of trials is a run flag, set in the suite file.
+		tc, _ := newTrialsCmdWith(&runFlags{})
+		tf := tc.flags
+		inSuite := func(n string) bool { return tf.Lookup(n) != nil && !slices.Contains(runFlagsSetByRun, n) }
+		flag := name
+		if !inSuite(flag) && closestFlag(c.flags, name) == "" {
+			flag = closestFlag(tf, name)
+		}
+		if flag != "" && inSuite(flag) {
+			value := flagValue(args, name)
+			if value == "" {
+				value = "..."
+			}
+			meant := ""
+			if flag != name {
+				meant = fmt.Sprintf("\ndid you mean --%s?", flag)
+			}
+			return fmt.Sprintf("%s\n(--%s is a run flag, which harness run takes from the suite file: write %s: %s in the suite, or under an agent's flags: for that agent alone)", meant, flag, flag, value)
+		}
 	}
 	best := closestFlag(c.flags, name)
 	hint := ""
@@ -343,40 +369,43 @@ func flagHint(c *command, err error) string {
 		hint = fmt.Sprintf("\ndid you mean --%s?", best)
 	}
 	if c.agent {
-		hint += "\n(if --" + name + " is the agent's flag, put it after --: harness " + c.name + " PROMPTS [flags] -- AGENT --" + name + ")"
+		hint += "\n(if --" + name + " is the agent's flag, put it after --: harness " + agentUsage(c) + " -- AGENT --" + name + ")"
 	}
 	return hint
 }
 
-// closestFlag is the flag of fs whose name is nearest to name (at most two
-// edits away), or "".
-func closestFlag(fs *pflag.FlagSet, name string) string {
-	best, bestDist := "", 3
-	fs.VisitAll(func(f *pflag.Flag) {
-		if d := editDistance(name, f.Name); d < bestDist {
-			best, bestDist = f.Name, d
-		}
-	})
-	return best
+// agentUsage is a command's usage up to the agent command.
+func agentUsage(c *command) string {
+	switch c.name {
+	case "run":
+		return "run SUITE [flags]"
+	case "check":
+		return "check [flags]"
+	}
+	return c.name + " PROMPTS [flags]"
 }
 
-// editDistance is the Levenshtein distance of a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+// flagValue is the value given to --name in args (--name=V or --name V),
+// or "".
+func flagValue(args []string, name string) string {
+	for i, a := range args {
+		if a == "--" {
+			break
 		}
-		prev, cur = cur, prev
+		if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
+			return v
+		}
+		if a == "--"+name && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+			return args[i+1]
+		}
 	}
-	return prev[len(b)]
+	return ""
+}
+
+// closestFlag is the flag of fs whose name is nearest to name (see
+// suggest.Nearest), or "".
+func closestFlag(fs *pflag.FlagSet, name string) string {
+	var names []string
+	fs.VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+	return suggest.Nearest(name, names)
 }

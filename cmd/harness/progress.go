@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"harness/capture"
 	"harness/schemas"
 	"harness/trials"
 )
@@ -107,14 +106,16 @@ func (p *progress) printf(format string, args ...any) {
 // record counts a finished record and prints its line.
 func (p *progress) record(rec *schemas.CaptureRecord) {
 	mark, detail := "ok", rec.StopReason
-	switch {
+	// A trial counts here as it counts everywhere (trials.Outcome).
+	switch pass, excluded := trials.Outcome(rec); {
 	case rec.Error != nil:
 		mark, detail = "ERR", errorCause(rec.Error)
-	case rec.Score != nil && rec.Score.Error != nil:
+	case excluded == trials.Ungraded:
+	case excluded != "":
 		mark, detail = "ERR", errorCause(rec.Score.Error)
-	case rec.Score != nil && rec.Score.Pass:
+	case pass:
 		mark = "pass"
-	case rec.Score != nil:
+	default:
 		mark = "fail"
 	}
 	p.mu.Lock()
@@ -215,22 +216,12 @@ func (p *progress) clearStatus() {
 	}
 }
 
-// summary prints the final counts.
-func (p *progress) summary(s *capture.Stats) {
+// summary prints the final counts: those of every trial in the output.
+func (p *progress) summary(c trials.Counts) {
 	if p.quiet {
 		return
 	}
-	line := fmt.Sprintf("%d records", s.Records)
-	if s.Graded+s.GradeErr > 0 {
-		line += fmt.Sprintf(", %d graded, %d passed", s.Graded, s.Passed)
-	}
-	if len(s.Errors) > 0 {
-		line += ", errors: " + trials.ClassCounts(s.Errors)
-	}
-	if s.GradeErr > 0 {
-		line += fmt.Sprintf(", grader errors %d", s.GradeErr)
-	}
-	p.printf("%s\n", line)
+	p.printf("%s\n", c.Line())
 }
 
 // errorCause is one line saying why a record failed: the error's class

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"harness/capture"
 	"harness/internal/redact"
 	"harness/schemas"
+	"harness/trials"
 )
 
 func TestProgressModes(t *testing.T) {
@@ -16,7 +16,7 @@ func TestProgressModes(t *testing.T) {
 		return &schemas.CaptureRecord{ID: id, Trial: 1, StopReason: "end_turn", Score: &schemas.GraderResult{Pass: pass}}
 	}
 	errRec := &schemas.CaptureRecord{ID: "e", Trial: 1, Error: &schemas.ErrorInfo{Class: "timeout", Message: "slow"}}
-	stats := &capture.Stats{Records: 3, Graded: 2, Passed: 1, Errors: map[string]int{"timeout": 1}}
+	stats := trials.Counts{Trials: 3, Graded: 2, Passed: 1, Errors: map[string]int{"timeout": 1}}
 	for _, tc := range []struct {
 		name          string
 		tty, progress bool

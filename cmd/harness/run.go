@@ -20,6 +20,7 @@ import (
 	"harness/evaluation"
 	"harness/graders"
 	"harness/internal/buildinfo"
+	"harness/internal/suggest"
 	"harness/report"
 	"harness/results"
 	"harness/rundir"
@@ -156,7 +157,8 @@ func (f *runCmdFlags) load(e *env, args, agentCmd []string) (*suiteRun, error) {
 	if err := r.locate(args); err != nil {
 		return nil, err
 	}
-	s, err := suite.Load(r.suiteFile)
+	tc, _ := newTrialsCmdWith(&runFlags{})
+	s, err := suite.Load(r.suiteFile, suiteFlagProblem(tc))
 	if err != nil {
 		return nil, inputError(err)
 	}
@@ -761,31 +763,10 @@ func applySuiteFlags(tc *command, s *suite.Suite, a *suite.Agent, argv []string)
 	if err := tc.flags.Parse(argv); err != nil {
 		return usageErrorf("%v", err)
 	}
+	problem := suiteFlagProblem(tc)
 	set := func(f suite.Flag, where string) error {
-		if f.Name == "max-cost" || f.Name == "max-tokens" {
-			return nil // the run's budget, handed out above
-		}
-		bad := func(msg string) error {
+		if msg := problem(f); msg != "" {
 			return inputError(&schemas.InputError{File: s.File, Line: f.Line, Field: where + f.Name, Msg: msg})
-		}
-		if slices.Contains(runFlagsSetByRun, f.Name) {
-			return bad("harness run sets this itself")
-		}
-		fl := tc.flags.Lookup(f.Name)
-		if fl == nil {
-			msg := "not a suite key or a run flag (keys: " + strings.Join(suite.RootKeys, ", ") + ")"
-			if best := closestFlag(tc.flags, f.Name); best != "" {
-				msg += "; did you mean " + best + "?"
-			}
-			return bad(msg)
-		}
-		if len(f.Values) > 1 && !strings.Contains(fl.Value.Type(), "Array") && !strings.Contains(fl.Value.Type(), "Slice") {
-			return bad("takes one value, not a list")
-		}
-		for _, v := range f.Values {
-			if err := tc.flags.Set(f.Name, v); err != nil {
-				return bad(err.Error())
-			}
 		}
 		return nil
 	}
@@ -800,6 +781,69 @@ func applySuiteFlags(tc *command, s *suite.Suite, a *suite.Agent, argv []string)
 		}
 	}
 	return nil
+}
+
+// suiteFlagProblem sets the run flags a suite sets on tc, the trials
+// command, and says what is wrong with one ("" when nothing is): a key that
+// is no suite key or run flag (with the one probably meant), a flag harness
+// run decides, a list for a flag of one value, a value the flag refuses.
+func suiteFlagProblem(tc *command) suite.FlagCheck {
+	return func(f suite.Flag) string {
+		if f.Name == "max-cost" || f.Name == "max-tokens" {
+			return "" // the run's budget, handed out by harness run
+		}
+		if slices.Contains(runFlagsSetByRun, f.Name) {
+			return "harness run sets this itself"
+		}
+		fl := tc.flags.Lookup(f.Name)
+		if fl == nil {
+			msg := "not a suite key or a run flag (keys: " + strings.Join(suite.RootKeys, ", ") + ")"
+			var names []string
+			tc.flags.VisitAll(func(fl *pflag.Flag) { names = append(names, fl.Name) })
+			if best := suggest.Nearest(f.Name, append(slices.Clone(suite.RootKeys), names...)); best != "" {
+				msg += "; did you mean " + best + "?"
+			}
+			return msg
+		}
+		if len(f.Values) > 1 && !strings.Contains(fl.Value.Type(), "Array") && !strings.Contains(fl.Value.Type(), "Slice") {
+			return "takes one value, not a list"
+		}
+		for _, v := range f.Values {
+			if err := tc.flags.Set(f.Name, v); err != nil {
+				return flagValueProblem(fl, v, err)
+			}
+			if slices.Contains(durationFlags, f.Name) && v != "" {
+				if _, err := schemas.ParseDuration(v); err != nil {
+					return fmt.Sprintf("want a duration (90s, 2m; a bare number is milliseconds), got %q", v)
+				}
+			}
+		}
+		return ""
+	}
+}
+
+// durationFlags are the run flags that take a duration as text.
+var durationFlags = []string{"timeout", "startup-timeout", "cancel-grace", "settle", "terminal-timeout", "request-timeout", "grader-timeout"}
+
+// flagValueProblem says what a flag wants of a value it refused, in words
+// (not the parser's: "strconv.ParseInt: parsing ...").
+func flagValueProblem(fl *pflag.Flag, v string, err error) string {
+	switch fl.Value.Type() {
+	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64":
+		return fmt.Sprintf("want a whole number, got %q", v)
+	case "float32", "float64":
+		return fmt.Sprintf("want a number, got %q", v)
+	case "bool":
+		return fmt.Sprintf("want true or false, got %q", v)
+	case "duration":
+		return fmt.Sprintf("want a duration (90s, 2m; a bare number is milliseconds), got %q", v)
+	}
+	// pflag says: invalid argument "v" for "-j, --name" flag: why.
+	msg := err.Error()
+	if _, why, ok := strings.Cut(msg, " flag: "); ok && strings.HasPrefix(msg, "invalid argument ") {
+		return why
+	}
+	return msg
 }
 
 // agentSummary is the summary of an agent's run: the one it returned, or

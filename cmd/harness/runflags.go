@@ -358,7 +358,16 @@ func (f *runFlags) configure(e *env, s *runSetup, v *validFlags, agent []string)
 	if err != nil {
 		return err
 	}
-	gopts := graders.Options{Timeout: f.graderTimeout, Getenv: e.getenv, Dir: wd, Sandbox: sb, JudgeCache: cache,
+	gsb := sb
+	if _, ok := sb.(*sandbox.Bwrap); ok {
+		// The run's sandboxed graders share a build cache, removed with
+		// the run (docs/sandbox.md).
+		bc := sandbox.NewBuildCache("", e.getenv)
+		gsb = bc.Runner(sb)
+		prev := s.cleanup
+		s.cleanup = func() { bc.Remove(); prev() }
+	}
+	gopts := graders.Options{Timeout: f.graderTimeout, Getenv: e.getenv, Dir: wd, Sandbox: gsb, JudgeCache: cache,
 		SecretEnv: func(name string) { graderSecrets = append(graderSecrets, name) }}
 	if s.graders, err = f.loadGraders(gopts); err != nil {
 		return err

@@ -103,13 +103,24 @@ func runSlurm(ctx context.Context, r *slurmRun, args []string) error {
 		return err
 	}
 	f.output = out
+	// casesFile is the file of the tasks' cases this run wrote anew, which
+	// a job that was never submitted does not leave behind.
+	casesFile := ""
 	if len(args) == 0 && f.image.tasks != "" {
 		// --tasks without a prompts file: the tasks' cases, beside the
 		// output, where every node reads them.
 		args = []string{out + ".tasks.jsonl"}
+		if !fileExistsAny(args[0]) {
+			casesFile = args[0]
+		}
 		if err := f.image.writeCases(args[0]); err != nil {
 			return err
 		}
+		defer func() {
+			if casesFile != "" {
+				os.Remove(casesFile)
+			}
+		}()
 	}
 	prompts, err := filepath.Abs(args[0])
 	if err != nil {
@@ -143,6 +154,7 @@ func runSlurm(ctx context.Context, r *slurmRun, args []string) error {
 	if err != nil {
 		return slurmExit(err)
 	}
+	casesFile = ""
 	if s.detach {
 		fmt.Fprintf(r.e.stdout, "%s\n", id)
 		fmt.Fprintf(r.e.stderr, "submitted array job %s: %d tasks writing %s\nwhen it is done: %s\n", id, s.tasks, run.Dir(), run.MergeCommand())

@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +16,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -114,8 +117,80 @@ func run(t *testing.T, root string, x example) (stdout, stderr string) {
 	cmd.Dir = dir
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if strings.Contains(x.text, runsHarness+"view ") {
+		return runViewer(t, cmd, x, &out, &errOut)
+	}
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("%s, as written:\n%s\nfailed: %v\nstdout:\n%s\nstderr:\n%s", x, x.text, err, tail(out.String()), errOut.String())
+	}
+	return out.String(), errOut.String()
+}
+
+// runViewer runs an example that ends by serving harness view: once the
+// viewer prints its URL, the runs it lists must hold records; then an
+// interrupt stops it, and the example must exit 0.
+func runViewer(t *testing.T, cmd *exec.Cmd, x example, out, errOut *bytes.Buffer) (string, string) {
+	t.Helper()
+	pr, pw := io.Pipe()
+	cmd.Stdout = io.MultiWriter(out, pw)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait(); pw.Close() }()
+	urlLine := regexp.MustCompile(`harness view: (http://\S+)`)
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			if m := urlLine.FindStringSubmatch(sc.Text()); m != nil {
+				found <- m[1]
+			}
+		}
+		io.Copy(io.Discard, pr)
+	}()
+	var u string
+	select {
+	case u = <-found:
+	case err := <-done:
+		t.Fatalf("%s: ended before the viewer printed its URL: %v\nstderr:\n%s", x, err, errOut.String())
+	}
+	var runs struct {
+		Runs []struct {
+			Sources []struct {
+				Totals struct{ Trials int } `json:"totals"`
+			} `json:"sources"`
+		} `json:"runs"`
+		Scanned bool `json:"scanned"`
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		resp, err := http.Get(u + "api/runs")
+		if err == nil {
+			json.NewDecoder(resp.Body).Decode(&runs)
+			resp.Body.Close()
+		}
+		if runs.Scanned || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// Ctrl-C: the interrupt goes to the whole process group, as from a
+	// terminal (go run and the shell end by it too, with a status of
+	// their own).
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		t.Fatalf("%s: the viewer did not end within 30 s of an interrupt", x)
+	}
+	if strings.Contains(errOut.String(), "panic:") {
+		t.Errorf("%s: stderr:\n%s", x, errOut.String())
+	}
+	if len(runs.Runs) == 0 || len(runs.Runs[0].Sources) == 0 || runs.Runs[0].Sources[0].Totals.Trials == 0 {
+		t.Errorf("%s: the viewer lists no run with trials: %+v", x, runs)
 	}
 	return out.String(), errOut.String()
 }

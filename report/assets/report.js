@@ -17,45 +17,41 @@
   var multi = IX.runs.length > 2;
   var several = IX.runs.length > 1;
   var STATUSES = ["pass", "fail", "flaky", "error", "ungraded"];
-  var state = { statuses: {}, cat: "", chg: "", text: "", shown: [], open: -1, run: 0, trial: 0, hidden: {} };
+  var state = { statuses: {}, cat: "", chg: "", text: "", shown: [], open: -1, run: 0, trial: 0, hidden: {}, sort: "", desc: false };
   STATUSES.forEach(function (s) { state.statuses[s] = true; });
   var byId = {};
   IX.cases.forEach(function (c, i) {
     byId[c.id] = i;
+    c.pos = i;
+    var s0 = c.sides[0];
     c.hay = (c.id + "\n" + (c.input || "")).toLowerCase();
+    if (s0 && !several) {
+      // The columns of a single run: the output of the trial the case
+      // opens on, and the mean score and duration and the cost of its trials.
+      var tr = s0.tr || [], sc = 0, nsc = 0, d = 0, cost = null, shown = null;
+      tr.forEach(function (t) {
+        if (t.sc != null) { sc += t.sc; nsc++; }
+        d += t.d || 0;
+        if (t.cost != null) cost = (cost || 0) + t.cost;
+        if (!shown && (t.s === "fail" || t.s === "error")) shown = t;
+      });
+      shown = shown || tr[0];
+      c.out = shown && shown.out || "";
+      c.sc = nsc ? sc / nsc : null;
+      c.dur = tr.length ? d / tr.length : null;
+      c.cost = cost;
+      c.rate = s0.n ? s0.c / s0.n : -1;
+      c.errs = errTotal(s0);
+      c.hay += "\n" + c.out.toLowerCase();
+    }
   });
   var chunks = {}, chunkOrder = [];
 
   function $(id) { return document.getElementById(id); }
 
-  // el builds an element: el("div", {class: "x"}, child, "text", ...).
-  function el(tag, attrs) {
-    var n = document.createElement(tag);
-    if (attrs) {
-      for (var k in attrs) {
-        if (!Object.prototype.hasOwnProperty.call(attrs, k) || attrs[k] == null) continue;
-        if (k === "text") n.textContent = attrs[k];
-        else if (k === "on") { for (var ev in attrs.on) n.addEventListener(ev, attrs.on[ev]); }
-        else n.setAttribute(k, attrs[k]);
-      }
-    }
-    for (var i = 2; i < arguments.length; i++) add(n, arguments[i]);
-    return n;
-  }
-  function add(n, c) {
-    if (c == null || c === false) return;
-    if (Array.isArray(c)) { c.forEach(function (x) { add(n, x); }); return; }
-    n.appendChild(typeof c === "object" ? c : document.createTextNode(String(c)));
-  }
-
-  function pct(x) { return x == null ? "n/a" : (100 * x).toFixed(1) + "%"; }
-  function ms(v) {
-    if (v == null) return "";
-    if (v < 1000) return v + " ms";
-    if (v < 60000) return (v / 1000).toFixed(2) + " s";
-    return Math.floor(v / 60000) + " min " + Math.round((v % 60000) / 1000) + " s";
-  }
-  function iso(epoch) { return epoch ? new Date(epoch).toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC") : ""; }
+  // The transcript renderer is shared with harness view (transcript.js).
+  var HT = window.HarnessTranscript;
+  var el = HT.el, add = HT.add, pre = HT.pre, pct = HT.pct, ms = HT.ms, iso = HT.iso;
   function classes(m) {
     if (!m) return "";
     return Object.keys(m).sort().map(function (k) { return k + " " + m[k]; }).join(", ");
@@ -64,21 +60,6 @@
     var t = 0;
     if (side && side.err) for (var k in side.err) t += side.err[k];
     return t;
-  }
-  function json(v) {
-    if (typeof v === "string") return v;
-    try { return JSON.stringify(v, null, 2); } catch (e) { return String(v); }
-  }
-
-  // pre shows long text cut, with a button for the rest.
-  function pre(text, cls) {
-    text = text == null ? "" : String(text);
-    var p = el("pre", { class: cls || null });
-    if (text.length <= PRE_MAX) { p.textContent = text; return p; }
-    p.textContent = text.slice(0, PRE_MAX);
-    var b = el("button", { class: "showall", type: "button", text: "show all (" + text.length + " characters)" });
-    b.addEventListener("click", function () { p.textContent = text; b.remove(); });
-    return el("div", null, p, b);
   }
 
   // ---------- filters and the case list ----------
@@ -102,9 +83,33 @@
     return true;
   }
 
+  var STATUS_ORDER = { error: 0, fail: 1, flaky: 2, ungraded: 3, pass: 4 };
+  // sortKeys: the value each sortable column orders by.
+  var sortKeys = {
+    status: function (c) { return STATUS_ORDER[c.sides[0].st]; },
+    id: function (c) { return c.id; },
+    cat: function (c) { return c.cat || ""; },
+    rate: function (c) { return c.rate; },
+    output: function (c) { return c.out; },
+    score: function (c) { return c.sc == null ? -1 : c.sc; },
+    duration: function (c) { return c.dur == null ? -1 : c.dur; },
+    cost: function (c) { return c.cost == null ? -1 : c.cost; },
+    errors: function (c) { return c.errs; }
+  };
+
   function applyFilters() {
     var shown = [];
     for (var i = 0; i < IX.cases.length; i++) if (matches(IX.cases[i])) shown.push(i);
+    var key = sortKeys[state.sort];
+    if (key) {
+      var dir = state.desc ? -1 : 1;
+      shown.sort(function (a, b) {
+        var x = key(IX.cases[a]), y = key(IX.cases[b]);
+        if (x < y) return -dir;
+        if (x > y) return dir;
+        return a - b;
+      });
+    }
     state.shown = shown;
     $("shown-count").textContent = shown.length + " of " + IX.cases.length + " cases";
     $("case-rows").style.height = shown.length * ROW + "px";
@@ -154,8 +159,9 @@
     var head = $("case-head"), list = $("case-list");
     var cols = compare
       ? "64px minmax(90px, 1fr) minmax(40px, 110px) minmax(60px, 170px) minmax(60px, 170px)"
-      : "64px minmax(90px, 1fr) minmax(40px, 120px) 44px minmax(60px, 200px) 60px";
-    var names = compare ? ["A → B", "case", "category", "A trials", "B trials"] : ["status", "case", "category", "c/n", "trials", "errors"];
+      : "64px minmax(90px, 1fr) minmax(40px, 100px) 44px minmax(44px, 120px) minmax(80px, 1.2fr) 48px 64px 60px 52px";
+    var names = compare ? ["A → B", "case", "category", "A trials", "B trials"] : ["status", "case", "category", "c/n", "trials", "output", "score", "duration", "cost", "errors"];
+    var sorts = several ? [] : ["status", "id", "cat", "rate", "", "output", "score", "duration", "cost", "errors"];
     if (multi) {
       cols = "minmax(90px, 1fr) minmax(40px, 110px)";
       names = ["case", "category"];
@@ -163,7 +169,15 @@
     }
     head.style.setProperty("--cols", cols);
     list.style.setProperty("--cols", cols);
-    names.forEach(function (n) { head.appendChild(el("span", { text: n })); });
+    names.forEach(function (n, i) {
+      var key = sorts[i];
+      if (!key) { head.appendChild(el("span", { text: n })); return; }
+      head.appendChild(el("button", { type: "button", class: "sorth", "data-sort": key, title: "sort by " + n, text: n, on: { click: function () {
+        if (state.sort === key) state.desc = !state.desc; else { state.sort = key; state.desc = key === "duration" || key === "cost" || key === "errors"; }
+        head.querySelectorAll(".sorth").forEach(function (b) { b.classList.toggle("on", b.getAttribute("data-sort") === state.sort); b.classList.toggle("desc", b.getAttribute("data-sort") === state.sort && state.desc); });
+        applyFilters();
+      } } }));
+    });
     var pending = false;
     list.addEventListener("scroll", function () {
       if (pending) return;
@@ -200,6 +214,10 @@
       var s = c.sides[0];
       row.appendChild(el("span", { class: "cn", text: s.c + "/" + s.n }));
       row.appendChild(strip(s));
+      row.appendChild(el("span", { class: "outc", title: c.out, text: c.out }));
+      row.appendChild(el("span", { class: "cn", text: c.sc == null ? "" : c.sc.toFixed(2) }));
+      row.appendChild(el("span", { class: "cn", text: c.dur == null ? "" : ms(Math.round(c.dur)) }));
+      row.appendChild(el("span", { class: "cn", text: c.cost == null ? "" : HT.usd(c.cost) }));
       var e = errTotal(s);
       row.appendChild(el("span", { class: "cn", title: classes(s.err), text: e ? e + " err" : "" }));
     }
@@ -331,79 +349,33 @@
 
   function renderTrial(c, run, t) {
     var box = el("div", { class: "trial" });
-    var v = el("div", { class: "verdict " + t.s });
-    var head = "trial " + t.t + ": " + t.s.toUpperCase();
-    if (t.sc != null) head += " · score " + (+t.sc).toFixed(2);
-    if (t.g) head += " · " + t.g;
-    v.appendChild(el("div", { class: "vline", text: head }));
-    if (t.r) v.appendChild(el("div", { class: "reason", text: t.r }));
-    if (t.ck && t.ck.length) {
-      var ul = el("ul", { class: "checks" });
-      t.ck.forEach(function (ck) {
-        ul.appendChild(el("li", null, el("span", { class: ck.pass ? "ok" : "no", text: ck.pass ? "✓ " : "✗ " }),
-          ck.text || "", ck.score != null ? " (" + (+ck.score).toFixed(2) + ")" : "", ck.reason ? el("span", { class: "note", text: " — " + ck.reason }) : null));
-      });
-      v.appendChild(ul);
-    }
-    if (t.e) {
-      var e = t.e, bits = [e["class"]];
-      if (e.code != null) bits.push("code " + e.code);
-      if (e.exitCode != null) bits.push("exit " + e.exitCode);
-      if (e.signal) bits.push("signal " + e.signal);
-      v.appendChild(el("div", { class: "vline", text: "infrastructure error (left out of n): " + bits.join(", ") }));
-      if (e.message) v.appendChild(pre(e.message, "err"));
-      if (e.stderr) v.appendChild(el("details", null, el("summary", { text: "stderr tail" }), pre(e.stderr, "err")));
-    }
-    box.appendChild(v);
     var rec = record(run, t.ref);
-    var kv = el("dl", { class: "kv" });
-    function row(k, val) { if (val != null && val !== "") kv.appendChild(el("dt", { text: k })), kv.appendChild(el("dd", null, val)); }
-    row("duration", ms(t.d));
-    row("started", iso(t.st));
-    row("stop reason", t.stop);
-    row("steps", t.n ? t.n + (t.tools ? " (" + t.tools + " tool calls)" : "") : "");
+    // The verdict: from the full record when the page has it (every
+    // grader, every check's full evidence), else from the index.
+    var vrec = rec || { score: t.g || t.r || (t.ck && t.ck.length) ? { grader: t.g, reasoning: t.r, checks: t.ck, score: t.sc, pass: t.s === "pass" } : null, error: t.e };
+    if (vrec.score && t.e && t.s === "error" && !rec) { vrec.score.error = t.e; vrec.error = null; }
+    box.appendChild(HT.verdict({ status: t.s, trial: t.t, score: t.sc }, vrec));
+    var kv = HT.kvList();
+    kv.row("duration", ms(t.d));
+    kv.row("started", iso(t.st));
+    kv.row("stop reason", t.stop);
+    kv.row("steps", t.n ? t.n + (t.tools ? " (" + t.tools + " tool calls)" : "") : "");
     box.appendChild(kv);
     if (!rec) {
       box.appendChild(el("p", { class: "note", text: IX.runs[run].details ? "no record for this trial" : "this report was written without trajectories" }));
       $("detail").setAttribute("data-steps", "0");
       return box;
     }
+    box.appendChild(HT.timingBar(rec));
     box.appendChild(renderRecord(rec));
     return box;
   }
 
   function renderRecord(rec) {
-    var frag = el("div", { class: "record" });
-    var kv = el("dl", { class: "kv" });
-    function row(k, val) { if (val != null && val !== "") kv.appendChild(el("dt", { text: k })), kv.appendChild(el("dd", null, val)); }
-    var tm = rec.timing || {};
-    row("timing", [tm.total != null ? "total " + ms(tm.total) : "", tm.firstResponse != null ? "first response " + ms(tm.firstResponse) : "", tm.sessionCreation != null ? "session " + ms(tm.sessionCreation) : ""].filter(Boolean).join(" · "));
-    if (rec.usage) row("usage", JSON.stringify(rec.usage));
-    if (rec.toolErrors) row("tool errors", "yes");
-    var p = rec.provenance || {};
-    row("agent", [p.agentName, p.agentVersion].filter(Boolean).join(" "));
-    if (rec.stopReasons && rec.stopReasons.length > 1) row("stop reasons", rec.stopReasons.join(", "));
-    frag.appendChild(kv);
-    frag.appendChild(el("h4", { text: "output" }));
-    frag.appendChild(pre(rec.output || ""));
-    if (rec.scores && rec.scores.length > 1) {
-      frag.appendChild(el("details", null, el("summary", { text: rec.scores.length + " grader results" }), pre(json(rec.scores))));
-    }
-    var ws = rec.workspace;
-    if (ws && ws.fileChanges && ws.fileChanges.length) {
-      var fc = el("details", { open: "" }, el("summary", { text: ws.fileChanges.length + " file change(s) in the workspace" }));
-      ws.fileChanges.forEach(function (f) {
-        fc.appendChild(el("div", { class: "mono", text: f.status + " " + f.path + (f.binary ? " (binary)" : "") + " · " + f.size + " bytes" }));
-        if (f.diff) fc.appendChild(diffPre(f.diff));
-      });
-      frag.appendChild(fc);
-    }
-    if (rec.agentStderr) frag.appendChild(el("details", null, el("summary", { text: "agent stderr" }), pre(rec.agentStderr, "err")));
+    var frag = HT.recordHead(rec);
     // Format 2 keeps the acp-harness step kinds in trajectory and the rest
     // in events: put them back in one list, in stepId order.
-    var steps = (rec.trajectory || []).concat(rec.events || []);
-    var seq = function (s) { var m = /-s(\d+)$/.exec(s.stepId || ""); return m ? +m[1] : 1e9; };
-    steps.sort(function (a, b) { return seq(a) - seq(b); });
+    var steps = HT.sortSteps(rec);
     frag.appendChild(el("h4", { text: "trajectory (" + steps.length + " steps)" }));
     var types = {};
     steps.forEach(function (s) { types[s.type] = (types[s.type] || 0) + 1; });
@@ -427,7 +399,7 @@
         traj.appendChild(el("div", { class: "turnsep", text: "turn " + turn + (inputs[turn - 1] != null ? ": " + inputs[turn - 1].slice(0, 200) : "") }));
         lastTurn = turn;
       }
-      var n = renderStep(s);
+      var n = HT.step(s);
       if (state.hidden[s.type]) n.style.display = "none";
       traj.appendChild(n);
     });
@@ -435,113 +407,6 @@
     frag.appendChild(traj);
     $("detail").setAttribute("data-steps", String(steps.length));
     return frag;
-  }
-
-  function diffPre(text) {
-    var p = el("pre", { class: "diff" });
-    String(text).slice(0, PRE_MAX * 4).split("\n").forEach(function (line, i) {
-      if (i) p.appendChild(document.createTextNode("\n"));
-      var cls = line.charAt(0) === "+" && line.indexOf("+++") !== 0 ? "add" : line.charAt(0) === "-" && line.indexOf("---") !== 0 ? "del" : null;
-      p.appendChild(cls ? el("span", { class: cls, text: line }) : document.createTextNode(line));
-    });
-    return p;
-  }
-
-  function tag(text, cls) { return el("span", { class: "tag" + (cls ? " " + cls : ""), text: text }); }
-
-  function section(label, value, open) {
-    if (value == null || value === "") return null;
-    var text = json(value);
-    var d = el("details", null, el("summary", { text: label + " (" + text.length + " chars)" }), pre(text));
-    if (open || text.length < 400) d.setAttribute("open", "");
-    return d;
-  }
-
-  function contentText(blocks) {
-    // ToolCallContent array: text parts, diffs and terminals.
-    if (!Array.isArray(blocks)) return null;
-    var out = [];
-    blocks.forEach(function (b) {
-      if (!b) return;
-      if (b.type === "content" && b.content && b.content.type === "text") out.push(b.content.text);
-      else if (b.type === "diff") out.push("diff " + (b.path || "") + "\n--- old\n" + (b.oldText || "") + "\n+++ new\n" + (b.newText || ""));
-      else if (b.type === "terminal") out.push("[terminal " + b.terminalId + "]");
-      else out.push(json(b));
-    });
-    return out.join("\n");
-  }
-
-  function renderStep(s) {
-    var n = el("div", { class: "step " + s.type, "data-step": s.stepId || "" });
-    var h = el("div", { class: "sh" }, el("span", { class: "ts", title: "ms since the turn started", text: "+" + ms(s.timestamp || 0) }), el("span", { class: "ty", text: s.type }));
-    if (s.turn && s.turn > 1) h.appendChild(tag("turn " + s.turn));
-    if (s.phase) h.appendChild(tag(s.phase, "phase"));
-    var body = el("div", { class: "body" });
-    switch (s.type) {
-      case "thought": case "message": case "user_message":
-        body.appendChild(el("div", { class: "text", text: typeof s.content === "string" ? s.content : json(s.content) }));
-        if (s.blocks && s.blocks.length) body.appendChild(section(s.blocks.length + " non-text block(s)", s.blocks));
-        break;
-      case "tool_call":
-        add(h, [el("span", { text: s.name || s.toolName || s.toolCallId || "" }), s.kind ? tag(s.kind) : null, s.status ? tag(s.status, s.status) : null,
-          s.duration != null ? el("span", { class: "ts", text: ms(s.duration) }) : null, el("span", { class: "note", text: s.toolCallId || "" })]);
-        add(body, section("input", s.input, true));
-        if (s.output != null) add(body, section("output", s.output));
-        var ct = contentText(s.content);
-        if (ct && json(s.output) !== ct) add(body, section("content", ct));
-        if (s.locations && s.locations.length) body.appendChild(el("div", { class: "note mono", text: s.locations.map(function (l) { return l.path + (l.line != null ? ":" + l.line : ""); }).join("  ") }));
-        break;
-      case "plan":
-        var ol = el("ol", { class: "plan" });
-        (Array.isArray(s.entries) ? s.entries : []).forEach(function (e) {
-          ol.appendChild(el("li", { class: e.status || "" }, e.content || json(e), e.priority ? el("span", { class: "note", text: " · " + e.priority }) : null, e.status ? el("span", { class: "note", text: " · " + e.status }) : null));
-        });
-        body.appendChild(ol);
-        break;
-      case "permission":
-        var tc = s.toolCall || {};
-        add(h, [el("span", { text: tc.title || s.toolCallId || "" }), s.outcome ? tag(s.outcome) : null]);
-        var opts = el("div", { class: "opts" });
-        (Array.isArray(s.options) ? s.options : []).forEach(function (o, i) {
-          if (i) opts.appendChild(document.createTextNode(" · "));
-          opts.appendChild(el("span", { class: o.optionId === s.optionId ? "chosen" : null, text: (o.name || o.optionId) + " (" + o.kind + ")" }));
-        });
-        body.appendChild(opts);
-        if (s.optionId) body.appendChild(el("div", { text: "chose " + s.optionId + (s.reason ? " — " + s.reason : "") }));
-        else if (s.reason) body.appendChild(el("div", { class: "note", text: s.reason }));
-        add(body, section("tool call", s.toolCall));
-        break;
-      case "fs_read": case "fs_write":
-        add(h, [el("span", { class: "mono", text: s.path || "" }), s.bytes != null ? el("span", { class: "note", text: s.bytes + " bytes" }) : null, s.allowed === false ? tag("denied", "denied") : null]);
-        if (s.method) body.appendChild(el("div", { class: "note", text: s.method }));
-        if (s.error) body.appendChild(pre(s.error, "err"));
-        if (s.reason) body.appendChild(el("div", { class: "note", text: s.reason }));
-        break;
-      case "terminal":
-        add(h, [el("span", { class: "mono", text: [s.command].concat(s.args || []).filter(Boolean).join(" ") }), s.method ? tag(s.method) : null, s.allowed === false ? tag("denied", "denied") : null]);
-        var info = [];
-        if (s.cwd) info.push("cwd " + s.cwd);
-        if (s.terminalId) info.push(s.terminalId);
-        if (s.exitStatus != null) info.push("exit " + JSON.stringify(s.exitStatus));
-        if (s.truncated) info.push("output truncated");
-        if (info.length) body.appendChild(el("div", { class: "note mono", text: info.join(" · ") }));
-        if (s.text) body.appendChild(pre(s.text));
-        if (s.error) body.appendChild(pre(s.error, "err"));
-        if (s.reason) body.appendChild(el("div", { class: "note", text: s.reason }));
-        break;
-      case "event":
-        add(h, el("span", { class: "mono", text: s.method || s.update || "" }));
-        if (s.error) body.appendChild(el("div", { class: "note", text: s.error }));
-        if (s.text) body.appendChild(pre(s.text));
-        add(body, section("raw", s.raw));
-        break;
-      default:
-        if (s.update) h.appendChild(el("span", { class: "mono", text: s.update }));
-        add(body, section("update", s.raw));
-    }
-    n.appendChild(h);
-    if (body.childNodes.length) n.appendChild(body);
-    return n;
   }
 
   // ---------- start ----------

@@ -533,8 +533,10 @@ func (g *Group) HitCap() string {
 // Close stops the watcher, checks the caps a last time (a command the
 // kernel killed at its memory cap may have ended before the watcher
 // looked), kills whatever is left of the sandbox and removes the cgroups.
-// Call it once the command has ended; calling it again returns the first
-// result.
+// A Group never started has no command to check: its disk is not walked
+// (a first Group made only to learn how the caps apply may name a large
+// directory). Call it once the command has ended; calling it again
+// returns the first result.
 func (g *Group) Close() error {
 	g.mu.Lock()
 	if g.closed {
@@ -547,8 +549,8 @@ func (g *Group) Close() error {
 	if stop != nil {
 		close(stop)
 		<-done
+		g.check(true)
 	}
-	g.check(true)
 	deadline := time.Now().Add(5 * time.Second)
 	var errs []error
 	if len(g.dirs) > 0 {

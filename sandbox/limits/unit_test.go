@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseSize(t *testing.T) {
@@ -261,5 +263,40 @@ func TestExecMainJoinsThenExecs(t *testing.T) {
 	code = execMain([]string{"--cgroup", filepath.Join(dir, "gone"), "--", "true"}, &stderr, func(string, []string, []string) error { called = true; return nil })
 	if code != 125 || called || !strings.Contains(stderr.String(), "join cgroup") {
 		t.Errorf("code %d, exec called %v, stderr %q", code, called, stderr.String())
+	}
+}
+
+// A Group that never started a command is closed without walking its disk
+// directories: the sandbox makes one only to learn how the caps apply, over
+// the whole temp directory, and closing it must not cost a walk of it.
+func TestCloseWithoutStartDoesNotWalkTheDisk(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "big"), bytes.Repeat([]byte("x"), 64<<10), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g, _, err := New(Caps{DiskBytes: 1 << 10}, Options{NoCgroup: true, DiskDirs: []string{dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if hit := g.Hit(); hit != "" {
+		t.Errorf("a group never started was checked on Close: %s", hit)
+	}
+	// Started, the same group is checked a last time on Close.
+	g, _, err = New(Caps{DiskBytes: 1 << 10}, Options{NoCgroup: true, DiskDirs: []string{dir}, Interval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	g.Start(cmd.Process.Pid, func() {})
+	g.Close() // kills the sleep
+	cmd.Wait()
+	if g.HitCap() != CapDisk {
+		t.Errorf("a started group's final check missed the disk over its cap: %q", g.Hit())
 	}
 }

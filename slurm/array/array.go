@@ -190,15 +190,27 @@ func (r *Run) Submit(ctx context.Context) (string, error) {
 	if err := r.checkShared(ctx); err != nil {
 		return "", err
 	}
-	if err := r.prepareDir(); err != nil {
+	made, err := r.prepareDir()
+	if err != nil {
 		return "", err
+	}
+	// A job that was never submitted leaves no shard directory behind:
+	// the same command, corrected, starts afresh instead of finding the
+	// "shards of an earlier run". A directory that held an earlier run's
+	// shards (--resume) is left as it was.
+	undo := func() {
+		if made {
+			os.RemoveAll(r.dir)
+		}
 	}
 	script, err := r.writeScript()
 	if err != nil {
+		undo()
 		return "", err
 	}
 	id, err := r.cfg.Client.Submit(ctx, script, fmt.Sprintf("1-%d", r.cfg.Job.Tasks), r.cfg.Opts)
 	if err != nil {
+		undo()
 		return "", kindError(Input, fmt.Errorf("sbatch rejected the job: %w", err))
 	}
 	r.recordJob(id)

@@ -246,7 +246,7 @@ func TestScript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.prepareDir(); err != nil {
+	if _, err := r.prepareDir(); err != nil {
 		t.Fatal(err)
 	}
 	path, err := r.writeScript()
@@ -323,41 +323,73 @@ func TestScriptReplacesLink(t *testing.T) {
 func TestPrepareDir(t *testing.T) {
 	f := &fakeSlurm{}
 	r, _ := newRun(t, 2, 1, f)
-	if err := r.prepareDir(); err != nil {
-		t.Fatal(err)
+	if made, err := r.prepareDir(); err != nil || !made {
+		t.Fatalf("a new directory: made %v, %v", made, err)
 	}
 	os.WriteFile(r.Shards()[0], []byte("{}\n"), 0o644)
-	refused := func(err error, msg string) {
+	refused := func(_ bool, err error, msg string) {
 		t.Helper()
 		if KindOf(err) != Input || err.Error() != r.Dir()+msg {
 			t.Errorf("%v (kind %d), want %s", err, KindOf(err), msg)
 		}
 	}
-	refused(r.prepareDir(), " holds the shards of an earlier run of this command: continue it with --resume, or start over with --force")
+	made, err := r.prepareDir()
+	refused(made, err, " holds the shards of an earlier run of this command: continue it with --resume, or start over with --force")
 	r.cfg.Resume = true
-	if err := r.prepareDir(); err != nil {
-		t.Errorf("--resume: %v", err)
+	if made, err := r.prepareDir(); err != nil || made {
+		t.Errorf("--resume: made %v, %v", made, err)
 	}
 	r.cfg.Job.Args = append(r.cfg.Job.Args, "--j=2")
-	refused(r.prepareDir(), " holds the shards of a run with other arguments (see its job.json): start over with --force, or use another -o")
+	made, err = r.prepareDir()
+	refused(made, err, " holds the shards of a run with other arguments (see its job.json): start over with --force, or use another -o")
 	r.cfg.Force = true
-	if err := r.prepareDir(); err != nil {
-		t.Errorf("--force: %v", err)
+	if made, err := r.prepareDir(); err != nil || !made {
+		t.Errorf("--force: made %v, %v", made, err)
 	}
 	if _, err := os.Stat(r.Shards()[0]); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("--force kept the shard: %v", err)
 	}
 	os.Remove(filepath.Join(r.Dir(), "job.json"))
 	r.cfg.Force = false
-	refused(r.prepareDir(), " exists but holds no job.json: remove it, or start over with --force")
+	made, err = r.prepareDir()
+	refused(made, err, " exists but holds no job.json: remove it, or start over with --force")
 }
 
-// sbatch's own message when it rejects the job.
+// sbatch's own message when it rejects the job. No job exists, so the
+// submission leaves no shard directory: the corrected command goes
+// through without --resume or --force.
 func TestSubmitRejected(t *testing.T) {
 	f := &fakeSlurm{reject: errors.New("sbatch: error: invalid partition specified: x")}
 	r, _ := newRun(t, 2, 1, f)
 	if _, err := r.Submit(context.Background()); KindOf(err) != Input || err.Error() != "sbatch rejected the job: sbatch: error: invalid partition specified: x" {
 		t.Errorf("%v", err)
+	}
+	if _, err := os.Lstat(r.Dir()); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the rejected submission left %s: %v", r.Dir(), err)
+	}
+	f.reject = nil
+	submit(t, r)
+	if _, err := os.Stat(filepath.Join(r.Dir(), "job.json")); err != nil {
+		t.Error(err)
+	}
+}
+
+// A rejected resubmission of an earlier run (--resume) keeps that run's
+// shards and its record of jobs.
+func TestSubmitRejectedKeepsEarlierShards(t *testing.T) {
+	f := &fakeSlurm{}
+	r, _ := newRun(t, 2, 1, f)
+	submit(t, r)
+	os.WriteFile(r.Shards()[0], []byte("{}\n"), 0o644)
+	r.cfg.Resume = true
+	f.reject = errors.New("sbatch: error: Batch job submission failed: Invalid account")
+	if _, err := r.Submit(context.Background()); KindOf(err) != Input {
+		t.Fatalf("%v", err)
+	}
+	for _, p := range []string{r.Shards()[0], filepath.Join(r.Dir(), "job.json"), filepath.Join(r.Dir(), "jobs.txt")} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("a rejected --resume removed %s: %v", p, err)
+		}
 	}
 }
 

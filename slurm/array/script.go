@@ -59,34 +59,44 @@ func (r *Run) checkShared(ctx context.Context) error {
 }
 
 // prepareDir makes the shard directory, or checks that the one there was
-// left by a run with the same Job, and writes job.json.
-func (r *Run) prepareDir() error {
+// left by a run with the same Job, and writes job.json. made says the
+// directory is this run's own: there was none, or --force emptied it.
+func (r *Run) prepareDir() (made bool, err error) {
 	want, _ := json.MarshalIndent(r.cfg.Job, "", "  ")
 	meta := filepath.Join(r.dir, "job.json")
 	have, err := os.ReadFile(meta)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		if _, err := os.Stat(r.dir); err == nil && !r.cfg.Force {
-			return kindError(Input, fmt.Errorf("%s exists but holds no job.json: remove it, or start over with --force", r.dir))
+			return false, kindError(Input, fmt.Errorf("%s exists but holds no job.json: remove it, or start over with --force", r.dir))
+		} else if err != nil {
+			made = true
 		}
 	case err != nil:
-		return kindError(Input, err)
+		return false, kindError(Input, err)
 	case r.cfg.Force:
 		if err := os.RemoveAll(r.dir); err != nil {
-			return err
+			return false, err
 		}
+		made = true
 	case !bytes.Equal(bytes.TrimSpace(have), bytes.TrimSpace(want)):
-		return kindError(Input, fmt.Errorf("%s holds the shards of a run with other arguments (see its job.json): start over with --force, or use another -o", r.dir))
+		return false, kindError(Input, fmt.Errorf("%s holds the shards of a run with other arguments (see its job.json): start over with --force, or use another -o", r.dir))
 	case !r.cfg.Resume:
-		return kindError(Input, fmt.Errorf("%s holds the shards of an earlier run of this command: continue it with --resume, or start over with --force", r.dir))
+		return false, kindError(Input, fmt.Errorf("%s holds the shards of an earlier run of this command: continue it with --resume, or start over with --force", r.dir))
 	}
 	if err := os.MkdirAll(r.dir, 0o777); err != nil {
-		return kindError(Input, err)
+		return false, kindError(Input, err)
 	}
-	return results.ReplaceFile(meta, 0o644, func(w io.Writer) error {
+	if err := results.ReplaceFile(meta, 0o644, func(w io.Writer) error {
 		_, err := w.Write(append(want, '\n'))
 		return err
-	})
+	}); err != nil {
+		if made {
+			os.RemoveAll(r.dir)
+		}
+		return false, err
+	}
+	return made, nil
 }
 
 // scriptPath is the job script's file, which a resubmission submits again.

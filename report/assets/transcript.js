@@ -1,0 +1,340 @@
+// The transcript renderer shared by harness report (inlined into its one
+// file) and harness view (served as /assets/transcript.js): a trial's
+// verdict with each grader's reasoning and every check's evidence, its
+// timing bar, its record (output, usage, file changes, stderr) and its
+// steps. Agent text is untrusted: every string goes in through
+// textContent or a text node, never as HTML.
+(function (global) {
+  "use strict";
+
+  var PRE_MAX = 6000;      // characters shown before "show all"
+
+  // el builds an element: el("div", {class: "x"}, child, "text", ...).
+  function el(tag, attrs) {
+    var n = document.createElement(tag);
+    if (attrs) {
+      for (var k in attrs) {
+        if (!Object.prototype.hasOwnProperty.call(attrs, k) || attrs[k] == null) continue;
+        if (k === "text") n.textContent = attrs[k];
+        else if (k === "style") setStyle(n, attrs[k]);
+        else if (k === "on") { for (var ev in attrs.on) n.addEventListener(ev, attrs.on[ev]); }
+        else n.setAttribute(k, attrs[k]);
+      }
+    }
+    for (var i = 2; i < arguments.length; i++) add(n, arguments[i]);
+    return n;
+  }
+  // setStyle sets inline styles through the CSSOM ("top:3px;--x:1"), which
+  // a Content-Security-Policy without 'unsafe-inline' allows, unlike a
+  // style attribute.
+  function setStyle(n, css) {
+    String(css).split(";").forEach(function (decl) {
+      var i = decl.indexOf(":");
+      if (i > 0) n.style.setProperty(decl.slice(0, i).trim(), decl.slice(i + 1).trim());
+    });
+  }
+  function add(n, c) {
+    if (c == null || c === false) return;
+    if (Array.isArray(c)) { c.forEach(function (x) { add(n, x); }); return; }
+    n.appendChild(typeof c === "object" ? c : document.createTextNode(String(c)));
+  }
+
+  function pct(x) { return x == null ? "n/a" : (100 * x).toFixed(1) + "%"; }
+  function ms(v) {
+    if (v == null) return "";
+    if (v < 1000) return Math.round(v) + " ms";
+    if (v < 60000) return (v / 1000).toFixed(2) + " s";
+    return Math.floor(v / 60000) + " min " + Math.round((v % 60000) / 1000) + " s";
+  }
+  function usd(v) { return v == null ? "" : "$" + (v < 0.01 && v > 0 ? v.toFixed(4) : v.toFixed(2)); }
+  function iso(epoch) { return epoch ? new Date(epoch).toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC") : ""; }
+  function json(v) {
+    if (typeof v === "string") return v;
+    try { return JSON.stringify(v, null, 2); } catch (e) { return String(v); }
+  }
+
+  // pre shows long text cut, with a button for the rest.
+  function pre(text, cls) {
+    text = text == null ? "" : String(text);
+    var p = el("pre", { class: cls || null });
+    if (text.length <= PRE_MAX) { p.textContent = text; return p; }
+    p.textContent = text.slice(0, PRE_MAX);
+    var b = el("button", { class: "showall", type: "button", text: "show all (" + text.length + " characters)" });
+    b.addEventListener("click", function () { p.textContent = text; b.remove(); });
+    return el("div", null, p, b);
+  }
+
+  function kvList() {
+    var kv = el("dl", { class: "kv" });
+    kv.row = function (k, val) { if (val != null && val !== "") kv.appendChild(el("dt", { text: k })), kv.appendChild(el("dd", null, val)); };
+    return kv;
+  }
+
+  // checksList shows a grader's checks; a failed check shows its evidence
+  // (the failing test's message, the command's output).
+  function checksList(checks) {
+    var ul = el("ul", { class: "checks" });
+    (checks || []).forEach(function (ck) {
+      var li = el("li", { class: ck.pass ? "check ok-check" : "check failed-check" },
+        el("span", { class: ck.pass ? "ok" : "no", text: ck.pass ? "✓ " : "✗ " }),
+        el("span", { class: "cktext", text: ck.text || "" }),
+        ck.score != null ? " (" + (+ck.score).toFixed(2) + ")" : "",
+        ck.reason ? el("span", { class: "note", text: " — " + ck.reason }) : null);
+      if (ck.evidence != null && ck.evidence !== "") {
+        var ev = pre(json(ck.evidence), "evidence");
+        if (ck.pass) li.appendChild(el("details", null, el("summary", { text: "evidence" }), ev));
+        else li.appendChild(ev);
+      }
+      ul.appendChild(li);
+    });
+    return ul;
+  }
+
+  function errorBlock(e, label) {
+    var box = el("div", { class: "errblock" });
+    var bits = [e["class"] || "error"];
+    if (e.code != null) bits.push("code " + e.code);
+    if (e.exitCode != null) bits.push("exit " + e.exitCode);
+    if (e.signal) bits.push("signal " + e.signal);
+    box.appendChild(el("div", { class: "vline", text: (label || "infrastructure error (left out of n)") + ": " + bits.join(", ") }));
+    if (e.message) box.appendChild(pre(e.message, "err"));
+    if (e.stderr) box.appendChild(el("details", null, el("summary", { text: "stderr tail" }), pre(e.stderr, "err")));
+    return box;
+  }
+
+  // graderBlock shows one grader's result: verdict, score, reasoning,
+  // checks with evidence, or its error.
+  function graderBlock(g) {
+    var ok = g.error ? "error" : g.pass ? "pass" : "fail";
+    var box = el("div", { class: "grader " + ok });
+    var head = (g.grader || "grader") + ": " + (g.error ? "ERROR" : g.pass ? "PASS" : "FAIL");
+    if (!g.error && g.score != null) head += " · score " + (+g.score).toFixed(2);
+    if (g.durationMs) head += " · " + ms(g.durationMs);
+    box.appendChild(el("div", { class: "gline", text: head }));
+    if (g.reasoning) box.appendChild(el("div", { class: "reason", text: g.reasoning }));
+    if (g.checks && g.checks.length) box.appendChild(checksList(g.checks));
+    if (g.error) box.appendChild(errorBlock(g.error, "grader error"));
+    return box;
+  }
+
+  // verdict shows a trial's verdict: status line, then each grader's
+  // result (scores, when several graders ran, else score), then the
+  // record's infrastructure error. t: {status, trial, score}; rec: the
+  // capture record (may lack its steps).
+  function verdict(t, rec) {
+    var v = el("div", { class: "verdict " + t.status });
+    var head = "trial " + t.trial + ": " + String(t.status).toUpperCase();
+    if (t.score != null) head += " · score " + (+t.score).toFixed(2);
+    v.appendChild(el("div", { class: "vline", text: head }));
+    var graders = !rec ? [] : rec.scores && rec.scores.length ? rec.scores : rec.score ? [rec.score] : rec.graderError ? [rec.graderError] : [];
+    graders.forEach(function (g) { v.appendChild(graderBlock(g)); });
+    if (rec && rec.error) v.appendChild(errorBlock(rec.error));
+    return v;
+  }
+
+  // timingBar draws where a trial's time went: the session's creation,
+  // the wait for the first response, the rest of the turns, and grading.
+  function timingBar(rec) {
+    var tm = rec.timing || {};
+    var total = tm.total || Math.max(0, (tm.end || 0) - (tm.start || 0));
+    var grading = 0;
+    (rec.scores && rec.scores.length ? rec.scores : rec.score ? [rec.score] : []).forEach(function (g) { grading += g.durationMs || 0; });
+    var segs = [];
+    var setup = tm.sessionCreation || 0;
+    var first = tm.firstResponse != null ? tm.firstResponse : 0;
+    var turns = Math.max(0, total - setup);
+    if (setup) segs.push(["setup", "session", setup]);
+    if (first && first <= turns) { segs.push(["first", "first response", first]); turns -= first; }
+    if (turns) segs.push(["turns", "turns", turns]);
+    if (grading) segs.push(["grading", "grading", grading]);
+    var sum = segs.reduce(function (a, s) { return a + s[2]; }, 0);
+    var box = el("div", { class: "timing" });
+    if (!sum) return box;
+    var bar = el("div", { class: "tbar", role: "img", "aria-label": "timing" });
+    var legend = el("div", { class: "tlegend" });
+    segs.forEach(function (s) {
+      bar.appendChild(el("span", { class: "tseg " + s[0], style: "flex-grow:" + Math.max(s[2] / sum, 0.01), title: s[1] + " " + ms(s[2]) }));
+      legend.appendChild(el("span", { class: "tkey " + s[0] }, el("i"), s[1] + " " + ms(s[2])));
+    });
+    box.appendChild(bar);
+    box.appendChild(legend);
+    return box;
+  }
+
+  // recordHead shows a record's facts before its steps: timing, usage,
+  // agent, output, file changes and stderr.
+  function recordHead(rec) {
+    var frag = el("div", { class: "record" });
+    var kv = kvList();
+    var tm = rec.timing || {};
+    kv.row("timing", [tm.total != null ? "total " + ms(tm.total) : "", tm.firstResponse != null ? "first response " + ms(tm.firstResponse) : "", tm.sessionCreation != null ? "session " + ms(tm.sessionCreation) : ""].filter(Boolean).join(" · "));
+    kv.row("started", iso(tm.start));
+    if (rec.usage) kv.row("usage", JSON.stringify(rec.usage));
+    if (rec.cost) kv.row("cost", [rec.cost.usd != null ? usd(rec.cost.usd) : "", (rec.cost.inputTokens || 0) + " in / " + (rec.cost.outputTokens || 0) + " out tokens"].filter(Boolean).join(" · "));
+    if (rec.toolErrors) kv.row("tool errors", "yes");
+    var p = rec.provenance || {};
+    kv.row("agent", [p.agentName, p.agentVersion].filter(Boolean).join(" "));
+    kv.row("stop reason", rec.stopReason);
+    if (rec.stopReasons && rec.stopReasons.length > 1) kv.row("stop reasons", rec.stopReasons.join(", "));
+    frag.appendChild(kv);
+    frag.appendChild(el("h4", { text: "output" }));
+    frag.appendChild(pre(rec.output || ""));
+    var ws = rec.workspace;
+    if (ws && ws.fileChanges && ws.fileChanges.length) {
+      var fc = el("details", { open: "", class: "filechanges" }, el("summary", { text: ws.fileChanges.length + " file change(s) in the workspace" }));
+      ws.fileChanges.forEach(function (f) {
+        fc.appendChild(el("div", { class: "mono", text: f.status + " " + f.path + (f.binary ? " (binary)" : "") + " · " + f.size + " bytes" }));
+        if (f.diff) fc.appendChild(diffPre(f.diff));
+      });
+      frag.appendChild(fc);
+    }
+    // What changed inside the repository's .git (a commit's refs, an
+    // edited config or hook), apart from the work tree's changes.
+    if (ws && ws.gitChanges && ws.gitChanges.length) {
+      var gc = el("details", { class: "gitchanges" }, el("summary", { text: ws.gitChanges.length + " change(s) inside .git" }));
+      ws.gitChanges.forEach(function (f) {
+        gc.appendChild(el("div", { class: "mono", text: f.status + " " + f.path + (f.binary ? " (binary)" : "") + " · " + f.size + " bytes" }));
+        if (f.diff) gc.appendChild(diffPre(f.diff));
+      });
+      frag.appendChild(gc);
+    }
+    if (rec.agentStderr) frag.appendChild(el("details", null, el("summary", { text: "agent stderr" }), pre(rec.agentStderr, "err")));
+    return frag;
+  }
+
+  function diffPre(text) {
+    var p = el("pre", { class: "diff" });
+    String(text).slice(0, PRE_MAX * 4).split("\n").forEach(function (line, i) {
+      if (i) p.appendChild(document.createTextNode("\n"));
+      var cls = line.charAt(0) === "+" && line.indexOf("+++") !== 0 ? "add" : line.charAt(0) === "-" && line.indexOf("---") !== 0 ? "del" : null;
+      p.appendChild(cls ? el("span", { class: cls, text: line }) : document.createTextNode(line));
+    });
+    return p;
+  }
+
+  function tag(text, cls) { return el("span", { class: "tag" + (cls ? " " + cls : ""), text: text }); }
+
+  function section(label, value, open) {
+    if (value == null || value === "") return null;
+    var text = json(value);
+    var d = el("details", null, el("summary", { text: label + " (" + text.length + " chars)" }), pre(text));
+    if (open || text.length < 400) d.setAttribute("open", "");
+    return d;
+  }
+
+  function contentText(blocks) {
+    // ToolCallContent array: text parts, diffs and terminals.
+    if (!Array.isArray(blocks)) return null;
+    var out = [];
+    blocks.forEach(function (b) {
+      if (!b) return;
+      if (b.type === "content" && b.content && b.content.type === "text") out.push(b.content.text);
+      else if (b.type === "diff") out.push("diff " + (b.path || "") + "\n--- old\n" + (b.oldText || "") + "\n+++ new\n" + (b.newText || ""));
+      else if (b.type === "terminal") out.push("[terminal " + b.terminalId + "]");
+      else out.push(json(b));
+    });
+    return out.join("\n");
+  }
+
+  // sortSteps puts the steps of a record (format 2 keeps some in
+  // "events") back in one list, in stepId order.
+  function sortSteps(rec) {
+    var steps = (rec.trajectory || []).concat(rec.events || []);
+    var seq = function (s) { var m = /-s(\d+)$/.exec(s.stepId || ""); return m ? +m[1] : 1e9; };
+    steps.sort(function (a, b) { return seq(a) - seq(b); });
+    return steps;
+  }
+
+  // step renders one trajectory step. Thoughts are folded.
+  function step(s) {
+    var n = el("div", { class: "step " + s.type, "data-step": s.stepId || "" });
+    var h = el("div", { class: "sh" }, el("span", { class: "ts", title: "ms since the turn started", text: "+" + ms(s.timestamp || 0) }), el("span", { class: "ty", text: s.type }));
+    if (s.turn && s.turn > 1) h.appendChild(tag("turn " + s.turn));
+    if (s.phase) h.appendChild(tag(s.phase, "phase"));
+    var body = el("div", { class: "body" });
+    switch (s.type) {
+      case "thought":
+        var th = typeof s.content === "string" ? s.content : json(s.content);
+        body.appendChild(el("details", { class: "fold" }, el("summary", { text: th.slice(0, 120).replace(/\s+/g, " ") + (th.length > 120 ? "…" : "") }), el("div", { class: "text", text: th })));
+        break;
+      case "message": case "user_message":
+        body.appendChild(el("div", { class: "text", text: typeof s.content === "string" ? s.content : json(s.content) }));
+        if (s.blocks && s.blocks.length) body.appendChild(section(s.blocks.length + " non-text block(s)", s.blocks));
+        break;
+      case "tool_call":
+        add(h, [el("span", { class: "tname", text: s.name || s.toolName || s.toolCallId || "" }), s.kind ? tag(s.kind) : null, s.status ? tag(s.status, s.status) : null,
+          s.duration != null ? el("span", { class: "ts", text: ms(s.duration) }) : null, el("span", { class: "note", text: s.toolCallId || "" })]);
+        add(body, section("input", s.input, true));
+        if (s.output != null) add(body, section("output", s.output));
+        var ct = contentText(s.content);
+        if (ct && json(s.output) !== ct) add(body, section("content", ct));
+        if (s.locations && s.locations.length) body.appendChild(el("div", { class: "note mono", text: s.locations.map(function (l) { return l.path + (l.line != null ? ":" + l.line : ""); }).join("  ") }));
+        break;
+      case "plan":
+        var ol = el("ol", { class: "plan" });
+        (Array.isArray(s.entries) ? s.entries : []).forEach(function (e) {
+          ol.appendChild(el("li", { class: e.status || "" }, e.content || json(e), e.priority ? el("span", { class: "note", text: " · " + e.priority }) : null, e.status ? el("span", { class: "note", text: " · " + e.status }) : null));
+        });
+        body.appendChild(ol);
+        break;
+      case "permission":
+        var tc = s.toolCall || {};
+        add(h, [el("span", { text: tc.title || s.toolCallId || "" }), s.outcome ? tag(s.outcome) : null]);
+        var opts = el("div", { class: "opts" });
+        (Array.isArray(s.options) ? s.options : []).forEach(function (o, i) {
+          if (i) opts.appendChild(document.createTextNode(" · "));
+          opts.appendChild(el("span", { class: o.optionId === s.optionId ? "chosen" : null, text: (o.name || o.optionId) + " (" + o.kind + ")" }));
+        });
+        body.appendChild(opts);
+        if (s.optionId) body.appendChild(el("div", { text: "chose " + s.optionId + (s.reason ? " — " + s.reason : "") }));
+        else if (s.reason) body.appendChild(el("div", { class: "note", text: s.reason }));
+        add(body, section("tool call", s.toolCall));
+        break;
+      case "fs_read": case "fs_write":
+        add(h, [el("span", { class: "mono", text: s.path || "" }), s.bytes != null ? el("span", { class: "note", text: s.bytes + " bytes" }) : null, s.allowed === false ? tag("denied", "denied") : null]);
+        if (s.method) body.appendChild(el("div", { class: "note", text: s.method }));
+        if (s.error) body.appendChild(pre(s.error, "err"));
+        if (s.reason) body.appendChild(el("div", { class: "note", text: s.reason }));
+        break;
+      case "terminal":
+        add(h, [el("span", { class: "mono", text: [s.command].concat(s.args || []).filter(Boolean).join(" ") }), s.method ? tag(s.method) : null, s.allowed === false ? tag("denied", "denied") : null]);
+        var info = [];
+        if (s.cwd) info.push("cwd " + s.cwd);
+        if (s.terminalId) info.push(s.terminalId);
+        if (s.exitStatus != null) info.push("exit " + JSON.stringify(s.exitStatus));
+        if (s.truncated) info.push("output truncated");
+        if (info.length) body.appendChild(el("div", { class: "note mono", text: info.join(" · ") }));
+        if (s.text) body.appendChild(pre(s.text, "term"));
+        if (s.error) body.appendChild(pre(s.error, "err"));
+        if (s.reason) body.appendChild(el("div", { class: "note", text: s.reason }));
+        break;
+      case "network":
+        add(h, [el("span", { class: "mono", text: (s.host || "") + (s.port ? ":" + s.port : "") }), s.allowed === false ? tag("denied", "denied") : tag("allowed"), s.open ? tag("open") : null]);
+        var net = [];
+        if (s.bytesOut != null) net.push(s.bytesOut + " bytes out");
+        if (s.bytesIn != null) net.push(s.bytesIn + " bytes in");
+        if (s.duration != null) net.push(ms(s.duration));
+        if (net.length) body.appendChild(el("div", { class: "note mono", text: net.join(" · ") }));
+        if (s.error) body.appendChild(el("div", { class: "note", text: s.error }));
+        break;
+      case "event":
+        add(h, el("span", { class: "mono", text: s.method || s.update || "" }));
+        if (s.error) body.appendChild(el("div", { class: "note", text: s.error }));
+        if (s.text) body.appendChild(pre(s.text));
+        add(body, section("raw", s.raw));
+        break;
+      default:
+        if (s.update) h.appendChild(el("span", { class: "mono", text: s.update }));
+        add(body, section("update", s.raw));
+    }
+    n.appendChild(h);
+    if (body.childNodes.length) n.appendChild(body);
+    return n;
+  }
+
+  global.HarnessTranscript = {
+    el: el, add: add, pre: pre, pct: pct, ms: ms, usd: usd, iso: iso, json: json, kvList: kvList,
+    checksList: checksList, graderBlock: graderBlock, errorBlock: errorBlock, verdict: verdict,
+    timingBar: timingBar, recordHead: recordHead, diffPre: diffPre, sortSteps: sortSteps, step: step
+  };
+})(this);
