@@ -210,13 +210,18 @@ func (lr *layerRunner) Wrap(c sandbox.Command) (sandbox.Wrapped, error) {
 			return sandbox.Wrapped{}, err
 		}
 	}
+	// The image's environment, then the task's (its compose file's,
+	// [environment] env, [agent] env), then the agent's own variables.
 	env := img.Env()
 	if lr.cl.task != nil {
-		for k, v := range lr.cl.task.Config.AgentEnv {
-			env = append(env, k+"="+v)
-		}
+		env = harbor.SetEnv(env, lr.cl.task.AgentEnv())
 	}
-	env = append(env, agentVars(c.Env)...)
+	own := map[string]string{}
+	for _, kv := range agentVars(c.Env) {
+		k, v, _ := strings.Cut(kv, "=")
+		own[k] = v
+	}
+	env = harbor.SetEnv(env, own)
 	network := lr.network()
 	var sess *egress.Session
 	var log *connLog
@@ -377,6 +382,14 @@ func (w *worker) finishLayer(run *caseRun, rec *schemas.CaptureRecord) {
 		rec.Provenance.Sandbox.Caps = append(rec.Provenance.Sandbox.Caps, schemas.SandboxCap{Cap: a.Cap, Value: a.Value, How: a.How})
 	}
 	ws := &schemas.Workspace{Path: cl.layer.Dir, Template: img.Ref, Kept: w.r.cfg.Image.Keep, Image: imageName(img)}
+	if cl.task != nil {
+		// Harbor's choice: the task's prebuilt image (docker_image), or
+		// its environment built.
+		ws.ImageSource = schemas.ImagePrebuilt
+		if img.Kind == "build" {
+			ws.ImageSource = schemas.ImageBuilt
+		}
+	}
 	changes, outside, err := layerChanges(cl.layer, cl.workdir)
 	if err != nil {
 		rec.Errors = append(rec.Errors, "image layer changes: "+err.Error())

@@ -1,6 +1,8 @@
 package harbor
 
 import (
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -88,34 +90,235 @@ func TestLoadDefaults(t *testing.T) {
 }
 
 func TestUnhonouredFieldsAreListedOnceWithTheirLine(t *testing.T) {
-	task, err := Load(writeTask(t, `version = "1.0"
+	task, err := Load(writeTask(t, `schema_version = "1.4"
+artifacts = []
 
 [environment]
 gpus = 1
 gpu_types = ["H100"]
+mcp_servers = []
+env = { A = "1" }
 
-[[environment.mcp_servers]]
-name = "one"
-command = "x"
+[environment.healthcheck]
+command = "true"
+retries = 2
 
-[[environment.mcp_servers]]
-name = "two"
+[agent]
+user = "agent"
 
 [verifier]
 timeout_sec = 10
 retries = 3
+environment_mode = "shared"
 `))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{
-		"environment.gpu_types (line 5)",
-		"environment.mcp_servers (line 7)",
-		"verifier.retries (line 16)",
-		"environment.gpus = 1 (line 4): no GPUs are given to trials",
+	want := []Unhonoured{
+		{"environment.gpu_types", 6},
+		{"environment.healthcheck", 10},
+		{"agent.user", 15},
+		{"verifier.retries", 19},
+		{"environment.gpus", 5},
 	}
 	if !reflect.DeepEqual(task.Unhonoured, want) {
-		t.Fatalf("unhonoured:\n got %q\nwant %q", task.Unhonoured, want)
+		t.Fatalf("unhonoured:\n got %v\nwant %v", task.Unhonoured, want)
+	}
+}
+
+func TestMCPServersAndOtherListsCountWhenNotEmpty(t *testing.T) {
+	task, err := Load(writeTask(t, `version = "1.0"
+artifacts = ["/app/out.txt"]
+
+[[environment.mcp_servers]]
+name = "one"
+transport = "stdio"
+command = "x"
+
+[[environment.mcp_servers]]
+name = "two"
+url = "http://localhost:1"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Unhonoured{{"artifacts", 2}, {"environment.mcp_servers", 4}}
+	if !reflect.DeepEqual(task.Unhonoured, want) {
+		t.Fatalf("unhonoured:\n got %v\nwant %v", task.Unhonoured, want)
+	}
+}
+
+func TestUnhonouredSummaryNamesEachFieldOnce(t *testing.T) {
+	tasks := []*Task{
+		{Name: "a", Unhonoured: []Unhonoured{{"environment.healthcheck", 3}, {"agent.user", 9}}},
+		{Name: "b", Unhonoured: []Unhonoured{{"environment.healthcheck", 4}}},
+		{Name: "c"},
+		{Name: "d", Unhonoured: []Unhonoured{{"environment.healthcheck", 2}}},
+	}
+	want := "agent.user (in a), environment.healthcheck (in 3 tasks)"
+	if got := UnhonouredSummary(tasks); got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	if got := UnhonouredSummary(tasks[2:3]); got != "" {
+		t.Fatalf("no fields: %q", got)
+	}
+}
+
+func TestSyntaxErrorNamesItsLineAndTable(t *testing.T) {
+	for _, tc := range []struct {
+		name, toml, want string
+	}{
+		// A malformed table header after a table: the header's line and
+		// table, not the line after it and the table before.
+		{"header", "version = \"1.0\"\n\n[verifier]\ntimeout_sec = 60\n[environment\ncpus = 1\n", "task.toml:5: table environment: expected '.' or ']' to end table name"},
+		// A key without = in the middle of a table: the key, not the table.
+		{"no equals", "[agent]\ntimeout_sec = 10\n\n[verifier]\ntimeout_sec 60\nuser = \"x\"\n\n[environment]\ncpus = 1\n", "task.toml:5: verifier.timeout_sec: expected '.' or '='"},
+		{"trailing junk", "[verifier]\ntimeout_sec = 6 0\nenv = {}\n", "task.toml:2: verifier.timeout_sec: expected a top-level item to end"},
+		// An inline table left open: the key it belongs to, and where the
+		// parser noticed.
+		{"open inline table", "[verifier]\ntimeout_sec = 60\nenv = { A = \"x\"\n\n[environment]\ncpus = 1\n", "task.toml:3: verifier.env: expected a comma or an inline table terminator '}', but got '[' instead (on line 5)"},
+		{"missing value", "[agent]\ntimeout_sec = \n[verifier]\n", "task.toml:2: agent.timeout_sec: expected value but found '\\n' instead"},
+	} {
+		_, err := Load(writeTask(t, tc.toml))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s:\n got %v\nwant …%s", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestEnvTablesResolveHostVariablesAsHarborDoes(t *testing.T) {
+	dir := writeTask(t, `schema_version = "1.1"
+
+[environment]
+env = { MODE = "strict", NAME = "${HOST_NAME:-Ada}", KEY = "${HOST_KEY}", EMPTY = "${HOST_EMPTY:-x}", KEPT = "a ${HOST_KEY} b" }
+
+[verifier]
+env = { MODE = "verify", CHECK = "${HOST_CHECK:-}" }
+
+[solution]
+env = { SOLVER = "1" }
+
+[agent]
+env = { AGENT = "yes" }
+`)
+	host := map[string]string{"HOST_KEY": "k1", "HOST_EMPTY": ""}
+	ld := &Loader{LookupEnv: func(k string) (string, bool) { v, ok := host[k]; return v, ok }}
+	task, err := ld.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The whole value is a template or a literal; a variable set to ""
+	// is "", not the default.
+	base := map[string]string{"MODE": "strict", "NAME": "Ada", "KEY": "k1", "EMPTY": "", "KEPT": "a ${HOST_KEY} b"}
+	if !reflect.DeepEqual(task.Config.EnvironmentEnv, base) {
+		t.Errorf("environment.env = %v", task.Config.EnvironmentEnv)
+	}
+	verifier := maps.Clone(base)
+	verifier["MODE"], verifier["CHECK"] = "verify", ""
+	if !reflect.DeepEqual(task.VerifierEnv(), verifier) {
+		t.Errorf("verifier env = %v", task.VerifierEnv())
+	}
+	solution := maps.Clone(base)
+	solution["SOLVER"] = "1"
+	if !reflect.DeepEqual(task.SolutionEnv(), solution) {
+		t.Errorf("solution env = %v", task.SolutionEnv())
+	}
+	agent := maps.Clone(base)
+	agent["AGENT"] = "yes"
+	if !reflect.DeepEqual(task.AgentEnv(), agent) {
+		t.Errorf("agent env = %v", task.AgentEnv())
+	}
+	if len(task.Unhonoured) != 0 {
+		t.Errorf("unhonoured %v", task.Unhonoured)
+	}
+	// An unset variable without a default is an error before anything
+	// runs, naming the file, line, field and variable.
+	delete(host, "HOST_KEY")
+	_, err = ld.Load(dir)
+	if err == nil || !strings.Contains(err.Error(), "task.toml:4: environment.env.KEY: ${HOST_KEY}: HOST_KEY is not set on this machine") {
+		t.Fatalf("unset: %v", err)
+	}
+}
+
+func TestSetEnvOverridesByName(t *testing.T) {
+	got := SetEnv([]string{"PATH=/bin", "A=1"}, map[string]string{"A": "2", "B": "3"})
+	if want := []string{"PATH=/bin", "A=2", "B=3"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}
+
+func TestNetworkModeSaysWhatAllowInternetSaid(t *testing.T) {
+	for mode, want := range map[string]bool{"public": true, "no-network": false, "allowlist": false} {
+		task, err := Load(writeTask(t, "[environment]\nallow_internet = true\nnetwork_mode = \""+mode+"\"\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if task.Config.AllowInternet != want {
+			t.Errorf("%s: allow internet %v", mode, task.Config.AllowInternet)
+		}
+		if unh := fmt.Sprint(task.Unhonoured); (mode == "allowlist") != strings.Contains(unh, "environment.network_mode") {
+			t.Errorf("%s: unhonoured %s", mode, unh)
+		}
+	}
+}
+
+func TestWhatCannotRunIsRefused(t *testing.T) {
+	for _, tc := range []struct{ toml, want string }{
+		{"version = \"1.0\"\n\n[[steps]]\nname = \"one\"\n", "task.toml:3: steps: a multi-step task"},
+		{"[environment]\nos = \"windows\"\n", "task.toml:2: environment.os: \"windows\": only Linux images run here"},
+		{"[environment]\nnetwork_mode = \"none\"\n", "task.toml:2: environment.network_mode: must be public, no-network or allowlist"},
+	} {
+		_, err := Load(writeTask(t, tc.toml))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q:\n got %v\nwant …%s", tc.toml, err, tc.want)
+		}
+	}
+}
+
+func TestDockerImageIsUsedAsHarborDoes(t *testing.T) {
+	// With a Dockerfile too: the prebuilt image, unless forced to build.
+	dir := writeTask(t, "[environment]\ndocker_image = \"localhost/x:1\"\n")
+	task, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := filepath.Join(dir, "environment")
+	if task.Image != "localhost/x:1" || task.Prebuilt != "localhost/x:1" || task.Build != env {
+		t.Fatalf("task %+v", task)
+	}
+	if first, fallback := task.ImageChoice(false); first != "localhost/x:1" || fallback != env {
+		t.Errorf("choice: %q, then %q", first, fallback)
+	}
+	if first, fallback := task.ImageChoice(true); first != env || fallback != "" {
+		t.Errorf("forced: %q, then %q", first, fallback)
+	}
+	// Only a Dockerfile, only an image.
+	task, err = Load(writeTask(t, "version = \"1.0\"\n"))
+	if first, fallback := task.ImageChoice(false); err != nil || first != task.Build || fallback != "" {
+		t.Errorf("dockerfile only: %q, %q, %v", first, fallback, err)
+	}
+	dir = writeTask(t, "[environment]\ndocker_image = \"localhost/x:1\"\n")
+	os.RemoveAll(filepath.Join(dir, "environment"))
+	task, err = Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first, fallback := task.ImageChoice(true); first != "localhost/x:1" || fallback != "" {
+		t.Errorf("image only, forced: %q, %q", first, fallback)
+	}
+}
+
+func TestADirectoryWithoutTaskTomlIsNamed(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "instruction.md"), []byte("x"), 0o644)
+	if _, err := Load(dir); err == nil || err.Error() != dir+" is not a Harbor task directory: it has no task.toml" {
+		t.Errorf("Load: %v", err)
+	}
+	if _, err := LoadDataset(dir); err == nil || err.Error() != dir+" is not a Harbor task directory (it has no task.toml) nor a dataset of them (no subdirectory has a task.toml)" {
+		t.Errorf("LoadDataset: %v", err)
+	}
+	if IsDataset(dir) {
+		t.Error("IsDataset")
 	}
 }
 
@@ -139,17 +342,104 @@ func TestTaskTomlErrorsNameFileLineAndField(t *testing.T) {
 	}
 }
 
-func TestComposeWithOtherServicesIsRefused(t *testing.T) {
-	dir := writeTask(t, "version = \"1.0\"\n")
-	os.WriteFile(filepath.Join(dir, "environment/docker-compose.yaml"), []byte("services:\n  main:\n    build: .\n  db:\n    image: postgres:16\n"), 0o644)
-	_, err := Load(dir)
-	if err == nil || !strings.Contains(err.Error(), "2 services (db, main): only a single-service environment") || !strings.Contains(err.Error(), "docker-compose.yaml") {
-		t.Fatalf("err = %v", err)
+func TestComposeMainEnvironmentIsHonoured(t *testing.T) {
+	dir := writeTask(t, "[environment]\nenv = { FROM_TOML = \"t\", SHARED = \"toml\" }\n")
+	os.WriteFile(filepath.Join(dir, "environment/docker-compose.yaml"), []byte(`# Harbor merges this over its own main service.
+version: "3.8"
+x-note: anything
+services:
+  main:
+    build:
+      context: .
+      dockerfile: Dockerfile
+    environment:
+      LITERAL: "plain $$HOME"
+      FROM_HOST: ${HOST_VAR:-fallback}
+      FROM_TOML_VAR: ${FROM_TOML}
+      PASSED:
+      MISSING:
+      SHARED: compose
+      PORT: 8080
+`), 0o644)
+	host := map[string]string{"PASSED": "p"}
+	task, err := (&Loader{LookupEnv: func(k string) (string, bool) { v, ok := host[k]; return v, ok }}).Load(dir)
+	if err != nil {
+		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(dir, "environment/docker-compose.yaml"), []byte("services:\n  main:\n    build:\n      context: .\n      dockerfile: Dockerfile\n"), 0o644)
-	task, err := Load(dir)
-	if err != nil || task.Image != filepath.Join(dir, "environment", "Dockerfile") {
-		t.Fatalf("single service: %v, %+v", err, task)
+	if task.Build != filepath.Join(dir, "environment", "Dockerfile") || task.Image != task.Build {
+		t.Errorf("build %q, image %q", task.Build, task.Image)
+	}
+	want := map[string]string{"LITERAL": "plain $HOME", "FROM_HOST": "fallback", "FROM_TOML_VAR": "t", "PASSED": "p", "SHARED": "compose", "PORT": "8080"}
+	if !reflect.DeepEqual(task.ComposeEnv, want) {
+		t.Errorf("compose env %v", task.ComposeEnv)
+	}
+	// task.toml's env is set over the container's, as docker exec -e is.
+	if env := task.VerifierEnv(); env["SHARED"] != "toml" || env["FROM_TOML"] != "t" || env["PORT"] != "8080" {
+		t.Errorf("verifier env %v", env)
+	}
+	// The list form.
+	os.WriteFile(filepath.Join(dir, "environment/docker-compose.yaml"), []byte("services:\n  main:\n    environment:\n      - A=1\n      - PASSED\n      - NONE\n"), 0o644)
+	task, err = (&Loader{LookupEnv: func(k string) (string, bool) { v, ok := host[k]; return v, ok }}).Load(dir)
+	if err != nil || !reflect.DeepEqual(task.ComposeEnv, map[string]string{"A": "1", "PASSED": "p"}) || task.Build != filepath.Join(dir, "environment") {
+		t.Fatalf("list: %v %+v", err, task)
+	}
+}
+
+func TestComposeWhatCannotRunIsRefusedByName(t *testing.T) {
+	dir := writeTask(t, "version = \"1.0\"\n")
+	os.WriteFile(filepath.Join(dir, "environment/docker-compose.yaml"), []byte(`services:
+  main:
+    environment:
+      A: "1"
+    ports:
+      - "8080:80"
+    volumes:
+      - ./data:/data
+    build:
+      context: .
+      args:
+        X: "1"
+  db:
+    image: postgres:16
+volumes:
+  data: {}
+`), 0o644)
+	_, err := Load(dir)
+	want := "docker-compose.yaml: services.main.ports (line 5), services.main.volumes (line 7), services.main.build.args (line 11), services.db (line 13; a service beside main: there is no container network between services here), volumes (line 15): cannot be honoured here (of a compose file, only the main service's environment, build and image are); run this task with Harbor and Docker"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err = %v\nwant …%s", err, want)
+	}
+	// A lone service that is not main is a sidecar beside Harbor's main.
+	os.WriteFile(filepath.Join(dir, "environment/docker-compose.yaml"), []byte("services:\n  app:\n    build: .\n"), 0o644)
+	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "services.app (line 2; a service beside main") {
+		t.Fatalf("app: %v", err)
+	}
+	os.WriteFile(filepath.Join(dir, "environment/docker-compose.yaml"), []byte("services:\n  main:\n    environment:\n      A: ${NOPE:?set NOPE first}\n"), 0o644)
+	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "docker-compose.yaml:4: services.main.environment: A: NOPE: set NOPE first") {
+		t.Fatalf("required variable: %v", err)
+	}
+}
+
+func TestInterpolateAsDockerCompose(t *testing.T) {
+	vars := map[string]string{"SET": "v", "EMPTY": ""}
+	lookup := func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
+	for in, want := range map[string]string{
+		"$SET/${SET}":                            "v/v",
+		"$$SET":                                  "$SET",
+		"${UNSET}":                               "",
+		"${UNSET:-d} ${EMPTY:-d}":                "d d",
+		"${UNSET-d} ${EMPTY-d}":                  "d ",
+		"${SET:+alt} ${EMPTY:+alt} ${EMPTY+alt}": "alt  alt",
+		"cost: 5$":                               "cost: 5$",
+	} {
+		if got, err := interpolate(in, lookup); err != nil || got != want {
+			t.Errorf("interpolate(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"${UNSET?no}", "${EMPTY:?no}", "${SET", "${1X}"} {
+		if _, err := interpolate(in, lookup); err == nil {
+			t.Errorf("interpolate(%q): no error", in)
+		}
 	}
 }
 
@@ -189,7 +479,7 @@ func TestLoadDatasetReportsEveryBadTask(t *testing.T) {
 	if err != nil || len(tasks) != 1 || tasks[0].Name != "good" {
 		t.Fatalf("%v %v", tasks, err)
 	}
-	if _, err := LoadDataset(t.TempDir()); err == nil || !strings.Contains(err.Error(), "no task directories") {
+	if _, err := LoadDataset(t.TempDir()); err == nil || !strings.Contains(err.Error(), "nor a dataset of them") {
 		t.Fatalf("empty: %v", err)
 	}
 }

@@ -141,7 +141,7 @@ func Solve(ctx context.Context, l *image.Layer, t *Task, s Step) (Ran, error) {
 	if timeout == 0 {
 		timeout = t.Config.AgentTimeout
 	}
-	return run(ctx, l, []string{"bash", solutionScript}, t.Workdir(l.Image), env(l.Image, t.Config.SolutionEnv, s.Env), timeout, s)
+	return run(ctx, l, []string{"bash", solutionScript}, t.Workdir(l.Image), env(l.Image, t.SolutionEnv(), s.Env), timeout, s)
 }
 
 // Verify runs the task's verifier in the layer the agent left: tests/ is
@@ -182,7 +182,7 @@ func verify(ctx context.Context, l *image.Layer, t *Task, s Step) schemas.Grader
 	if timeout == 0 {
 		timeout = t.Config.VerifierTimeout
 	}
-	ran, err := run(ctx, l, []string{"bash", testScript}, t.Workdir(l.Image), env(l.Image, t.Config.VerifierEnv, s.Env), timeout, s)
+	ran, err := run(ctx, l, []string{"bash", testScript}, t.Workdir(l.Image), env(l.Image, t.VerifierEnv(), s.Env), timeout, s)
 	if err != nil {
 		return fail(schemas.ErrGraderError, "run tests/test.sh: %v", err)
 	}

@@ -164,10 +164,23 @@ type Workspace struct {
 	// Image names the image the case ran in (its reference and ID), when
 	// it ran in one; FileChanges then covers its working directory.
 	Image string `json:"image,omitempty"`
+	// ImageSource says, for a Harbor task, where its image came from:
+	// ImagePrebuilt or ImageBuilt.
+	ImageSource string `json:"imageSource,omitempty"`
 	// OutsideChanges lists what the case changed in the image outside its
 	// working directory (with an image).
 	OutsideChanges []PathChange `json:"outsideChanges,omitempty"`
 }
+
+// Where a Harbor task's image came from (Workspace.ImageSource).
+const (
+	// ImagePrebuilt is the image task.toml's docker_image names.
+	ImagePrebuilt = "prebuilt"
+	// ImageBuilt is the task's environment/ Dockerfile, built: the task
+	// has no docker_image, --force-build was given, or its image was not
+	// to be had.
+	ImageBuilt = "built"
+)
 
 // PathChange is one path of an image a case added, modified or deleted.
 type PathChange struct {

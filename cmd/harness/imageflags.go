@@ -195,7 +195,7 @@ func (f *imageFlags) configure(e *env, rf *runFlags, s *runSetup) error {
 		for _, t := range f.loaded {
 			tasks = append(tasks, t)
 		}
-		imgs, err := resolveTaskImages(ctx, e, store, tasks, rf.quiet)
+		imgs, err := resolveTaskImages(ctx, e, store, tasks, f.task.forceBuild, rf.quiet)
 		if err != nil {
 			return err
 		}

@@ -107,6 +107,9 @@ Examples:
 				return err
 			}
 		case len(args) == 1:
+			if err := notTaskDir(args[0]); err != nil {
+				return err
+			}
 			suiteFile = args[0]
 		default:
 			return usageErrorf("want one suite file, got %d arguments", len(args))
@@ -565,6 +568,7 @@ func (f *imageRunFlags) add(fs *pflag.FlagSet) {
 	fs.Bool("agent-in-image", false, "run the agent command as the image has it instead of binding the host's program in")
 	fs.Bool("image-no-network", false, "give the agents in images loopback only")
 	fs.Float64Var(&f.timeoutScale, "task-timeout-scale", 1, "multiply each task's agent and verifier timeouts by `factor` (a slower machine, a slower agent)")
+	fs.Bool("force-build", false, "build each task's environment/Dockerfile even when its task.toml names a prebuilt docker_image")
 }
 
 // passOn sets the image flags given to harness run on a trials run's
@@ -573,7 +577,7 @@ func (f *imageRunFlags) passOn(trials, run *pflag.FlagSet) error {
 	if f.timeoutScale <= 0 {
 		return usageErrorf("--task-timeout-scale must be positive")
 	}
-	for _, name := range []string{"cache-dir", "keep-layers", "agent-in-image", "image-no-network", "task-timeout-scale"} {
+	for _, name := range []string{"cache-dir", "keep-layers", "agent-in-image", "image-no-network", "task-timeout-scale", "force-build"} {
 		fl := run.Lookup(name)
 		if fl == nil || !fl.Changed {
 			continue

@@ -18,13 +18,15 @@ import (
 // taskFlags are the flags of the commands that run Harbor task
 // directories in images.
 type taskFlags struct {
-	cacheDir string
-	keep     bool
+	cacheDir   string
+	keep       bool
+	forceBuild bool
 }
 
 func (f *taskFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.cacheDir, "cache-dir", "", "where task images are unpacked, once each (default $XDG_CACHE_HOME/harness/images)")
 	fs.BoolVar(&f.keep, "keep-layers", false, "leave each trial's image layer (its changes) on disk")
+	fs.BoolVar(&f.forceBuild, "force-build", false, "build each task's environment/Dockerfile even when its task.toml names a prebuilt docker_image")
 }
 
 // store opens the image cache.
@@ -44,50 +46,58 @@ func (f *taskFlags) store(log io.Writer) (*image.Store, error) {
 // them (a directory holding task directories).
 func isTaskDir(path string) bool {
 	fi, err := os.Stat(path)
-	if err != nil || !fi.IsDir() {
-		return false
-	}
-	if harbor.IsTask(path) {
-		return true
-	}
-	entries, err := os.ReadDir(path)
-	if err != nil {
-		return false
-	}
-	for _, e := range entries {
-		if e.IsDir() && harbor.IsTask(path+"/"+e.Name()) {
-			return true
-		}
-	}
-	return false
+	return err == nil && fi.IsDir() && harbor.IsDataset(path)
 }
 
-// loadTasks reads a task or dataset directory and tells, once per task,
-// which task.toml fields are not honoured.
+// notTaskDir is the error for a directory given where a task directory,
+// a dataset or a file is expected: it says what the directory lacks. nil
+// when path is not a directory or is a task directory or dataset.
+func notTaskDir(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil || !fi.IsDir() || harbor.IsDataset(path) {
+		return nil
+	}
+	return inputError(harbor.NotATaskError(path))
+}
+
+// loadTasks reads a task or dataset directory and says, once for the
+// run, which task.toml fields its tasks set that are not honoured.
 func loadTasks(e *env, dir string, quiet bool) ([]*harbor.Task, error) {
 	tasks, err := harbor.LoadDataset(dir)
 	if err != nil {
 		return nil, inputError(err)
 	}
-	for _, t := range tasks {
-		if len(t.Unhonoured) > 0 && !quiet {
-			fmt.Fprintf(e.stderr, "task %s: task.toml fields not honoured: %s\n", t.Name, strings.Join(t.Unhonoured, ", "))
-		}
+	if s := harbor.UnhonouredSummary(tasks); s != "" && !quiet {
+		fmt.Fprintf(e.stderr, "warning: task.toml fields not honoured (docs/tasks.md says why): %s\n", s)
 	}
 	return tasks, nil
 }
 
 // resolveTaskImages builds or unpacks each task's image once, before any
-// trial runs; a task whose image cannot be made is an input error.
-func resolveTaskImages(ctx context.Context, e *env, store *image.Store, tasks []*harbor.Task, quiet bool) (map[string]*image.Image, error) {
+// trial runs, as Harbor chooses it: the prebuilt image (docker_image)
+// unless forceBuild, else the task's environment/ built; a prebuilt image
+// that cannot be had is built instead when the task can be. A task whose
+// image cannot be made is an input error.
+func resolveTaskImages(ctx context.Context, e *env, store *image.Store, tasks []*harbor.Task, forceBuild, quiet bool) (map[string]*image.Image, error) {
 	imgs := map[string]*image.Image{}
-	for _, t := range tasks {
+	say := func(format string, args ...any) {
 		if !quiet {
-			fmt.Fprintf(e.stderr, "image for %s: %s\n", t.Name, t.Image)
+			fmt.Fprintf(e.stderr, format, args...)
 		}
-		bctx, cancel := context.WithTimeout(ctx, t.Config.BuildTimeout)
-		img, err := store.Resolve(bctx, t.Image)
-		cancel()
+	}
+	for _, t := range tasks {
+		ref, fallback := t.ImageChoice(forceBuild)
+		if forceBuild && t.Build == "" {
+			say("image for %s: %s (--force-build: the task has no environment/Dockerfile to build)\n", t.Name, ref)
+		} else {
+			say("image for %s: %s\n", t.Name, ref)
+		}
+		img, err := resolveTaskImage(ctx, store, t, ref)
+		if err != nil && fallback != "" && ctx.Err() == nil {
+			msg, _, _ := strings.Cut(err.Error(), "\n")
+			say("image for %s: %s; building %s instead\n", t.Name, msg, fallback)
+			img, err = resolveTaskImage(ctx, store, t, fallback)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, withCode(exitInterrupted, ctx.Err())
@@ -97,6 +107,13 @@ func resolveTaskImages(ctx context.Context, e *env, store *image.Store, tasks []
 		imgs[t.Name] = img
 	}
 	return imgs, nil
+}
+
+// resolveTaskImage resolves one image of a task within its build timeout.
+func resolveTaskImage(ctx context.Context, store *image.Store, t *harbor.Task, ref string) (*image.Image, error) {
+	bctx, cancel := context.WithTimeout(ctx, t.Config.BuildTimeout)
+	defer cancel()
+	return store.Resolve(bctx, ref)
 }
 
 // validateTaskRefs runs each task of a Harbor task directory or dataset
@@ -112,7 +129,7 @@ func validateTaskRefs(ctx context.Context, e *env, dir string, tf taskFlags, out
 	if err != nil {
 		return err
 	}
-	imgs, err := resolveTaskImages(ctx, e, store, tasks, quiet)
+	imgs, err := resolveTaskImages(ctx, e, store, tasks, tf.forceBuild, quiet)
 	if err != nil {
 		return err
 	}

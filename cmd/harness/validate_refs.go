@@ -63,6 +63,9 @@ Examples:
 			}
 			return validateTaskRefs(ctx, e, args[0], tf, output, force, quiet)
 		}
+		if err := notTaskDir(args[0]); err != nil {
+			return err
+		}
 		if grader == "" {
 			return usageErrorf("--grader (-g) is required")
 		}

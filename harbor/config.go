@@ -1,0 +1,609 @@
+package harbor
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Defaults of task.toml, as Harbor has them.
+const (
+	DefaultAgentTimeout    = 600 * time.Second
+	DefaultVerifierTimeout = 600 * time.Second
+	DefaultBuildTimeout    = 600 * time.Second
+	DefaultCPUs            = 1
+	DefaultMemoryMB        = 2048
+	DefaultStorageMB       = 10240
+)
+
+// Config is what task.toml sets.
+type Config struct {
+	// SchemaVersion is schema_version (or its older spelling, version).
+	SchemaVersion   string
+	Metadata        map[string]any
+	AgentTimeout    time.Duration
+	VerifierTimeout time.Duration
+	BuildTimeout    time.Duration
+	CPUs            float64
+	MemoryMB        int64
+	StorageMB       int64
+	GPUs            int64
+	// AllowInternet is allow_internet, or network_mode = "public".
+	AllowInternet bool
+	// Workdir overrides the image's WORKDIR when set.
+	Workdir     string
+	DockerImage string
+	// The env tables, their ${VAR} and ${VAR:-default} templates resolved
+	// from the host's environment: [environment] env applies to every
+	// command of a trial (the agent's, solve.sh, the verifier), the others
+	// to theirs, over it.
+	EnvironmentEnv map[string]string
+	VerifierEnv    map[string]string
+	SolutionEnv    map[string]string
+	AgentEnv       map[string]string
+}
+
+// Unhonoured is a task.toml field (or compose key) that is read but not
+// acted on.
+type Unhonoured struct {
+	// Field is its dotted name (environment.healthcheck).
+	Field string
+	// Line is where it is set (0 when unknown).
+	Line int
+}
+
+func (u Unhonoured) String() string {
+	if u.Line == 0 {
+		return u.Field
+	}
+	return fmt.Sprintf("%s (line %d)", u.Field, u.Line)
+}
+
+// The task.toml fields of Harbor's schema (1.0 to 1.4) and how they are
+// treated here (docs/tasks.md has the table, with the reasons).
+var (
+	// acted on, or informational (nothing to act on).
+	honouredFields = map[string]bool{
+		"version": true, "schema_version": true, "source": true,
+		"verifier.timeout_sec": true, "agent.timeout_sec": true,
+		"environment.build_timeout_sec": true, "environment.docker_image": true, "docker_image": true,
+		"environment.cpus": true, "environment.memory_mb": true, "environment.memory": true,
+		"environment.storage_mb": true, "environment.storage": true,
+		"environment.allow_internet": true, "environment.workdir": true, "environment.os": true,
+	}
+	// tables whose content is free-form or all honoured.
+	freeTables = []string{"metadata", "task", "verifier.env", "agent.env", "environment.env", "solution.env"}
+	// tables that only hold fields (checked one by one).
+	containerTables = map[string]bool{"verifier": true, "agent": true, "environment": true, "solution": true}
+	// in Harbor's schema, not acted on here (when set to a non-empty value).
+	notHonouredFields = map[string]bool{
+		"environment.healthcheck": true, "environment.skills_dir": true, "environment.gpu_types": true,
+		"environment.tpu": true, "environment.allowed_hosts": true, "environment.mcp_servers": true,
+		"agent.user": true, "agent.network_mode": true, "agent.allowed_hosts": true,
+		"verifier.user": true, "verifier.network_mode": true, "verifier.allowed_hosts": true,
+		"verifier.environment": true, "verifier.collect": true,
+		"artifacts": true, "multi_step_reward_strategy": true, "multi_step_reward_mode": true,
+	}
+)
+
+// parseConfig reads task.toml; lookup finds the host's variables the env
+// tables name.
+func (t *Task) parseConfig(file, src string, lookup func(string) (string, bool)) error {
+	var raw map[string]any
+	md, err := toml.Decode(src, &raw)
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return syntaxError(file, src, pe)
+		}
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	lines := keyLines(src)
+	c := Config{
+		AgentTimeout: DefaultAgentTimeout, VerifierTimeout: DefaultVerifierTimeout, BuildTimeout: DefaultBuildTimeout,
+		CPUs: DefaultCPUs, MemoryMB: DefaultMemoryMB, StorageMB: DefaultStorageMB, AllowInternet: true,
+	}
+	r := reader{file: file, lines: lines}
+	c.SchemaVersion = r.str(raw, "schema_version")
+	if c.SchemaVersion == "" {
+		c.SchemaVersion = r.str(raw, "version")
+	}
+	if m, ok := raw["metadata"].(map[string]any); ok {
+		c.Metadata = m
+	} else if _, has := raw["metadata"]; has {
+		return r.errf("metadata", "must be a table")
+	}
+	if v, ok := r.get(raw, "steps"); ok && !isEmpty(v) {
+		return r.errf("steps", "a multi-step task ([[steps]]: each step's instruction and tests in turn) cannot run here yet; run it with Harbor")
+	}
+	c.VerifierTimeout = r.seconds(raw, "verifier.timeout_sec", c.VerifierTimeout)
+	c.AgentTimeout = r.seconds(raw, "agent.timeout_sec", c.AgentTimeout)
+	c.BuildTimeout = r.seconds(raw, "environment.build_timeout_sec", c.BuildTimeout)
+	if v, ok := r.get(raw, "environment.cpus"); ok {
+		c.CPUs = r.number(v, "environment.cpus", true)
+	}
+	c.MemoryMB = r.size(raw, "environment", "memory", c.MemoryMB)
+	c.StorageMB = r.size(raw, "environment", "storage", c.StorageMB)
+	if v, ok := r.get(raw, "environment.gpus"); ok {
+		c.GPUs = int64(r.number(v, "environment.gpus", false))
+	}
+	if v, ok := r.get(raw, "environment.allow_internet"); ok {
+		b, isBool := v.(bool)
+		if !isBool {
+			r.fail("environment.allow_internet", "must be true or false, not %v", v)
+		}
+		c.AllowInternet = b
+	}
+	// network_mode (schema 1.4) says what allow_internet said, and wins.
+	var unhonoured []Unhonoured
+	switch mode := r.str(raw, "environment.network_mode"); mode {
+	case "":
+	case "public":
+		c.AllowInternet = true
+	case "no-network":
+		c.AllowInternet = false
+	case "allowlist":
+		// The allowlist's hosts are not reachable here: no internet.
+		c.AllowInternet = false
+		unhonoured = append(unhonoured, Unhonoured{"environment.network_mode", lineOf(lines, "environment.network_mode")})
+	default:
+		r.fail("environment.network_mode", "must be public, no-network or allowlist, not %q", mode)
+	}
+	switch osName := r.str(raw, "environment.os"); strings.ToLower(osName) {
+	case "", "linux":
+	default:
+		r.fail("environment.os", "%q: only Linux images run here", osName)
+	}
+	c.Workdir = r.str(raw, "environment.workdir")
+	if c.Workdir != "" && !strings.HasPrefix(c.Workdir, "/") {
+		r.fail("environment.workdir", "must be an absolute path, not %q", c.Workdir)
+	}
+	c.DockerImage = r.str(raw, "environment.docker_image")
+	if c.DockerImage == "" {
+		c.DockerImage = r.str(raw, "docker_image")
+	}
+	c.EnvironmentEnv = r.env(raw, "environment.env", lookup)
+	c.VerifierEnv = r.env(raw, "verifier.env", lookup)
+	c.SolutionEnv = r.env(raw, "solution.env", lookup)
+	c.AgentEnv = r.env(raw, "agent.env", lookup)
+	switch mode := r.str(raw, "verifier.environment_mode"); mode {
+	case "", "shared":
+	case "separate":
+		unhonoured = append(unhonoured, Unhonoured{"verifier.environment_mode", lineOf(lines, "verifier.environment_mode")})
+	default:
+		r.fail("verifier.environment_mode", "must be shared or separate, not %q", mode)
+	}
+	if r.err != nil {
+		return r.err
+	}
+	t.Config = c
+	if c.GPUs > 0 {
+		unhonoured = append(unhonoured, Unhonoured{"environment.gpus", lineOf(lines, "environment.gpus")})
+	}
+	t.Unhonoured = append(unreadKeys(md, raw, lines), unhonoured...)
+	return nil
+}
+
+// unreadKeys lists the keys of task.toml that are not acted on: the fields
+// of Harbor's schema not honoured here (set to something other than an
+// empty list or table), and keys Harbor's schema does not have; each
+// once, with its line.
+func unreadKeys(md toml.MetaData, raw map[string]any, lines map[string]int) []Unhonoured {
+	var out []Unhonoured
+	seen := map[string]bool{}
+	for _, k := range md.Keys() {
+		key := k.String()
+		switch {
+		case honouredFields[key], containerTables[key], key == "steps", key == "environment.gpus",
+			key == "environment.network_mode", key == "verifier.environment_mode",
+			under(key, freeTables...), seen[key], underSeen(seen, key):
+			continue
+		}
+		field := key
+		for p := key; p != ""; p = parent(p) {
+			if notHonouredFields[p] {
+				field = p
+				break
+			}
+		}
+		if seen[field] {
+			continue
+		}
+		seen[field] = true
+		if v, ok := lookupKey(raw, field); ok && isEmpty(v) && notHonouredFields[field] {
+			continue
+		}
+		out = append(out, Unhonoured{field, lineOf(lines, field)})
+	}
+	return out
+}
+
+// under says whether key is one of tables or inside one.
+func under(key string, tables ...string) bool {
+	for _, t := range tables {
+		if key == t || strings.HasPrefix(key, t+".") {
+			return true
+		}
+	}
+	return false
+}
+
+func parent(key string) string {
+	i := strings.LastIndexByte(key, '.')
+	if i < 0 {
+		return ""
+	}
+	return key[:i]
+}
+
+// underSeen says whether a table holding key is listed already.
+func underSeen(seen map[string]bool, key string) bool {
+	for p := parent(key); p != ""; p = parent(p) {
+		if seen[p] {
+			return true
+		}
+	}
+	return false
+}
+
+func lookupKey(raw map[string]any, dotted string) (any, bool) {
+	var cur any = raw
+	for _, p := range strings.Split(dotted, ".") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if cur, ok = m[p]; !ok {
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+// isEmpty says whether a value is an empty list or table.
+func isEmpty(v any) bool {
+	switch x := v.(type) {
+	case []any:
+		return len(x) == 0
+	case []map[string]any:
+		return len(x) == 0
+	case map[string]any:
+		return len(x) == 0
+	}
+	return false
+}
+
+// syntaxError reports a TOML syntax error at the line of the character it
+// is about, naming the key or table that line sets (or, inside a value
+// that spans lines, the key whose value it is).
+func syntaxError(file, src string, pe toml.ParseError) error {
+	// The lexer counts a newline as soon as it reads it, so an error about
+	// a newline (or found after one) carries the next line: the line is
+	// the one holding the last character read.
+	off := pe.Position.Start + pe.Position.Len - 1
+	if off >= len(src) {
+		off = len(src) - 1
+	}
+	line := 1
+	if off > 0 {
+		line = 1 + strings.Count(src[:off], "\n")
+	}
+	lines := keyLines(src)
+	tables := tableLines(src)
+	field, fieldLine := "", 0
+	// A value left open on an earlier line (an array, an inline table):
+	// the key it belongs to.
+	for k := pe.LastKey; k != ""; k = parent(k) {
+		if l, ok := lines[k]; ok {
+			if !tables[k] && l < line {
+				field, fieldLine = k, l
+			}
+			break
+		}
+	}
+	if field == "" {
+		field = fieldAtLine(src, line)
+	}
+	msg := pe.Message
+	if fieldLine > 0 {
+		msg += fmt.Sprintf(" (on line %d)", line)
+		line = fieldLine
+	}
+	return fieldError(file, line, field, "%s", msg)
+}
+
+// fieldAtLine names what line n of a TOML document sets: a table header's
+// table, or a key (within its table).
+func fieldAtLine(src string, n int) string {
+	table := ""
+	all := strings.Split(src, "\n")
+	for i, l := range all {
+		t := strings.TrimSpace(l)
+		if strings.HasPrefix(t, "[") {
+			name := tableName(t)
+			if i+1 == n {
+				return "table " + name
+			}
+			table = name
+			continue
+		}
+		if i+1 != n {
+			continue
+		}
+		key := strings.TrimSpace(t)
+		if j := strings.IndexAny(key, "= \t"); j >= 0 {
+			key = key[:j]
+		}
+		key = normalizeKey(key)
+		switch {
+		case key == "" || strings.HasPrefix(key, "#"):
+			if table == "" {
+				return "syntax"
+			}
+			return "table " + table
+		case table != "":
+			return table + "." + key
+		}
+		return key
+	}
+	return "syntax"
+}
+
+// tableName reads a table header line ("[a.b]", "[[steps]]", or a
+// malformed "[environment").
+func tableName(header string) string {
+	name := strings.TrimLeft(header, "[ \t")
+	if j := strings.IndexAny(name, "]#"); j >= 0 {
+		name = name[:j]
+	}
+	return normalizeKey(name)
+}
+
+// fieldError is a task.toml error naming the file, line and field.
+func fieldError(file string, line int, field, format string, args ...any) error {
+	loc := file
+	if line > 0 {
+		loc = fmt.Sprintf("%s:%d", file, line)
+	}
+	return fmt.Errorf("%s: %s: %s", loc, field, fmt.Sprintf(format, args...))
+}
+
+// reader reads typed fields of the decoded task.toml, keeping the first
+// error (with the field's line).
+type reader struct {
+	file  string
+	lines map[string]int
+	err   error
+}
+
+func (r *reader) errf(field, format string, args ...any) error {
+	return fieldError(r.file, lineOf(r.lines, field), field, format, args...)
+}
+
+func (r *reader) fail(field, format string, args ...any) {
+	if r.err == nil {
+		r.err = r.errf(field, format, args...)
+	}
+}
+
+func (r *reader) get(raw map[string]any, dotted string) (any, bool) {
+	parts := strings.Split(dotted, ".")
+	var cur any = raw
+	for i, p := range parts {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			if i > 0 {
+				r.fail(strings.Join(parts[:i], "."), "must be a table")
+			}
+			return nil, false
+		}
+		cur, ok = m[p]
+		if !ok {
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+func (r *reader) str(raw map[string]any, field string) string {
+	v, ok := r.get(raw, field)
+	if !ok {
+		return ""
+	}
+	s, isStr := v.(string)
+	if !isStr {
+		r.fail(field, "must be a string, not %v", v)
+	}
+	return s
+}
+
+func (r *reader) number(v any, field string, fractional bool) float64 {
+	var f float64
+	switch n := v.(type) {
+	case int64:
+		f = float64(n)
+	case float64:
+		f = n
+	default:
+		r.fail(field, "must be a number, not %q", fmt.Sprint(v))
+		return 0
+	}
+	if f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
+		r.fail(field, "must be a positive number, not %v", v)
+	}
+	if !fractional && f != math.Trunc(f) {
+		r.fail(field, "must be a whole number, not %v", v)
+	}
+	return f
+}
+
+func (r *reader) seconds(raw map[string]any, field string, def time.Duration) time.Duration {
+	v, ok := r.get(raw, field)
+	if !ok {
+		return def
+	}
+	f := r.number(v, field, true)
+	if f == 0 && r.err == nil {
+		r.fail(field, "must be more than 0 seconds")
+	}
+	return time.Duration(f * float64(time.Second))
+}
+
+// size reads NAME_mb (a number of MB) or NAME (a string such as "2G",
+// "512M" or a number of MB).
+func (r *reader) size(raw map[string]any, table, name string, def int64) int64 {
+	mbField := table + "." + name + "_mb"
+	strField := table + "." + name
+	if v, ok := r.get(raw, mbField); ok {
+		return int64(r.number(v, mbField, false))
+	}
+	v, ok := r.get(raw, strField)
+	if !ok {
+		return def
+	}
+	switch s := v.(type) {
+	case string:
+		mb, err := parseSize(s)
+		if err != nil {
+			r.fail(strField, "%v", err)
+		}
+		return mb
+	default:
+		return int64(r.number(v, strField, false))
+	}
+}
+
+var sizeRE = regexp.MustCompile(`^\s*([0-9]+(?:\.[0-9]+)?)\s*([kKmMgGtT]?)(i?[bB]?)\s*$`)
+
+// parseSize reads "2G", "512M", "1.5GiB", "2048" (MB) as megabytes.
+func parseSize(s string) (int64, error) {
+	m := sizeRE.FindStringSubmatch(s)
+	if m == nil {
+		return 0, fmt.Errorf("%q is not a size such as 2G, 512M or 2048 (MB)", s)
+	}
+	n, _ := strconv.ParseFloat(m[1], 64)
+	switch strings.ToUpper(m[2]) {
+	case "K":
+		n /= 1024
+	case "G":
+		n *= 1024
+	case "T":
+		n *= 1024 * 1024
+	}
+	return int64(math.Ceil(n)), nil
+}
+
+// envTemplate is a value that names a host variable, as Harbor reads it:
+// the whole value is ${VAR} or ${VAR:-default}.
+var envTemplate = regexp.MustCompile(`^\$\{([^}:]+)(?::-(.*))?\}$`)
+
+// env reads an env table; a value that is ${VAR} or ${VAR:-default} is the
+// host's VAR (set, even to ""), else the default; without a default an
+// unset VAR is an error, as in Harbor.
+func (r *reader) env(raw map[string]any, field string, lookup func(string) (string, bool)) map[string]string {
+	v, ok := r.get(raw, field)
+	if !ok {
+		return nil
+	}
+	m, isMap := v.(map[string]any)
+	if !isMap {
+		r.fail(field, "must be a table of variables, as in {NAME = \"value\"}")
+		return nil
+	}
+	out := map[string]string{}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		var s string
+		switch x := m[k].(type) {
+		case string:
+			s = x
+		case int64, float64, bool:
+			s = fmt.Sprint(x)
+		default:
+			r.fail(field+"."+k, "must be a string, not %v", m[k])
+			continue
+		}
+		if t := envTemplate.FindStringSubmatch(s); t != nil {
+			val, set := lookup(t[1])
+			switch {
+			case set:
+				s = val
+			case strings.Contains(s, ":-"):
+				s = t[2]
+			default:
+				r.fail(field+"."+k, "%s: %s is not set on this machine (set it, or give a default: ${%s:-value})", s, t[1], t[1])
+				continue
+			}
+		}
+		out[k] = s
+	}
+	return out
+}
+
+// keyLines maps the dotted keys of a TOML document to the lines that set
+// them (tables to their header's line).
+func keyLines(src string) map[string]int {
+	lines := map[string]int{}
+	table := ""
+	keyRE := regexp.MustCompile(`^\s*([A-Za-z0-9_."' -]+?)\s*=`)
+	for i, line := range strings.Split(src, "\n") {
+		trimmed := strings.TrimSpace(line)
+		if strings.HasPrefix(trimmed, "[") {
+			table = tableName(trimmed)
+			if _, ok := lines[table]; !ok {
+				lines[table] = i + 1
+			}
+			continue
+		}
+		if m := keyRE.FindStringSubmatch(line); m != nil && !strings.HasPrefix(trimmed, "#") {
+			key := normalizeKey(m[1])
+			if table != "" {
+				key = table + "." + key
+			}
+			if _, ok := lines[key]; !ok {
+				lines[key] = i + 1
+			}
+		}
+	}
+	return lines
+}
+
+// tableLines says which names of a TOML document are tables (headers).
+func tableLines(src string) map[string]bool {
+	tables := map[string]bool{}
+	for _, line := range strings.Split(src, "\n") {
+		if t := strings.TrimSpace(line); strings.HasPrefix(t, "[") {
+			tables[tableName(t)] = true
+		}
+	}
+	return tables
+}
+
+func normalizeKey(k string) string {
+	parts := strings.Split(k, ".")
+	for i, p := range parts {
+		parts[i] = strings.Trim(strings.TrimSpace(p), `"'`)
+	}
+	return strings.Join(parts, ".")
+}
+
+// lineOf is the line of key, or of its nearest table.
+func lineOf(lines map[string]int, key string) int {
+	for k := key; k != ""; k = parent(k) {
+		if l, ok := lines[k]; ok {
+			return l
+		}
+	}
+	return 0
+}
