@@ -504,7 +504,7 @@ func TestTestdataTasksLoad(t *testing.T) {
 			t.Errorf("%s: unhonoured %v", task.Name, task.Unhonoured)
 		}
 	}
-	want := []string{"broken-reference", "column-sum", "fix-greeting", "text-transforms"}
+	want := []string{"broken-reference", "column-sum", "env-vars", "fix-greeting", "prebuilt-image", "text-transforms"}
 	if !reflect.DeepEqual(names, want) {
 		t.Fatalf("tasks %v, want %v", names, want)
 	}

@@ -104,7 +104,7 @@ func (f *fixture) agent(t *testing.T, l *image.Layer, script string) string {
 
 func TestTestdataReferences(t *testing.T) {
 	f := loadFixture(t)
-	for _, name := range []string{"broken-reference", "column-sum", "fix-greeting", "text-transforms"} {
+	for _, name := range []string{"broken-reference", "column-sum", "env-vars", "fix-greeting", "prebuilt-image", "text-transforms"} {
 		for _, agent := range []string{Oracle, Nop} {
 			res, err := RunReference(context.Background(), f.tasks[name], f.imgs[name], agent, TrialOptions{LayerDir: t.TempDir(), Self: f.self})
 			if err != nil {

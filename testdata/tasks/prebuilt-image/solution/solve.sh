@@ -1,0 +1,2 @@
+#!/bin/bash
+cat /etc/debian_version > /root/debian-version.txt
