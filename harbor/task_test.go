@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -123,6 +124,88 @@ environment_mode = "shared"
 	}
 	if !reflect.DeepEqual(task.Unhonoured, want) {
 		t.Fatalf("unhonoured:\n got %v\nwant %v", task.Unhonoured, want)
+	}
+}
+
+func TestEveryFieldOfHarborsSchemaIsHonouredOrNamed(t *testing.T) {
+	// Harbor's schema 1.4, every field set: the ones acted on (or
+	// informational) are read silently, the others named.
+	task, err := Load(writeTask(t, `schema_version = "1.4"
+source = "somewhere"
+artifacts = ["/app/out.txt"]
+multi_step_reward_strategy = "mean"
+
+[task]
+name = "org/name"
+description = "d"
+authors = [{ name = "A", email = "a@example.com" }]
+keywords = ["k"]
+
+[metadata]
+anything = { nested = true }
+
+[agent]
+timeout_sec = 10
+user = "agent"
+network_mode = "public"
+allowed_hosts = ["example.com"]
+env = { A = "1" }
+
+[verifier]
+timeout_sec = 10
+env = { B = "1" }
+user = "root"
+network_mode = "no-network"
+allowed_hosts = []
+environment_mode = "separate"
+
+[verifier.environment]
+cpus = 2
+
+[[verifier.collect]]
+command = "true"
+
+[solution]
+env = { C = "1" }
+
+[environment]
+build_timeout_sec = 60
+docker_image = "localhost/x:1"
+os = "linux"
+cpus = 1
+memory_mb = 512
+storage_mb = 1024
+gpus = 0
+gpu_types = ["T4"]
+tpu = { type = "v6e", topology = "2x2" }
+allow_internet = true
+network_mode = "public"
+allowed_hosts = ["example.com"]
+env = { D = "1" }
+skills_dir = "/skills"
+workdir = "/app"
+mcp_servers = [{ name = "s", url = "http://localhost:1" }]
+
+[environment.healthcheck]
+command = "true"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, u := range task.Unhonoured {
+		got = append(got, u.Field)
+	}
+	sort.Strings(got)
+	want := []string{
+		"agent.allowed_hosts", "agent.network_mode", "agent.user", "artifacts",
+		"environment.allowed_hosts", "environment.gpu_types", "environment.healthcheck",
+		"environment.mcp_servers", "environment.skills_dir", "environment.tpu",
+		"multi_step_reward_strategy", "verifier.collect", "verifier.environment",
+		"verifier.environment_mode", "verifier.network_mode", "verifier.user",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("unhonoured:\n got %q\nwant %q", got, want)
 	}
 }
 
