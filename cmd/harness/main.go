@@ -70,6 +70,9 @@ type env struct {
 	// values of its --secret-env variables and of every variable whose
 	// name looks like a credential. Set by runMain.
 	redact *redact.Redactor
+	// said holds the notes written once per invocation (a suite's agents
+	// each run the same tasks; their warnings are said once).
+	said map[string]bool
 }
 
 // command is one subcommand: its flags, help text and what it does.

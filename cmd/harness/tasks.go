@@ -68,9 +68,21 @@ func loadTasks(e *env, dir string, quiet bool) ([]*harbor.Task, error) {
 		return nil, inputError(err)
 	}
 	if s := harbor.UnhonouredSummary(tasks); s != "" && !quiet {
-		fmt.Fprintf(e.stderr, "warning: task.toml fields not honoured (docs/tasks.md says why): %s\n", s)
+		e.sayOnce("warning: task.toml fields not honoured (docs/tasks.md says why): " + s + "\n")
 	}
 	return tasks, nil
+}
+
+// sayOnce writes note to stderr unless this invocation wrote it already.
+func (e *env) sayOnce(note string) {
+	if e.said[note] {
+		return
+	}
+	if e.said == nil {
+		e.said = map[string]bool{}
+	}
+	e.said[note] = true
+	fmt.Fprint(e.stderr, note)
 }
 
 // resolveTaskImages builds or unpacks each task's image once, before any
