@@ -263,14 +263,8 @@ func (lr *layerRunner) Wrap(c sandbox.Command) (sandbox.Wrapped, error) {
 		w.Cleanup()
 		return sandbox.Wrapped{}, fmt.Errorf("%s caps: %w", what, err)
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		g.Close()
-		w.Cleanup()
-		return sandbox.Wrapped{}, fmt.Errorf("%s caps: %w", what, err)
-	}
 	lr.cl.caps = g.Applied()
-	w.Argv = append(g.WrapperArgs(exe), line...)
+	w.Argv = append(g.WrapperArgs(), line...)
 	inner := w.Cleanup
 	w.Cleanup = func() { g.Close(); inner() }
 	w.Started = func(pid int) { g.Start(pid, func() { syscall.Kill(-pid, syscall.SIGKILL) }) }

@@ -284,6 +284,7 @@ func (r *Runner) Preflight(ctx context.Context) (*acp.InitializeResponse, error)
 		r.removeScratch()
 		return nil, &AgentError{Info: *info}
 	}
+	ag.scratch = r.scratch
 	r.ready <- ag
 	return ag.init, nil
 }
@@ -432,6 +433,11 @@ type agent struct {
 	// perCase says it was started in its unit's own directory (workspace
 	// copy in a sandbox, or layer), which outlives it.
 	perCase bool
+	// scratch is the empty directory the agent that checked the start
+	// was started in, in a sandbox, while it has served no unit: the
+	// first unit that needs an agent of its own gets it, with its
+	// workspace copy made in that directory (see worker.setup).
+	scratch string
 
 	netMu   sync.Mutex
 	netLeft []egress.Connection // taken, but made after the case that took them
@@ -495,6 +501,9 @@ func (r *Runner) retire(a *agent) {
 	a.retireOnce.Do(func() {
 		a.dead = true
 		grace := min(r.cfg.CancelGrace, retireGrace)
+		if a.scratch != "" {
+			grace = 0 // it served nothing: nothing to let it finish
+		}
 		r.retiring.start(func() {
 			a.shutdown(grace)
 			r.logStrays(a)

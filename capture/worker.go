@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -435,6 +437,23 @@ func (w *worker) workspace(run *caseRun) (string, error) {
 	return cwd, nil
 }
 
+// moveWorkspace moves a unit's finished workspace copy into dir, by
+// renaming it: dir is writable by the agent that is to run there, so
+// nothing is copied into it while that agent runs. It returns the copy's
+// new path.
+func moveWorkspace(run *caseRun, dir string) (string, error) {
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	to := filepath.Join(dir, filepath.Base(run.ws.Path))
+	if err := os.Rename(run.ws.Path, to); err != nil {
+		return "", err
+	}
+	run.ws.Path = to
+	run.record.Cwd = to
+	return to, nil
+}
+
 // keepOpen leaves a finished case's session attached for its settle time;
 // then its record is sealed.
 func (w *worker) keepOpen(run *caseRun) {
@@ -519,9 +538,14 @@ func (w *worker) setup(ctx context.Context, u Unit) *caseRun {
 	}
 	// A sandboxed agent can write only its own case's workspace: it gets
 	// a process of its own, started in the copy. The agent before it
-	// retires in the background once its last case has settled.
+	// retires in the background once its last case has settled. The
+	// agent that checked the start, which has served nothing yet, takes
+	// the unit instead: the finished copy is moved into the empty scratch
+	// directory that agent was started in, the one directory it can
+	// write.
 	perCase := w.perCase(u)
-	if w.ag != nil && (w.ag.dead || cfg.FreshProcess || perCase || w.ag.perCase) {
+	adopt := perCase && w.ag != nil && !w.ag.dead && w.ag.scratch != "" && cfg.Image == nil && !cfg.KeepWorkspaces
+	if w.ag != nil && !adopt && (w.ag.dead || cfg.FreshProcess || perCase || w.ag.perCase) {
 		w.release(w.ag)
 		w.ag = nil
 	}
@@ -531,6 +555,15 @@ func (w *worker) setup(ctx context.Context, u Unit) *caseRun {
 		if cwd, err = w.workspace(run); err != nil {
 			w.fail(run, workspaceErr(err))
 			return nil
+		}
+		if adopt {
+			if moved, err := moveWorkspace(run, w.ag.scratch); err == nil {
+				cwd = moved
+				w.ag.perCase = true
+			} else {
+				w.release(w.ag) // the copy stays where it is, with an agent of its own
+				w.ag = nil
+			}
 		}
 	}
 	if w.ag == nil {
@@ -550,6 +583,7 @@ func (w *worker) setup(ctx context.Context, u Unit) *caseRun {
 		w.ag = ag
 	}
 	run.ag = w.ag
+	w.ag.scratch = "" // it serves a unit now
 	setProvenance(run.record, w.ag)
 
 	if !perCase {

@@ -177,8 +177,8 @@ type Options struct {
 	// CgroupParent is a delegated cgroup v2 directory for the caps ("" =
 	// found from this process's own cgroup).
 	CgroupParent string
-	// Exe is the harness executable that puts a capped command into its
-	// cgroups ("" = this process's own executable).
+	// Exe is the harness executable the network bridge runs inside the
+	// sandbox ("" = this process's own executable).
 	Exe string
 }
 
@@ -203,7 +203,6 @@ type Bwrap struct {
 	version string
 	hidden  []string // absolute, existing, cleaned
 
-	exe      string           // for the caps' wrapper
 	proxy    *egress.Proxy    // network "allow": the only way out
 	applied  []limits.Applied // how the caps are enforced
 	warnings []string         // caps that could not be applied as asked
@@ -257,12 +256,6 @@ func NewBwrap(opts Options) (*Bwrap, error) {
 		b.version = strings.TrimSpace(strings.TrimPrefix(string(out), "bubblewrap"))
 	}
 	if opts.Caps != nil {
-		b.exe = opts.Exe
-		if b.exe == "" {
-			if b.exe, err = os.Executable(); err != nil {
-				return nil, fmt.Errorf("sandbox caps: the harness executable: %w", err)
-			}
-		}
 		// A first group says how the caps can be enforced here; every
 		// command's is made the same way.
 		g, warnings, err := limits.New(*opts.Caps, limits.Options{CgroupParent: opts.CgroupParent, DiskDirs: []string{os.TempDir()}})
@@ -547,7 +540,7 @@ func (b *Bwrap) Wrap(c Command) (Wrapped, error) {
 			cleanup()
 			return Wrapped{}, fmt.Errorf("sandbox caps: %w", err)
 		}
-		prefix, tmpSize = g.WrapperArgs(b.exe), g.TmpfsSizeArgs()
+		prefix, tmpSize = g.WrapperArgs(), g.TmpfsSizeArgs()
 		w.Cleanup = func() { g.Close(); cleanup() }
 		w.Started = func(pid int) {
 			g.Start(pid, func() { syscall.Kill(-pid, syscall.SIGKILL) })

@@ -56,40 +56,31 @@
 // # Integration in the bwrap backend
 //
 // The command must be in its cgroups before it can start anything, so
-// harness runs itself as a small wrapper outside bwrap, which joins the
-// cgroups, sets the rlimits and execs bwrap (same pid):
+// it starts under a small wrapper outside bwrap, a /bin/sh script, which
+// joins the cgroups, sets the rlimits and execs bwrap (same pid):
 //
-//  1. cmd/harness dispatches the wrapper as the very first thing in
-//     main, before flags (tests whose binary stands in for harness do the
-//     same in TestMain), as shown below.
-//  2. Flags (capture, run, suite, check): --sandbox-memory SIZE and
+//  1. Flags (capture, run, suite, check): --sandbox-memory SIZE and
 //     --sandbox-disk SIZE parsed with ParseSize ("512M", "4G", "0" = no
 //     cap), --sandbox-pids N with ParsePids, --sandbox-cpus N with
 //     ParseCPUs ("1.5"), each defaulting to DefaultCaps' field;
 //     --sandbox-cgroup DIR to Options.CgroupParent.
-//  3. Per command (Wrap): g, warnings, err := limits.New(caps,
+//  2. Per command (Wrap): g, warnings, err := limits.New(caps,
 //     limits.Options{CgroupParent: dir, DiskDirs: []string{workspace,
 //     home}}). Show the warnings once per run (they are the same for
 //     every command of a run: keep a set). Prefix the bwrap argv with
-//     g.WrapperArgs(exe), exe from os.Executable() (nil: run bwrap as
-//     is). Optionally cap the private /tmp with TmpfsSizeArgs placed just
-//     before "--tmpfs", "/tmp" (bwrap 0.8 or later; under a memory cgroup
-//     tmpfs pages count against the memory cap anyway).
-//  4. After cmd.Start: g.Start(cmd.Process.Pid, kill) with kill ending
+//     g.WrapperArgs() (nil: run bwrap as is). Optionally cap the private
+//     /tmp with TmpfsSizeArgs placed just before "--tmpfs", "/tmp" (bwrap
+//     0.8 or later; under a memory cgroup tmpfs pages count against the
+//     memory cap anyway).
+//  3. After cmd.Start: g.Start(cmd.Process.Pid, kill) with kill ending
 //     the command the sandbox's own way (its process group).
-//  5. After cmd.Wait: g.Close() (final check, leftovers killed, cgroups
+//  4. After cmd.Wait: g.Close() (final check, leftovers killed, cgroups
 //     removed), then g.Hit(): when not "", the case fails with error
 //     class resource_limit and g.Hit() as message, whatever the agent
 //     said. Put g.Applied() in provenance.sandbox.
 //
-// The dispatch of step 1:
-//
-//	if len(os.Args) > 1 && os.Args[1] == limits.ExecArg {
-//		os.Exit(limits.ExecMain(os.Args[2:]))
-//	}
-//
-// A starting cost: the wrapper is one more exec of the harness binary
-// (see BenchmarkStartCappedBwrap). Where only cgroup v2 is needed (no
+// A starting cost: the wrapper is one more exec, of /bin/sh (see
+// BenchmarkStartCappedBwrap). Where only cgroup v2 is needed (no
 // rlimit), os/exec's SysProcAttr.UseCgroupFD could start bwrap straight
 // into its group instead.
 package limits

@@ -1,105 +1,44 @@
 package limits
 
-import (
-	"errors"
-	"fmt"
-	"io"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
-)
+import "strconv"
 
-// ExecArg is the first argument that makes the harness executable act as
-// the wrapper: see ExecMain.
-const ExecArg = "__sandbox-exec"
+// wrapperScript is the wrapper that puts a command under its Group's
+// cgroups and rlimits before it starts anything: a /bin/sh script that
+// writes "0" (itself) into each cgroup.procs, sets RLIMIT_DATA, and execs
+// the command (same pid). A shell starts in a millisecond, where the
+// harness executable took tens. Its arguments, after $0:
+// [--cgroup DIR]... [--rlimit-data KIB] -- COMMAND ARGS...; any failure
+// exits 125 without running the command uncapped.
+const wrapperScript = `while [ "$1" != -- ]; do
+	case $1 in
+	--cgroup)
+		{ printf 0 >"$2/cgroup.procs"; } 2>/dev/null || { echo "harness sandbox: cannot join the cgroup $2" >&2; exit 125; } ;;
+	--rlimit-data)
+		ulimit -d "$2" 2>/dev/null || { echo "harness sandbox: cannot set the data rlimit to $2 KiB" >&2; exit 125; } ;;
+	esac
+	shift 2
+done
+shift
+exec "$@"`
 
-// ExecMain is the wrapper: given the arguments after ExecArg,
-// [--cgroup DIR]... [--rlimit data=BYTES] -- COMMAND ARGS..., it moves
-// its own process into each cgroup, sets the rlimits, and replaces
-// itself with COMMAND (looked up on PATH), keeping its pid and
-// environment. So the command and all it starts are capped from their
-// first instruction. It returns only on error, with exit status 125.
-func ExecMain(args []string) int {
-	return execMain(args, os.Stderr, syscall.Exec)
-}
+// wrapperName is the wrapper's $0, which names it in ps and in its errors.
+const wrapperName = "harness-sandbox-caps"
 
-type execFunc func(argv0 string, argv []string, env []string) error
-
-func execMain(args []string, stderr io.Writer, execve execFunc) int {
-	w, err := parseWrapperArgs(args)
-	if err == nil {
-		err = w.apply()
+// WrapperArgs returns the command-line prefix that puts a command under
+// the Group's cgroups and rlimits before it starts anything:
+// /bin/sh -c SCRIPT harness-sandbox-caps [--cgroup DIR]... [--rlimit-data
+// KIB] --. It is empty when nothing needs the wrapper.
+func (g *Group) WrapperArgs() []string {
+	if len(g.dirs) == 0 && g.rlimitData == 0 {
+		return nil
 	}
-	if err == nil {
-		var path string
-		path, err = exec.LookPath(w.argv[0])
-		if err == nil {
-			err = execve(path, w.argv, os.Environ())
-		}
-		err = fmt.Errorf("exec %s: %w", w.argv[0], err)
+	a := []string{"/bin/sh", "-c", wrapperScript, wrapperName}
+	for _, d := range g.dirs {
+		a = append(a, "--cgroup", d.path)
 	}
-	fmt.Fprintf(stderr, "harness %s: %v\n", ExecArg, err)
-	return 125
-}
-
-type wrapper struct {
-	cgroups []string
-	data    int64 // RLIMIT_DATA, 0 = unchanged
-	argv    []string
-}
-
-func parseWrapperArgs(args []string) (wrapper, error) {
-	var w wrapper
-	for i := 0; i < len(args); i++ {
-		switch a := args[i]; a {
-		case "--":
-			w.argv = args[i+1:]
-			if len(w.argv) == 0 {
-				return w, errors.New("no command after --")
-			}
-			return w, nil
-		case "--cgroup", "--rlimit":
-			if i+1 >= len(args) {
-				return w, fmt.Errorf("%s needs a value", a)
-			}
-			i++
-			if a == "--cgroup" {
-				if !filepath.IsAbs(args[i]) {
-					return w, fmt.Errorf("--cgroup %s: want an absolute path", args[i])
-				}
-				w.cgroups = append(w.cgroups, args[i])
-				continue
-			}
-			v, ok := strings.CutPrefix(args[i], "data=")
-			n, err := strconv.ParseInt(v, 10, 64)
-			if !ok || err != nil || n <= 0 {
-				return w, fmt.Errorf("--rlimit %s: want data=BYTES", args[i])
-			}
-			w.data = n
-		default:
-			return w, fmt.Errorf("unknown argument %q (want --cgroup DIR, --rlimit data=BYTES, then -- and the command)", a)
-		}
+	if g.rlimitData > 0 {
+		// ulimit counts KiB; rounded up, the cap stays above rlimitSlack.
+		a = append(a, "--rlimit-data", strconv.FormatInt((g.rlimitData+1023)/1024, 10))
 	}
-	return w, errors.New("no -- before the command")
-}
-
-// apply joins the cgroups and sets the rlimits; the wrapper gives up on
-// the first failure rather than run the command uncapped.
-func (w wrapper) apply() error {
-	for _, dir := range w.cgroups {
-		// "0" is the writing process itself, with all its threads.
-		if err := writeFile(filepath.Join(dir, "cgroup.procs"), "0"); err != nil {
-			return fmt.Errorf("join cgroup: %w", err)
-		}
-	}
-	if w.data > 0 {
-		lim := syscall.Rlimit{Cur: uint64(w.data), Max: uint64(w.data)}
-		if err := syscall.Setrlimit(syscall.RLIMIT_DATA, &lim); err != nil {
-			return fmt.Errorf("set RLIMIT_DATA to %d: %w", w.data, err)
-		}
-	}
-	return nil
+	return append(a, "--")
 }

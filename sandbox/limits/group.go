@@ -337,24 +337,6 @@ func commonAncestor(a, b string) string {
 	return strings.Join(as[:n], "/")
 }
 
-// WrapperArgs returns the command-line prefix that puts a command under
-// the Group's cgroups and rlimits before it starts anything:
-// exe __sandbox-exec [--cgroup DIR]... [--rlimit data=N] --. It is empty
-// when nothing needs the wrapper.
-func (g *Group) WrapperArgs(exe string) []string {
-	if len(g.dirs) == 0 && g.rlimitData == 0 {
-		return nil
-	}
-	a := []string{exe, ExecArg}
-	for _, d := range g.dirs {
-		a = append(a, "--cgroup", d.path)
-	}
-	if g.rlimitData > 0 {
-		a = append(a, "--rlimit", "data="+strconv.FormatInt(g.rlimitData, 10))
-	}
-	return append(a, "--")
-}
-
 // Applied says how each cap is enforced, in the order memory, pids,
 // cpus, disk.
 func (g *Group) Applied() []Applied { return append([]Applied(nil), g.applied...) }

@@ -14,17 +14,6 @@ import (
 	"time"
 )
 
-// TestMain lets the test binary act as the wrapper.
-func TestMain(m *testing.M) {
-	if len(os.Args) > 1 {
-		switch os.Args[1] {
-		case ExecArg:
-			os.Exit(ExecMain(os.Args[2:]))
-		}
-	}
-	os.Exit(m.Run())
-}
-
 // allocator returns a command that allocates and touches size bytes,
 // says so, and waits to be killed.
 func allocator(t *testing.T, size int64) []string {
@@ -100,7 +89,7 @@ func runCappedThen(t *testing.T, c Caps, opts Options, beforeClose func(*Group),
 	for _, d := range g.dirs {
 		dirs = append(dirs, d.path)
 	}
-	full := append(g.WrapperArgs(exe), bwrapArgs(bwrap, exe, ws)...)
+	full := append(g.WrapperArgs(), bwrapArgs(bwrap, exe, ws)...)
 	full = append(full, argv...)
 	// A bound on a test gone wrong, not a synchronisation: a working cap
 	// ends each workload in well under a second.

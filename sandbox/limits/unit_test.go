@@ -3,6 +3,7 @@ package limits
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -173,8 +174,8 @@ func TestCgroupV2Delegated(t *testing.T) {
 	if got := g.Applied(); !reflect.DeepEqual(got, want) {
 		t.Errorf("applied %+v\nwant %+v", got, want)
 	}
-	if got := strings.Join(g.WrapperArgs("/usr/bin/harness"), " "); got != "/usr/bin/harness __sandbox-exec --cgroup "+dir+" --" {
-		t.Errorf("wrapper args %s", got)
+	if got := g.WrapperArgs(); !reflect.DeepEqual(got, []string{"/bin/sh", "-c", wrapperScript, wrapperName, "--cgroup", dir, "--"}) {
+		t.Errorf("wrapper args %q", got)
 	}
 	// No event yet, then an OOM kill.
 	if g.check(false) {
@@ -216,7 +217,7 @@ func TestNoCapsNeedNoWrapper(t *testing.T) {
 		t.Fatal(err, warns)
 	}
 	defer g.Close()
-	if a := g.WrapperArgs("/h"); a != nil {
+	if a := g.WrapperArgs(); a != nil {
 		t.Errorf("wrapper args %q for no caps", a)
 	}
 	g2, warns, _ := New(Caps{DiskBytes: 1 << 20}, Options{NoCgroup: true})
@@ -226,43 +227,39 @@ func TestNoCapsNeedNoWrapper(t *testing.T) {
 	}
 }
 
-func TestWrapperArgsParse(t *testing.T) {
-	w, err := parseWrapperArgs([]string{"--cgroup", "/a", "--cgroup", "/b", "--rlimit", "data=100", "--", "bwrap", "--", "x"})
-	if err != nil || !reflect.DeepEqual(w, wrapper{cgroups: []string{"/a", "/b"}, data: 100, argv: []string{"bwrap", "--", "x"}}) {
-		t.Errorf("parse = %+v, %v", w, err)
-	}
-	for _, bad := range [][]string{{}, {"--"}, {"--cgroup"}, {"--cgroup", "rel", "--", "x"}, {"--rlimit", "as=1", "--", "x"}, {"--rlimit", "data=-1", "--", "x"}, {"--nice", "--", "x"}} {
-		if _, err := parseWrapperArgs(bad); err == nil {
-			t.Errorf("%q: no error", bad)
-		}
-	}
-}
-
-func TestExecMainJoinsThenExecs(t *testing.T) {
+// The wrapper joins every cgroup and sets the data rlimit before it execs
+// the command, with the same pid; a cgroup it cannot join stops the
+// command from running.
+func TestWrapperJoinsThenExecs(t *testing.T) {
 	dir := t.TempDir()
 	procs := filepath.Join(dir, "cgroup.procs")
-	os.WriteFile(procs, nil, 0o644)
-	var gotArgv []string
-	var joined string
-	fakeExec := func(path string, argv, env []string) error {
-		b, _ := os.ReadFile(procs)
-		joined, gotArgv = string(b), argv
-		return errors.New("stop here")
+	if err := os.WriteFile(procs, nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
-	var stderr bytes.Buffer
-	code := execMain([]string{"--cgroup", dir, "--", "true", "arg"}, &stderr, fakeExec)
-	if code != 125 || joined != "0" || !reflect.DeepEqual(gotArgv, []string{"true", "arg"}) {
-		t.Errorf("code %d, joined %q before exec, argv %q", code, joined, gotArgv)
+	g := &Group{dirs: []cgroupDir{{path: dir}}, rlimitData: 3 << 30}
+	argv := append(g.WrapperArgs(), "/bin/sh", "-c", `echo "pid $$ data $(ulimit -d) joined $(cat "$0")"`, procs)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
 	}
-	if !strings.Contains(stderr.String(), "exec true: stop here") {
-		t.Errorf("stderr %q", stderr.String())
+	pid := cmd.Process.Pid
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
 	}
-	// A cgroup that cannot be joined stops the command from running.
-	stderr.Reset()
-	called := false
-	code = execMain([]string{"--cgroup", filepath.Join(dir, "gone"), "--", "true"}, &stderr, func(string, []string, []string) error { called = true; return nil })
-	if code != 125 || called || !strings.Contains(stderr.String(), "join cgroup") {
-		t.Errorf("code %d, exec called %v, stderr %q", code, called, stderr.String())
+	if want := fmt.Sprintf("pid %d data %d joined 0\n", pid, 3<<20); out.String() != want {
+		t.Errorf("output %q, want %q", out.String(), want)
+	}
+	g = &Group{dirs: []cgroupDir{{path: filepath.Join(dir, "gone")}}}
+	argv = append(g.WrapperArgs(), "/bin/sh", "-c", "echo ran")
+	out.Reset()
+	cmd = exec.Command(argv[0], argv[1:]...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 125 || strings.Contains(out.String(), "ran") || !strings.Contains(out.String(), "cannot join the cgroup "+filepath.Join(dir, "gone")) {
+		t.Errorf("err %v, output %q", err, out.String())
 	}
 }
 
