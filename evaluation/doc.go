@@ -24,9 +24,10 @@
 // answered initialize, [TurnAnswered], [RecordWritten] and [CaseFinished]
 // as work is done, [UnitsAdded] when an adaptive run asks for more trials,
 // [StopRequested] when the budget or the stop rule ends the run,
-// [SummaryWritten], and [Finished] with the Result last. Nothing in the
-// package writes to a terminal or knows a flag name: the commands word
-// the events and errors for their users.
+// [Stopping] when the context ends it with units in flight,
+// [SummaryWritten], and [Finished] with the Result last; [JSONEvents]
+// writes them as JSON lines. Nothing in the package writes to a terminal:
+// the commands word the events and errors for their users.
 //
 // [Regrade] is the other way to evaluate: it grades the records of stored
 // results files again, without an agent, splicing the new scores into each
