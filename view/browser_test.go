@@ -431,7 +431,8 @@ func TestViewScreenshots(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(dir, "workspace-go.jsonl"), b, 0o644)
-	ix := newIndex(t, dir)
+	t.Chdir(dir)
+	ix := newIndex(t, ".")
 	ts := serve(t, ix, ServerOptions{})
 	tb := newTab(t, ts.URL, 1440, 900)
 	a, bb := "runs/20261126T125806Z-example/trials_a.jsonl", "runs/20261126T125806Z-example/trials_b.jsonl"
