@@ -664,13 +664,6 @@ func (ix *Index) checkPath(id string) error {
 	return fmt.Errorf("%w: %q is not under the roots", errNotFound, id)
 }
 
-// waitScanned reports whether the first scan is done.
-func (ix *Index) waitScanned() bool {
-	ix.mu.RLock()
-	defer ix.mu.RUnlock()
-	return ix.scanned
-}
-
 // Roots returns the roots as given.
 func (ix *Index) Roots() []string {
 	var out []string
