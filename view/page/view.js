@@ -447,7 +447,7 @@
 
     function render(d) {
       if (my !== serial) return;
-      var rec = JSON.parse(JSON.stringify(d.record));
+      var rec = d.record;
       var grid = new URLSearchParams(params.toString());
       grid.delete("id");
       grid.delete("trial");
@@ -690,11 +690,10 @@
 
   // ---------- routing, live updates ----------
 
-  var timers = {};
+  // schedule runs fn after delay, once however often it is asked meanwhile.
   function schedule(fn, delay) {
-    var key = String(serial) + fn.toString().length;
-    if (timers[key]) return;
-    timers[key] = setTimeout(function () { delete timers[key]; fn(); }, delay);
+    if (fn.pending) return;
+    fn.pending = setTimeout(function () { fn.pending = 0; fn(); }, delay);
   }
 
   function route() {
