@@ -33,6 +33,9 @@
   function setHash(name, params, replace) {
     var h = link(name, params);
     if (location.hash === h) return;
+    // The view is not ready until the new one has rendered (the hash
+    // changes at once, its view a moment later).
+    document.body.removeAttribute("data-ready");
     if (replace) { history.replaceState(null, "", h); route(); } else location.hash = h;
   }
 
@@ -493,7 +496,7 @@
     }
 
     api("trial", new URLSearchParams({ src: src, id: id, trial: trial })).then(render, fail);
-    neighbours().catch(function () {});
+    neighbours().then(function () { if (my === serial) document.body.setAttribute("data-nav", "1"); }, function () {});
     v.keys = function (ev) {
       var k = ev.key;
       if (k === "j") go(nav.next);
@@ -700,6 +703,7 @@
     serial++;
     var h = parseHash();
     document.body.removeAttribute("data-ready");
+    document.body.removeAttribute("data-nav");
     switch (h.name) {
       case "run": view = gridView(h.params, document.activeElement && document.activeElement.id); break;
       case "trial": view = trialView(h.params); break;
