@@ -592,3 +592,74 @@ func TestBrowserThreeRuns(t *testing.T) {
 	}
 	tb.clean()
 }
+
+// TestBrowserEvidenceAndSort: a failed check shows its evidence (the
+// failing test's message), and the case list sorts by its columns.
+func TestBrowserEvidenceAndSort(t *testing.T) {
+	f, err := os.Open("../testdata/view/workspace-go.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := ReadRun("workspace-go.jsonl", f, RunOptions{Details: true, TempDir: t.TempDir()})
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.Close() })
+	for _, details := range []bool{true, false} {
+		run := ws
+		if !details {
+			f, _ := os.Open("../testdata/view/workspace-go.jsonl")
+			run, err = ReadRun("workspace-go.jsonl", f, RunOptions{})
+			f.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		path := writeHTML(t, t.TempDir(), Options{Resamples: 50}, run)
+		tb := newTab(t, 1400, 1000)
+		tb.open(path, "")
+		tb.openCase("wrong")
+		ev := evalJS[string](tb, `(document.querySelector("#detail .checks li.failed-check pre.evidence") || {}).textContent || ""`)
+		if !strings.Contains(ev, "Add(2, 2) = 0, want 4") {
+			t.Errorf("details %v: evidence shown %q", details, ev)
+		}
+		tb.clean()
+	}
+
+	run := readFixture(t, "trials_a.jsonl", true)
+	path := writeHTML(t, t.TempDir(), Options{Resamples: 50}, run)
+	tb := newTab(t, 1400, 1000)
+	tb.open(path, "")
+	heads := evalJS[[]string](tb, `[...document.querySelectorAll("#case-head .sorth")].map(b => b.dataset.sort)`)
+	if fmt.Sprint(heads) != "[status id cat rate output score duration cost errors]" {
+		t.Errorf("sortable columns %v", heads)
+	}
+	// Duration, longest first: the mean trial durations in the rows fall.
+	tb.click(`#case-head .sorth[data-sort="duration"]`)
+	rows := evalJS[[]string](tb, `[...document.querySelectorAll("#case-rows .case-row")].map(r => r.dataset.id)`)
+	var prev float64 = -1
+	for i, id := range rows {
+		var d, n float64
+		for _, tr := range run.Case(id).Trials {
+			d += float64(tr.Duration)
+			n++
+		}
+		if i > 0 && d/n > prev {
+			t.Errorf("sorted by duration, %s (%.0f ms) comes after %.0f ms: %v", id, d/n, prev, rows)
+			break
+		}
+		prev = d / n
+	}
+	// Again: shortest first.
+	tb.click(`#case-head .sorth[data-sort="duration"]`)
+	again := evalJS[[]string](tb, `[...document.querySelectorAll("#case-rows .case-row")].map(r => r.dataset.id)`)
+	if len(again) == 0 || again[0] != rows[len(rows)-1] {
+		t.Errorf("reversed order starts with %v, want %s", again, rows[len(rows)-1])
+	}
+	out := evalJS[string](tb, `document.querySelector('#case-rows .case-row[data-id="tools"] .outc').textContent`)
+	if out != "The file looks fine." {
+		t.Errorf("output column of tools: %q", out)
+	}
+	tb.clean()
+}

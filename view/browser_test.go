@@ -271,8 +271,7 @@ func TestBrowserView(t *testing.T) {
 	}
 	tb.route("#/trial?src=trials_a.jsonl&id=flaky-echo&trial=1")
 	tb.waitJS(`document.getElementById("detail") && document.getElementById("detail").getAttribute("data-trial") === "1" && document.getElementById("detail").getAttribute("data-case") === "flaky-echo"`)
-	tb.waitJS(`!!document.getElementById("nav-next")`)
-	time.Sleep(200 * time.Millisecond) // the neighbours load beside the trial
+	tb.waitJS(`document.body.getAttribute("data-nav") === "1"`) // the neighbours load beside the trial
 	chromedp.Do(tb.ctx, chromedp.KeyEvent("j"))
 	tb.waitJS(`location.hash.includes("id=flaky-echo&trial=2") && document.getElementById("detail") && document.getElementById("detail").getAttribute("data-trial") === "2"`)
 
@@ -431,7 +430,8 @@ func TestViewScreenshots(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(dir, "workspace-go.jsonl"), b, 0o644)
-	ix := newIndex(t, dir)
+	t.Chdir(dir)
+	ix := newIndex(t, ".")
 	ts := serve(t, ix, ServerOptions{})
 	tb := newTab(t, ts.URL, 1440, 900)
 	a, bb := "runs/20261126T125806Z-example/trials_a.jsonl", "runs/20261126T125806Z-example/trials_b.jsonl"

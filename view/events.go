@@ -43,12 +43,11 @@ type sourceEvent struct {
 
 // broker keeps the latest events and wakes the subscribers.
 type broker struct {
-	mu     sync.Mutex
-	next   uint64
-	ring   []Event // the last len(ring) events, oldest first
-	max    int
-	wake   chan struct{} // closed and replaced at each publish
-	closed bool
+	mu   sync.Mutex
+	next uint64
+	ring []Event // the last len(ring) events, oldest first
+	max  int
+	wake chan struct{} // closed and replaced at each publish
 }
 
 func newBroker(keep int) *broker {

@@ -565,7 +565,9 @@ func (run *Run) status() string {
 	if m := run.manifest; m != nil {
 		switch m.Status {
 		case "running":
-			if run.locked {
+			// Between its agents a run holds no lock for a moment: a run
+			// whose files changed within the last half minute still runs.
+			if run.locked || run.recent() {
 				return "running"
 			}
 			return "interrupted"
@@ -591,6 +593,21 @@ func (run *Run) status() string {
 		}
 	}
 	return "finished"
+}
+
+// recent says whether the run directory or one of its outputs changed in
+// the last 30 s.
+func (run *Run) recent() bool {
+	paths := []string{filepath.Join(run.Dir, rundir.ManifestName)}
+	for _, s := range run.Sources {
+		paths = append(paths, s.path, s.path+".partial")
+	}
+	for _, p := range paths {
+		if st, err := os.Stat(p); err == nil && time.Since(st.ModTime()) < 30*time.Second {
+			return true
+		}
+	}
+	return false
 }
 
 // lookup returns the source of an id; ix.mu is held.
@@ -645,13 +662,6 @@ func (ix *Index) checkPath(id string) error {
 		return fmt.Errorf("%w: %q leads out of the roots", errForbidden, id)
 	}
 	return fmt.Errorf("%w: %q is not under the roots", errNotFound, id)
-}
-
-// waitScanned reports whether the first scan is done.
-func (ix *Index) waitScanned() bool {
-	ix.mu.RLock()
-	defer ix.mu.RUnlock()
-	return ix.scanned
 }
 
 // Roots returns the roots as given.

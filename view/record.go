@@ -18,6 +18,9 @@ const (
 	excerptLen = 240
 	metaLen    = 120
 	messageLen = 300
+	// searchLen is how much of the input and of the output the text
+	// filter searches.
+	searchLen = 1000
 )
 
 // Trial statuses, as the report names them.
@@ -407,10 +410,7 @@ func (f *recordFields) row(input schemas.Turns, meta map[string]any) *Row {
 		}
 		r.Category = r.Meta["category"]
 	}
-	r.hay = strings.ToLower(input.Text() + "\n" + f.output)
-	if len(r.hay) > 4*excerptLen*4 {
-		r.hay = r.hay[:4*excerptLen*4]
-	}
+	r.hay = strings.ToLower(excerpt(input.Text(), searchLen) + "\n" + excerpt(f.output, searchLen))
 	return r
 }
 

@@ -33,8 +33,10 @@ type Source struct {
 	byKey map[unitKey]int
 	// trialsOf lists the trial numbers seen of each case.
 	trialsOf map[string][]int
-	// ks holds the trials asked per case, from trials records.
+	// ks holds the trials asked per case, from trials records; lastK is
+	// the last one read, taken for the cases in progress.
 	ks    map[string]int
+	lastK int
 	order []string // case ids in order of first appearance
 	seen  map[string]bool
 	kind  string
@@ -81,6 +83,7 @@ func (s *Source) apply(f *file, ch change) []*Row {
 		case lineTrials:
 			s.kind = schemas.KindTrials
 			s.ks[pl.id] = pl.k
+			s.lastK = pl.k
 			if f.role == roleMain {
 				s.dropStale(pl)
 			}
@@ -199,7 +202,11 @@ func (s *Source) caseAggs() map[string]*caseAgg {
 		}
 	}
 	for id, a := range m {
-		a.K = max(s.ks[id], a.Trials)
+		k := s.ks[id]
+		if k == 0 && !a.done {
+			k = s.lastK
+		}
+		a.K = max(k, a.Trials)
 		a.status = caseStatus(a.N, a.C, len(a.Errors) > 0)
 		slices.SortFunc(a.rows, func(x, y *Row) int { return x.Trial - y.Trial })
 	}

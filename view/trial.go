@@ -73,25 +73,68 @@ func readRecord(r *Row, withSteps bool) (*record, error) {
 	}
 	var rest bytes.Buffer
 	rest.WriteByte('{')
-	type arr struct{ vs, ve int }
-	var arrays []arr
-	_, err = eachMember(b, 0, func(key []byte, vs, ve int) error {
-		switch string(key) {
-		case "trajectory", "events":
-			if b[vs] == '[' {
-				arrays = append(arrays, arr{vs, ve})
+	type seqRef struct {
+		seq int
+		ref stepRef
+	}
+	// One pass: the steps of "trajectory" and "events" are located as the
+	// record is walked; the other fields are copied to be decoded.
+	var lists [][]seqRef
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return nil, fmt.Errorf("view %s: the record of %s trial %d changed on disk (reload): not an object", r.loc.file.rel, r.ID, r.Trial)
+	}
+	i = skipSpace(b, i+1)
+	for err == nil && i < len(b) && b[i] != '}' {
+		var ke int
+		if b[i] != '"' {
+			err = errSyntax
+			break
+		}
+		if ke, err = skipString(b, i); err != nil {
+			break
+		}
+		key := b[i+1 : ke-1]
+		i = skipSpace(b, ke)
+		if i >= len(b) || b[i] != ':' {
+			err = errSyntax
+			break
+		}
+		vs := skipSpace(b, i+1)
+		var ve int
+		if (string(key) == "trajectory" || string(key) == "events") && vs < len(b) && b[vs] == '[' {
+			var list []seqRef
+			ve, err = eachElement(b, vs, func(es, ee int) error {
+				seq := 1 << 30
+				if withSteps {
+					if id := stepIDOf(b[es:ee]); id != "" {
+						seq = stepSeq(id)
+					}
+				}
+				list = append(list, seqRef{seq, stepRef{off: r.loc.off + int64(es), n: int32(ee - es)}})
+				return nil
+			})
+			lists = append(lists, list)
+		} else {
+			ve, err = skipValue(b, vs)
+			if err == nil {
+				if rest.Len() > 1 {
+					rest.WriteByte(',')
+				}
+				rest.WriteByte('"')
+				rest.Write(key)
+				rest.WriteString(`":`)
+				rest.Write(b[vs:ve])
 			}
-			return nil
 		}
-		if rest.Len() > 1 {
-			rest.WriteByte(',')
+		if err != nil {
+			break
 		}
-		rest.WriteByte('"')
-		rest.Write(key)
-		rest.WriteString(`":`)
-		rest.Write(b[vs:ve])
-		return nil
-	})
+		i = skipSpace(b, ve)
+		if i < len(b) && b[i] == ',' {
+			i = skipSpace(b, i+1)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("view %s: the record of %s trial %d changed on disk (reload): %w", r.loc.file.rel, r.ID, r.Trial, err)
 	}
@@ -111,27 +154,33 @@ func readRecord(r *Row, withSteps bool) (*record, error) {
 	if !withSteps {
 		return out, nil
 	}
-	type seqRef struct {
-		seq int
-		ref stepRef
-	}
+	// Each list is in step order: merge them (the first list first on
+	// ties), as schemas.CaptureRecord's decoder orders them.
 	var all []seqRef
-	for _, a := range arrays {
-		_, err := eachElement(b, a.vs, func(vs, ve int) error {
-			seq := 1 << 30
-			if len(arrays) > 1 {
-				if id := stepIDOf(b[vs:ve]); id != "" {
-					seq = stepSeq(id)
-				}
-			}
-			all = append(all, seqRef{seq, stepRef{off: r.loc.off + int64(vs), n: int32(ve - vs)}})
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("view %s: %s trial %d: steps: %w", r.loc.file.rel, r.ID, r.Trial, err)
+	for _, l := range lists {
+		if all == nil {
+			all = l
+			continue
 		}
+		merged := make([]seqRef, 0, len(all)+len(l))
+		x, y := 0, 0
+		for x < len(all) || y < len(l) {
+			if y >= len(l) || (x < len(all) && all[x].seq <= l[y].seq) {
+				merged = append(merged, all[x])
+				x++
+			} else {
+				merged = append(merged, l[y])
+				y++
+			}
+		}
+		all = merged
 	}
-	if len(arrays) > 1 {
+	if len(lists) > 1 && !sort.SliceIsSorted(all, func(i, j int) bool { return all[i].seq < all[j].seq }) {
+		// Lists not in order themselves: sort as the decoder does.
+		all = nil
+		for _, l := range lists {
+			all = append(all, l...)
+		}
 		sort.SliceStable(all, func(i, j int) bool { return all[i].seq < all[j].seq })
 	}
 	out.steps = make([]stepRef, len(all))

@@ -159,7 +159,7 @@
     var head = $("case-head"), list = $("case-list");
     var cols = compare
       ? "64px minmax(90px, 1fr) minmax(40px, 110px) minmax(60px, 170px) minmax(60px, 170px)"
-      : "64px minmax(90px, 1fr) minmax(40px, 100px) 44px minmax(44px, 120px) minmax(80px, 1.2fr) 48px 64px 60px 52px";
+      : "58px minmax(80px, 1fr) minmax(36px, 84px) 34px minmax(40px, 96px) minmax(60px, 1fr) 38px 58px 50px 44px";
     var names = compare ? ["A → B", "case", "category", "A trials", "B trials"] : ["status", "case", "category", "c/n", "trials", "output", "score", "duration", "cost", "errors"];
     var sorts = several ? [] : ["status", "id", "cat", "rate", "", "output", "score", "duration", "cost", "errors"];
     if (multi) {

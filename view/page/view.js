@@ -33,6 +33,9 @@
   function setHash(name, params, replace) {
     var h = link(name, params);
     if (location.hash === h) return;
+    // The view is not ready until the new one has rendered (the hash
+    // changes at once, its view a moment later).
+    document.body.removeAttribute("data-ready");
     if (replace) { history.replaceState(null, "", h); route(); } else location.hash = h;
   }
 
@@ -447,7 +450,7 @@
 
     function render(d) {
       if (my !== serial) return;
-      var rec = JSON.parse(JSON.stringify(d.record));
+      var rec = d.record;
       var grid = new URLSearchParams(params.toString());
       grid.delete("id");
       grid.delete("trial");
@@ -493,7 +496,7 @@
     }
 
     api("trial", new URLSearchParams({ src: src, id: id, trial: trial })).then(render, fail);
-    neighbours().catch(function () {});
+    neighbours().then(function () { if (my === serial) document.body.setAttribute("data-nav", "1"); }, function () {});
     v.keys = function (ev) {
       var k = ev.key;
       if (k === "j") go(nav.next);
@@ -690,17 +693,17 @@
 
   // ---------- routing, live updates ----------
 
-  var timers = {};
+  // schedule runs fn after delay, once however often it is asked meanwhile.
   function schedule(fn, delay) {
-    var key = String(serial) + fn.toString().length;
-    if (timers[key]) return;
-    timers[key] = setTimeout(function () { delete timers[key]; fn(); }, delay);
+    if (fn.pending) return;
+    fn.pending = setTimeout(function () { fn.pending = 0; fn(); }, delay);
   }
 
   function route() {
     serial++;
     var h = parseHash();
     document.body.removeAttribute("data-ready");
+    document.body.removeAttribute("data-nav");
     switch (h.name) {
       case "run": view = gridView(h.params, document.activeElement && document.activeElement.id); break;
       case "trial": view = trialView(h.params); break;
