@@ -1,16 +1,22 @@
 package view
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
 
+	"harness/results"
+	"harness/rundir"
 	"harness/schemas"
 )
 
@@ -276,4 +282,72 @@ func TestIndexTrialsFixture(t *testing.T) {
 	if tot.Cases != 14 || aggs["flaky-echo"].status != "flaky" || aggs["crash"].status != statusError || aggs["wrong-answer"].status != statusFail {
 		t.Errorf("totals %+v; flaky-echo %s, crash %s", tot, aggs["flaky-echo"].status, aggs["crash"].status)
 	}
+}
+
+// TestRunStatus: a results file a run holds the write lock on is running;
+// once the lock is gone it is finished. A run directory whose run.json
+// says running but whose files are old and unlocked was interrupted.
+func TestRunStatus(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "out.jsonl")
+	// Another process writes the output, as a run does.
+	writer := exec.Command(os.Args[0], "-test.run=^TestHoldOutput$")
+	writer.Env = append(os.Environ(), "HARNESS_VIEW_HOLD="+p)
+	stdin, _ := writer.StdinPipe()
+	stdout, _ := writer.StdoutPipe()
+	if err := writer.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Process.Kill()
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "locked\n" {
+		t.Fatalf("the writer: %q %v", line, err)
+	}
+	rd := filepath.Join(dir, "runs", "r1")
+	os.MkdirAll(rd, 0o755)
+	writeRecords(t, filepath.Join(rd, "agent.jsonl"), synthRecord("b", 1, true, 1, 10))
+	if err := rundir.Write(rd, &rundir.Manifest{Started: "2026-01-01T00:00:00Z", Status: "running", K: 1, Cases: 2,
+		Agents: []rundir.Agent{{Name: "agent", Output: "agent.jsonl"}}}); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour)
+	for _, f := range []string{filepath.Join(rd, "agent.jsonl"), filepath.Join(rd, rundir.ManifestName)} {
+		os.Chtimes(f, old, old)
+	}
+	ix := newIndex(t, dir)
+	status := func(id string) string {
+		ix.mu.RLock()
+		defer ix.mu.RUnlock()
+		return ix.runs[id].status()
+	}
+	if s := status("out.jsonl"); s != "running" {
+		t.Errorf("a locked output: %s, want running", s)
+	}
+	if s := status("runs/r1"); s != "interrupted" {
+		t.Errorf("run.json says running, nothing locked or changed for an hour: %s, want interrupted", s)
+	}
+	stdin.Close()
+	writer.Wait()
+	ix.Poll()
+	if s := status("out.jsonl"); s != "finished" {
+		t.Errorf("once the lock is gone: %s, want finished", s)
+	}
+}
+
+// TestHoldOutput writes a record to $HARNESS_VIEW_HOLD and holds the file's
+// lock until its standard input closes (run by TestRunStatus).
+func TestHoldOutput(t *testing.T) {
+	p := os.Getenv("HARNESS_VIEW_HOLD")
+	if p == "" {
+		t.Skip("run by TestRunStatus")
+	}
+	out, err := results.OpenOutput(p, results.OutputOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Write(synthRecord("a", 1, true, 1, 10)); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Println("locked")
+	io.Copy(io.Discard, os.Stdin)
+	out.Close()
 }

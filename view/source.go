@@ -3,6 +3,7 @@ package view
 import (
 	"slices"
 	"sort"
+	"sync"
 
 	"harness/schemas"
 	"harness/trials"
@@ -44,7 +45,9 @@ type Source struct {
 	live  int // rows count
 
 	// version changes with every change of rows; cases caches the case
-	// aggregates of one version.
+	// aggregates of one version (aggMu guards the cache: readers holding
+	// the index's read lock fill it).
+	aggMu        sync.Mutex
 	version      uint64
 	casesVersion uint64
 	cases        map[string]*caseAgg
@@ -160,6 +163,8 @@ func (s *Source) dropFile(f *file) {
 
 // caseAggs returns the case aggregates of the current rows.
 func (s *Source) caseAggs() map[string]*caseAgg {
+	s.aggMu.Lock()
+	defer s.aggMu.Unlock()
 	if s.cases != nil && s.casesVersion == s.version {
 		return s.cases
 	}
