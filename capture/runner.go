@@ -120,8 +120,10 @@ type Config struct {
 	// unit runs: workspace copy and session on the worker's agent, or,
 	// when every unit needs an agent process of its own (a sandbox with
 	// workspaces, an image, FreshProcess), that agent too, started in the
-	// unit's copy or layer and initialized. 0 means 1; negative disables
-	// it. A shared agent prepares one unit ahead at most.
+	// unit's copy or layer and initialized. 0 means the default: 2 in a
+	// sandbox with workspaces (an agent's start there takes longer than
+	// most turns, and runs beside them), else 1; negative disables it. A
+	// shared agent prepares one unit ahead at most.
 	Warm int
 	// Control, when set, is told of every turn's answer as it arrives and
 	// can stop the run (see Control).
@@ -152,6 +154,9 @@ func (c *Config) defaults() {
 	}
 	if c.Warm == 0 {
 		c.Warm = 1
+		if c.Sandbox != nil && (c.Workspace != "" || c.AnyCaseWorkspace) && c.Image == nil {
+			c.Warm = 2
+		}
 	}
 }
 

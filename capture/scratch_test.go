@@ -1,24 +1,33 @@
 package capture
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"harness/sandbox"
+	"harness/schemas"
 )
 
-// countingSandbox runs commands as they are and counts them.
+// countingSandbox runs commands as they are and counts them; third, when
+// set, is closed at the third.
 type countingSandbox struct {
-	mu   sync.Mutex
-	dirs []string
+	mu    sync.Mutex
+	dirs  []string
+	third chan struct{}
 }
 
 func (c *countingSandbox) Wrap(cmd sandbox.Command) (sandbox.Wrapped, error) {
 	c.mu.Lock()
 	c.dirs = append(c.dirs, cmd.Dir)
+	if len(c.dirs) == 3 && c.third != nil {
+		close(c.third)
+	}
 	c.mu.Unlock()
 	return sandbox.None{}.Wrap(cmd)
 }
@@ -65,5 +74,60 @@ func TestFirstUnitRunsOnTheAgentThatCheckedTheStart(t *testing.T) {
 	left, _ := os.ReadDir(copies)
 	for _, e := range left {
 		t.Errorf("left behind: %s", e.Name())
+	}
+}
+
+// TestSandboxWithWorkspacesPreparesTwoAhead: in a sandbox with workspaces
+// every unit starts an agent of its own, which takes longer than a short
+// turn, so by default a worker prepares the next two units while one
+// runs: the third agent starts while the first unit's turn is still
+// running. Anywhere else the default stays one unit ahead.
+func TestSandboxWithWorkspacesPreparesTwoAhead(t *testing.T) {
+	tmpl := t.TempDir()
+	if err := os.WriteFile(filepath.Join(tmpl, "f.txt"), []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(t)
+	sb := &countingSandbox{third: make(chan struct{})}
+	cfg.Sandbox = sb
+	cfg.Workspace = tmpl
+	cfg.WorkspaceTmp = t.TempDir()
+	cfg.TurnTimeout = 2 * time.Minute
+	r := NewRunner(cfg)
+	if _, err := r.Preflight(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		// A bound on a test gone wrong: one unit ahead, the third agent
+		// would start only once the first turn (a minute) has ended.
+		select {
+		case <-sb.third:
+		case <-time.After(30 * time.Second):
+			t.Error("the third agent did not start while the first unit ran")
+		}
+		cancel()
+	}()
+	if _, err := r.Run(ctx, slices.Values(cases("sleep 60000", "echo two", "echo three", "echo four")), func(*schemas.CaptureRecord) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		cfg  Config
+		want int
+	}{
+		{Config{Sandbox: sb, Workspace: tmpl}, 2},
+		{Config{Sandbox: sb, AnyCaseWorkspace: true}, 2},
+		{Config{Sandbox: sb, Workspace: tmpl, Warm: 1}, 1},
+		{Config{Sandbox: sb, Workspace: tmpl, Warm: -1}, 0},
+		{Config{Workspace: tmpl}, 1},
+		{Config{Sandbox: sb}, 1},
+		{Config{Sandbox: sb, Workspace: tmpl, Image: &ImageConfig{}}, 1},
+	} {
+		c.cfg.defaults()
+		if got := c.cfg.warmDepth(); got != c.want {
+			t.Errorf("sandbox %v, workspace %q, any case workspace %v, image %v, warm %d: %d ahead, want %d",
+				c.cfg.Sandbox != nil, c.cfg.Workspace, c.cfg.AnyCaseWorkspace, c.cfg.Image != nil, c.cfg.Warm, got, c.want)
+		}
 	}
 }

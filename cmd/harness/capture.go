@@ -161,10 +161,13 @@ func firstLine(s string) string {
 	return s
 }
 
-// warmConfig maps --warm (0: none) onto capture.Config.Warm (0: the
-// default, negative: none).
-func warmConfig(n int) int {
-	if n <= 0 {
+// warmConfig maps --warm (0: none), when given, onto capture.Config.Warm
+// (0: the default, negative: none).
+func warmConfig(n int, given bool) int {
+	switch {
+	case !given:
+		return 0
+	case n <= 0:
 		return -1
 	}
 	return n

@@ -126,7 +126,7 @@ func (f *runFlags) addFlags(fs *pflag.FlagSet) {
 	durationVar(fs, &f.cancelGrace, "cancel-grace", 5*time.Second, "after session/cancel, wait this `duration` for the turn to end before killing the agent")
 	durationVar(fs, &f.settle, "settle", 250*time.Millisecond, "keep collecting updates this `duration` after the last prompt answers")
 	fs.BoolVar(&f.freshProcess, "fresh-process", false, "start a new agent process for every case and trial")
-	fs.IntVar(&f.warm, "warm", 1, "while a unit runs, prepare the next `n` units of each worker: workspace copy, agent (when each unit has its own) and session (0: none)")
+	fs.IntVar(&f.warm, "warm", 0, "while a unit runs, prepare the next `n` units of each worker: workspace copy, agent (when each unit has its own) and session (0: none; default 2 with --sandbox bwrap and a workspace, else 1)")
 	graderTimeoutVar(fs, &f.graderTimeout)
 	fs.BoolVar(&f.agentStderr, "agent-stderr", false, "copy the agent's stderr to harness's stderr")
 	fs.BoolVar(&f.progress, "progress", false, "print a line per finished record on stderr (default on a terminal)")
@@ -446,7 +446,7 @@ func (f *runFlags) captureConfig(v *validFlags, agent, agentEnv []string, cwd, w
 		MaxRecordBytes:   f.maxRecordBytes,
 		Sandbox:          sb,
 		FreshProcess:     f.freshProcess,
-		Warm:             warmConfig(f.warm),
+		Warm:             warmConfig(f.warm, f.sandbox.set != nil && f.sandbox.set.Changed("warm")),
 		Auth:             f.auth,
 		MCPServers:       v.mcp,
 		Client:           copts,
