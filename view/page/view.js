@@ -384,12 +384,7 @@
     v.refresh = function () {
       // The head and the rows in view load side by side.
       var srcLoad = api("source", new URLSearchParams({ src: v.src }));
-      if (head) {
-        v.gen++;
-        v.pages = {};
-        v.loading = {};
-        fetchPage(Math.floor(Math.max(0, list.scrollTop / ROW - 10) / PAGE));
-      }
+      if (head) v.refreshRows();
       srcLoad.then(function (src) {
         if (my !== serial) return;
         if (!head) {
@@ -400,10 +395,24 @@
         loadSummary(src);
       }, fail);
     };
+    // refreshRows fetches the rows in view again; refreshHead the counts.
+    v.refreshRows = function () {
+      if (!head || my !== serial) return;
+      v.gen++;
+      v.pages = {};
+      v.loading = {};
+      fetchPage(Math.floor(Math.max(0, list.scrollTop / ROW - 10) / PAGE));
+    };
+    v.refreshHead = function () {
+      if (!head || my !== serial) return;
+      api("source", new URLSearchParams({ src: v.src })).then(function (src) { if (my === serial) loadSummary(src); }, fail);
+    };
     v.onEvent = function (type, data) {
       if (type === "runs") return;
       if (data && data.src && data.src !== v.src && data.src !== params.get("changed")) return;
-      schedule(v.refresh, 40);
+      // New rows show at once; the counts above follow.
+      schedule(v.refreshRows, 30);
+      schedule(v.refreshHead, 500);
     };
     v.keys = function (ev) {
       if (ev.key === "/") { ev.preventDefault(); $("#f-text").focus(); }
