@@ -15,12 +15,12 @@ import (
 	"harness/acp"
 	"harness/capture"
 	"harness/internal/buildinfo"
-	"harness/testkit/fakemodel"
-	"harness/testkit/testagents"
 	hsandbox "harness/sandbox"
 	"harness/sandbox/egress"
 	"harness/sandbox/limits"
 	"harness/schemas"
+	"harness/testkit/fakemodel"
+	"harness/testkit/testagents"
 )
 
 // sandboxBenchCases is how many one-turn cases each run of
