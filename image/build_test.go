@@ -2,11 +2,13 @@ package image
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // requireBaseImage skips (or, in CI, fails) a test that needs podman and
@@ -46,8 +48,8 @@ func TestBuildContextIsBuiltOnceAndRunsItsOwnPrograms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if exec.Command("podman", "image", "exists", "localhost/harness-build:"+sum[:16]).Run() == nil {
-		t.Fatalf("the built image is left in podman's storage as localhost/harness-build:%s", sum[:16])
+	if tags := buildTags(t, sum[:16]); len(tags) > 0 {
+		t.Fatalf("the built image is left in podman's storage as %v", tags)
 	}
 	// The image's own bash and datamash run; the host's are not bound.
 	l := newLayer(t, img)
@@ -132,5 +134,73 @@ func TestLocalImageAndBuildFailure(t *testing.T) {
 	os.WriteFile(filepath.Join(ctxDir, "Dockerfile"), []byte("FROM localhost/harness-base:bookworm\nRUN exit 3\n"), 0o644)
 	if _, err := s.Resolve(context.Background(), ctxDir); err == nil || !strings.Contains(err.Error(), "Dockerfile") {
 		t.Fatalf("failing build: %v", err)
+	}
+}
+
+// buildTags lists the harness-build tags in podman's storage that start
+// with prefix.
+func buildTags(t *testing.T, prefix string) []string {
+	t.Helper()
+	out, err := exec.Command("podman", "images", "--filter", "reference=localhost/harness-build", "--format", "{{.Tag}}").Output()
+	if err != nil {
+		t.Fatalf("podman images: %v", err)
+	}
+	var tags []string
+	for _, tag := range strings.Fields(string(out)) {
+		if strings.HasPrefix(tag, prefix) {
+			tags = append(tags, tag)
+		}
+	}
+	return tags
+}
+
+// Two runs with caches of their own may build the same context, or
+// contexts that share their first steps, at once: neither's clean-up may
+// take an image the other is still saving. Here one run's podman waits
+// before its save until another run has built the same context and
+// cleaned up after itself.
+func TestConcurrentBuildsInSeparateCaches(t *testing.T) {
+	requireBaseImage(t)
+	podman, err := exec.LookPath("podman")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctxDir := t.TempDir()
+	os.WriteFile(filepath.Join(ctxDir, "Dockerfile"), []byte("FROM localhost/harness-base:bookworm\nWORKDIR /app\nRUN echo shared > /app/shared.txt\nCOPY own.txt /app/\n"), 0o644)
+	os.WriteFile(filepath.Join(ctxDir, "own.txt"), []byte(t.Name()+"\n"), 0o644)
+	gate := t.TempDir()
+	waiting, proceed := filepath.Join(gate, "waiting"), filepath.Join(gate, "proceed")
+	slow := filepath.Join(t.TempDir(), "podman")
+	os.WriteFile(slow, []byte(fmt.Sprintf(`#!/bin/sh
+if [ "$1" = save ]; then
+	touch %[1]s
+	while [ ! -e %[2]s ]; do sleep 0.05; done
+fi
+exec %[3]s "$@"
+`, waiting, proceed, podman)), 0o755)
+	first := make(chan error, 1)
+	go func() {
+		img, err := (&Store{Dir: filepath.Join(t.TempDir(), "cache"), Podman: slow}).Resolve(context.Background(), ctxDir)
+		if err == nil && !img.Exists("/app/own.txt") {
+			err = fmt.Errorf("image %s lacks /app/own.txt", img.Rootfs)
+		}
+		first <- err
+	}()
+	for {
+		if _, err := os.Stat(waiting); err == nil {
+			break
+		}
+		select {
+		case err := <-first:
+			t.Fatalf("the first build ended before its save: %v", err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	if _, err := newStore(t).Resolve(context.Background(), ctxDir); err != nil {
+		t.Fatalf("second build: %v", err)
+	}
+	os.WriteFile(proceed, nil, 0o644)
+	if err := <-first; err != nil {
+		t.Fatalf("first build, saved after the second cleaned up: %v", err)
 	}
 }

@@ -328,12 +328,16 @@ func (s *Store) build(ctx context.Context, ref string) (*Image, error) {
 			return img, nil
 		}
 	}
-	tag := "localhost/harness-build:" + sum[:16]
+	// The tag is this build's alone, and the build keeps no layer cache
+	// of its own steps: two runs with different caches may build the same
+	// context (or contexts sharing their first steps) at once, and one's
+	// rmi must not take an image or a cached step the other is using.
+	tag := fmt.Sprintf("localhost/harness-build:%s-%d-%d", sum[:16], os.Getpid(), time.Now().UnixNano())
 	var args []string
 	if name == "buildah" {
-		args = []string{"bud", "--isolation", "chroot", "-t", tag, "-f", file, dir}
+		args = []string{"bud", "--isolation", "chroot", "--layers=false", "-t", tag, "-f", file, dir}
 	} else {
-		args = []string{"build", "--isolation", "chroot", "-t", tag, "-f", file, dir}
+		args = []string{"build", "--isolation", "chroot", "--layers=false", "-t", tag, "-f", file, dir}
 	}
 	if err := s.runTool(ctx, bin, args...); err != nil {
 		return nil, fmt.Errorf("build %s: %w", file, err)
