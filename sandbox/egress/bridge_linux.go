@@ -45,6 +45,10 @@ func bridgeStage1(cfg bridgeConfig, args []string) int {
 		addrs = append(addrs, f.Listen)
 	}
 	var fds []string
+	// The listeners' files stay reachable until the exec: a garbage
+	// collection in between would run their finalizers, closing the
+	// descriptors the second stage is told to use.
+	var files []*os.File
 	for _, a := range addrs {
 		l, err := net.Listen("tcp", a)
 		if err != nil {
@@ -62,6 +66,7 @@ func bridgeStage1(cfg bridgeConfig, args []string) int {
 		if _, _, e := syscall.RawSyscall(syscall.SYS_FCNTL, f.Fd(), syscall.F_SETFD, 0); e != 0 {
 			return bridgeFail("listen %s: %v", a, e)
 		}
+		files = append(files, f)
 		fds = append(fds, strconv.Itoa(int(f.Fd())))
 	}
 	if err := dropCapabilities(); err != nil {
@@ -73,6 +78,7 @@ func bridgeStage1(cfg bridgeConfig, args []string) int {
 	}
 	argv := append([]string{os.Args[0], BridgeArg, "--fds", strings.Join(fds, ",")}, args...)
 	err = syscall.Exec(exe, argv, os.Environ())
+	runtime.KeepAlive(files)
 	return bridgeFail("exec %s: %v", exe, err)
 }
 
