@@ -99,6 +99,7 @@ func TestScripts(t *testing.T) {
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"waitlock":   waitLock,
+			"waitfile":   waitFile,
 			"fakejudge":  fakeJudge,
 			"httpserver": httpServer,
 			"sign":       signLines,
@@ -146,6 +147,24 @@ func waitLock(ts *testscript.TestScript, neg bool, args []string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	ts.Fatalf("%s: no process locked it within 30s", args[0])
+}
+
+// waitFile waits (up to 60 s) until the file exists: "waitfile FILE".
+// A script signals a background process only once it is where the test
+// needs it, however loaded the machine.
+func waitFile(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: waitfile FILE")
+	}
+	name := ts.MkAbs(args[0])
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(name); err == nil {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	ts.Fatalf("%s: not created within 60s", args[0])
 }
 
 // fakeJudge starts an OpenAI-compatible chat completions server for the

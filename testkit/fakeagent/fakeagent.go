@@ -165,6 +165,7 @@
 //	{"message":"text"} / {"thought":"text"}   a chunk (optional "messageId")
 //	{"raw":"any text"}                 written verbatim as one stdout line
 //	{"stderr":"text"}                  written as one stderr line
+//	{"touch":"PATH"}                   create the empty file PATH (relative: in the session cwd)
 //	{"sleep":MS}                       sleep, cancel-aware (cancel -> stopReason cancelled)
 //	{"ignoreCancel":true}              later steps ignore session/cancel
 //	{"waitCancel":true}                wait until session/cancel arrives

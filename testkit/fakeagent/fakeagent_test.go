@@ -1189,7 +1189,7 @@ func TestInfoScenarios(t *testing.T) {
 }
 
 func TestScriptMode(t *testing.T) {
-	c, sid, _ := setup(t)
+	c, sid, cwd := setup(t)
 	script := `{"script":[
 		{"update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"a"}}},
 		{"update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"x"}},"sessionId":"other"},
@@ -1250,6 +1250,13 @@ func TestScriptMode(t *testing.T) {
 	}
 	r, _ = c.prompt(4, sid, `{"script":[{"result":{"stopReason":"end_turn","_meta":{"k":1}}}]}`, nil)
 	eq(t, "result", canon(r.Result), `{"stopReason":"end_turn","_meta":{"k":1}}`)
+	abs := filepath.Join(t.TempDir(), "abs.mark")
+	c.prompt(40, sid, `{"script":[{"touch":"rel.mark"},{"touch":"`+abs+`"}]}`, nil)
+	for _, p := range []string{filepath.Join(cwd, "rel.mark"), abs} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("touch: %v", err)
+		}
+	}
 
 	// Cancel during a script sleep.
 	c.request(5, "session/prompt", promptParams(sid, `{"script":[{"message":"go"},{"sleep":60000},{"message":"never"}]}`))

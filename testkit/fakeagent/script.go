@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -16,6 +18,7 @@ type step struct {
 	MessageID        string          `json:"messageId"`
 	Raw              *string         `json:"raw"`
 	Stderr           *string         `json:"stderr"`
+	Touch            *string         `json:"touch"`
 	Sleep            *int            `json:"sleep"`
 	IgnoreCancel     bool            `json:"ignoreCancel"`
 	WaitCancel       bool            `json:"waitCancel"`
@@ -65,7 +68,7 @@ func isScript(text string) bool {
 
 func (st *step) validate() error {
 	n := 0
-	for _, set := range []bool{st.Update != nil, st.Message != nil, st.Thought != nil, st.Raw != nil, st.Stderr != nil,
+	for _, set := range []bool{st.Update != nil, st.Message != nil, st.Thought != nil, st.Raw != nil, st.Stderr != nil, st.Touch != nil,
 		st.Sleep != nil, st.IgnoreCancel, st.WaitCancel, st.Request != nil, st.ReportLastAnswer, st.Stop != nil,
 		st.Result != nil, st.Error != nil, st.Exit != nil, st.Hang, st.After != nil} {
 		if set {
@@ -150,6 +153,14 @@ func (t *turn) playSteps(steps []step, st *scriptState) bool {
 			t.a.writeLine([]byte(*s.Raw))
 		case s.Stderr != nil:
 			t.a.errorf("%s", *s.Stderr)
+		case s.Touch != nil:
+			path := *s.Touch
+			if !filepath.IsAbs(path) {
+				path = filepath.Join(t.s.cwd, path)
+			}
+			if err := os.WriteFile(path, nil, 0o644); err != nil {
+				t.a.errorf("touch: %v", err)
+			}
 		case s.Sleep != nil:
 			if t.sleep(*s.Sleep) {
 				select {
