@@ -25,7 +25,7 @@ func (r *Runner) headlessPreflight() (*acp.InitializeResponse, error) {
 	if filepath.Base(prog) == prog {
 		if _, err := exec.LookPath(prog); err != nil {
 			return nil, &AgentError{Info: schemas.ErrorInfo{Class: schemas.ErrAgentStart,
-				Message: fmt.Sprintf("agent %q (--adapter %s): %v", prog, r.cfg.Adapter.Name, err)}}
+				Message: fmt.Sprintf("agent %q (headless, adapter %s): %v", prog, r.cfg.Adapter.Name, err)}}
 		}
 	}
 	return &acp.InitializeResponse{AgentInfo: &acp.Implementation{Name: r.cfg.Adapter.Agent}}, nil

@@ -186,13 +186,15 @@ func (lr *layerRunner) network() string {
 
 // caps are the caps of the agent: a task's own, else the run's.
 func (lr *layerRunner) caps() (limits.Caps, string, bool) {
-	pids := limits.DefaultCaps().Pids
+	pids, pidsName := limits.DefaultCaps().Pids, ""
 	if lr.cfg.Caps != nil {
-		pids = lr.cfg.Caps.Pids
+		pids, pidsName = lr.cfg.Caps.Pids, lr.cfg.Caps.Names.Pids
 	}
 	if t := lr.cl.task; t != nil {
 		tc := t.Config
-		return limits.Caps{MemoryBytes: tc.MemoryMB << 20, CPUs: tc.CPUs, DiskBytes: tc.StorageMB << 20, Pids: pids}, "task " + t.Name, true
+		// A task's own caps are named by its task.toml keys.
+		names := limits.Names{Memory: "task.toml environment.memory", CPUs: "task.toml environment.cpus", Disk: "task.toml environment.storage", Pids: pidsName}
+		return limits.Caps{MemoryBytes: tc.MemoryMB << 20, CPUs: tc.CPUs, DiskBytes: tc.StorageMB << 20, Pids: pids, Names: names}, "task " + t.Name, true
 	}
 	if lr.cfg.Caps == nil {
 		return limits.Caps{}, "", false

@@ -81,7 +81,7 @@ func keyHint(info, command []string, env []string, sandboxed bool, stderr string
 	if a := identify(info, command); a != nil && !hasKey(a, env, sandboxed) {
 		h := a.name + " found no API key (set " + strings.Join(a.keys, " or ")
 		if sandboxed {
-			h += "; a login saved in your HOME is not in the sandbox's, unless --sandbox-home brings it"
+			h += "; a login saved in your HOME is not in the sandbox's HOME unless the sandbox is given it"
 		}
 		return h + ")"
 	}

@@ -44,7 +44,7 @@ func TestKeyHint(t *testing.T) {
 		{"claude on Bedrock", claudeInfo, claudeCmd, []string{"HOME=" + home, "CLAUDE_CODE_USE_BEDROCK=1"}, false, "", ""},
 		{"claude logged in", claudeInfo, claudeCmd, []string{"HOME=" + loggedIn}, false, "", ""},
 		{"claude logged in, in a sandbox", claudeInfo, claudeCmd, []string{"HOME=" + loggedIn}, true, "",
-			"Claude Code found no API key (set ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN; a login saved in your HOME is not in the sandbox's, unless --sandbox-home brings it)"},
+			"Claude Code found no API key (set ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN; a login saved in your HOME is not in the sandbox's HOME unless the sandbox is given it)"},
 		{"claude's config dir holds the login", claudeInfo, claudeCmd, []string{"HOME=" + home, "CLAUDE_CONFIG_DIR=" + filepath.Join(loggedIn, ".claude")}, false, "", ""},
 		{"codex", []string{"codex-acp"}, nil, []string{"HOME=" + home}, false, "",
 			"Codex found no API key (set OPENAI_API_KEY or CODEX_API_KEY)"},

@@ -115,7 +115,7 @@ func halt(rec *schemas.CaptureRecord, why string) {
 		return
 	}
 	rec.Error = &schemas.ErrorInfo{Class: schemas.ErrInterrupted, Pending: schemas.PendingGrading,
-		Message: "interrupted: " + why + "; the agent's turn is complete and kept, --resume grades it"}
+		Message: "interrupted: " + why + "; the agent's turn is complete and kept, and resuming the run grades it"}
 	rec.Errors = append(rec.Errors, rec.Error.Message)
 	rec.Score, rec.Scores, rec.Outcome = nil, nil, nil
 	if rec.Workspace != nil {

@@ -75,8 +75,8 @@ func (g *graderCheck) see(id string, trial int, graders []string) {
 	if g.file != "" {
 		where = g.file + ": "
 	}
-	g.err = fmt.Errorf("%scase %q trial %d was %s, and this run %s: resuming would mix their verdicts in one output; resume with the same -g, write a new output, or regrade the output with harness grade",
-		where, id, max(trial, 1), gradedBy(graders, "graded by", "not graded (no -g)"), gradedBy(g.want, "grades with", "has no grader (-g)"))
+	g.err = fmt.Errorf("%scase %q trial %d was %s, and this run %s: resuming would mix their verdicts in one output; resume with the same graders, write a new output, or regrade the output with harness grade",
+		where, id, max(trial, 1), gradedBy(graders, "graded by", "not graded (no grader)"), gradedBy(g.want, "grades with", "has no grader"))
 }
 
 // sameGraders says whether two runs' grader lists name the same graders,

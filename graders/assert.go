@@ -360,7 +360,7 @@ func strList(m map[string]any, k string, c cfgCtx) ([]string, error) {
 func workspaceOf(in *Input) (string, string) {
 	ws := in.Record.Workspace
 	if ws == nil || ws.Path == "" {
-		return "", "the record has no workspace (capture with --workspace)"
+		return "", "the record has no workspace: it was captured without a workspace template"
 	}
 	if st, err := os.Stat(ws.Path); err != nil || !st.IsDir() {
 		return "", "the workspace copy " + ws.Path + " is gone"

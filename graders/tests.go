@@ -97,7 +97,7 @@ func (g *testsGrader) Grade(ctx context.Context, in *Input) schemas.GraderResult
 	start := time.Now()
 	r := in.Record
 	if r == nil || r.Workspace == nil || r.Workspace.Path == "" {
-		return finish(failure(schemas.ErrGraderError, "the record has no workspace to run the tests in (capture with --workspace)"), g.name, start)
+		return finish(failure(schemas.ErrGraderError, "the record has no workspace to run the tests in: it was captured without a workspace template"), g.name, start)
 	}
 	ws := r.Workspace.Path
 	if st, err := os.Stat(ws); err != nil || !st.IsDir() {

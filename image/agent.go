@@ -215,7 +215,7 @@ func (h *hostAgent) addELF(p string) error {
 				interp := string(bytes.TrimRight(b, "\x00"))
 				if strings.Contains(interp, "ld-musl") {
 					if !h.img.Exists(interp) {
-						return fmt.Errorf("agent %s is a musl program and the image has no musl (%s): install the agent in the image and pass --agent-in-image", p, interp)
+						return fmt.Errorf("agent %s is a musl program and the image has no musl (%s): install the agent in the image and run the image's own copy", p, interp)
 					}
 				} else {
 					h.usesGlibc = true
@@ -299,7 +299,7 @@ func (h *hostAgent) checkGlibc() error {
 		return nil
 	}
 	if versionLess(have, h.glibcNeed) {
-		return fmt.Errorf("agent %s needs %s but the image's glibc is %s: install the agent in the image and pass --agent-in-image, or use an image with a newer glibc", h.needer, h.glibcNeed, have)
+		return fmt.Errorf("agent %s needs %s but the image's glibc is %s: install the agent in the image and run the image's own copy, or use an image with a newer glibc", h.needer, h.glibcNeed, have)
 	}
 	return nil
 }

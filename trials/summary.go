@@ -137,7 +137,7 @@ func (s *Summary) Counts() Counts {
 
 // NoGradedReason says why a run has no graded trial, from its counts of
 // trials run without a grader, asked trials with no record, and trials
-// left out by error class: "run with a grader, -g" only when that is why.
+// left out by error class: "no grader was given" only when that is why.
 func NoGradedReason(ungraded, missing int, errors map[string]int) string {
 	var parts []string
 	if len(errors) > 0 {
@@ -149,9 +149,9 @@ func NoGradedReason(ungraded, missing int, errors map[string]int) string {
 	}
 	if ungraded > 0 {
 		if len(parts) == 0 && missing == 0 {
-			return "run with a grader, -g"
+			return "no grader was given"
 		}
-		parts = append(parts, fmt.Sprintf("%d ran without a grader (-g)", ungraded))
+		parts = append(parts, fmt.Sprintf("%d ran without a grader", ungraded))
 	}
 	if missing > 0 {
 		parts = append(parts, fmt.Sprintf("%d asked trials have no record", missing))

@@ -182,7 +182,7 @@ func TestSummaryOrderIndependent(t *testing.T) {
 	}
 }
 
-// Why a run has no graded trial: "run with a grader" only when the trials
+// Why a run has no graded trial: "no grader was given" only when the trials
 // ran without one.
 func TestNoGradedReason(t *testing.T) {
 	for _, c := range []struct {
@@ -190,9 +190,9 @@ func TestNoGradedReason(t *testing.T) {
 		errors            map[string]int
 		want              string
 	}{
-		{3, 0, nil, "run with a grader, -g"},
+		{3, 0, nil, "no grader was given"},
 		{0, 0, map[string]int{"grader_error": 2, "agent_crash": 1}, "the trials ended in errors: 1 agent_crash, 2 grader_error"},
-		{2, 0, map[string]int{"agent_crash": 1}, "the trials ended in errors: 1 agent_crash; 2 ran without a grader (-g)"},
+		{2, 0, map[string]int{"agent_crash": 1}, "the trials ended in errors: 1 agent_crash; 2 ran without a grader"},
 		{0, 4, nil, "4 asked trials have no record"},
 		{0, 0, nil, "no trial ran"},
 	} {

@@ -756,6 +756,7 @@ func (f *sandboxFlags) caps() (limits.Caps, error) {
 	if c.DiskBytes, err = limits.ParseSize(f.disk); err != nil {
 		return c, usageErrorf("--sandbox-disk %q: %v", f.disk, err)
 	}
+	c.Names = limits.Names{Memory: "--sandbox-memory", Pids: "--sandbox-pids", CPUs: "--sandbox-cpus", Disk: "--sandbox-disk", CgroupParent: "--sandbox-cgroup"}
 	return c, nil
 }
 

@@ -24,15 +24,26 @@ type Caps struct {
 	// DiskBytes caps the space taken by the watched directories (the
 	// workspace).
 	DiskBytes int64
+	// Names says how the caller's users set each cap, for messages.
+	Names Names
 }
 
-// Flag names, for messages: each cap is named with the flag that sets it.
-const (
-	FlagMemory = "--sandbox-memory"
-	FlagPids   = "--sandbox-pids"
-	FlagCPUs   = "--sandbox-cpus"
-	FlagDisk   = "--sandbox-disk"
-)
+// Names are the caller's names of the settings behind the caps (a
+// command's flags, a config file's keys), which warnings and Hit quote
+// so that a user knows what to change. An empty name quotes nothing.
+type Names struct {
+	Memory, Pids, CPUs, Disk string
+	// CgroupParent names the setting of Options.CgroupParent.
+	CgroupParent string
+}
+
+// setBy is " (NAME)" for a setting's name, or "" when it has none.
+func setBy(name string) string {
+	if name == "" {
+		return ""
+	}
+	return " (" + name + ")"
+}
 
 // Cap names, as in Applied.Cap and HitCap.
 const (

@@ -130,7 +130,11 @@ func New(c Caps, opts Options) (*Group, []string, error) {
 		if opts.NoCgroup {
 			return "cgroups are turned off"
 		}
-		return "no cgroup with the " + ctl + " controller can be made here (delegate cgroup v2 controllers to a directory harness can write, as systemd does under user@.service, and name it with --sandbox-cgroup; or run where a cgroup v1 " + ctl + " hierarchy is writable)"
+		parent := "name it as the cgroup parent"
+		if n := c.Names.CgroupParent; n != "" {
+			parent = "name it with " + n
+		}
+		return "no cgroup with the " + ctl + " controller can be made here (delegate cgroup v2 controllers to a directory harness can write, as systemd does under user@.service, and " + parent + "; or run where a cgroup v1 " + ctl + " hierarchy is writable)"
 	}
 	if c.MemoryBytes > 0 {
 		a := Applied{Cap: CapMemory, Value: FormatSize(c.MemoryBytes), How: how["memory"]}
@@ -140,7 +144,7 @@ func New(c Caps, opts Options) (*Group, []string, error) {
 			g.watchMem = true
 			a.How = "rlimit"
 			a.Note = fmt.Sprintf("each process's data (RLIMIT_DATA) is capped at %s; the total resident memory is checked every %s", FormatSize(g.rlimitData), g.interval)
-			warn = fmt.Sprintf("%s %s is only approximated: %s; %s", FlagMemory, a.Value, why("memory"), a.Note)
+			warn = fmt.Sprintf("the memory cap of %s%s is only approximated: %s; %s", a.Value, setBy(c.Names.Memory), why("memory"), a.Note)
 		}
 		add(a, warn)
 	} else {
@@ -153,7 +157,7 @@ func New(c Caps, opts Options) (*Group, []string, error) {
 			g.watchPids = true
 			a.How = "watcher"
 			a.Note = fmt.Sprintf("tasks are counted every %s, so a fast fork bomb may go past the cap before it is killed (RLIMIT_NPROC counts all of a user's processes and is not enforced for root)", g.interval)
-			warn = fmt.Sprintf("%s %s is only approximated: %s; %s", FlagPids, a.Value, why("pids"), a.Note)
+			warn = fmt.Sprintf("the pids cap of %s%s is only approximated: %s; %s", a.Value, setBy(c.Names.Pids), why("pids"), a.Note)
 		}
 		add(a, warn)
 	} else {
@@ -165,7 +169,7 @@ func New(c Caps, opts Options) (*Group, []string, error) {
 		if a.How == "" {
 			a.How = "not applied"
 			a.Note = "no rlimit caps a rate of CPU use"
-			warn = fmt.Sprintf("%s %s not applied: %s; the command may use every CPU", FlagCPUs, a.Value, why("cpu"))
+			warn = fmt.Sprintf("the cpus cap of %s%s is not applied: %s; the command may use every CPU", a.Value, setBy(c.Names.CPUs), why("cpu"))
 		}
 		add(a, warn)
 	} else {
@@ -177,7 +181,7 @@ func New(c Caps, opts Options) (*Group, []string, error) {
 		if len(opts.DiskDirs) == 0 {
 			a.How = "not applied"
 			a.Note = "no directory to watch"
-			warn = fmt.Sprintf("%s %s not applied: no directory to watch", FlagDisk, a.Value)
+			warn = fmt.Sprintf("the disk cap of %s%s is not applied: no directory to watch", a.Value, setBy(c.Names.Disk))
 		} else {
 			a.Note = fmt.Sprintf("the size of %s is checked every %s, less often when walking it takes longer than a tenth of that", strings.Join(opts.DiskDirs, ", "), g.interval)
 		}
@@ -467,17 +471,17 @@ func (g *Group) killEverything() {
 	}
 }
 
-// Hit returns the cap that ended the command, with its flag, such as
-// "memory over the 512 MiB cap (--sandbox-memory)", or "" when none was
-// hit. It is final once Close has returned.
+// Hit returns the cap that ended the command, with the name of its
+// setting (Caps.Names), such as "memory over the 512 MiB cap
+// (--sandbox-memory)", or "" when none was hit. It is final once Close has returned.
 func (g *Group) Hit() string {
 	switch g.HitCap() {
 	case CapMemory:
-		return fmt.Sprintf("memory over the %s cap (%s)", FormatSize(g.caps.MemoryBytes), FlagMemory)
+		return fmt.Sprintf("memory over the %s cap%s", FormatSize(g.caps.MemoryBytes), setBy(g.caps.Names.Memory))
 	case CapPids:
-		return fmt.Sprintf("processes over the %d cap (%s)", g.caps.Pids, FlagPids)
+		return fmt.Sprintf("processes over the %d cap%s", g.caps.Pids, setBy(g.caps.Names.Pids))
 	case CapDisk:
-		return fmt.Sprintf("disk use over the %s cap (%s)", FormatSize(g.caps.DiskBytes), FlagDisk)
+		return fmt.Sprintf("disk use over the %s cap%s", FormatSize(g.caps.DiskBytes), setBy(g.caps.Names.Disk))
 	}
 	return ""
 }

@@ -161,10 +161,10 @@ func assertRemoved(t *testing.T, dirs []string) {
 
 func TestForkBombStoppedAtPidsCap(t *testing.T) {
 	marker := "forkbomb-" + strconv.Itoa(os.Getpid())
-	r := runCapped(t, Caps{Pids: 64}, Options{},
+	r := runCapped(t, Caps{Pids: 64, Names: Names{Pids: "pids-setting"}}, Options{},
 		"bash", "-c", ": "+marker+"; f(){ f | f & }; f; sleep 1000")
 	requireCgroups(t, r)
-	if r.g.HitCap() != CapPids || r.g.Hit() != "processes over the 64 cap (--sandbox-pids)" {
+	if r.g.HitCap() != CapPids || r.g.Hit() != "processes over the 64 cap (pids-setting)" {
 		t.Errorf("hit = %q (%s), want the pids cap; output %.300s", r.g.Hit(), r.g.HitCap(), r.out)
 	}
 	if r.err == nil {
@@ -179,9 +179,9 @@ func TestForkBombStoppedAtPidsCap(t *testing.T) {
 }
 
 func TestMemoryPastCapIsHit(t *testing.T) {
-	r := runCapped(t, Caps{MemoryBytes: 64 << 20}, Options{}, allocator(t, 256<<20)...)
+	r := runCapped(t, Caps{MemoryBytes: 64 << 20, Names: Names{Memory: "mem-setting"}}, Options{}, allocator(t, 256<<20)...)
 	requireCgroups(t, r)
-	if r.g.HitCap() != CapMemory || r.g.Hit() != "memory over the 64 MiB cap (--sandbox-memory)" {
+	if r.g.HitCap() != CapMemory || r.g.Hit() != "memory over the 64 MiB cap (mem-setting)" {
 		t.Errorf("hit = %q, want the memory cap; output %.300s", r.g.Hit(), r.out)
 	}
 	if strings.Contains(r.out, "allocated") {
@@ -195,7 +195,7 @@ func TestDiskPastCapIsHit(t *testing.T) {
 	marker := "diskfill-" + strconv.Itoa(os.Getpid())
 	r := runCapped(t, Caps{DiskBytes: 8 << 20}, Options{DiskDirs: []string{ws}},
 		"bash", "-c", ": "+marker+"; head -c 20000000 /dev/zero > big; sleep 1000")
-	if r.g.HitCap() != CapDisk || r.g.Hit() != "disk use over the 8 MiB cap (--sandbox-disk)" {
+	if r.g.HitCap() != CapDisk || r.g.Hit() != "disk use over the 8 MiB cap" {
 		t.Errorf("hit = %q, want the disk cap; output %.300s", r.g.Hit(), r.out)
 	}
 	noProcessWith(t, marker)
@@ -285,7 +285,7 @@ func TestFallbackRlimitAndWatcher(t *testing.T) {
 		if hows[CapMemory] != "rlimit" || hows[CapPids] != "watcher" || hows[CapCPUs] != "not applied" {
 			t.Errorf("applied %+v", r.g.Applied())
 		}
-		if len(r.warns) != 3 || !strings.Contains(r.warns[2], "--sandbox-cpus 1 not applied") {
+		if len(r.warns) != 3 || !strings.Contains(r.warns[2], "the cpus cap of 1 is not applied") {
 			t.Errorf("warnings %q", r.warns)
 		}
 	})

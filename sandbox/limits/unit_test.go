@@ -145,7 +145,7 @@ func emptyDir(t *testing.T, dir string) {
 
 func TestCgroupV2Delegated(t *testing.T) {
 	h, parent := fakeV2(t)
-	g, warns, err := New(Caps{MemoryBytes: 512 << 20, Pids: 100, CPUs: 1.5}, Options{host: &h})
+	g, warns, err := New(Caps{MemoryBytes: 512 << 20, Pids: 100, CPUs: 1.5, Names: Names{Memory: "mem-setting"}}, Options{host: &h})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestCgroupV2Delegated(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(dir, "memory.events"), []byte("low 0\nhigh 0\nmax 12\noom 1\noom_kill 1\n"), 0o644)
 	os.WriteFile(filepath.Join(dir, "pids.events"), []byte("max 3\n"), 0o644)
-	if !g.check(false) || g.Hit() != "memory over the 512 MiB cap (--sandbox-memory)" {
+	if !g.check(false) || g.Hit() != "memory over the 512 MiB cap (mem-setting)" {
 		t.Errorf("hit %q after an OOM kill", g.Hit())
 	}
 	emptyDir(t, dir)
@@ -193,7 +193,7 @@ func TestCgroupV2Delegated(t *testing.T) {
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("%s left", dir)
 	}
-	if g.Hit() != "memory over the 512 MiB cap (--sandbox-memory)" {
+	if g.Hit() != "memory over the 512 MiB cap (mem-setting)" {
 		t.Errorf("first hit not kept: %q", g.Hit())
 	}
 }
@@ -220,9 +220,9 @@ func TestNoCapsNeedNoWrapper(t *testing.T) {
 	if a := g.WrapperArgs(); a != nil {
 		t.Errorf("wrapper args %q for no caps", a)
 	}
-	g2, warns, _ := New(Caps{DiskBytes: 1 << 20}, Options{NoCgroup: true})
+	g2, warns, _ := New(Caps{DiskBytes: 1 << 20, Names: Names{Disk: "disk-setting"}}, Options{NoCgroup: true})
 	defer g2.Close()
-	if len(warns) != 1 || !strings.Contains(warns[0], "--sandbox-disk 1 MiB not applied") {
+	if len(warns) != 1 || !strings.Contains(warns[0], "the disk cap of 1 MiB (disk-setting) is not applied") {
 		t.Errorf("warnings %q", warns)
 	}
 }
