@@ -83,7 +83,6 @@ func TestCaptureConfigWarm(t *testing.T) {
 	}
 }
 
-
 // seen is a grader that passes records whose output holds "ok" and keeps
 // the outputs it saw.
 type seen struct {
