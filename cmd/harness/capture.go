@@ -44,7 +44,7 @@ Examples:
 		if err := f.checkSlurm(args); err != nil {
 			return err
 		}
-		setup, err := f.prepare(e, args, agent, "capture")
+		setup, err := f.prepare(ctx, e, args, agent, "capture")
 		if err != nil {
 			return err
 		}
@@ -159,16 +159,4 @@ func (s *runSetup) redactErr(err error) error {
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
 	return s
-}
-
-// warmConfig maps --warm (0: none), when given, onto capture.Config.Warm
-// (0: the default, negative: none).
-func warmConfig(n int, given bool) int {
-	switch {
-	case !given:
-		return 0
-	case n <= 0:
-		return -1
-	}
-	return n
 }

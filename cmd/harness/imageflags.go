@@ -152,7 +152,7 @@ func taskSuite(e *env, dir string, scale float64, cacheDir string) (string, erro
 // any agent starts) and sets the run's image config. The agent's fs and
 // terminal requests cannot be served inside an image: the agent works with
 // its own tools there.
-func (f *imageFlags) configure(e *env, rf *runFlags, s *runSetup) error {
+func (f *imageFlags) configure(ctx context.Context, e *env, rf *runFlags, s *runSetup) error {
 	if !f.active() && len(s.caseImages) == 0 {
 		return nil
 	}
@@ -180,7 +180,6 @@ func (f *imageFlags) configure(e *env, rf *runFlags, s *runSetup) error {
 	if err != nil {
 		return err
 	}
-	ctx := context.Background()
 	if f.timeoutScale <= 0 {
 		return usageErrorf("--task-timeout-scale must be positive")
 	}

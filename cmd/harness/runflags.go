@@ -1,16 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -24,10 +21,7 @@ import (
 	"harness/headless"
 	"harness/internal/buildinfo"
 	"harness/internal/redact"
-	"harness/results"
 	"harness/sandbox"
-	"harness/sandbox/egress"
-	"harness/sandbox/limits"
 	"harness/schemas"
 )
 
@@ -156,17 +150,20 @@ type runSetup struct {
 	redact  *redact.Redactor
 	graders []graders.Grader
 	shard   evaluation.Shard
-	// anyCaseWorkspace says some case names a workspace of its own.
+	// anyCaseWorkspace says some case names a workspace of its own;
+	// caseWorkspaces are those workspaces.
 	anyCaseWorkspace bool
+	caseWorkspaces   []string
 	// caseImages are the images cases name, resolved by configure;
 	// casesWithImage counts the cases that name one.
 	caseImages     []string
 	casesWithImage int
 }
 
-// prepare checks the flags and the prompts file and builds the run config.
-// Every problem is an input error: nothing has run yet.
-func (f *runFlags) prepare(e *env, args, agent []string, cmdName string) (*runSetup, error) {
+// prepare checks the flags and the prompts file and builds the run config,
+// resolving the run's images (which may build them). Every problem is an
+// input error: nothing has run yet.
+func (f *runFlags) prepare(ctx context.Context, e *env, args, agent []string, cmdName string) (*runSetup, error) {
 	v, err := f.validate()
 	if err != nil {
 		return nil, err
@@ -176,7 +173,7 @@ func (f *runFlags) prepare(e *env, args, agent []string, cmdName string) (*runSe
 		return nil, err
 	}
 	s.shard = v.shard
-	if err := f.configure(e, s, v, agent); err != nil {
+	if err := f.configure(ctx, e, s, v, agent); err != nil {
 		s.cleanup()
 		return nil, err
 	}
@@ -289,31 +286,13 @@ func (f *runFlags) readPrompts(e *env, args []string) (*runSetup, error) {
 			return nil, inputError(fmt.Errorf("prompts from stdin: %w", err))
 		}
 	}
-	var caseErrs []error
-	err := s.scan(func(lineNo int, c *schemas.PromptCase) error {
-		s.cases++
-		if c.Image != "" {
-			s.casesWithImage++
-			if !slices.Contains(s.caseImages, c.Image) {
-				s.caseImages = append(s.caseImages, c.Image)
-			}
-		}
-		if c.Workspace != "" {
-			s.anyCaseWorkspace = true
-			if st, err := os.Stat(c.Workspace); err != nil || !st.IsDir() {
-				caseErrs = append(caseErrs, &schemas.InputError{File: s.file, Line: lineNo, Field: "workspace",
-					Msg: fmt.Sprintf("%s is not a directory", c.Workspace)})
-			}
-		}
-		return nil
-	})
-	if err == nil {
-		err = errors.Join(caseErrs...)
-	}
+	survey, err := s.prompts().Survey()
 	if err != nil {
 		s.cleanup()
 		return nil, inputError(err)
 	}
+	s.cases, s.caseImages, s.casesWithImage = survey.Cases, survey.Images, survey.CasesWithImage
+	s.caseWorkspaces, s.anyCaseWorkspace = survey.Workspaces, survey.AnyCaseWorkspace()
 	return s, nil
 }
 
@@ -341,7 +320,7 @@ func (f *runFlags) dirs() (wd, cwd, workspace string, err error) {
 
 // configure builds the run's sandbox, graders, agent environment and
 // capture config, and resolves its images.
-func (f *runFlags) configure(e *env, s *runSetup, v *validFlags, agent []string) error {
+func (f *runFlags) configure(ctx context.Context, e *env, s *runSetup, v *validFlags, agent []string) error {
 	wd, cwd, workspace, err := f.dirs()
 	if err != nil {
 		return err
@@ -353,10 +332,42 @@ func (f *runFlags) configure(e *env, s *runSetup, v *validFlags, agent []string)
 	}
 	// Graders first: a judge's API key variable is a secret, redacted
 	// everywhere and kept from the agent.
-	var graderSecrets []string
-	cache, err := f.judgeCache.open(e)
+	gopts, graderSecrets, err := f.graderOptions(e, s, wd, sb)
 	if err != nil {
 		return err
+	}
+	if s.graders, err = f.loadGraders(gopts); err != nil {
+		return err
+	}
+	if f.pricesFile != "" {
+		if f.prices, err = cost.LoadTable(f.pricesFile); err != nil {
+			return inputError(err)
+		}
+	}
+	agentEnv, secrets, err := evaluation.AgentEnvironment(evaluation.EnvOptions{Environ: os.Environ(), Set: f.env,
+		SecretNames: f.secretEnv, Withheld: *graderSecrets, Getenv: e.getenv})
+	if err != nil {
+		return usageErrorf("--env %v", err)
+	}
+	s.redact = redact.New(secrets, agentEnv)
+	a := f.agentOptions(v, agent, agentEnv, cwd, workspace, sb)
+	a.AnyCaseWorkspace, a.Graders, a.Redact = s.anyCaseWorkspace, s.graders, s.redact
+	if f.agentStderr {
+		a.Stderr = e.stderr
+	}
+	s.cfg = evaluation.CaptureConfig(a)
+	f.protect(e, s, sb, gopts)
+	return f.image.configure(ctx, e, f, s)
+}
+
+// graderOptions are the options the run's graders are loaded with: in the
+// run's sandbox, with a build cache of their own (removed with the run),
+// and the judge cache. The names of the variables graders read secrets
+// from are added to the list returned as the graders load.
+func (f *runFlags) graderOptions(e *env, s *runSetup, wd string, sb sandbox.Runner) (graders.Options, *[]string, error) {
+	cache, err := f.judgeCache.open(e)
+	if err != nil {
+		return graders.Options{}, nil, err
 	}
 	gsb := sb
 	if _, ok := sb.(*sandbox.Bwrap); ok {
@@ -367,32 +378,9 @@ func (f *runFlags) configure(e *env, s *runSetup, v *validFlags, agent []string)
 		prev := s.cleanup
 		s.cleanup = func() { bc.Remove(); prev() }
 	}
-	gopts := graders.Options{Timeout: f.graderTimeout, Getenv: e.getenv, Dir: wd, Sandbox: gsb, JudgeCache: cache,
-		SecretEnv: func(name string) { graderSecrets = append(graderSecrets, name) }}
-	if s.graders, err = f.loadGraders(gopts); err != nil {
-		return err
-	}
-	if f.pricesFile != "" {
-		t, err := cost.LoadTable(f.pricesFile)
-		if err != nil {
-			return inputError(err)
-		}
-		f.prices = t
-	}
-	agentEnv, secrets, err := agentEnvironment(f.env, append(slices.Clone(f.secretEnv), graderSecrets...), e.getenv)
-	if err != nil {
-		return err
-	}
-	agentEnv = withoutVars(agentEnv, graderSecrets, f.env)
-	s.redact = redact.New(secrets, agentEnv)
-	s.cfg = f.captureConfig(v, agent, agentEnv, cwd, workspace, sb)
-	s.cfg.AnyCaseWorkspace = s.anyCaseWorkspace
-	if f.agentStderr {
-		s.cfg.StderrCopy = e.stderr
-	}
-	gradeWith(&s.cfg, s.graders, s.redact)
-	f.protect(e, s, sb, gopts)
-	return f.image.configure(e, f, s)
+	secrets := new([]string)
+	return graders.Options{Timeout: f.graderTimeout, Getenv: e.getenv, Dir: wd, Sandbox: gsb, JudgeCache: cache,
+		SecretEnv: func(name string) { *secrets = append(*secrets, name) }}, secrets, nil
 }
 
 // loadGraders loads -g's graders and harness run's (moreGraders).
@@ -415,70 +403,28 @@ func (f *runFlags) loadGraders(gopts graders.Options) ([]graders.Grader, error) 
 	return gs, nil
 }
 
-// captureConfig is the capture config the flags describe, for an agent
-// with its environment, working directory, workspace template and sandbox.
-func (f *runFlags) captureConfig(v *validFlags, agent, agentEnv []string, cwd, workspace string, sb sandbox.Runner) capture.Config {
-	copts := acp.Options{
-		ClientInfo: acp.Implementation{Name: "harness", Title: "harness", Version: buildinfo.Read(version).Version},
-		Permission: v.policy,
-		Limits:     acp.Limits{Requests: f.maxRequests, Bytes: f.maxBytes, Timeout: f.requestTO},
+// agentOptions are the agent options the flags describe, for an agent with
+// its environment, working directory, workspace template and sandbox.
+func (f *runFlags) agentOptions(v *validFlags, agent, agentEnv []string, cwd, workspace string, sb sandbox.Runner) *evaluation.AgentOptions {
+	a := &evaluation.AgentOptions{
+		Command: agent, Env: agentEnv, Dir: cwd,
+		Workspace: workspace, KeepWorkspaces: f.keepWorkspaces, WorkspaceSetup: f.wsSetup, WorkspacePrepare: f.wsPrepare,
+		TurnTimeout: f.timeout, StartupTimeout: f.startupTimeout, CancelGrace: f.cancelGrace, Settle: f.settle,
+		Concurrency: f.concurrency, MaxRecordBytes: f.maxRecordBytes, FreshProcess: f.freshProcess,
+		Auth: f.auth, MCPServers: v.mcp, Permission: v.policy,
+		Requests: acp.Limits{Requests: f.maxRequests, Bytes: f.maxBytes, Timeout: f.requestTO},
+		Sandbox:  sb, Build: buildinfo.Read(version), Adapter: v.adapter,
+	}
+	if f.sandbox.set != nil && f.sandbox.set.Changed("warm") {
+		a.Warm = &f.warm
 	}
 	if f.fs {
-		copts.FS = &acp.FSOptions{MaxBytes: f.fsMaxBytes}
+		a.FS = &acp.FSOptions{MaxBytes: f.fsMaxBytes}
 	}
 	if f.terminal {
-		copts.Terminal = &acp.TerminalOptions{Timeout: f.terminalTO, MaxOutput: f.terminalMax, Env: agentEnv, Sandbox: sb, UserDirs: []string{cwd}}
+		a.Terminal = &acp.TerminalOptions{Timeout: f.terminalTO, MaxOutput: f.terminalMax}
 	}
-	return capture.Config{
-		Agent:            agent,
-		AgentEnv:         agentEnv,
-		AgentDir:         cwd,
-		Cwd:              cwd,
-		Workspace:        workspace,
-		KeepWorkspaces:   f.keepWorkspaces,
-		WorkspaceSetup:   f.wsSetup,
-		WorkspacePrepare: f.wsPrepare,
-		TurnTimeout:      f.timeout,
-		StartupTimeout:   f.startupTimeout,
-		CancelGrace:      f.cancelGrace,
-		Settle:           f.settle,
-		Concurrency:      f.concurrency,
-		MaxRecordBytes:   f.maxRecordBytes,
-		Sandbox:          sb,
-		FreshProcess:     f.freshProcess,
-		Warm:             warmConfig(f.warm, f.sandbox.set != nil && f.sandbox.set.Changed("warm")),
-		Auth:             f.auth,
-		MCPServers:       v.mcp,
-		Client:           copts,
-		Build:            buildinfo.Read(version),
-		Adapter:          v.adapter,
-	}
-}
-
-// gradeWith has the run grade each record with gs, which see it as it
-// will be written: with secrets redacted.
-func gradeWith(cfg *capture.Config, gs []graders.Grader, red *redact.Redactor) {
-	if len(gs) == 0 {
-		return
-	}
-	for _, g := range gs {
-		cfg.GraderNames = append(cfg.GraderNames, g.Name())
-	}
-	// Graders that run processes are part of the trial: -j bounds them
-	// with the agents.
-	cfg.GradeInTrial = graders.RunsCommands(graders.Many(gs))
-	cfg.Grade = func(ctx context.Context, rec *schemas.CaptureRecord, c *schemas.PromptCase) (*schemas.GraderResult, []schemas.GraderResult) {
-		rec = redactRecord(red, rec)
-		out := make([]schemas.GraderResult, len(gs))
-		for i, g := range gs {
-			out[i] = g.Grade(ctx, &graders.Input{Record: rec, Case: c})
-		}
-		score := graders.Combine(out)
-		if len(out) == 1 {
-			out = nil
-		}
-		return &score, out
-	}
+	return a
 }
 
 // protect keeps the run's own files out of the agent's reach in the
@@ -533,12 +479,7 @@ func (f *runFlags) runFiles(s *runSetup, gopts graders.Options) []string {
 	if s.cfg.Workspace != "" {
 		files = append(files, s.cfg.Workspace)
 	}
-	s.scan(func(_ int, c *schemas.PromptCase) error {
-		if c.Workspace != "" {
-			files = append(files, c.Workspace)
-		}
-		return nil
-	})
+	files = append(files, s.caseWorkspaces...)
 	return append(files, f.sandbox.protect...)
 }
 
@@ -574,190 +515,16 @@ func (s *runSetup) scan(fn func(lineNo int, c *schemas.PromptCase) error) error 
 	return s.prompts().Scan(fn)
 }
 
-// withoutVars drops the variables names from env, except those set
-// explicitly with --env.
-func withoutVars(env, names, explicit []string) []string {
-	if len(names) == 0 {
-		return env
-	}
-	drop := map[string]bool{}
-	for _, n := range names {
-		drop[n] = true
-	}
-	for _, kv := range explicit {
-		k, _, _ := strings.Cut(kv, "=")
-		delete(drop, k)
-	}
-	out := env[:0:0]
-	for _, kv := range env {
-		k, _, _ := strings.Cut(kv, "=")
-		if !drop[k] {
-			out = append(out, kv)
-		}
-	}
-	return out
-}
-
-// redactRecord returns rec with secrets redacted, as it will be written
-// (rec itself when there is nothing to redact).
-func redactRecord(red *redact.Redactor, rec *schemas.CaptureRecord) *schemas.CaptureRecord {
-	if !red.Active() {
-		return rec
-	}
-	b, err := json.Marshal(rec)
-	if err != nil {
-		return rec
-	}
-	clean := red.JSON(b)
-	if bytes.Equal(clean, b) {
-		return rec
-	}
-	var out schemas.CaptureRecord
-	if json.Unmarshal(clean, &out) != nil {
-		return rec
-	}
-	return &out
-}
-
 // agentEnvironment is the agent's environment: harness's own plus the
 // --env KEY=VALUE entries; secrets are the values of the --secret-env
 // variables, from either.
 func agentEnvironment(env, secretEnv []string, getenv func(string) string) (agentEnv, secrets []string, err error) {
-	agentEnv = os.Environ()
-	for _, kv := range env {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return nil, nil, usageErrorf("--env %q: want KEY=VALUE", kv)
-		}
-		agentEnv = append(agentEnv, kv)
-		if slices.Contains(secretEnv, k) {
-			secrets = append(secrets, v)
-		}
-	}
-	for _, name := range secretEnv {
-		if v := getenv(name); v != "" {
-			secrets = append(secrets, v)
-		}
+	agentEnv, secrets, err = evaluation.AgentEnvironment(evaluation.EnvOptions{Environ: os.Environ(), Set: env,
+		SecretNames: secretEnv, Getenv: getenv})
+	if err != nil {
+		return nil, nil, usageErrorf("--env %v", err)
 	}
 	return agentEnv, secrets, nil
-}
-
-// sandboxFlags are the --sandbox flags of capture, trials and check.
-type sandboxFlags struct {
-	backend string
-	home    string
-	network string
-	ro, rw  []string
-	protect []string
-	memory  string
-	pids    string
-	cpus    string
-	disk    string
-	cgroup  string
-	set     *pflag.FlagSet
-	// imageRun says the agents run in images, where the network and caps
-	// flags apply without --sandbox bwrap.
-	imageRun bool
-}
-
-func (f *sandboxFlags) addFlags(fs *pflag.FlagSet, usage string) {
-	fs.StringVar(&f.backend, "sandbox", "none", usage)
-	fs.StringVar(&f.home, "sandbox-home", "", "with --sandbox bwrap, copy `dir` into each fresh HOME (agent config such as ~/.claude)")
-	fs.StringVar(&f.network, "sandbox-network", "", "with --sandbox bwrap or in an image, the agent's `network`: allow:HOST[:PORT],... (only those, through a proxy; default: the hosts of its model endpoints), none, or host")
-	fs.StringArrayVar(&f.ro, "sandbox-ro", nil, "with --sandbox bwrap, also bind `path` read-only; repeatable")
-	fs.StringArrayVar(&f.rw, "sandbox-rw", nil, "with --sandbox bwrap, also bind `path` read-write; repeatable")
-	f.set = fs
-	defaults := limits.DefaultCaps()
-	fs.StringVar(&f.memory, "sandbox-memory", limits.FormatSize(defaults.MemoryBytes), "with --sandbox bwrap or in an image, cap each agent's memory at `size` (512M, 4G; 0: no cap)")
-	fs.StringVar(&f.pids, "sandbox-pids", strconv.Itoa(defaults.Pids), "with --sandbox bwrap or in an image, cap each agent's processes and threads at `n` (0: no cap)")
-	fs.StringVar(&f.cpus, "sandbox-cpus", "0", "with --sandbox bwrap or in an image, cap each agent's CPU use at `n` cores (1.5; 0: no cap)")
-	fs.StringVar(&f.disk, "sandbox-disk", limits.FormatSize(defaults.DiskBytes), "with --sandbox bwrap or in an image, cap what each agent writes in its workspace copy and private /tmp at `size` (0: no cap)")
-	fs.StringVar(&f.cgroup, "sandbox-cgroup", "", "with --sandbox bwrap or in an image, make the caps' cgroups under this delegated cgroup v2 `dir` (default: found)")
-	fs.StringArrayVar(&f.protect, "sandbox-protect", nil, "with --sandbox bwrap, keep `path` read-only even inside a writable directory (the run's outputs, graders and prompts are kept so anyway); repeatable")
-}
-
-// runner builds the sandbox of --sandbox (nil for none), checking that it
-// works here. The agent's --env (KEY=VALUE) and --secret-env variables are
-// passed into it beyond the usual ones.
-func (f *sandboxFlags) runner(env, secretEnv, agent []string) (sandbox.Runner, error) {
-	keepEnv := slices.Clone(secretEnv)
-	for _, kv := range env {
-		k, _, _ := strings.Cut(kv, "=")
-		keepEnv = append(keepEnv, k)
-	}
-	switch f.backend {
-	case "", "none":
-		for _, name := range []string{"sandbox-home", "sandbox-network", "sandbox-ro", "sandbox-rw", "sandbox-protect",
-			"sandbox-memory", "sandbox-pids", "sandbox-cpus", "sandbox-disk", "sandbox-cgroup"} {
-			if f.imageRun && name != "sandbox-home" && name != "sandbox-ro" && name != "sandbox-rw" && name != "sandbox-protect" {
-				continue // the network and the caps apply to the agents in images
-			}
-			if f.set != nil && f.set.Changed(name) {
-				return nil, usageErrorf("--%s needs --sandbox bwrap", name)
-			}
-		}
-		return nil, nil
-	case "bwrap":
-		caps, err := f.caps()
-		if err != nil {
-			return nil, err
-		}
-		network, allow, err := f.egress(env, agent)
-		if err != nil {
-			return nil, err
-		}
-		var secrets []string
-		if key, err := results.KeyPath(os.Getenv); err == nil {
-			secrets = append(secrets, key) // what would let the agent sign a record
-		}
-		sb, err := sandbox.NewBwrap(sandbox.Options{Network: network, Allow: allow, RO: f.ro, RW: f.rw, HomeTemplate: f.home, KeepEnv: keepEnv,
-			Caps: &caps, CgroupParent: f.cgroup, Secrets: secrets})
-		if err != nil {
-			return nil, usageErrorf("--sandbox bwrap: %v", err)
-		}
-		return sb, nil
-	}
-	return nil, usageErrorf("--sandbox %q: want none or bwrap", f.backend)
-}
-
-// egress reads --sandbox-network: host, none, or allow:HOST[:PORT],...;
-// by default the hosts of the agent's model endpoints (its base-URL
-// variables, in harness's environment or --env, or the known API hosts).
-func (f *sandboxFlags) egress(env, agent []string) (string, []egress.Rule, error) {
-	switch {
-	case f.network == "host" || f.network == "none":
-		return f.network, nil, nil
-	case f.network == "":
-		rules := egress.DefaultRules(append(os.Environ(), env...), agent)
-		return "allow", rules, nil
-	case strings.HasPrefix(f.network, "allow:"):
-		rules, err := egress.ParseAllow(strings.TrimPrefix(f.network, "allow:"))
-		if err != nil {
-			return "", nil, usageErrorf("--sandbox-network %s: %v", f.network, err)
-		}
-		return "allow", rules, nil
-	}
-	return "", nil, usageErrorf("--sandbox-network %q: want allow:HOST[:PORT],..., none or host", f.network)
-}
-
-// caps reads the --sandbox-memory, -pids, -cpus and -disk flags.
-func (f *sandboxFlags) caps() (limits.Caps, error) {
-	var c limits.Caps
-	var err error
-	if c.MemoryBytes, err = limits.ParseSize(f.memory); err != nil {
-		return c, usageErrorf("--sandbox-memory %q: %v", f.memory, err)
-	}
-	if c.Pids, err = limits.ParsePids(f.pids); err != nil {
-		return c, usageErrorf("--sandbox-pids %q: %v", f.pids, err)
-	}
-	if c.CPUs, err = limits.ParseCPUs(f.cpus); err != nil {
-		return c, usageErrorf("--sandbox-cpus %q: %v", f.cpus, err)
-	}
-	if c.DiskBytes, err = limits.ParseSize(f.disk); err != nil {
-		return c, usageErrorf("--sandbox-disk %q: %v", f.disk, err)
-	}
-	c.Names = limits.Names{Memory: "--sandbox-memory", Pids: "--sandbox-pids", CPUs: "--sandbox-cpus", Disk: "--sandbox-disk", CgroupParent: "--sandbox-cgroup"}
-	return c, nil
 }
 
 // errorClasses are the error classes a record can have.

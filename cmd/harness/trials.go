@@ -101,7 +101,7 @@ func (t *trialsFlags) execute(ctx context.Context, e *env, c *command, args, age
 	if t.summaryPath != "" {
 		f.summaryPath = t.summaryPath // kept read-only in the sandbox
 	}
-	setup, err := f.prepare(e, args, agent, "trials")
+	setup, err := f.prepare(ctx, e, args, agent, "trials")
 	if err != nil {
 		return nil, statusError, err
 	}
