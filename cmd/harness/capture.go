@@ -4,14 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/spf13/pflag"
 
-	"harness/capture"
 	"harness/cost"
 	"harness/results"
 	"harness/schemas"
@@ -92,41 +89,6 @@ func agentErrorText(info *schemas.ErrorInfo) string {
 		lines = slices.Concat(lines[:head], []string{fmt.Sprintf("... (%d lines)", skipped)}, lines[len(lines)-tail:])
 	}
 	return msg + "\nagent stderr:\n  " + strings.Join(lines, "\n  ")
-}
-
-// strayLog prints what the agent sent that belongs to no case: the first
-// few messages, then how many more.
-type strayLog struct {
-	mu sync.Mutex
-	n  int
-}
-
-const strayShown = 5
-
-func (l *strayLog) add(w io.Writer, setup *runSetup, s capture.Stray) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if line, ok := strings.CutPrefix(s.What, "stdout: "); ok {
-		fmt.Fprintf(w, "harness: the agent writes non-protocol output to stdout: %q (recorded and skipped)\n", setup.redact.String(line))
-		return
-	}
-	l.n++
-	if l.n > strayShown {
-		return
-	}
-	where := "with no session"
-	if s.SessionID != "" {
-		where = fmt.Sprintf("for session %q, which no case has (never created, or over)", s.SessionID)
-	}
-	fmt.Fprintf(w, "harness: protocol: the agent sent %s %s; it is on no record\n", s.What, setup.redact.String(where))
-}
-
-func (l *strayLog) finish(w io.Writer) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.n > strayShown {
-		fmt.Fprintf(w, "harness: protocol: ... and %d more such messages\n", l.n-strayShown)
-	}
 }
 
 // outputOpenError is an error opening an output, with what to do about an
