@@ -3,14 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
-	"time"
 
 	"github.com/spf13/pflag"
 
@@ -21,6 +18,7 @@ import (
 	"harness/sandbox/egress"
 	"harness/sandbox/limits"
 	"harness/schemas"
+	"harness/taskset"
 )
 
 // imageFlags are the flags that run cases in task images: --image for
@@ -32,8 +30,8 @@ type imageFlags struct {
 	noNetwork    bool
 	timeoutScale float64
 	task         taskFlags
-	// loaded are the tasks of --tasks, by name.
-	loaded map[string]*harbor.Task
+	// set is the tasks of --tasks, loaded by taskPrompts.
+	set *taskset.Set
 }
 
 func (f *imageFlags) add(fs *pflag.FlagSet) {
@@ -58,14 +56,11 @@ func (f *imageFlags) taskPrompts(e *env, args []string, quiet bool) (string, err
 	if f.ref != "" {
 		return "", usageErrorf("--tasks and --image: each task has its own image")
 	}
-	tasks, err := loadTasks(e, f.tasks, quiet)
+	set, err := loadTasks(e, f.tasks, quiet)
 	if err != nil {
 		return "", err
 	}
-	f.loaded = map[string]*harbor.Task{}
-	for _, t := range tasks {
-		f.loaded[t.Name] = t
-	}
+	f.set = set
 	if len(args) == 1 {
 		return "", nil
 	}
@@ -73,34 +68,24 @@ func (f *imageFlags) taskPrompts(e *env, args []string, quiet bool) (string, err
 	if err != nil {
 		return "", err
 	}
-	err = writeTaskCases(tmp, tasks, f.timeoutScale)
+	err = set.WriteCases(tmp, f.timeoutScale)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		os.Remove(tmp.Name())
-		return "", err
+		return "", scaleError(err)
 	}
 	return tmp.Name(), nil
 }
 
-// writeTaskCases writes one prompt case per task: its id the task's name,
-// its input instruction.md, its timeout the agent's, its metadata the
-// task's (and the task directory).
-func writeTaskCases(w io.Writer, tasks []*harbor.Task, scale float64) error {
-	enc := json.NewEncoder(w)
-	for _, t := range tasks {
-		meta := map[string]any{"task": t.Dir}
-		for k, v := range t.Config.Metadata {
-			meta[k] = v
-		}
-		timeout := time.Duration(float64(t.Config.AgentTimeout) * scale)
-		c := map[string]any{"id": t.Name, "input": t.Instruction, "timeout": timeout.String(), "metadata": meta}
-		if err := enc.Encode(c); err != nil {
-			return err
-		}
+// scaleError words taskset's error for a timeout scale that is not
+// positive as the flag's.
+func scaleError(err error) error {
+	if errors.Is(err, taskset.ErrTimeoutScale) {
+		return usageErrorf("--task-timeout-scale must be positive")
 	}
-	return nil
+	return err
 }
 
 // taskSuite writes the suite that "harness run DIR" runs for a Harbor task
@@ -113,39 +98,12 @@ func taskSuite(e *env, dir string, scale float64, cacheDir string) (string, erro
 	if err != nil {
 		return "", err
 	}
-	tasks, err := harbor.LoadDataset(abs)
+	set, err := taskset.Load(abs)
 	if err != nil {
 		return "", inputError(err)
 	}
-	cache := cacheDir
-	if cache == "" {
-		if cache, err = image.DefaultCacheDir(); err != nil {
-			return "", err
-		}
-	}
-	sum := sha256.Sum256([]byte(abs))
-	base := filepath.Join(cache, "task-suites", fmt.Sprintf("%s-%x", filepath.Base(abs), sum[:6]))
-	if err := os.MkdirAll(filepath.Dir(base), 0o755); err != nil {
-		return "", err
-	}
-	var cases bytes.Buffer
-	if scale <= 0 {
-		return "", usageErrorf("--task-timeout-scale must be positive")
-	}
-	if err := writeTaskCases(&cases, tasks, scale); err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(base+".jsonl", cases.Bytes(), 0o644); err != nil {
-		return "", err
-	}
-	name, _ := json.Marshal(filepath.Base(abs))
-	prompts, _ := json.Marshal(base + ".jsonl")
-	tasksDir, _ := json.Marshal(abs)
-	doc := fmt.Sprintf("# The tasks of %s, for harness run.\nname: %s\nprompts: %s\ntasks: %s\n", abs, name, prompts, tasksDir)
-	if err := os.WriteFile(base+".yaml", []byte(doc), 0o644); err != nil {
-		return "", err
-	}
-	return base + ".yaml", nil
+	p, err := set.WriteSuite(cacheDir, scale)
+	return p, scaleError(err)
 }
 
 // configure resolves the images (building and unpacking them once, before
@@ -156,6 +114,52 @@ func (f *imageFlags) configure(ctx context.Context, e *env, rf *runFlags, s *run
 	if !f.active() && len(s.caseImages) == 0 {
 		return nil
 	}
+	if err := f.check(rf, s); err != nil {
+		return err
+	}
+	store, err := f.task.store(nil)
+	if err != nil {
+		return err
+	}
+	// A shard runs the images resolved before it was submitted.
+	store.CacheFirst = rf.shard != ""
+	ic := &capture.ImageConfig{Keep: f.task.keep, AgentInImage: f.agentInImage, NoNetwork: f.noNetwork, TimeoutScale: f.timeoutScale}
+	if err := imageSandbox(ic, rf, s); err != nil {
+		return err
+	}
+	if err := warnImageCaps(e, ic, rf.quiet); err != nil {
+		return err
+	}
+	if f.tasks != "" {
+		imgs, err := resolveTaskImages(ctx, e, store, f.set, f.task.forceBuild, rf.quiet)
+		if err != nil {
+			return err
+		}
+		ic.For = f.set.ImageFor(imgs)
+	} else if ic.For, err = f.caseImages(ctx, store, s.caseImages); err != nil {
+		return err
+	}
+	// The first agent, started to check that the agent runs, starts in a
+	// layer over the first case's image, as that case's agent will.
+	s.scan(func(_ int, c *schemas.PromptCase) error {
+		if ic.Probe == nil {
+			ic.Probe = c
+		}
+		return nil
+	})
+	if ic.Probe != nil {
+		if img, _, err := ic.For(ic.Probe); err == nil {
+			taskset.WarnOverlay(ctx, progressTo(e, rf.quiet), img)
+		}
+	}
+	s.cfg.Image = ic
+	s.cfg.Client.FS, s.cfg.Client.Terminal = nil, nil
+	return nil
+}
+
+// check refuses the run flags and cases that do not apply to cases in
+// images.
+func (f *imageFlags) check(rf *runFlags, s *runSetup) error {
 	if f.tasks != "" && len(s.caseImages) > 0 {
 		return usageErrorf("a case names an image: with --tasks each task has its own")
 	}
@@ -176,81 +180,39 @@ func (f *imageFlags) configure(ctx context.Context, e *env, rf *runFlags, s *run
 	if f.tasks != "" && len(rf.graders) > 0 {
 		return usageErrorf("--grader does not apply with --tasks: each task's tests/test.sh is its verifier")
 	}
-	store, err := f.task.store(nil)
-	if err != nil {
-		return err
-	}
 	if f.timeoutScale <= 0 {
 		return usageErrorf("--task-timeout-scale must be positive")
 	}
-	// A shard runs the images resolved before it was submitted.
-	store.CacheFirst = rf.shard != ""
-	ic := &capture.ImageConfig{Keep: f.task.keep, AgentInImage: f.agentInImage, NoNetwork: f.noNetwork, TimeoutScale: f.timeoutScale}
-	if err := imageSandbox(ic, rf, s); err != nil {
-		return err
-	}
-	if err := warnImageCaps(e, ic, rf.quiet); err != nil {
-		return err
-	}
-	if f.tasks != "" {
-		var tasks []*harbor.Task
-		for _, t := range f.loaded {
-			tasks = append(tasks, t)
-		}
-		imgs, err := resolveTaskImages(ctx, e, store, tasks, f.task.forceBuild, rf.quiet)
-		if err != nil {
-			return err
-		}
-		loaded := f.loaded
-		ic.For = func(c *schemas.PromptCase) (*image.Image, *harbor.Task, error) {
-			t := loaded[c.ID]
-			if t == nil {
-				return nil, nil, fmt.Errorf("case %s: no such task", c.ID)
-			}
-			return imgs[c.ID], t, nil
-		}
-	} else {
-		imgs := map[string]*image.Image{}
-		for _, ref := range append([]string{f.ref}, s.caseImages...) {
-			if ref == "" {
-				continue
-			}
-			bctx, cancel := context.WithTimeout(ctx, harbor.DefaultBuildTimeout)
-			img, err := store.Resolve(bctx, ref)
-			cancel()
-			if err != nil {
-				return inputError(err)
-			}
-			imgs[ref] = img
-		}
-		def := f.ref
-		ic.For = func(c *schemas.PromptCase) (*image.Image, *harbor.Task, error) {
-			ref := c.Image
-			if ref == "" {
-				ref = def
-			}
-			if ref == "" {
-				return nil, nil, fmt.Errorf("case %s names no image, and there is no --image", c.ID)
-			}
-			return imgs[ref], nil, nil
-		}
-	}
-	// The first agent, started to check that the agent runs, starts in a
-	// layer over the first case's image, as that case's agent will.
-	s.scan(func(_ int, c *schemas.PromptCase) error {
-		if ic.Probe == nil {
-			ic.Probe = c
-		}
-		return nil
-	})
-	if ic.Probe != nil {
-		if img, _, err := ic.For(ic.Probe); err == nil {
-			warnOverlay(ctx, e, img, rf.quiet)
-		}
-	}
-	s.cfg.Image = ic
-	s.cfg.Client.FS, s.cfg.Client.Terminal = nil, nil
 	return nil
+}
+
+// caseImages resolves --image and the images cases name, each once, and
+// returns what finds a case's: the one it names, else --image.
+func (f *imageFlags) caseImages(ctx context.Context, store *image.Store, refs []string) (func(*schemas.PromptCase) (*image.Image, *harbor.Task, error), error) {
+	imgs := map[string]*image.Image{}
+	for _, ref := range append([]string{f.ref}, refs...) {
+		if ref == "" {
+			continue
+		}
+		bctx, cancel := context.WithTimeout(ctx, harbor.DefaultBuildTimeout)
+		img, err := store.Resolve(bctx, ref)
+		cancel()
+		if err != nil {
+			return nil, inputError(err)
+		}
+		imgs[ref] = img
+	}
+	def := f.ref
+	return func(c *schemas.PromptCase) (*image.Image, *harbor.Task, error) {
+		ref := c.Image
+		if ref == "" {
+			ref = def
+		}
+		if ref == "" {
+			return nil, nil, fmt.Errorf("case %s names no image, and there is no --image", c.ID)
+		}
+		return imgs[ref], nil, nil
+	}, nil
 }
 
 // imageSandbox gives the agents in images what --sandbox gives the others:
@@ -285,18 +247,9 @@ func imageSandbox(ic *capture.ImageConfig, rf *runFlags, s *runSetup) error {
 
 // writeCases writes the cases of the tasks of --tasks, by name, to file.
 func (f *imageFlags) writeCases(file string) error {
-	names := make([]string, 0, len(f.loaded))
-	for n := range f.loaded {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	tasks := make([]*harbor.Task, len(names))
-	for i, n := range names {
-		tasks[i] = f.loaded[n]
-	}
 	var b bytes.Buffer
-	if err := writeTaskCases(&b, tasks, f.timeoutScale); err != nil {
-		return err
+	if err := f.set.WriteCases(&b, f.timeoutScale); err != nil {
+		return scaleError(err)
 	}
 	return results.ReplaceFile(file, 0o644, func(w io.Writer) error { _, err := w.Write(b.Bytes()); return err })
 }

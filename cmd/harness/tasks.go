@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,7 +13,7 @@ import (
 	"harness/harbor"
 	"harness/image"
 	"harness/results"
-	"harness/schemas"
+	"harness/taskset"
 )
 
 // taskFlags are the flags of the commands that run Harbor task
@@ -64,15 +63,15 @@ func notTaskDir(path string) error {
 
 // loadTasks reads a task or dataset directory and says, once for the
 // run, which task.toml fields its tasks set that are not honoured.
-func loadTasks(e *env, dir string, quiet bool) ([]*harbor.Task, error) {
-	tasks, err := harbor.LoadDataset(dir)
+func loadTasks(e *env, dir string, quiet bool) (*taskset.Set, error) {
+	set, err := taskset.Load(dir)
 	if err != nil {
 		return nil, inputError(err)
 	}
-	if s := harbor.UnhonouredSummary(tasks); s != "" && !quiet {
+	if s := set.Unhonoured(); s != "" && !quiet {
 		e.sayOnce("warning: task.toml fields not honoured (docs/tasks.md says why): " + s + "\n")
 	}
-	return tasks, nil
+	return set, nil
 }
 
 // sayOnce writes note to stderr unless this invocation wrote it already.
@@ -87,71 +86,48 @@ func (e *env) sayOnce(note string) {
 	fmt.Fprint(e.stderr, note)
 }
 
+// progressTo is where progress and warnings go: stderr, or nowhere when
+// quiet.
+func progressTo(e *env, quiet bool) io.Writer {
+	if quiet {
+		return nil
+	}
+	return e.stderr
+}
+
 // resolveTaskImages builds or unpacks each task's image once, before any
-// trial runs, as Harbor chooses it: the prebuilt image (docker_image)
-// unless forceBuild, else the task's environment/ built; a prebuilt image
-// that cannot be had is built instead when the task can be. A task whose
-// image cannot be made is an input error.
-func resolveTaskImages(ctx context.Context, e *env, store *image.Store, tasks []*harbor.Task, forceBuild, quiet bool) (map[string]*image.Image, error) {
-	imgs := map[string]*image.Image{}
-	say := func(format string, args ...any) {
-		if !quiet {
-			fmt.Fprintf(e.stderr, format, args...)
+// trial runs, saying which image each task gets. A task whose image cannot
+// be made is an input error.
+func resolveTaskImages(ctx context.Context, e *env, store *image.Store, set *taskset.Set, forceBuild, quiet bool) (map[string]*image.Image, error) {
+	o := taskset.ResolveOptions{ForceBuild: forceBuild}
+	if !quiet {
+		o.OnImage = func(c taskset.ImageChoice) {
+			switch {
+			case c.Failed != nil:
+				msg, _, _ := strings.Cut(c.Failed.Error(), "\n")
+				fmt.Fprintf(e.stderr, "image for %s: %s; building %s instead\n", c.Task, msg, c.Ref)
+			case c.Unbuildable:
+				fmt.Fprintf(e.stderr, "image for %s: %s (--force-build: the task has no environment/Dockerfile to build)\n", c.Task, c.Ref)
+			default:
+				fmt.Fprintf(e.stderr, "image for %s: %s\n", c.Task, c.Ref)
+			}
 		}
 	}
-	for _, t := range tasks {
-		ref, fallback := t.ImageChoice(forceBuild)
-		if forceBuild && t.Build == "" {
-			say("image for %s: %s (--force-build: the task has no environment/Dockerfile to build)\n", t.Name, ref)
-		} else {
-			say("image for %s: %s\n", t.Name, ref)
+	imgs, err := set.ResolveImages(ctx, store, o)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, withCode(exitInterrupted, ctx.Err())
 		}
-		img, err := resolveTaskImage(ctx, store, t, ref)
-		if err != nil && fallback != "" && ctx.Err() == nil {
-			msg, _, _ := strings.Cut(err.Error(), "\n")
-			say("image for %s: %s; building %s instead\n", t.Name, msg, fallback)
-			img, err = resolveTaskImage(ctx, store, t, fallback)
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, withCode(exitInterrupted, ctx.Err())
-			}
-			return nil, inputError(fmt.Errorf("task %s: %w", t.Name, err))
-		}
-		imgs[t.Name] = img
+		return nil, inputError(err)
 	}
 	return imgs, nil
 }
 
-// warnOverlay says once, before any trial starts, when the commands of
-// image runs get fuse-overlayfs because the kernel refuses its overlayfs
-// here, and why: a layer over img is mounted as theirs will be.
-func warnOverlay(ctx context.Context, e *env, img *image.Image, quiet bool) {
-	if quiet || img == nil {
-		return
-	}
-	var refused *image.OverlayRefused
-	switch err := image.CheckOverlay(ctx, img, "", nil); {
-	case errors.As(err, &refused):
-		fmt.Fprintf(e.stderr, "warning: commands in images run on fuse-overlayfs, which is slower: %v\n", err)
-	case err != nil && ctx.Err() == nil:
-		fmt.Fprintf(e.stderr, "warning: %v\n", err)
-	}
-}
-
-// resolveTaskImage resolves one image of a task within its build timeout.
-func resolveTaskImage(ctx context.Context, store *image.Store, t *harbor.Task, ref string) (*image.Image, error) {
-	bctx, cancel := context.WithTimeout(ctx, t.Config.BuildTimeout)
-	defer cancel()
-	return store.Resolve(bctx, ref)
-}
-
 // validateTaskRefs runs each task of a Harbor task directory or dataset
-// with the oracle (solution/solve.sh: it must score 1) and with an agent
-// that does nothing (it must score 0), as Harbor's CI does, and writes
-// one validation result per run.
+// with the oracle (it must score 1) and with an agent that does nothing
+// (it must score 0), and writes one validation result per run.
 func validateTaskRefs(ctx context.Context, e *env, dir string, tf taskFlags, output string, force, quiet bool) error {
-	tasks, err := loadTasks(e, dir, quiet)
+	set, err := loadTasks(e, dir, quiet)
 	if err != nil {
 		return err
 	}
@@ -159,12 +135,12 @@ func validateTaskRefs(ctx context.Context, e *env, dir string, tf taskFlags, out
 	if err != nil {
 		return err
 	}
-	imgs, err := resolveTaskImages(ctx, e, store, tasks, tf.forceBuild, quiet)
+	imgs, err := resolveTaskImages(ctx, e, store, set, tf.forceBuild, quiet)
 	if err != nil {
 		return err
 	}
-	if len(tasks) > 0 {
-		warnOverlay(ctx, e, imgs[tasks[0].Name], quiet)
+	if len(set.Tasks) > 0 {
+		taskset.WarnOverlay(ctx, progressTo(e, quiet), imgs[set.Tasks[0].Name])
 	}
 	out, err := reviewOutput(e, output, force)
 	if err != nil {
@@ -176,138 +152,82 @@ func validateTaskRefs(ctx context.Context, e *env, dir string, tf taskFlags, out
 		return err
 	}
 	if !quiet {
-		fmt.Fprintf(e.stderr, "Validating %d tasks with the oracle and a no-op agent...\n", len(tasks))
+		fmt.Fprintf(e.stderr, "Validating %d tasks with the oracle and a no-op agent...\n", len(set.Tasks))
 	}
-	var misjudged, graderErrors []string
-	checked := 0
-	for _, t := range tasks {
-		for _, agent := range []string{harbor.Oracle, harbor.Nop} {
-			if ctx.Err() != nil {
-				break
-			}
-			res, err := harbor.RunReference(ctx, t, imgs[t.Name], agent, harbor.TrialOptions{Keep: tf.keep})
-			var stopped string
-			switch {
-			case err != nil && ctx.Err() == nil:
-				w.Close()
-				out.Abort()
-				return fmt.Errorf("task %s, %s: %w", t.Name, agent, err)
-			case err != nil:
-				res, stopped = &harbor.ReferenceResult{Task: t.Name, Agent: agent}, "the run was stopped"
-			default:
-				stopped = refStopped(ctx, res.Verdict.Error, refStopWait)
-			}
-			if stopped != "" {
-				// Not a verdict: the run was stopped under the verifier.
-				res.Verdict = schemas.GraderResult{Grader: harbor.GraderName, Error: &schemas.ErrorInfo{Class: schemas.ErrInterrupted, Message: "interrupted: " + stopped}}
-				res.OK = false
-			} else {
-				checked++
-			}
-			v := schemas.ValidationResult{ID: t.Name, Passes: res.Verdict.Pass, GraderResult: res.Verdict, Correct: res.OK}
-			if agent == harbor.Oracle {
-				v.Kind, v.Want, v.Reference = schemas.RefPositive, "pass", "solution/solve.sh"
-				if r := res.Solve; r != nil {
-					v.Solve = &schemas.SolveRun{ExitCode: r.ExitCode, TimedOut: r.TimedOut, DurationMs: r.Duration.Milliseconds(), Output: r.Output}
-				}
-			} else {
-				v.Kind, v.Want = schemas.RefNegative, "fail"
-			}
-			label := t.Name + " (" + agent + ")"
-			note := fmt.Sprintf(": score %g, want %g", res.Verdict.Score, res.Want)
-			if stopped != "" {
-				note = ": " + res.Verdict.Error.Message
-			} else if res.Verdict.Error != nil {
-				msg, _, _ := strings.Cut(res.Verdict.Error.Message, "\n")
-				note = fmt.Sprintf(": grader error (%s): %s", res.Verdict.Error.Class, msg)
-				graderErrors = append(graderErrors, label)
-			} else if !res.OK {
-				misjudged = append(misjudged, label)
-			}
-			var solveTail string
-			if r := res.Solve; r != nil && !res.OK && (r.TimedOut || r.ExitCode != 0) {
-				// Why the oracle failed: solve.sh did.
-				if r.TimedOut {
-					note += fmt.Sprintf("; solve.sh did not finish within %s", t.Config.AgentTimeout)
-				} else {
-					note += fmt.Sprintf("; solve.sh exited %d after %s", r.ExitCode, r.Duration.Round(time.Millisecond))
-				}
-				solveTail = indentTail(r.Output, 10, "      ")
-			}
-			if res.Layer != "" {
-				note += "; layer kept in " + res.Layer
-			}
+	tally, err := set.Validate(ctx, taskset.ValidateOptions{
+		Images: imgs,
+		Trial:  harbor.TrialOptions{Keep: tf.keep},
+		Each: func(o taskset.Outcome) error {
 			if !quiet {
-				mark := "✓"
-				if !res.OK {
-					mark = "✗"
-				}
-				fmt.Fprintf(e.stderr, "  %s %s%s\n", mark, label, note)
-				if solveTail != "" {
-					fmt.Fprintf(e.stderr, "    solve.sh's output ends:\n%s", solveTail)
-				}
+				sayRefOutcome(e.stderr, o)
 			}
-			if err := w.Write(v); err != nil {
-				w.Close()
-				out.Abort()
-				return err
-			}
-		}
+			return w.Write(o.Result)
+		},
+	})
+	if cerr := w.Close(); err == nil {
+		err = cerr
 	}
-	if err := w.Close(); err != nil {
+	if err != nil {
 		out.Abort()
 		return err
 	}
 	if err := out.Commit(); err != nil {
 		return err
 	}
-	if ctx.Err() != nil {
-		return withCode(exitInterrupted, fmt.Errorf("interrupted after %d of %d runs", checked, 2*len(tasks)))
-	}
-	if !quiet {
-		fmt.Fprintf(e.stderr, "\nResults: %d correct, %d misjudged, %d grader errors\n", checked-len(misjudged)-len(graderErrors), len(misjudged), len(graderErrors))
-	}
-	if len(misjudged) > 0 {
-		return withCode(exitGateFailed, fmt.Errorf("%d of %d reference runs scored wrong: %s", len(misjudged), checked, strings.Join(misjudged, ", ")))
-	}
-	if len(graderErrors) > 0 {
-		return withCode(exitInfraErrors, fmt.Errorf("the verifier failed on %d of %d reference runs: %s", len(graderErrors), checked, strings.Join(graderErrors, ", ")))
-	}
-	return nil
+	return refsVerdict(ctx, e, tally, quiet)
 }
 
-// refStopWait is how long a reference run whose verifier died of a stop
-// signal waits for the stop that such a signal announces (as capture's
-// StopWait).
-const refStopWait = 2 * time.Second
-
-// refStopped applies capture's stop rule to a reference run: a verifier
-// error once harness is stopping (its context cancelled by SIGTERM or
-// SIGINT), or a verifier that died of SIGTERM, SIGINT or SIGHUP followed
-// by harness's own stop within wait, is no verdict. It says why, or ""
-// when the error is the verifier's own.
-func refStopped(ctx context.Context, verr *schemas.ErrorInfo, wait time.Duration) string {
-	if verr == nil {
-		return ""
+// sayRefOutcome words one reference run for the terminal: a mark, the run
+// and what it scored, and why the oracle failed when solve.sh did.
+func sayRefOutcome(w io.Writer, o taskset.Outcome) {
+	res := o.Ref
+	note := fmt.Sprintf(": score %g, want %g", res.Verdict.Score, res.Want)
+	switch {
+	case o.Stopped != "":
+		note = ": " + res.Verdict.Error.Message
+	case o.GraderError():
+		msg, _, _ := strings.Cut(res.Verdict.Error.Message, "\n")
+		note = fmt.Sprintf(": grader error (%s): %s", res.Verdict.Error.Class, msg)
 	}
-	sig, died := verr.DiedOfStop()
-	if died && ctx.Err() == nil {
-		// The signal may be the stop itself, reaching the verifier first.
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-		case <-t.C:
+	var solveTail string
+	if r := res.Solve; o.SolveFailed() {
+		// Why the oracle failed: solve.sh did.
+		if r.TimedOut {
+			note += fmt.Sprintf("; solve.sh did not finish within %s", o.Task.Config.AgentTimeout)
+		} else {
+			note += fmt.Sprintf("; solve.sh exited %d after %s", r.ExitCode, r.Duration.Round(time.Millisecond))
 		}
-		t.Stop()
+		solveTail = indentTail(r.Output, 10, "      ")
 	}
-	if ctx.Err() == nil {
-		return ""
+	if res.Layer != "" {
+		note += "; layer kept in " + res.Layer
 	}
-	if died {
-		return fmt.Sprintf("the verifier died of %s as the run was stopped", sig)
+	mark := "✓"
+	if !res.OK {
+		mark = "✗"
 	}
-	line, _, _ := strings.Cut(verr.Message, "\n")
-	return "the run was stopping when the verifier failed (" + line + ")"
+	fmt.Fprintf(w, "  %s %s%s\n", mark, o.Label(), note)
+	if solveTail != "" {
+		fmt.Fprintf(w, "    solve.sh's output ends:\n%s", solveTail)
+	}
+}
+
+// refsVerdict is the exit of validate-refs on tasks: interrupted, a
+// reference run scored wrong, the verifier failed, or nil.
+func refsVerdict(ctx context.Context, e *env, t taskset.Tally, quiet bool) error {
+	if ctx.Err() != nil {
+		return withCode(exitInterrupted, fmt.Errorf("interrupted after %d of %d runs", t.Checked, t.Runs))
+	}
+	if !quiet {
+		fmt.Fprintf(e.stderr, "\nResults: %d correct, %d misjudged, %d grader errors\n", t.Correct(), len(t.Misjudged), len(t.GraderErrors))
+	}
+	if len(t.Misjudged) > 0 {
+		return withCode(exitGateFailed, fmt.Errorf("%d of %d reference runs scored wrong: %s", len(t.Misjudged), t.Checked, strings.Join(t.Misjudged, ", ")))
+	}
+	if len(t.GraderErrors) > 0 {
+		return withCode(exitInfraErrors, fmt.Errorf("the verifier failed on %d of %d reference runs: %s", len(t.GraderErrors), t.Checked, strings.Join(t.GraderErrors, ", ")))
+	}
+	return nil
 }
 
 // indentTail is the last n lines of s, each indented, or "" when s is

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -14,11 +15,6 @@ import (
 )
 
 func newValidateRefsCmd() *command {
-	var (
-		output, grader string
-		graderTO       time.Duration
-		force, quiet   bool
-	)
 	c := &command{
 		name:  "validate-refs",
 		usage: "validate-refs PROMPTS -g GRADER [-o FILE] | validate-refs TASKS [-o FILE]",
@@ -46,13 +42,13 @@ Examples:
   harness validate-refs testdata/tasks -o refs.jsonl`,
 		flags: pflag.NewFlagSet("validate-refs", pflag.ContinueOnError),
 	}
-	c.flags.StringVarP(&grader, "grader", "g", "", "the `grader` to check (executable, .js/.ts module, or .json/.yaml config); required")
-	graderTimeoutVar(c.flags, &graderTO)
-	c.flags.StringVarP(&output, "output", "o", "", "write results to `file` (default stdout); a .zst or .gz suffix compresses")
-	c.flags.BoolVar(&force, "force", false, "overwrite an existing output file")
-	c.flags.BoolVarP(&quiet, "quiet", "q", false, "no progress on stderr")
-	var jc judgeCacheFlags
-	jc.addFlags(c.flags)
+	var o refsOptions
+	c.flags.StringVarP(&o.grader, "grader", "g", "", "the `grader` to check (executable, .js/.ts module, or .json/.yaml config); required")
+	graderTimeoutVar(c.flags, &o.graderTO)
+	c.flags.StringVarP(&o.output, "output", "o", "", "write results to `file` (default stdout); a .zst or .gz suffix compresses")
+	c.flags.BoolVar(&o.force, "force", false, "overwrite an existing output file")
+	c.flags.BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
+	o.jc.addFlags(c.flags)
 	var tf taskFlags
 	tf.add(c.flags)
 	c.run = func(ctx context.Context, e *env, args, agent []string) error {
@@ -60,103 +56,129 @@ Examples:
 			return usageErrorf("want one prompts file, got %d arguments", len(args))
 		}
 		if isTaskDir(args[0]) {
-			if grader != "" {
+			if o.grader != "" {
 				return usageErrorf("--grader does not apply to task directories: their tests/test.sh is the verifier")
 			}
-			return validateTaskRefs(ctx, e, args[0], tf, output, force, quiet)
+			return validateTaskRefs(ctx, e, args[0], tf, o.output, o.force, o.quiet)
 		}
 		if err := notTaskDir(args[0]); err != nil {
 			return err
 		}
-		if grader == "" {
+		if o.grader == "" {
 			return usageErrorf("--grader (-g) is required")
 		}
-		in, err := reviewInput(e, args[0])
-		if err != nil {
-			return err
-		}
-		cases, err := schemas.ReadPrompts(args[0], in)
-		in.Close()
-		if err != nil {
-			return inputError(err)
-		}
-		total := 0
-		for _, c := range cases {
-			if c.Reference != "" {
-				total++
-			}
-			if c.NegativeReference != "" {
-				total++
-			}
-		}
-		if total == 0 {
-			return inputError(fmt.Errorf("%s: no case has a reference or negativeReference to validate", args[0]))
-		}
-		cache, err := jc.open(e)
-		if err != nil {
-			return err
-		}
-		_, grade, err := loadReviewGrader(e, grader, graderTO, cache)
-		if err != nil {
-			return err
-		}
-		out, err := reviewOutput(e, output, force)
-		if err != nil {
-			return err
-		}
-		w, err := results.NewWriter(output, out)
-		if err != nil {
-			out.Abort()
-			return err
-		}
-		if !quiet {
-			fmt.Fprintf(e.stderr, "Validating %d reference solutions...\n", total)
-		}
-		graderErrors := 0
-		st, err := review.ValidateRefs(ctx, cases, grade, func(v schemas.ValidationResult) error {
-			if v.GraderResult.Error != nil {
-				graderErrors++
-			}
-			if !quiet {
-				mark := "✓"
-				if !v.Correct {
-					mark = "✗"
-				}
-				note := ""
-				if v.Kind == schemas.RefNegative {
-					note = " (negative)"
-				}
-				if v.GraderResult.Error != nil {
-					msg, _, _ := strings.Cut(v.GraderResult.Error.Message, "\n")
-					note += fmt.Sprintf(": grader error (%s): %s", v.GraderResult.Error.Class, msg)
-				}
-				fmt.Fprintf(e.stderr, "  %s %s%s\n", mark, v.ID, note)
-			}
-			return w.Write(v)
-		})
-		if cerr := w.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			out.Abort()
-			return err
-		}
-		if err := out.Commit(); err != nil {
-			return err
-		}
-		if !quiet {
-			fmt.Fprintf(e.stderr, "\nResults: %d passed, %d failed\n", st.Checked-st.Misjudged, st.Misjudged)
-			if st.Skipped > 0 {
-				fmt.Fprintf(e.stderr, "Skipped %d case(s) without reference or negativeReference\n", st.Skipped)
-			}
-		}
-		if st.Misjudged > graderErrors {
-			return withCode(exitGateFailed, fmt.Errorf("%d of %d answers misjudged: %s", st.Misjudged, st.Checked, strings.Join(st.Failing, ", ")))
-		}
-		if graderErrors > 0 {
-			return withCode(exitInfraErrors, fmt.Errorf("the grader failed on %d of %d answers: %s", graderErrors, st.Checked, strings.Join(st.Failing, ", ")))
-		}
-		return nil
+		return validatePromptRefs(ctx, e, args[0], o)
 	}
 	return c
+}
+
+// refsOptions are the flags of validate-refs on a prompts file.
+type refsOptions struct {
+	output, grader string
+	graderTO       time.Duration
+	force, quiet   bool
+	jc             judgeCacheFlags
+}
+
+// validatePromptRefs grades the reference and negativeReference answers of
+// the cases of a prompts file with the grader, and writes one validation
+// result per answer.
+func validatePromptRefs(ctx context.Context, e *env, file string, o refsOptions) error {
+	in, err := reviewInput(e, file)
+	if err != nil {
+		return err
+	}
+	cases, err := schemas.ReadPrompts(file, in)
+	in.Close()
+	if err != nil {
+		return inputError(err)
+	}
+	total := 0
+	for _, c := range cases {
+		if c.Reference != "" {
+			total++
+		}
+		if c.NegativeReference != "" {
+			total++
+		}
+	}
+	if total == 0 {
+		return inputError(fmt.Errorf("%s: no case has a reference or negativeReference to validate", file))
+	}
+	cache, err := o.jc.open(e)
+	if err != nil {
+		return err
+	}
+	_, grade, err := loadReviewGrader(e, o.grader, o.graderTO, cache)
+	if err != nil {
+		return err
+	}
+	out, err := reviewOutput(e, o.output, o.force)
+	if err != nil {
+		return err
+	}
+	w, err := results.NewWriter(o.output, out)
+	if err != nil {
+		out.Abort()
+		return err
+	}
+	if !o.quiet {
+		fmt.Fprintf(e.stderr, "Validating %d reference solutions...\n", total)
+	}
+	graderErrors := 0
+	st, err := review.ValidateRefs(ctx, cases, grade, func(v schemas.ValidationResult) error {
+		if v.GraderResult.Error != nil {
+			graderErrors++
+		}
+		if !o.quiet {
+			sayRefResult(e.stderr, v)
+		}
+		return w.Write(v)
+	})
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		out.Abort()
+		return err
+	}
+	if err := out.Commit(); err != nil {
+		return err
+	}
+	return promptRefsVerdict(e, st, graderErrors, o.quiet)
+}
+
+// sayRefResult words one graded answer for the terminal.
+func sayRefResult(w io.Writer, v schemas.ValidationResult) {
+	mark := "✓"
+	if !v.Correct {
+		mark = "✗"
+	}
+	note := ""
+	if v.Kind == schemas.RefNegative {
+		note = " (negative)"
+	}
+	if v.GraderResult.Error != nil {
+		msg, _, _ := strings.Cut(v.GraderResult.Error.Message, "\n")
+		note += fmt.Sprintf(": grader error (%s): %s", v.GraderResult.Error.Class, msg)
+	}
+	fmt.Fprintf(w, "  %s %s%s\n", mark, v.ID, note)
+}
+
+// promptRefsVerdict is the exit of validate-refs on a prompts file: the
+// grader misjudged an answer, failed to grade one, or nil.
+func promptRefsVerdict(e *env, st review.ValidateStats, graderErrors int, quiet bool) error {
+	if !quiet {
+		fmt.Fprintf(e.stderr, "\nResults: %d passed, %d failed\n", st.Checked-st.Misjudged, st.Misjudged)
+		if st.Skipped > 0 {
+			fmt.Fprintf(e.stderr, "Skipped %d case(s) without reference or negativeReference\n", st.Skipped)
+		}
+	}
+	if st.Misjudged > graderErrors {
+		return withCode(exitGateFailed, fmt.Errorf("%d of %d answers misjudged: %s", st.Misjudged, st.Checked, strings.Join(st.Failing, ", ")))
+	}
+	if graderErrors > 0 {
+		return withCode(exitInfraErrors, fmt.Errorf("the grader failed on %d of %d answers: %s", graderErrors, st.Checked, strings.Join(st.Failing, ", ")))
+	}
+	return nil
 }
