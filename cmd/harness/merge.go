@@ -215,14 +215,10 @@ func mergeError(err error) error {
 
 // inputSources are the named files ("-" for stdin) as sources to read.
 func inputSources(e *env, names []string) []evaluation.Source {
-	sources := make([]evaluation.Source, len(names))
-	for i, name := range names {
-		sources[i] = evaluation.Source{Name: name, Open: func() (io.ReadCloser, error) {
-			r, err := results.Open(name, e.stdin)
-			return r, inputError(err)
-		}}
-	}
-	return sources
+	return evaluation.OpenSources(names, func(name string) (io.ReadCloser, error) {
+		r, err := results.Open(name, e.stdin)
+		return r, inputError(err)
+	})
 }
 
 // same reports whether two names are the same file.
