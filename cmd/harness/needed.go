@@ -65,24 +65,8 @@ func newTrialsNeededCmd() *command {
 
 // runTrialsNeeded plans the trials of a run from the pilot args[0].
 func runTrialsNeeded(e *env, fs *pflag.FlagSet, o neededOptions, args []string) error {
-	if len(args) != 1 {
-		return usageErrorf("want one pilot results file, got %d arguments", len(args))
-	}
-	if !(o.width > 0 && o.width <= 1) {
-		return usageErrorf("--width %g: want a width in (0, 1]", o.width)
-	}
-	if o.other == "" {
-		for _, name := range []string{"delta", "power", "alpha"} {
-			if fs.Changed(name) {
-				return usageErrorf("--%s needs --compare OTHER", name)
-			}
-		}
-	}
-	if !(o.delta > 0 && o.delta <= 1) || !(o.power > 0 && o.power < 1) || !(o.alpha > 0 && o.alpha < 1) {
-		return usageErrorf("--delta must be in (0, 1], --power and --alpha in (0, 1)")
-	}
-	if o.simulations < 0 || o.resamples < 1 {
-		return usageErrorf("--simulations must not be negative, --resamples must be positive")
+	if err := o.check(fs, args); err != nil {
+		return err
 	}
 	sd, err := parseSeed(o.seed)
 	if err != nil {
@@ -111,6 +95,30 @@ func runTrialsNeeded(e *env, fs *pflag.FlagSet, o neededOptions, args []string) 
 		}
 		return trials.WriteNeededText(out, rep)
 	})
+}
+
+// check checks the flags and arguments.
+func (o *neededOptions) check(fs *pflag.FlagSet, args []string) error {
+	if len(args) != 1 {
+		return usageErrorf("want one pilot results file, got %d arguments", len(args))
+	}
+	if !(o.width > 0 && o.width <= 1) {
+		return usageErrorf("--width %g: want a width in (0, 1]", o.width)
+	}
+	if o.other == "" {
+		for _, name := range []string{"delta", "power", "alpha"} {
+			if fs.Changed(name) {
+				return usageErrorf("--%s needs --compare OTHER", name)
+			}
+		}
+	}
+	if !(o.delta > 0 && o.delta <= 1) || !(o.power > 0 && o.power < 1) || !(o.alpha > 0 && o.alpha < 1) {
+		return usageErrorf("--delta must be in (0, 1], --power and --alpha in (0, 1)")
+	}
+	if o.simulations < 0 || o.resamples < 1 {
+		return usageErrorf("--simulations must not be negative, --resamples must be positive")
+	}
+	return nil
 }
 
 // readPilot reads a pilot run.
