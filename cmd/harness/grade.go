@@ -353,14 +353,9 @@ func (f *gradeFlags) regradeOptions(e *env, gs []graders.Grader, names []string,
 		opts.Rebuild = evaluation.RebuildFrom(f.workspace)
 	}
 	if f.prompts != "" {
-		r, err := results.Open(f.prompts, e.stdin)
+		list, err := readPromptsFlag(e, f.prompts)
 		if err != nil {
-			return opts, inputError(fmt.Errorf("--prompts: %w", err))
-		}
-		list, err := schemas.ReadPrompts(f.prompts, r)
-		r.Close()
-		if err != nil {
-			return opts, inputError(err)
+			return opts, err
 		}
 		opts.Cases = evaluation.CasesByID(list)
 	}

@@ -172,14 +172,9 @@ func (f *mergeFlags) check(args []string) error {
 func (f *mergeFlags) read(e *env, args []string) (*evaluation.Shards, *results.Key, error) {
 	opts := evaluation.ShardOptions{K: f.k, PromptsName: f.prompts, Files: inputSources(e, args)}
 	if f.prompts != "" {
-		r, err := results.Open(f.prompts, e.stdin)
-		if err != nil {
-			return nil, nil, inputError(fmt.Errorf("--prompts: %w", err))
-		}
-		opts.Cases, err = schemas.ReadPrompts(f.prompts, r)
-		r.Close()
-		if err != nil {
-			return nil, nil, inputError(err)
+		var err error
+		if opts.Cases, err = readPromptsFlag(e, f.prompts); err != nil {
+			return nil, nil, err
 		}
 	}
 	key, err := recordKey(e)
@@ -195,6 +190,17 @@ func (f *mergeFlags) read(e *env, args []string) (*evaluation.Shards, *results.K
 	}
 	shards, err := evaluation.ReadShards(opts)
 	return shards, key, mergeError(err)
+}
+
+// readPromptsFlag reads the --prompts file.
+func readPromptsFlag(e *env, name string) ([]schemas.PromptCase, error) {
+	r, err := results.Open(name, e.stdin)
+	if err != nil {
+		return nil, inputError(fmt.Errorf("--prompts: %w", err))
+	}
+	defer r.Close()
+	cases, err := schemas.ReadPrompts(name, r)
+	return cases, inputError(err)
 }
 
 // mergeError words the errors of a merge and gives each its exit status.
