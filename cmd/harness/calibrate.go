@@ -11,18 +11,16 @@ import (
 	"harness/review"
 )
 
-func newCalibrateCmd() *command {
-	var (
-		output, seed, grader, labels string
-		sample, repeat               int
-		js, force                    bool
-		graderTO                     time.Duration
-	)
-	c := &command{
-		name:  "calibrate",
-		usage: "calibrate RESULTS [-s N] [-g GRADER [--repeat M]] [--labels FILE]",
-		short: "sample failures for human review; grader health and agreement",
-		long: `Reads graded results (capture or trials file) and writes a markdown review
+// calibrateOptions are the flags of harness calibrate.
+type calibrateOptions struct {
+	output, seed, grader, labels string
+	sample, repeat               int
+	js, force                    bool
+	graderTO                     time.Duration
+	judgeCache                   judgeCacheFlags
+}
+
+const calibrateLong = `Reads graded results (capture or trials file) and writes a markdown review
 sheet (or JSON with --json):
 
   - a seeded sample of N failures (--seed; reservoir sampling with PCG), each
@@ -45,74 +43,86 @@ The "Generated" time is taken from SOURCE_DATE_EPOCH when it is set.
 Examples:
   harness calibrate results.jsonl -s 20 -o review.md
   harness calibrate results.jsonl -g judge.yaml --repeat 5
-  harness calibrate results.jsonl --labels labels.jsonl --json | jq .agreement.kappa`,
+  harness calibrate results.jsonl --labels labels.jsonl --json | jq .agreement.kappa`
+
+func newCalibrateCmd() *command {
+	var o calibrateOptions
+	c := &command{
+		name:  "calibrate",
+		usage: "calibrate RESULTS [-s N] [-g GRADER [--repeat M]] [--labels FILE]",
+		short: "sample failures for human review; grader health and agreement",
+		long:  calibrateLong,
 		flags: pflag.NewFlagSet("calibrate", pflag.ContinueOnError),
 	}
-	c.flags.IntVarP(&sample, "sample", "s", review.DefaultSampleSize, "sample `n` failures")
-	c.flags.StringVar(&seed, "seed", "1", "sampling `seed`")
-	c.flags.StringVarP(&grader, "grader", "g", "", "re-score the samples with `grader`")
-	graderTimeoutVar(c.flags, &graderTO)
-	c.flags.IntVar(&repeat, "repeat", 0, "with -g: grade a sample of graded trials `m` times each and report the flip rate")
-	c.flags.StringVar(&labels, "labels", "", "human labels `file` (JSONL) to compare with the grader's verdicts")
-	c.flags.BoolVar(&js, "json", false, "write the report as JSON")
-	c.flags.StringVarP(&output, "output", "o", "", "write to `file` (default stdout)")
-	c.flags.BoolVar(&force, "force", false, "overwrite an existing output file")
-	var jc judgeCacheFlags
-	jc.addFlags(c.flags)
+	c.flags.IntVarP(&o.sample, "sample", "s", review.DefaultSampleSize, "sample `n` failures")
+	c.flags.StringVar(&o.seed, "seed", "1", "sampling `seed`")
+	c.flags.StringVarP(&o.grader, "grader", "g", "", "re-score the samples with `grader`")
+	graderTimeoutVar(c.flags, &o.graderTO)
+	c.flags.IntVar(&o.repeat, "repeat", 0, "with -g: grade a sample of graded trials `m` times each and report the flip rate")
+	c.flags.StringVar(&o.labels, "labels", "", "human labels `file` (JSONL) to compare with the grader's verdicts")
+	c.flags.BoolVar(&o.js, "json", false, "write the report as JSON")
+	c.flags.StringVarP(&o.output, "output", "o", "", "write to `file` (default stdout)")
+	c.flags.BoolVar(&o.force, "force", false, "overwrite an existing output file")
+	o.judgeCache.addFlags(c.flags)
 	c.run = func(ctx context.Context, e *env, args, agent []string) error {
-		if len(args) != 1 {
-			return usageErrorf("want one results file, got %d arguments", len(args))
-		}
-		if sample < 1 {
-			return usageErrorf("--sample %d: want at least 1", sample)
-		}
-		if repeat != 0 && (repeat < 2 || grader == "") {
-			return usageErrorf("--repeat needs -g and a count of at least 2")
-		}
-		sd, err := parseSeed(seed)
-		if err != nil {
-			return err
-		}
-		opt := review.CalibrateOptions{Sample: sample, Seed: sd, Repeat: repeat, Generated: generatedTime(e)}
-		if labels != "" {
-			lin, err := reviewInput(e, labels)
-			if err != nil {
-				return err
-			}
-			opt.Labels, err = review.ReadLabels(labels, lin)
-			lin.Close()
-			if err != nil {
-				return inputError(err)
-			}
-		}
-		if grader != "" {
-			cache, err := jc.open(e)
-			if err != nil {
-				return err
-			}
-			g, fn, err := loadReviewGrader(e, grader, graderTO, cache)
-			if err != nil {
-				return err
-			}
-			opt.Grade, opt.GraderName = drawCounter(fn), g.Name()
-		}
-		in, err := reviewInput(e, args[0])
-		if err != nil {
-			return err
-		}
-		rep, err := review.Calibrate(ctx, args[0], in, opt)
-		in.Close()
-		if err != nil {
-			return reviewInputErr(err)
-		}
-		return writeOutput(e, output, force, func(out io.Writer) error {
-			if js {
-				return writePrettyJSON(out, rep)
-			}
-			return review.WriteCalibrationMarkdown(out, rep)
-		})
+		return runCalibrate(ctx, e, &o, args)
 	}
 	return c
+}
+
+// runCalibrate writes the review sheet of the results file args[0].
+func runCalibrate(ctx context.Context, e *env, o *calibrateOptions, args []string) error {
+	if len(args) != 1 {
+		return usageErrorf("want one results file, got %d arguments", len(args))
+	}
+	if o.sample < 1 {
+		return usageErrorf("--sample %d: want at least 1", o.sample)
+	}
+	if o.repeat != 0 && (o.repeat < 2 || o.grader == "") {
+		return usageErrorf("--repeat needs -g and a count of at least 2")
+	}
+	sd, err := parseSeed(o.seed)
+	if err != nil {
+		return err
+	}
+	opt := review.CalibrateOptions{Sample: o.sample, Seed: sd, Repeat: o.repeat, Generated: generatedTime(e)}
+	if o.labels != "" {
+		lin, err := reviewInput(e, o.labels)
+		if err != nil {
+			return err
+		}
+		opt.Labels, err = review.ReadLabels(o.labels, lin)
+		lin.Close()
+		if err != nil {
+			return inputError(err)
+		}
+	}
+	if o.grader != "" {
+		cache, err := o.judgeCache.open(e)
+		if err != nil {
+			return err
+		}
+		g, fn, err := loadReviewGrader(e, o.grader, o.graderTO, cache)
+		if err != nil {
+			return err
+		}
+		opt.Grade, opt.GraderName = drawCounter(fn), g.Name()
+	}
+	in, err := reviewInput(e, args[0])
+	if err != nil {
+		return err
+	}
+	rep, err := review.Calibrate(ctx, args[0], in, opt)
+	in.Close()
+	if err != nil {
+		return reviewInputErr(err)
+	}
+	return writeOutput(e, o.output, o.force, func(out io.Writer) error {
+		if o.js {
+			return writePrettyJSON(out, rep)
+		}
+		return review.WriteCalibrationMarkdown(out, rep)
+	})
 }
 
 // generatedTime is now in RFC 3339 UTC, or SOURCE_DATE_EPOCH when set (for

@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,13 +37,7 @@ type checkFlags struct {
 	verbose      bool
 }
 
-func newCheckCmd() *command {
-	var f checkFlags
-	c := &command{
-		name:  "check",
-		usage: "check [flags] -- AGENT [ARGS...]",
-		short: "probe an agent's ACP compliance and print what it supports",
-		long: `check starts the agent and walks it through what a run needs: initialize
+const checkLong = `check starts the agent and walks it through what a run needs: initialize
 (name, version, protocol version, capabilities, auth methods), authenticate
 (with --auth), session/new with an absolute cwd, a prompt turn and its
 stopReason, a second turn cancelled with session/cancel, and closing stdin.
@@ -65,7 +57,17 @@ not change anything.
 Examples:
   harness check -- npx @zed-industries/claude-code-acp
   harness check --auth gemini-api-key -- gemini --acp
-  harness check --json --cancel-prompt "Count slowly to 100." -- ./my-agent`,
+  harness check --json --cancel-prompt "Count slowly to 100." -- ./my-agent
+
+Exit status of check: 0 the agent is usable, 1 a required check failed, 2 usage error.`
+
+func newCheckCmd() *command {
+	var f checkFlags
+	c := &command{
+		name:  "check",
+		usage: "check [flags] -- AGENT [ARGS...]",
+		short: "probe an agent's ACP compliance and print what it supports",
+		long:  checkLong,
 		agent: true,
 		flags: pflag.NewFlagSet("check", pflag.ContinueOnError),
 	}
@@ -86,52 +88,42 @@ Examples:
 	fs.StringArrayVar(&f.secretEnv, "secret-env", nil, "redact the value of environment variable `NAME` from the output; repeatable")
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "print every protocol line on stderr")
 	f.sandbox.addFlags(fs, "probe the agent inside a `sandbox`: none or bwrap (bubblewrap), as capture and trials run it")
-	c.long += "\n\nExit status of check: 0 the agent is usable, 1 a required check failed, 2 usage error."
 	c.run = func(ctx context.Context, e *env, args, agent []string) error {
-		if len(args) > 0 {
-			return usageErrorf("unexpected arguments %q: the agent command goes after --", args)
-		}
-		opts, red, err := f.options(e, agent)
-		if err != nil {
-			return err
-		}
-		rep := compliance.Run(ctx, opts)
-		addFlagHints(rep)
-		var out []byte
-		var sbInfo *sandbox.Info
-		if opts.Sandbox != nil {
-			i := opts.Sandbox.Info()
-			sbInfo = &i
-		}
-		if f.jsonOut {
-			out, err = json.MarshalIndent(struct {
-				*compliance.Report
-				Sandbox *sandbox.Info `json:"sandbox,omitempty"`
-			}{rep, sbInfo}, "", "  ")
-			if err != nil {
-				return fmt.Errorf("check: encode report: %w", err)
-			}
-			out = append(out, '\n')
-		} else {
-			var b strings.Builder
-			compliance.WriteText(&b, rep)
-			if sbInfo != nil {
-				writeSandbox(&b, sbInfo)
-			}
-			out = []byte(b.String())
-		}
-		if _, err := e.stdout.Write(red.Bytes(out)); err != nil {
-			return fmt.Errorf("check: write report: %w", err)
-		}
-		if ctx.Err() != nil {
-			return withCode(exitInterrupted, fmt.Errorf("interrupted"))
-		}
-		if !rep.Usable {
-			return withCode(exitGateFailed, fmt.Errorf("the agent is not usable: a required check failed"))
-		}
-		return nil
+		return runCheck(ctx, e, &f, args, agent)
 	}
 	return c
+}
+
+// runCheck probes the agent and prints the report.
+func runCheck(ctx context.Context, e *env, f *checkFlags, args, agent []string) error {
+	if len(args) > 0 {
+		return usageErrorf("unexpected arguments %q: the agent command goes after --", args)
+	}
+	opts, red, err := f.options(e, agent)
+	if err != nil {
+		return err
+	}
+	rep := compliance.Run(ctx, opts)
+	addFlagHints(rep)
+	var sbInfo *sandbox.Info
+	if opts.Sandbox != nil {
+		i := opts.Sandbox.Info()
+		sbInfo = &i
+	}
+	out, err := compliance.Render(rep, sbInfo, f.jsonOut)
+	if err != nil {
+		return err
+	}
+	if _, err := e.stdout.Write(red.Bytes(out)); err != nil {
+		return fmt.Errorf("check: write report: %w", err)
+	}
+	if ctx.Err() != nil {
+		return withCode(exitInterrupted, fmt.Errorf("interrupted"))
+	}
+	if !rep.Usable {
+		return withCode(exitGateFailed, fmt.Errorf("the agent is not usable: a required check failed"))
+	}
+	return nil
 }
 
 // options checks the flags and builds the probe's options.
@@ -230,30 +222,5 @@ func addFlagHints(rep *compliance.Report) {
 		if flag := checkFlag(c.ID); flag != "" && c.Hint != "" {
 			c.Hint += " (" + flag + ")"
 		}
-	}
-}
-
-// writeSandbox says how the agent ran in the sandbox: its network, what
-// was hidden and bound back, and how each cap was enforced.
-func writeSandbox(w io.Writer, i *sandbox.Info) {
-	fmt.Fprintf(w, "\nSandbox: %s %s\n", i.Backend, i.Version)
-	switch i.Network {
-	case "allow":
-		fmt.Fprintf(w, "  network: only through harness's proxy, to %s\n", strings.Join(i.Allow, ", "))
-	case "none":
-		fmt.Fprintf(w, "  network: none (loopback only)\n")
-	default:
-		fmt.Fprintf(w, "  network: the host's, not isolated\n")
-	}
-	fmt.Fprintf(w, "  hidden (seen empty): %s\n", strings.Join(i.Hidden, " "))
-	if len(i.Bound) > 0 {
-		fmt.Fprintf(w, "  bound back read-only: %s\n", strings.Join(i.Bound, " "))
-	}
-	for _, c := range i.Caps {
-		note := ""
-		if c.Note != "" {
-			note = "; " + c.Note
-		}
-		fmt.Fprintf(w, "  cap %s: %s (%s%s)\n", c.Cap, c.Value, c.How, note)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"harness/capture"
 	"harness/evaluation"
 	"harness/graders"
 	"harness/results"
@@ -121,6 +119,59 @@ do, with only the workspace writable, the user's files hidden, no network
 
 func runGrade(ctx context.Context, e *env, fs *pflag.FlagSet, f *gradeFlags, args []string) error {
 	single := fs.Changed("agent-output")
+	if err := f.check(fs, single, args); err != nil {
+		return err
+	}
+	cache, err := f.judgeCache.open(e)
+	if err != nil {
+		return err
+	}
+	opts := graders.Options{Getenv: e.getenv, JudgeCache: cache, Timeout: f.timeout}
+	if wd, err := os.Getwd(); err == nil {
+		opts.Dir = wd
+	}
+	if f.sandbox.backend == "bwrap" && !fs.Changed("sandbox-network") {
+		f.sandbox.network = "none"
+	}
+	sb, err := f.sandbox.runner(nil, nil, nil)
+	if err != nil {
+		return err
+	}
+	opts.Sandbox = sb
+	if bw, ok := sb.(*sandbox.Bwrap); ok {
+		// The graders share a build cache, removed at the end.
+		bc := sandbox.NewBuildCache("", e.getenv)
+		defer bc.Remove()
+		opts.Sandbox = bc.Runner(sb)
+		bw.Protect(f.gradeFiles(args, opts.Dir)...)
+		if !f.quiet {
+			for _, w := range bw.Warnings() {
+				fmt.Fprintf(e.stderr, "warning: %s\n", w)
+			}
+		}
+	}
+	if fs.Changed("threshold") {
+		th := f.threshold
+		opts.Threshold = &th
+	}
+	var gs []graders.Grader
+	var names []string
+	for _, spec := range f.graders {
+		g, err := graders.Load(spec, opts)
+		if err != nil {
+			return inputError(err)
+		}
+		gs = append(gs, g)
+		names = append(names, g.Name())
+	}
+	if single {
+		return gradeSingle(ctx, e, f, gs)
+	}
+	return gradeFiles(ctx, e, f, args, gs, names)
+}
+
+// check checks the flags and arguments of harness grade.
+func (f *gradeFlags) check(fs *pflag.FlagSet, single bool, args []string) error {
 	if len(f.graders) == 0 {
 		return usageErrorf("no grader: give one or more -g GRADER")
 	}
@@ -146,53 +197,7 @@ func runGrade(ctx context.Context, e *env, fs *pflag.FlagSet, f *gradeFlags, arg
 	if f.threshold < 0 || f.threshold > 1 {
 		return usageErrorf("--threshold must be between 0 and 1")
 	}
-	cache, err := f.judgeCache.open(e)
-	if err != nil {
-		return err
-	}
-	opts := graders.Options{Getenv: e.getenv, JudgeCache: cache}
-	if wd, err := os.Getwd(); err == nil {
-		opts.Dir = wd
-	}
-	if f.sandbox.backend == "bwrap" && !fs.Changed("sandbox-network") {
-		f.sandbox.network = "none"
-	}
-	sb, err := f.sandbox.runner(nil, nil, nil)
-	if err != nil {
-		return err
-	}
-	opts.Sandbox = sb
-	if bw, ok := sb.(*sandbox.Bwrap); ok {
-		// The graders share a build cache, removed at the end.
-		bc := sandbox.NewBuildCache("", e.getenv)
-		defer bc.Remove()
-		opts.Sandbox = bc.Runner(sb)
-		bw.Protect(f.gradeFiles(args, opts.Dir)...)
-		if !f.quiet {
-			for _, w := range bw.Warnings() {
-				fmt.Fprintf(e.stderr, "warning: %s\n", w)
-			}
-		}
-	}
-	opts.Timeout = f.timeout
-	if fs.Changed("threshold") {
-		th := f.threshold
-		opts.Threshold = &th
-	}
-	var gs []graders.Grader
-	var names []string
-	for _, spec := range f.graders {
-		g, err := graders.Load(spec, opts)
-		if err != nil {
-			return inputError(err)
-		}
-		gs = append(gs, g)
-		names = append(names, g.Name())
-	}
-	if single {
-		return gradeSingle(ctx, e, f, gs)
-	}
-	return gradeFiles(ctx, e, f, args, gs, names)
+	return nil
 }
 
 // gradeFiles are the files of a grade run kept read-only in its sandbox:
@@ -224,20 +229,8 @@ func gradeSingle(ctx context.Context, e *env, f *gradeFlags, gs []graders.Grader
 	if f.output != "" && f.output != "-" {
 		return usageErrorf("-o does not apply to a single shot; the result goes to stdout")
 	}
-	rec := &schemas.CaptureRecord{
-		ID:       "single",
-		Trial:    1,
-		Input:    schemas.SingleTurn(f.input),
-		Output:   f.agentOutput,
-		Expected: f.expected,
-		Hint:     f.hint,
-		Trajectory: []schemas.Step{{Type: schemas.StepMessage, StepID: "single-t1-s1",
-			Content: mustMarshal(f.agentOutput)}},
-		StopReason: "end_turn",
-		Metadata:   map[string]any{},
-		Provenance: provenance(),
-	}
-	r := graders.Many(gs).Grade(ctx, &graders.Input{Record: rec})
+	shot := evaluation.SingleShot{Output: f.agentOutput, Input: f.input, Expected: f.expected, Hint: f.hint}
+	r := evaluation.GradeSingle(ctx, graders.Many(gs), shot, provenance())
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
@@ -252,102 +245,29 @@ func gradeSingle(ctx context.Context, e *env, f *gradeFlags, gs []graders.Grader
 	return nil
 }
 
-func mustMarshal(v any) json.RawMessage {
-	b, _ := json.Marshal(v)
-	return b
-}
-
 // gradeFiles regrades stored records (capture, graded or trials files),
 // streaming them: a first pass checks every line (and counts records for
 // --sample) so bad input stops the command before any output is written;
 // the second pass grades.
 func gradeFiles(ctx context.Context, e *env, f *gradeFlags, files []string, gs []graders.Grader, names []string) error {
-	stdinUses := 0
-	for _, name := range files {
-		if name == "-" {
-			stdinUses++
-		}
-		if f.output != "" && f.output != "-" && sameFile(name, f.output) {
-			return usageErrorf("output %s is also an input; write to a new file", f.output)
-		}
+	if err := f.checkFiles(files); err != nil {
+		return err
 	}
-	if stdinUses > 1 {
-		return usageErrorf("stdin (-) can be read only once")
-	}
-	if stdinUses > 0 && f.sample > 0 {
-		return usageErrorf("--sample needs files, not stdin")
-	}
+	sources := inputSources(e, files)
 	total := 0
-	for _, name := range files {
-		if name == "-" {
+	for _, src := range sources {
+		if src.Name == "-" {
 			continue
 		}
-		n, err := checkRecords(e, name)
-		if err != nil {
-			return err
-		}
-		total += n
-	}
-	opts := evaluation.RegradeOptions{
-		Grader: graders.Many(gs), Count: len(gs), Names: names, Files: graderFiles(gs), Concurrency: f.concurrency,
-		Seed: trials.DefaultSeed, Resamples: trials.DefaultResamples, Redact: e.redact.JSON,
-		WorkspaceGone: func(where string, rec *schemas.CaptureRecord) {
-			fmt.Fprintf(e.stderr, "harness grade: %s: case %q trial %d: its workspace copy %s is gone, so graders that read it cannot judge it; capture with --keep-workspaces to keep the copies\n",
-				where, rec.ID, max(rec.Trial, 1), rec.Workspace.Path)
-		},
-	}
-	if f.sample > 0 && f.sample < total {
-		rng := rand.New(rand.NewPCG(f.seed, 0x6861726e657373))
-		chosen := map[int]bool{}
-		for _, i := range rng.Perm(total)[:f.sample] {
-			chosen[i] = true
-		}
-		opts.Chosen = func(i int) bool { return chosen[i] }
-	}
-	if path := summaryBeside(f.output); path != "" {
-		opts.Summary = func(sum schemas.TrialsSummary) error {
-			// Replaced, never written through a link planted in its place.
-			return results.ReplaceFile(path, 0o644, func(w io.Writer) error { return writePrettyJSON(w, sum) })
-		}
-	}
-	if f.workspace != "" {
-		if st, err := os.Stat(f.workspace); err != nil || !st.IsDir() {
-			return usageErrorf("--workspace %s: not a directory", f.workspace)
-		}
-		template := f.workspace
-		opts.Rebuild = func(rec *schemas.CaptureRecord) (string, func(), error) {
-			dir, err := os.MkdirTemp("", "harness-rebuilt-")
-			if err != nil {
-				return "", nil, err
-			}
-			if err := capture.Rebuild(template, rec.Workspace, dir); err != nil {
-				os.RemoveAll(dir)
-				return "", nil, err
-			}
-			return dir, func() { os.RemoveAll(dir) }, nil
-		}
-	}
-	if f.prompts != "" {
-		r, err := results.Open(f.prompts, e.stdin)
-		if err != nil {
-			return inputError(fmt.Errorf("--prompts: %w", err))
-		}
-		list, err := schemas.ReadPrompts(f.prompts, r)
-		r.Close()
+		n, err := evaluation.CountRecords(src)
 		if err != nil {
 			return inputError(err)
 		}
-		opts.Cases = make(map[string]*schemas.PromptCase, len(list))
-		for i := range list {
-			opts.Cases[list[i].ID] = &list[i]
-		}
+		total += n
 	}
-	sources := make([]evaluation.Source, len(files))
-	for i, name := range files {
-		sources[i] = evaluation.Source{Name: name, Open: func() (io.ReadCloser, error) {
-			r, err := results.Open(name, e.stdin)
-			return r, inputError(err)
-		}}
+	opts, err := f.regradeOptions(e, gs, names, total)
+	if err != nil {
+		return err
 	}
 	out, err := openGradeOutput(e, f)
 	if err != nil {
@@ -362,11 +282,7 @@ func gradeFiles(ctx context.Context, e *env, f *gradeFlags, files []string, gs [
 	}
 	interrupted := errors.Is(runErr, evaluation.ErrInterrupted)
 	if runErr != nil && !interrupted {
-		var ie *schemas.InputError
-		if errors.As(runErr, &ie) {
-			return inputError(runErr)
-		}
-		return outputError(runErr)
+		return outputError(reviewInputErr(runErr))
 	}
 	if !f.quiet {
 		msg := fmt.Sprintf("graded %s: %d passed, %d failed, %s",
@@ -391,36 +307,67 @@ func gradeFiles(ctx context.Context, e *env, f *gradeFlags, files []string, gs [
 	return nil
 }
 
+// checkFiles checks the RESULTS files against -o and --sample.
+func (f *gradeFlags) checkFiles(files []string) error {
+	stdinUses := 0
+	for _, name := range files {
+		if name == "-" {
+			stdinUses++
+		}
+		if f.output != "" && f.output != "-" && sameFile(name, f.output) {
+			return usageErrorf("output %s is also an input; write to a new file", f.output)
+		}
+	}
+	if stdinUses > 1 {
+		return usageErrorf("stdin (-) can be read only once")
+	}
+	if stdinUses > 0 && f.sample > 0 {
+		return usageErrorf("--sample needs files, not stdin")
+	}
+	return nil
+}
+
+// regradeOptions are the options of a regrade of total records.
+func (f *gradeFlags) regradeOptions(e *env, gs []graders.Grader, names []string, total int) (evaluation.RegradeOptions, error) {
+	opts := evaluation.RegradeOptions{
+		Grader: graders.Many(gs), Count: len(gs), Names: names, Files: graderFiles(gs), Concurrency: f.concurrency,
+		Seed: trials.DefaultSeed, Resamples: trials.DefaultResamples, Redact: e.redact.JSON,
+		WorkspaceGone: func(where string, rec *schemas.CaptureRecord) {
+			fmt.Fprintf(e.stderr, "harness grade: %s: case %q trial %d: its workspace copy %s is gone, so graders that read it cannot judge it; capture with --keep-workspaces to keep the copies\n",
+				where, rec.ID, max(rec.Trial, 1), rec.Workspace.Path)
+		},
+	}
+	if f.sample > 0 && f.sample < total {
+		opts.Chosen = evaluation.Sample(total, f.sample, f.seed)
+	}
+	if path := summaryBeside(f.output); path != "" {
+		opts.Summary = func(sum schemas.TrialsSummary) error {
+			// Replaced, never written through a link planted in its place.
+			return results.ReplaceFile(path, 0o644, func(w io.Writer) error { return writePrettyJSON(w, sum) })
+		}
+	}
+	if f.workspace != "" {
+		if st, err := os.Stat(f.workspace); err != nil || !st.IsDir() {
+			return opts, usageErrorf("--workspace %s: not a directory", f.workspace)
+		}
+		opts.Rebuild = evaluation.RebuildFrom(f.workspace)
+	}
+	if f.prompts != "" {
+		list, err := readPromptsFlag(e, f.prompts)
+		if err != nil {
+			return opts, err
+		}
+		opts.Cases = evaluation.CasesByID(list)
+	}
+	return opts, nil
+}
+
 // plural writes a count and a noun, with an s when the count is not 1.
 func plural(n int, noun string) string {
 	if n == 1 {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
-}
-
-// checkRecords validates every line of a results file (capture, graded or
-// trials records; summary lines are skipped) and counts the records.
-func checkRecords(e *env, name string) (int, error) {
-	r, err := results.Open(name, e.stdin)
-	if err != nil {
-		return 0, inputError(err)
-	}
-	defer r.Close()
-	n := 0
-	_, err = schemas.ReadResults(name, r, func(rl schemas.ResultLine) error {
-		if rl.Kind != schemas.KindSummary {
-			n++
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, inputError(err)
-	}
-	if n == 0 {
-		return 0, inputError(&schemas.InputError{File: name, Msg: "no records (the file is empty)"})
-	}
-	return n, nil
 }
 
 // openGradeOutput opens and locks -o (a new file, or --force) or stdout.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"harness/evaluation"
 	"harness/results"
 	"harness/schemas"
 	"harness/trials"
@@ -76,6 +78,58 @@ Examples:
 }
 
 func (f *mergeFlags) run(e *env, args []string) error {
+	if err := f.check(args); err != nil {
+		return err
+	}
+	shards, key, err := f.read(e, args)
+	if err != nil {
+		return err
+	}
+	defer shards.Close()
+	if n := len(shards.Gaps); n > 0 {
+		var gaps results.Problems
+		for _, g := range shards.Gaps {
+			if g.Interrupted {
+				gaps.Addf("case %q trial %d: only an interrupted record (%s); continue that shard with --resume", g.ID, g.Trial, g.Where)
+			} else {
+				gaps.Addf("case %q trial %d: no record", g.ID, g.Trial)
+			}
+		}
+		if !f.allowMissing {
+			return inputError(gaps.Err(fmt.Sprintf("of %d units missing (write what there is with --allow-missing)", shards.Units())))
+		}
+		if !f.quiet {
+			fmt.Fprintf(e.stderr, "harness merge: %d of %d units missing:\n  %s\n", gaps.N, shards.Units(), strings.Join(gaps.List, "\n  "))
+			if gaps.N > len(gaps.List) {
+				fmt.Fprintf(e.stderr, "  ... and %d more\n", gaps.N-len(gaps.List))
+			}
+		}
+	}
+	w, commit, abort, err := openMergeOutput(e, f.output, f.force)
+	if err != nil {
+		return err
+	}
+	w.Sign(key)
+	if f.k > 0 {
+		err = f.writeTrials(e, w, shards)
+	} else {
+		err = shards.WriteCaptures(w)
+	}
+	if err != nil {
+		abort()
+		return mergeError(err)
+	}
+	if err := commit(); err != nil {
+		return fmt.Errorf("merge: output: %w", err)
+	}
+	if !f.quiet {
+		fmt.Fprintf(e.stderr, "harness merge: %s from %s, %s, k=%d\n", plural(shards.Records(), "record"), plural(len(args), "file"), plural(len(shards.IDs), "case"), shards.K)
+	}
+	return nil
+}
+
+// check checks the flags and arguments, and sets the default --summary.
+func (f *mergeFlags) check(args []string) error {
 	if len(args) == 0 {
 		return usageErrorf("no shard files: name the outputs of the --shard runs")
 	}
@@ -110,124 +164,67 @@ func (f *mergeFlags) run(e *env, args []string) error {
 			return usageErrorf("--summary %s already exists; use --force to overwrite it", f.summaryPath)
 		}
 	}
-	var cases []schemas.PromptCase
+	return nil
+}
+
+// read reads the prompts and the shard files and checks that every unit in
+// them belongs to the run.
+func (f *mergeFlags) read(e *env, args []string) (*evaluation.Shards, *results.Key, error) {
+	opts := evaluation.ShardOptions{K: f.k, PromptsName: f.prompts, Files: inputSources(e, args)}
 	if f.prompts != "" {
-		r, err := results.Open(f.prompts, e.stdin)
-		if err != nil {
-			return inputError(fmt.Errorf("--prompts: %w", err))
-		}
-		cases, err = schemas.ReadPrompts(f.prompts, r)
-		r.Close()
-		if err != nil {
-			return inputError(err)
+		var err error
+		if opts.Cases, err = readPromptsFlag(e, f.prompts); err != nil {
+			return nil, nil, err
 		}
 	}
 	key, err := recordKey(e)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	m, err := results.NewMerger(args)
-	if err != nil {
-		return err
-	}
-	defer m.Close()
-	m.Key = key
+	opts.Key = key
 	if !f.quiet {
-		m.Skipped = func(file string, line int) {
+		opts.Skipped = func(file string, line int) {
 			fmt.Fprintf(e.stderr, "harness merge: %s:%d: skipped a line that is not JSON (a record cut short by a crash?)\n", file, line)
 		}
+		opts.Empty = func(file string) { fmt.Fprintf(e.stderr, "harness merge: %s holds no records\n", file) }
 	}
-	for i, name := range args {
-		r, err := results.Open(name, e.stdin)
-		if err != nil {
-			return inputError(fmt.Errorf("shard %s: %w", name, err))
-		}
-		n, err := m.Read(i, r)
-		r.Close()
-		if err != nil {
-			return inputError(err)
-		}
-		if n == 0 && !f.quiet {
-			fmt.Fprintf(e.stderr, "harness merge: %s holds no records\n", name)
-		}
+	shards, err := evaluation.ReadShards(opts)
+	return shards, key, mergeError(err)
+}
+
+// readPromptsFlag reads the --prompts file.
+func readPromptsFlag(e *env, name string) ([]schemas.PromptCase, error) {
+	r, err := results.Open(name, e.stdin)
+	if err != nil {
+		return nil, inputError(fmt.Errorf("--prompts: %w", err))
 	}
-	if err := m.Foreign.Err("lines in the shard files that harness did not write (never merged; their shards cannot be trusted)"); err != nil {
+	defer r.Close()
+	cases, err := schemas.ReadPrompts(name, r)
+	return cases, inputError(err)
+}
+
+// mergeError words the errors of a merge and gives each its exit status.
+func mergeError(err error) error {
+	var stray *evaluation.StrayRecordsError
+	var bad *evaluation.MergeInputError
+	switch {
+	case errors.As(err, &stray):
+		p := stray.Problems(func(k int) string { return fmt.Sprintf("beyond -k %d", k) })
+		return inputError(p.Err("records that do not belong to this run"))
+	case errors.As(err, &bad) && bad.Foreign:
 		return withCode(exitForeign, err)
-	}
-	if err := m.Bad.Err("problems in the shard files"); err != nil {
+	case errors.As(err, &bad):
 		return inputError(err)
 	}
-	if m.Records() == 0 {
-		return inputError(fmt.Errorf("no records in %s: nothing to merge", plural(len(args), "file")))
-	}
+	return err
+}
 
-	// The units the run should have.
-	k := f.k
-	if k == 0 {
-		k = max(m.MaxTrial(), 1)
-	}
-	ids := m.Order()
-	var bad results.Problems
-	if cases != nil {
-		byID := map[string]bool{}
-		ids = nil
-		for i := range cases {
-			ids = append(ids, cases[i].ID)
-			byID[cases[i].ID] = true
-		}
-		for _, id := range m.Order() {
-			if !byID[id] {
-				bad.Addf("%s: case %q is not in %s (were the shards run on another prompts file?)", m.Where(id), id, f.prompts)
-			}
-		}
-	}
-	for _, b := range m.Beyond(k) {
-		bad.Addf("%s is beyond -k %d", b, k)
-	}
-	if err := bad.Err("records that do not belong to this run"); err != nil {
-		return inputError(err)
-	}
-	var gaps results.Problems
-	for _, g := range m.Gaps(ids, k) {
-		if g.Interrupted {
-			gaps.Addf("case %q trial %d: only an interrupted record (%s); continue that shard with --resume", g.ID, g.Trial, g.Where)
-		} else {
-			gaps.Addf("case %q trial %d: no record", g.ID, g.Trial)
-		}
-	}
-	if gaps.N > 0 {
-		if !f.allowMissing {
-			return inputError(gaps.Err(fmt.Sprintf("of %d units missing (write what there is with --allow-missing)", len(ids)*k)))
-		}
-		if !f.quiet {
-			fmt.Fprintf(e.stderr, "harness merge: %d of %d units missing:\n  %s\n", gaps.N, len(ids)*k, strings.Join(gaps.List, "\n  "))
-			if gaps.N > len(gaps.List) {
-				fmt.Fprintf(e.stderr, "  ... and %d more\n", gaps.N-len(gaps.List))
-			}
-		}
-	}
-
-	w, commit, abort, err := openMergeOutput(e, f.output, f.force)
-	if err != nil {
-		return err
-	}
-	w.Sign(key)
-	if f.k > 0 {
-		err = f.writeTrials(e, w, m, cases, k)
-	} else {
-		err = m.WriteCaptures(w, ids, k)
-	}
-	if err != nil {
-		abort()
-		return err
-	}
-	if err := commit(); err != nil {
-		return fmt.Errorf("merge: output: %w", err)
-	}
-	if !f.quiet {
-		fmt.Fprintf(e.stderr, "harness merge: %s from %s, %s, k=%d\n", plural(m.Records(), "record"), plural(len(args), "file"), plural(len(ids), "case"), k)
-	}
-	return nil
+// inputSources are the named files ("-" for stdin) as sources to read.
+func inputSources(e *env, names []string) []evaluation.Source {
+	return evaluation.OpenSources(names, func(name string) (io.ReadCloser, error) {
+		r, err := results.Open(name, e.stdin)
+		return r, inputError(err)
+	})
 }
 
 // same reports whether two names are the same file.
@@ -239,28 +236,11 @@ func same(a, b string) bool {
 
 // writeTrials writes one trials record per case, built the way harness
 // trials builds them, then the summary.
-func (f *mergeFlags) writeTrials(e *env, w *results.Writer, m *results.Merger, cases []schemas.PromptCase, k int) error {
-	sum := trials.NewSummary(k)
-	for i := range cases {
-		c := &cases[i]
-		recs, err := m.Trials(c.ID, k)
-		if err != nil {
-			return inputError(err)
-		}
-		var failOn map[string]bool
-		for _, class := range f.failOn {
-			if failOn == nil {
-				failOn = map[string]bool{}
-			}
-			failOn[strings.TrimSpace(class)] = true
-		}
-		tr := trials.BuildRecordFailing(*c, k, recs, failOn)
-		sum.Add(tr)
-		if err := w.Write(tr); err != nil {
-			return fmt.Errorf("merge: output: %w", err)
-		}
+func (f *mergeFlags) writeTrials(e *env, w *results.Writer, shards *evaluation.Shards) error {
+	res, err := shards.WriteTrials(w, evaluation.MergeTrialsOptions{FailOn: f.failOn, Seed: f.seed, Resamples: f.resamples})
+	if err != nil {
+		return err
 	}
-	res := sum.Result(f.seed, f.resamples)
 	if f.summaryPath != "" {
 		err := results.ReplaceFile(f.summaryPath, 0o644, func(w io.Writer) error { return writePrettyJSON(w, res) })
 		if err != nil {

@@ -2,27 +2,22 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 
 	"github.com/spf13/pflag"
 
-	"harness/schemas"
 	"harness/trials"
 )
 
-func newTrialsNeededCmd() *command {
-	var (
-		width, delta, power, alpha float64
-		other, output, seed        string
-		simulations, resamples     int
-		js, force                  bool
-	)
-	c := &command{
-		name:  "trials-needed",
-		usage: "trials-needed RESULTS [--width W] [--compare OTHER --delta D --power P --alpha A] [--json]",
-		short: "from a pilot run, the trials per case a run needs for a given interval width or to detect a difference",
-		long: `trials-needed reads a pilot run (a capture or trials file with a few graded
+// neededOptions are the flags of harness trials-needed.
+type neededOptions struct {
+	width, delta, power, alpha float64
+	other, output, seed        string
+	simulations, resamples     int
+	js, force                  bool
+}
+
+const neededLong = `trials-needed reads a pilot run (a capture or trials file with a few graded
 trials per case) and estimates, from the spread of its pass rates, how many
 trials per case a run of the same cases needs:
 
@@ -40,105 +35,106 @@ from the pilot's rates (--simulations, 0 to skip). See docs/metrics.md.
 
 Examples:
   harness trials-needed pilot.jsonl --width 0.1
-  harness trials-needed a.jsonl --compare b.jsonl --delta 0.05 --power 0.8`,
+  harness trials-needed a.jsonl --compare b.jsonl --delta 0.05 --power 0.8`
+
+func newTrialsNeededCmd() *command {
+	var o neededOptions
+	c := &command{
+		name:  "trials-needed",
+		usage: "trials-needed RESULTS [--width W] [--compare OTHER --delta D --power P --alpha A] [--json]",
+		short: "from a pilot run, the trials per case a run needs for a given interval width or to detect a difference",
+		long:  neededLong,
 		flags: pflag.NewFlagSet("trials-needed", pflag.ContinueOnError),
 	}
-	c.flags.Float64Var(&width, "width", 0.1, "target `width` of the headline pass rate's 95% interval")
-	c.flags.StringVar(&other, "compare", "", "a pilot `file` of a second agent on the same cases: plan the trials to tell the two apart")
-	c.flags.Float64Var(&delta, "delta", 0.1, "with --compare, the difference of mean pass rate to detect")
-	c.flags.Float64Var(&power, "power", 0.8, "with --compare, the probability of detecting it")
-	c.flags.Float64Var(&alpha, "alpha", 0.05, "with --compare, the two-sided significance level")
-	c.flags.IntVar(&simulations, "simulations", 200, "simulated runs that check each figure (0: none)")
-	c.flags.IntVar(&resamples, "resamples", trials.DefaultResamples, "bootstrap `resamples` of each simulated run")
-	c.flags.StringVar(&seed, "seed", "1", "simulation `seed`")
-	c.flags.BoolVar(&js, "json", false, "write the report as JSON (TrialsNeeded)")
-	c.flags.StringVarP(&output, "output", "o", "", "write to `file` (default stdout)")
-	c.flags.BoolVar(&force, "force", false, "overwrite an existing output file")
+	c.flags.Float64Var(&o.width, "width", 0.1, "target `width` of the headline pass rate's 95% interval")
+	c.flags.StringVar(&o.other, "compare", "", "a pilot `file` of a second agent on the same cases: plan the trials to tell the two apart")
+	c.flags.Float64Var(&o.delta, "delta", 0.1, "with --compare, the difference of mean pass rate to detect")
+	c.flags.Float64Var(&o.power, "power", 0.8, "with --compare, the probability of detecting it")
+	c.flags.Float64Var(&o.alpha, "alpha", 0.05, "with --compare, the two-sided significance level")
+	c.flags.IntVar(&o.simulations, "simulations", 200, "simulated runs that check each figure (0: none)")
+	c.flags.IntVar(&o.resamples, "resamples", trials.DefaultResamples, "bootstrap `resamples` of each simulated run")
+	c.flags.StringVar(&o.seed, "seed", "1", "simulation `seed`")
+	c.flags.BoolVar(&o.js, "json", false, "write the report as JSON (TrialsNeeded)")
+	c.flags.StringVarP(&o.output, "output", "o", "", "write to `file` (default stdout)")
+	c.flags.BoolVar(&o.force, "force", false, "overwrite an existing output file")
 	c.run = func(ctx context.Context, e *env, args, agent []string) error {
-		if len(args) != 1 {
-			return usageErrorf("want one pilot results file, got %d arguments", len(args))
-		}
-		if !(width > 0 && width <= 1) {
-			return usageErrorf("--width %g: want a width in (0, 1]", width)
-		}
-		if other == "" {
-			for _, name := range []string{"delta", "power", "alpha"} {
-				if c.flags.Changed(name) {
-					return usageErrorf("--%s needs --compare OTHER", name)
-				}
-			}
-		}
-		if !(delta > 0 && delta <= 1) || !(power > 0 && power < 1) || !(alpha > 0 && alpha < 1) {
-			return usageErrorf("--delta must be in (0, 1], --power and --alpha in (0, 1)")
-		}
-		if simulations < 0 || resamples < 1 {
-			return usageErrorf("--simulations must not be negative, --resamples must be positive")
-		}
-		sd, err := parseSeed(seed)
-		if err != nil {
-			return err
-		}
-		read := func(name string) (trials.Pilot, []string, error) {
-			in, err := reviewInput(e, name)
-			if err != nil {
-				return trials.Pilot{}, nil, err
-			}
-			defer in.Close()
-			run, err := trials.ReadRun(name, in)
-			if err != nil {
-				return trials.Pilot{}, nil, reviewInputErr(err)
-			}
-			p, warnings, err := trials.PilotOf(run)
-			if err != nil {
-				return p, nil, inputError(err)
-			}
-			return p, warnings, nil
-		}
-		pilot, warnings, err := read(args[0])
-		if err != nil {
-			return err
-		}
-		rep := schemas.TrialsNeeded{Type: schemas.NeededType, Pilot: pilot.Variance, Warnings: warnings}
-		if pilot.Variance.Cases < 10 {
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("only %d cases: the figures rest on a normal approximation over cases, which is rough with so few", pilot.Variance.Cases))
-		}
-		plan := pilot.TrialsForWidth(width)
-		if plan.Reachable && simulations > 0 {
-			w := trials.SimulateWidth(pilot.Truth(), plan.Trials, simulations, sd, resamples)
-			plan.SimulatedWidth, plan.Simulations = &w, simulations
-			if w > 1.1*width {
-				rep.Warnings = append(rep.Warnings, fmt.Sprintf("the simulated runs at %d trials per case reach width %.3f, not %g: with few cases or rates near 0 or 1 the formula is optimistic; trust the simulation", plan.Trials, w, width))
-			}
-		}
-		rep.Width = &plan
-		if other != "" {
-			op, warnings, err := read(other)
-			if err != nil {
-				return err
-			}
-			rep.Warnings = append(rep.Warnings, warnings...)
-			rep.Other = &op.Variance
-			pp, err := trials.PairPilots(pilot, op)
-			if err != nil {
-				return inputError(err)
-			}
-			d := pp.TrialsForDifference(delta, power, alpha)
-			if d.Reachable && simulations > 0 {
-				a, b := pp.Truth(delta)
-				p := trials.SimulatePower(a, b, d.Trials, simulations, alpha, sd, resamples)
-				d.SimulatedPower, d.Simulations = &p, simulations
-				if p < power-0.1 {
-					rep.Warnings = append(rep.Warnings, fmt.Sprintf("the simulated pairs of runs at %d trials per case reach power %.3f, not %g: with few cases, or rates so near 0 or 1 that a difference of %g does not fit, the formula is optimistic; trust the simulation", d.Trials, p, power, delta))
-				}
-			}
-			rep.Difference = &d
-		}
-		return writeOutput(e, output, force, func(out io.Writer) error {
-			if js {
-				return writePrettyJSON(out, rep)
-			}
-			return trials.WriteNeededText(out, rep)
-		})
+		return runTrialsNeeded(e, c.flags, o, args)
 	}
 	return c
+}
+
+// runTrialsNeeded plans the trials of a run from the pilot args[0].
+func runTrialsNeeded(e *env, fs *pflag.FlagSet, o neededOptions, args []string) error {
+	if err := o.check(fs, args); err != nil {
+		return err
+	}
+	sd, err := parseSeed(o.seed)
+	if err != nil {
+		return err
+	}
+	pilot, warnings, err := readPilot(e, args[0])
+	if err != nil {
+		return err
+	}
+	opts := trials.PlanOptions{Width: o.width, Delta: o.delta, Power: o.power, Alpha: o.alpha,
+		Simulations: o.simulations, Resamples: o.resamples, Seed: sd}
+	if o.other != "" {
+		op, ow, err := readPilot(e, o.other)
+		if err != nil {
+			return err
+		}
+		opts.Other, opts.OtherWarnings = &op, ow
+	}
+	rep, err := trials.Plan(pilot, warnings, opts)
+	if err != nil {
+		return inputError(err)
+	}
+	return writeOutput(e, o.output, o.force, func(out io.Writer) error {
+		if o.js {
+			return writePrettyJSON(out, rep)
+		}
+		return trials.WriteNeededText(out, rep)
+	})
+}
+
+// check checks the flags and arguments.
+func (o *neededOptions) check(fs *pflag.FlagSet, args []string) error {
+	if len(args) != 1 {
+		return usageErrorf("want one pilot results file, got %d arguments", len(args))
+	}
+	if !(o.width > 0 && o.width <= 1) {
+		return usageErrorf("--width %g: want a width in (0, 1]", o.width)
+	}
+	if o.other == "" {
+		for _, name := range []string{"delta", "power", "alpha"} {
+			if fs.Changed(name) {
+				return usageErrorf("--%s needs --compare OTHER", name)
+			}
+		}
+	}
+	if !(o.delta > 0 && o.delta <= 1) || !(o.power > 0 && o.power < 1) || !(o.alpha > 0 && o.alpha < 1) {
+		return usageErrorf("--delta must be in (0, 1], --power and --alpha in (0, 1)")
+	}
+	if o.simulations < 0 || o.resamples < 1 {
+		return usageErrorf("--simulations must not be negative, --resamples must be positive")
+	}
+	return nil
+}
+
+// readPilot reads a pilot run.
+func readPilot(e *env, name string) (trials.Pilot, []string, error) {
+	in, err := reviewInput(e, name)
+	if err != nil {
+		return trials.Pilot{}, nil, err
+	}
+	defer in.Close()
+	run, err := trials.ReadRun(name, in)
+	if err != nil {
+		return trials.Pilot{}, nil, reviewInputErr(err)
+	}
+	p, warnings, err := trials.PilotOf(run)
+	if err != nil {
+		return p, nil, inputError(err)
+	}
+	return p, warnings, nil
 }

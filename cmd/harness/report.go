@@ -5,29 +5,24 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/spf13/pflag"
 
 	"harness/report"
-	"harness/results"
 	"harness/rundir"
 	"harness/trials"
 )
 
-func newReportCmd() *command {
-	var (
-		output, junit, markdown string
-		title, rule, seed       string
-		resamples               int
-		force                   bool
-	)
-	c := &command{
-		name:  "report",
-		usage: "report RESULTS [RESULTS_B...] | RUNDIR | RUNS [-o report.html] [--junit FILE] [--markdown FILE]",
-		short: "one self-contained HTML page of a run (or several side by side); JUnit XML; markdown",
-		long: `Reads one results file (capture or trials; .zst/.gz too; - for stdin), or up
+// reportOptions are the flags of harness report.
+type reportOptions struct {
+	output, junit, markdown string
+	title, rule, seed       string
+	resamples               int
+	force                   bool
+}
+
+const reportLong = `Reads one results file (capture or trials; .zst/.gz too; - for stdin), or up
 to 8 side by side (A, B, C...; two are also compared A → B), and writes:
 
   -o FILE          one self-contained HTML page (inline CSS, JavaScript and SVG;
@@ -63,146 +58,92 @@ Examples:
   harness report trials.jsonl -o report.html
   harness report before.jsonl after.jsonl -o compare.html
   harness report trials.jsonl --junit junit.xml --markdown summary.md
-  harness report runs/ -o runs.html`,
+  harness report runs/ -o runs.html`
+
+func newReportCmd() *command {
+	var o reportOptions
+	c := &command{
+		name:  "report",
+		usage: "report RESULTS [RESULTS_B...] | RUNDIR | RUNS [-o report.html] [--junit FILE] [--markdown FILE]",
+		short: "one self-contained HTML page of a run (or several side by side); JUnit XML; markdown",
+		long:  reportLong,
 		flags: pflag.NewFlagSet("report", pflag.ContinueOnError),
 	}
-	c.flags.StringVarP(&output, "output", "o", "", "write the HTML page to `file`")
-	c.flags.StringVar(&junit, "junit", "", "write JUnit XML to `file`")
-	c.flags.StringVar(&markdown, "markdown", "", "write a markdown summary to `file`")
-	c.flags.StringVar(&title, "title", "", "page and summary `title`")
-	c.flags.StringVar(&rule, "rule", "all", "when a case passes in JUnit: `all`, majority or any of its graded trials")
-	c.flags.StringVar(&seed, "seed", "1", "bootstrap `seed`")
-	c.flags.IntVar(&resamples, "resamples", trials.DefaultResamples, "bootstrap `resamples`")
-	c.flags.BoolVar(&force, "force", false, "overwrite existing output files")
+	c.flags.StringVarP(&o.output, "output", "o", "", "write the HTML page to `file`")
+	c.flags.StringVar(&o.junit, "junit", "", "write JUnit XML to `file`")
+	c.flags.StringVar(&o.markdown, "markdown", "", "write a markdown summary to `file`")
+	c.flags.StringVar(&o.title, "title", "", "page and summary `title`")
+	c.flags.StringVar(&o.rule, "rule", "all", "when a case passes in JUnit: `all`, majority or any of its graded trials")
+	c.flags.StringVar(&o.seed, "seed", "1", "bootstrap `seed`")
+	c.flags.IntVar(&o.resamples, "resamples", trials.DefaultResamples, "bootstrap `resamples`")
+	c.flags.BoolVar(&o.force, "force", false, "overwrite existing output files")
 	c.run = func(ctx context.Context, e *env, args, agent []string) error {
-		if len(args) < 1 || len(args) > report.MaxRuns {
-			return usageErrorf("want one results file, or up to %d side by side (two are compared A → B), got %d arguments", report.MaxRuns, len(args))
-		}
-		if stdins := slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a != "-" }); len(stdins) > 1 {
-			return usageErrorf("only one input can be stdin (-)")
-		}
-		cr, err := report.ParseCaseRule(rule)
-		if err != nil {
-			return usageErrorf("--rule: %v", err)
-		}
-		sd, err := parseSeed(seed)
-		if err != nil {
-			return err
-		}
-		if output == "" && junit == "" && markdown == "" {
-			output = "-"
-		}
-		stdouts := 0
-		for _, o := range []string{output, junit, markdown} {
-			if o == "-" {
-				stdouts++
-			}
-		}
-		if stdouts > 1 {
-			return usageErrorf("only one of -o, --junit and --markdown can write to stdout")
-		}
-
-		if len(args) == 1 {
-			if st, err := os.Stat(args[0]); err == nil && st.IsDir() {
-				if !rundir.Is(args[0]) {
-					return reportRunsDir(e, args[0], title, output, junit, markdown, force)
-				}
-				// One run directory: its agents side by side.
-				dir := args[0]
-				m, err := rundir.Read(dir)
-				if err != nil {
-					return inputError(err)
-				}
-				args = nil
-				for _, a := range m.Agents {
-					if p := filepath.Join(dir, a.Output); fileExists(p) {
-						args = append(args, p)
-					}
-				}
-				if len(args) == 0 || len(args) > report.MaxRuns {
-					return usageErrorf("%s holds %d agent outputs; a report shows 1 to %d side by side: name the files", dir, len(args), report.MaxRuns)
-				}
-				if title == "" {
-					title = m.Suite.Name
-				}
-			}
-		}
-		var runs []*report.Run
-		defer func() {
-			for _, r := range runs {
-				r.Close()
-			}
-		}()
-		for _, name := range args {
-			in, err := reviewInput(e, name)
-			if err != nil {
-				return err
-			}
-			r, err := report.ReadRun(name, in, report.RunOptions{Details: output != ""})
-			in.Close()
-			if err != nil {
-				return reviewInputErr(err)
-			}
-			runs = append(runs, r)
-		}
-
-		type job struct {
-			path  string
-			write func(*results.File) error
-		}
-		jobs := []job{
-			{output, func(w *results.File) error {
-				return report.WriteHTML(w, report.Options{Title: title, Seed: sd, Resamples: resamplesOpt(resamples)}, runs...)
-			}},
-			{junit, func(w *results.File) error {
-				return report.WriteJUnit(w, report.JUnitOptions{Rule: cr}, runs...)
-			}},
-			{markdown, func(w *results.File) error {
-				return report.WriteMarkdownSummary(w, report.MarkdownOptions{Title: title, Rule: cr, Seed: sd, Resamples: resamplesOpt(resamples)}, runs...)
-			}},
-		}
-		// Open every output first, so an existing file stops the command
-		// before anything is written.
-		outs := make([]*results.File, len(jobs))
-		abortAll := func() {
-			for _, o := range outs {
-				if o != nil {
-					o.Abort()
-				}
-			}
-		}
-		for i, j := range jobs {
-			if j.path == "" {
-				continue
-			}
-			o, err := reviewOutput(e, j.path, force)
-			if err != nil {
-				abortAll()
-				return err
-			}
-			outs[i] = o
-		}
-		for i, j := range jobs {
-			if outs[i] == nil {
-				continue
-			}
-			if err := j.write(outs[i]); err != nil {
-				abortAll()
-				return fmt.Errorf("%s: %w", j.path, err)
-			}
-		}
-		for _, o := range outs {
-			if o == nil {
-				continue
-			}
-			if err := o.Commit(); err != nil {
-				abortAll()
-				return err
-			}
-		}
-		return nil
+		return runReport(e, o, args)
 	}
 	return c
+}
+
+// runReport writes the report of the results files (or run directory, or
+// directory of runs) args.
+func runReport(e *env, o reportOptions, args []string) error {
+	if len(args) < 1 || len(args) > report.MaxRuns {
+		return usageErrorf("want one results file, or up to %d side by side (two are compared A → B), got %d arguments", report.MaxRuns, len(args))
+	}
+	if stdins := slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a != "-" }); len(stdins) > 1 {
+		return usageErrorf("only one input can be stdin (-)")
+	}
+	cr, err := report.ParseCaseRule(o.rule)
+	if err != nil {
+		return usageErrorf("--rule: %v", err)
+	}
+	sd, err := parseSeed(o.seed)
+	if err != nil {
+		return err
+	}
+	if o.output == "" && o.junit == "" && o.markdown == "" {
+		o.output = "-"
+	}
+	if countStdout(o.output, o.junit, o.markdown) > 1 {
+		return usageErrorf("only one of -o, --junit and --markdown can write to stdout")
+	}
+	if len(args) == 1 {
+		if st, err := os.Stat(args[0]); err == nil && st.IsDir() {
+			if !rundir.Is(args[0]) {
+				return reportRunsDir(e, args[0], o.title, o.output, o.junit, o.markdown, o.force)
+			}
+			// One run directory: its agents side by side.
+			files, suite, err := report.RunDirInputs(args[0])
+			if err != nil {
+				return inputError(err)
+			}
+			if len(files) == 0 || len(files) > report.MaxRuns {
+				return usageErrorf("%s holds %d agent outputs; a report shows 1 to %d side by side: name the files", args[0], len(files), report.MaxRuns)
+			}
+			args = files
+			if o.title == "" {
+				o.title = suite
+			}
+		}
+	}
+	runs, err := report.ReadRuns(args, func(name string) (io.ReadCloser, error) { return reviewInput(e, name) }, o.output != "")
+	if err != nil {
+		return reviewInputErr(err)
+	}
+	defer report.CloseRuns(runs)
+	out := report.Outputs{HTML: o.output, JUnit: o.junit, Markdown: o.markdown}
+	opts := report.BuildOptions{Title: o.title, Rule: cr, Seed: sd, Resamples: resamplesOpt(o.resamples)}
+	return report.Build(runs, out, opts, func(path string) (report.Sink, error) { return reviewOutput(e, path, o.force) })
+}
+
+// countStdout counts the outputs that go to stdout ("-").
+func countStdout(paths ...string) int {
+	n := 0
+	for _, p := range paths {
+		if p == "-" {
+			n++
+		}
+	}
+	return n
 }
 
 // resamplesOpt maps --resamples to report's option, where 0 means the
@@ -212,11 +153,6 @@ func resamplesOpt(n int) int {
 		return -1
 	}
 	return n
-}
-
-func fileExists(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && st.Mode().IsRegular()
 }
 
 // reportRunsDir writes the report of a directory of runs: the pass-rate

@@ -2,30 +2,24 @@ package main
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"maps"
+	"io"
 	"os"
-	"path/filepath"
-	"slices"
-	"strings"
 
 	"github.com/spf13/pflag"
 
 	"harness/schemas"
 )
 
-func newSchemasCmd() *command {
-	var (
-		output           string
-		list, all, split bool
-		force, strict    bool
-	)
-	c := &command{
-		name:  "schemas",
-		usage: "schemas [NAME] [--list | --json | --split -o DIR]",
-		short: "JSON Schema (2020-12) of every data format",
-		long: `Prints the JSON Schema (draft 2020-12) of harness's data formats. Each
+// schemasOptions are the flags of harness schemas.
+type schemasOptions struct {
+	output           string
+	list, all, split bool
+	force, strict    bool
+}
+
+const schemasLong = `Prints the JSON Schema (draft 2020-12) of harness's data formats. Each
 schema stands alone: the schemas it refers to are bundled under $defs.
 acp-harness's names CaptureResult and TrialResult are accepted too.
 
@@ -37,104 +31,79 @@ Examples:
   harness schemas --json           every schema, one object keyed by name
   harness schemas --strict NAME    NAME with additionalProperties: false on every
                                    object: fails on any field this build does not write
-  harness schemas --split -o DIR   one DIR/<Name>.json per schema`,
+  harness schemas --split -o DIR   one DIR/<Name>.json per schema`
+
+func newSchemasCmd() *command {
+	var o schemasOptions
+	c := &command{
+		name:  "schemas",
+		usage: "schemas [NAME] [--list | --json | --split -o DIR]",
+		short: "JSON Schema (2020-12) of every data format",
+		long:  schemasLong,
 		flags: pflag.NewFlagSet("schemas", pflag.ContinueOnError),
 	}
-	c.flags.BoolVarP(&list, "list", "l", false, "list the names with a description")
-	c.flags.BoolVarP(&all, "json", "j", false, "print every schema as one JSON object keyed by name")
+	c.flags.BoolVarP(&o.list, "list", "l", false, "list the names with a description")
+	c.flags.BoolVarP(&o.all, "json", "j", false, "print every schema as one JSON object keyed by name")
 	// -j is the concurrency elsewhere.
 	deprecatedShorthand(c.flags, "json")
-	c.flags.BoolVarP(&split, "split", "s", false, "write one <Name>.json per schema into the directory -o names")
-	c.flags.StringVarP(&output, "output", "o", "", "write to `file` (directory with --split; default stdout)")
-	c.flags.BoolVar(&force, "force", false, "overwrite existing files")
-	c.flags.BoolVar(&strict, "strict", false, "close every object (additionalProperties: false) to catch undeclared fields")
+	c.flags.BoolVarP(&o.split, "split", "s", false, "write one <Name>.json per schema into the directory -o names")
+	c.flags.StringVarP(&o.output, "output", "o", "", "write to `file` (directory with --split; default stdout)")
+	c.flags.BoolVar(&o.force, "force", false, "overwrite existing files")
+	c.flags.BoolVar(&o.strict, "strict", false, "close every object (additionalProperties: false) to catch undeclared fields")
 	c.run = func(ctx context.Context, e *env, args, agent []string) error {
-		if len(args) > 1 {
-			return usageErrorf("want at most one schema name, got %d", len(args))
-		}
-		schemaOf := schemas.Schema
-		if strict {
-			schemaOf = schemas.StrictSchema
-		}
-		if len(args) == 1 {
-			all = false // acp-harness prints the one schema for NAME --json
-		}
-		modes := 0
-		for _, b := range []bool{list, all, split, len(args) == 1} {
-			if b {
-				modes++
-			}
-		}
-		if modes > 1 {
-			return usageErrorf("NAME, --list, --json and --split are different outputs: choose one")
-		}
-		names := schemas.SchemaNames()
-		if split {
-			return writeSplitSchemas(output, names, force, schemaOf)
-		}
-		out, err := reviewOutput(e, output, force)
-		if err != nil {
-			return err
-		}
-		err = func() error {
-			switch {
-			case len(args) == 1:
-				b, err := schemaOf(args[0])
-				if err != nil {
-					return inputError(err)
-				}
-				_, err = out.Write(b)
-				return err
-			case all:
-				obj := map[string]json.RawMessage{}
-				for _, n := range names {
-					b, err := schemaOf(n)
-					if err != nil {
-						return err
-					}
-					obj[n] = b
-				}
-				return writePrettyJSON(out, obj)
-			case list:
-				width := 0
-				for _, n := range names {
-					width = max(width, len(n))
-				}
-				for _, n := range names {
-					fmt.Fprintf(out, "%-*s  %s\n", width, n, schemaSummary(n))
-				}
-				aliases := schemas.SchemaAliases()
-				for _, alias := range slices.Sorted(maps.Keys(aliases)) {
-					fmt.Fprintf(out, "%-*s  acp-harness name of %s\n", width, alias, aliases[alias])
-				}
-				return nil
-			}
-			for _, n := range names {
-				fmt.Fprintln(out, n)
-			}
-			return nil
-		}()
-		if err != nil {
-			out.Abort()
-			return err
-		}
-		return out.Commit()
+		return runSchemas(e, o, args)
 	}
 	return c
 }
 
-// schemaSummary is the first sentence of a schema's description.
-func schemaSummary(name string) string {
-	b, err := schemas.SchemaDoc(name)
-	if err != nil {
-		return ""
+// runSchemas prints (or writes) the schemas the options ask for.
+func runSchemas(e *env, o schemasOptions, args []string) error {
+	if len(args) > 1 {
+		return usageErrorf("want at most one schema name, got %d", len(args))
 	}
-	var d struct {
-		Description string `json:"description"`
+	schemaOf := schemas.Schema
+	if o.strict {
+		schemaOf = schemas.StrictSchema
 	}
-	_ = json.Unmarshal(b, &d)
-	s, _, _ := strings.Cut(d.Description, ". ")
-	return strings.TrimSuffix(s, ".")
+	if len(args) == 1 {
+		o.all = false // acp-harness prints the one schema for NAME --json
+	}
+	modes := 0
+	for _, b := range []bool{o.list, o.all, o.split, len(args) == 1} {
+		if b {
+			modes++
+		}
+	}
+	if modes > 1 {
+		return usageErrorf("NAME, --list, --json and --split are different outputs: choose one")
+	}
+	names := schemas.SchemaNames()
+	if o.split {
+		return writeSplitSchemas(o.output, names, o.force, schemaOf)
+	}
+	return writeOutput(e, o.output, o.force, func(out io.Writer) error {
+		switch {
+		case len(args) == 1:
+			b, err := schemaOf(args[0])
+			if err != nil {
+				return inputError(err)
+			}
+			_, err = out.Write(b)
+			return err
+		case o.all:
+			obj, err := schemas.AllSchemas(names, schemaOf)
+			if err != nil {
+				return err
+			}
+			return writePrettyJSON(out, obj)
+		case o.list:
+			return schemas.WriteSchemaList(out)
+		}
+		for _, n := range names {
+			fmt.Fprintln(out, n)
+		}
+		return nil
+	})
 }
 
 func writeSplitSchemas(dir string, names []string, force bool, schemaOf func(string) ([]byte, error)) error {
@@ -144,20 +113,14 @@ func writeSplitSchemas(dir string, names []string, force bool, schemaOf func(str
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return inputError(fmt.Errorf("--split: %w", err))
 	}
-	for _, n := range names {
-		p := filepath.Join(dir, n+".json")
-		if _, err := os.Stat(p); err == nil && !force {
-			return usageErrorf("%s already exists; use --force to overwrite it", p)
-		}
+	err := schemas.WriteSchemaFiles(dir, names, force, schemaOf)
+	var exists *schemas.FileExistsError
+	var pathErr *os.PathError
+	switch {
+	case errors.As(err, &exists):
+		return usageErrorf("%v; use --force to overwrite it", err)
+	case errors.As(err, &pathErr):
+		return fmt.Errorf("--split: %w", err)
 	}
-	for _, n := range names {
-		b, err := schemaOf(n)
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(dir, n+".json"), b, 0o644); err != nil {
-			return fmt.Errorf("--split: %w", err)
-		}
-	}
-	return nil
+	return err
 }

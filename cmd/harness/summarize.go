@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"io"
@@ -107,18 +106,15 @@ func parseSeed(s string) (uint64, error) {
 	return v, nil
 }
 
-func newSummarizeCmd() *command {
-	var (
-		output, seed      string
-		markdown, agg, js bool
-		force             bool
-		resamples         int
-	)
-	c := &command{
-		name:  "summarize",
-		usage: "summarize RESULTS [-m | -a] [-o FILE]",
-		short: "compact JSONL, markdown (-m) or aggregate (-a) views of results",
-		long: `Reads a capture or trials file (.zst/.gz too; - for stdin) and writes one
+// summarizeOptions are the flags of harness summarize.
+type summarizeOptions struct {
+	output, seed, format string
+	markdown, agg, js    bool
+	force                bool
+	resamples            int
+}
+
+const summarizeLong = `Reads a capture or trials file (.zst/.gz too; - for stdin) and writes one
 of three views:
 
   (default)  compact JSONL, one line per trial: id, input, output, toolCalls,
@@ -137,121 +133,81 @@ grader) are excluded from n and counted by class, never counted as failures.
 Examples:
   harness summarize results.jsonl | jq -r '.toolCalls | length'
   harness summarize results.jsonl -m -o results.md
-  harness summarize trials.jsonl -a`,
+  harness summarize trials.jsonl -a`
+
+func newSummarizeCmd() *command {
+	var o summarizeOptions
+	c := &command{
+		name:  "summarize",
+		usage: "summarize RESULTS [-m | -a] [-o FILE]",
+		short: "compact JSONL, markdown (-m) or aggregate (-a) views of results",
+		long:  summarizeLong,
 		flags: pflag.NewFlagSet("summarize", pflag.ContinueOnError),
 	}
-	c.flags.StringVarP(&output, "output", "o", "", "write to `file` (default stdout); a .zst or .gz suffix compresses JSONL")
-	c.flags.BoolVarP(&markdown, "markdown", "m", false, "write markdown instead of JSONL")
-	c.flags.BoolVarP(&agg, "aggregate", "a", false, "write the aggregate table (per case and pass@k)")
-	c.flags.BoolVar(&js, "json", false, "with -a: write the trials summary record as JSON")
-	c.flags.StringVar(&seed, "seed", "1", "bootstrap `seed` for -a")
-	c.flags.IntVar(&resamples, "resamples", trials.DefaultResamples, "bootstrap `resamples` for -a")
-	c.flags.BoolVar(&force, "force", false, "overwrite an existing output file")
-	csvOut := false
-	format := c.flags.String("format", "jsonl", "the compact view's `format`: jsonl or csv (one row per record)")
+	c.flags.StringVarP(&o.output, "output", "o", "", "write to `file` (default stdout); a .zst or .gz suffix compresses JSONL")
+	c.flags.BoolVarP(&o.markdown, "markdown", "m", false, "write markdown instead of JSONL")
+	c.flags.BoolVarP(&o.agg, "aggregate", "a", false, "write the aggregate table (per case and pass@k)")
+	c.flags.BoolVar(&o.js, "json", false, "with -a: write the trials summary record as JSON")
+	c.flags.StringVar(&o.seed, "seed", "1", "bootstrap `seed` for -a")
+	c.flags.IntVar(&o.resamples, "resamples", trials.DefaultResamples, "bootstrap `resamples` for -a")
+	c.flags.BoolVar(&o.force, "force", false, "overwrite an existing output file")
+	c.flags.StringVar(&o.format, "format", "jsonl", "the compact view's `format`: jsonl or csv (one row per record)")
 	c.run = func(ctx context.Context, e *env, args, agent []string) error {
-		if len(args) != 1 {
-			return usageErrorf("want one results file, got %d arguments", len(args))
-		}
-		switch *format {
-		case "jsonl":
-		case "csv":
-			if markdown || agg {
-				return usageErrorf("--format csv is for the compact view (not with -m or -a)")
-			}
-			csvOut = true
-		default:
-			return usageErrorf("--format %q: want jsonl or csv", *format)
-		}
-		if markdown && agg {
-			return usageErrorf("-m and -a are different views: choose one")
-		}
-		if js && !agg {
-			return usageErrorf("--json goes with -a")
-		}
-		sd, err := parseSeed(seed)
-		if err != nil {
-			return err
-		}
-		in, err := reviewInput(e, args[0])
-		if err != nil {
-			return err
-		}
-		defer in.Close()
-		return writeOutput(e, output, force, func(out io.Writer) error {
-			if csvOut {
-				return summarizeCSV(in, args[0], out)
-			}
-			return runSummarize(in, args[0], out, output, markdown, agg, js, sd, resamples)
-		})
+		return runSummarize(e, o, args)
 	}
 	return c
 }
 
-func runSummarize(in io.Reader, name string, out io.Writer, outName string, markdown, agg, js bool, seed uint64, resamples int) error {
-	switch {
-	case agg:
-		rows, sum, _, err := review.Aggregate(name, in, seed, resamples)
-		if err != nil {
-			return reviewInputErr(err)
-		}
-		if js {
-			return writePrettyJSON(out, sum)
-		}
-		return review.WriteAggregate(out, rows, sum)
-	case markdown:
-		n := 0
-		_, err := review.EachRecord(name, in, func(_ int, rec *schemas.CaptureRecord) error {
-			n++
-			return review.WriteMarkdown(out, rec)
-		})
-		if err == nil && n == 0 {
-			err = &schemas.InputError{File: name, Msg: "no records (the file is empty)"}
-		}
-		return reviewInputErr(err)
+// runSummarize writes the view of args[0] the options ask for.
+func runSummarize(e *env, o summarizeOptions, args []string) error {
+	if len(args) != 1 {
+		return usageErrorf("want one results file, got %d arguments", len(args))
 	}
-	w, err := results.NewWriter(outName, out)
+	view, err := o.view()
 	if err != nil {
 		return err
 	}
-	n := 0
-	_, err = review.EachRecordBrief(name, in, func(_ int, rec *schemas.CaptureRecord) error {
-		n++
-		return w.Write(review.Summarize(rec))
+	sd, err := parseSeed(o.seed)
+	if err != nil {
+		return err
+	}
+	in, err := reviewInput(e, args[0])
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	return writeOutput(e, o.output, o.force, func(out io.Writer) error {
+		opts := review.ViewOptions{View: view, Seed: sd, Resamples: o.resamples, OutName: o.output}
+		return reviewInputErr(review.WriteView(out, in, args[0], opts))
 	})
-	if err == nil && n == 0 {
-		err = &schemas.InputError{File: name, Msg: "no records (the file is empty)"}
-	}
-	if cerr := w.Close(); err == nil {
-		err = cerr
-	}
-	return reviewInputErr(err)
 }
 
-// summarizeCSV writes the compact view as CSV, one row per record.
-func summarizeCSV(in io.Reader, name string, out io.Writer) error {
-	w := csv.NewWriter(out)
-	w.Write([]string{"id", "trial", "input", "output", "toolCalls", "duration", "steps", "stopReason", "toolErrors", "pass", "score", "excluded"})
-	n := 0
-	_, err := review.EachRecordBrief(name, in, func(_ int, rec *schemas.CaptureRecord) error {
-		n++
-		s := review.Summarize(rec)
-		pass, score := "", ""
-		if s.Pass != nil {
-			pass = strconv.FormatBool(*s.Pass)
+// view is the view the flags ask for.
+func (o *summarizeOptions) view() (review.View, error) {
+	switch o.format {
+	case "jsonl":
+	case "csv":
+		if o.markdown || o.agg {
+			return 0, usageErrorf("--format csv is for the compact view (not with -m or -a)")
 		}
-		if s.Score != nil {
-			score = strconv.FormatFloat(*s.Score, 'g', -1, 64)
-		}
-		return w.Write([]string{s.ID, strconv.Itoa(max(s.Trial, 1)), s.Input, s.Output, strings.Join(s.ToolCalls, " "),
-			strconv.FormatInt(s.Duration, 10), strconv.Itoa(s.Steps), s.StopReason, strconv.FormatBool(s.ToolErrors), pass, score, s.Excluded})
-	})
-	if err == nil && n == 0 {
-		err = &schemas.InputError{File: name, Msg: "no records (the file is empty)"}
+	default:
+		return 0, usageErrorf("--format %q: want jsonl or csv", o.format)
 	}
-	w.Flush()
-	if err == nil {
-		err = w.Error()
+	if o.markdown && o.agg {
+		return 0, usageErrorf("-m and -a are different views: choose one")
 	}
-	return reviewInputErr(err)
+	if o.js && !o.agg {
+		return 0, usageErrorf("--json goes with -a")
+	}
+	switch {
+	case o.format == "csv":
+		return review.ViewCSV, nil
+	case o.agg && o.js:
+		return review.ViewAggregateJSON, nil
+	case o.agg:
+		return review.ViewAggregate, nil
+	case o.markdown:
+		return review.ViewMarkdown, nil
+	}
+	return review.ViewCompact, nil
 }

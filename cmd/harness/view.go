@@ -2,14 +2,8 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os/exec"
-	"strconv"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -17,18 +11,15 @@ import (
 	"harness/view"
 )
 
-func newViewCmd() *command {
-	var (
-		host, seed string
-		port       int
-		open       bool
-		poll       time.Duration
-	)
-	c := &command{
-		name:  "view",
-		usage: "view [PATH...] [--port N] [--open] [--host ADDR]",
-		short: "a local web viewer of runs: live, every trajectory, runs compared",
-		long: `Serves a viewer of the results under PATH (run directories of harness run,
+// viewOptions are the flags of harness view.
+type viewOptions struct {
+	host, seed string
+	port       int
+	open       bool
+	poll       time.Duration
+}
+
+const viewLong = `Serves a viewer of the results under PATH (run directories of harness run,
 directories of runs such as runs/, directories of results files, results
 files; default .) on http://127.0.0.1 and prints its URL:
 
@@ -60,71 +51,60 @@ than 127.0.0.1 the URL carries a random token that every request needs.
 Examples:
   harness view runs/
   harness view trials.jsonl before.jsonl --open
-  harness view /shared/evals --host 0.0.0.0 --port 8080`,
+  harness view /shared/evals --host 0.0.0.0 --port 8080`
+
+func newViewCmd() *command {
+	var o viewOptions
+	c := &command{
+		name:  "view",
+		usage: "view [PATH...] [--port N] [--open] [--host ADDR]",
+		short: "a local web viewer of runs: live, every trajectory, runs compared",
+		long:  viewLong,
 		flags: pflag.NewFlagSet("view", pflag.ContinueOnError),
 	}
-	c.flags.IntVar(&port, "port", 0, "listen on `port` (default: a free one)")
-	c.flags.StringVar(&host, "host", "127.0.0.1", "listen on `address`; any other than 127.0.0.1 needs the printed token")
-	c.flags.BoolVar(&open, "open", false, "open the URL in a browser (xdg-open)")
-	c.flags.DurationVar(&poll, "poll", 250*time.Millisecond, "check the files for new records every `duration`")
-	c.flags.StringVar(&seed, "seed", "1", "bootstrap `seed` of the comparisons")
+	c.flags.IntVar(&o.port, "port", 0, "listen on `port` (default: a free one)")
+	c.flags.StringVar(&o.host, "host", "127.0.0.1", "listen on `address`; any other than 127.0.0.1 needs the printed token")
+	c.flags.BoolVar(&o.open, "open", false, "open the URL in a browser (xdg-open)")
+	c.flags.DurationVar(&o.poll, "poll", 250*time.Millisecond, "check the files for new records every `duration`")
+	c.flags.StringVar(&o.seed, "seed", "1", "bootstrap `seed` of the comparisons")
 	c.run = func(ctx context.Context, e *env, args, agent []string) error {
-		sd, err := parseSeed(seed)
-		if err != nil {
-			return err
-		}
-		if port < 0 || port > 65535 {
-			return usageErrorf("--port %d: want 0 to 65535", port)
-		}
-		ix, err := view.New(view.Options{Roots: args, Poll: poll})
-		if err != nil {
-			return inputError(err)
-		}
-		defer ix.Close()
-		loopback := host == "127.0.0.1" || host == "localhost" || host == "::1"
-		opt := view.ServerOptions{Loopback: loopback, Seed: sd}
-		if !loopback {
-			b := make([]byte, 16)
-			if _, err := rand.Read(b); err != nil {
-				return fmt.Errorf("view: token: %w", err)
-			}
-			opt.Token = hex.EncodeToString(b)
-		}
-		ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
-		if err != nil {
-			return inputError(fmt.Errorf("view: %w", err))
-		}
-		go func() {
-			ix.Scan()
-			ix.Run(ctx)
-		}()
-		srv := &http.Server{Handler: view.NewServer(ix, opt), ReadHeaderTimeout: 10 * time.Second}
-		u := "http://" + ln.Addr().String() + "/"
-		if opt.Token != "" {
-			u += "?token=" + opt.Token
-		}
-		fmt.Fprintf(e.stdout, "harness view: %s\n", u)
-		if open {
-			if p, err := exec.LookPath("xdg-open"); err == nil {
-				exec.Command(p, u).Start()
-			} else {
-				fmt.Fprintln(e.stderr, "harness view: --open: no xdg-open here; open the URL by hand")
-			}
-		}
-		done := make(chan error, 1)
-		go func() { done <- srv.Serve(ln) }()
-		select {
-		case <-ctx.Done():
-			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			srv.Shutdown(sctx)
-			return nil
-		case err := <-done:
-			if errors.Is(err, http.ErrServerClosed) {
-				return nil
-			}
-			return fmt.Errorf("view: %w", err)
-		}
+		return serveView(ctx, e, o, args)
 	}
 	return c
+}
+
+// serveView serves the viewer of the paths args until ctx ends.
+func serveView(ctx context.Context, e *env, o viewOptions, args []string) error {
+	sd, err := parseSeed(o.seed)
+	if err != nil {
+		return err
+	}
+	if o.port < 0 || o.port > 65535 {
+		return usageErrorf("--port %d: want 0 to 65535", o.port)
+	}
+	ix, err := view.New(view.Options{Roots: args, Poll: o.poll})
+	if err != nil {
+		return inputError(err)
+	}
+	defer ix.Close()
+	opt := view.ServerOptions{Loopback: view.IsLoopback(o.host), Seed: sd}
+	if !opt.Loopback {
+		if opt.Token, err = view.NewToken(); err != nil {
+			return err
+		}
+	}
+	l, err := view.Listen(ix, o.host, o.port, opt)
+	if err != nil {
+		return inputError(err)
+	}
+	u := l.URL()
+	fmt.Fprintf(e.stdout, "harness view: %s\n", u)
+	if o.open {
+		if p, err := exec.LookPath("xdg-open"); err == nil {
+			exec.Command(p, u).Start()
+		} else {
+			fmt.Fprintln(e.stderr, "harness view: --open: no xdg-open here; open the URL by hand")
+		}
+	}
+	return l.Serve(ctx)
 }
