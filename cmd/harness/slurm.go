@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"harness/schemas"
 	"harness/slurm"
 	"harness/slurm/array"
+	"harness/suiterun"
 	"harness/trials"
 )
 
@@ -326,4 +328,58 @@ func countErrored(name string) int {
 		return nil
 	})
 	return n
+}
+
+// slurmTrialsFlags sets the flags of the trials of an agent of a suite
+// that runs on Slurm: the tasks run harness trials with the flags set on
+// the command line, so t's options are set as arguments, and the suite's
+// graders and prices go to the tasks as files in the run directory.
+func (r *suiteRun) slurmTrialsFlags(tc *command, f *runFlags, t suiterun.Trials, quiet bool) error {
+	files, err := suiterun.WriteForTasks(r.dir, r.s, r.cases.Asserts, r.prices)
+	if err != nil {
+		return err
+	}
+	f.moreGraders, f.prices = nil, nil
+	if err := tc.flags.Parse(trialsArgs(t, files, quiet)); err != nil {
+		return usageErrorf("%v", err)
+	}
+	return nil
+}
+
+// trialsArgs are t's options (and the files of the suite's graders and
+// prices) as trials flags.
+func trialsArgs(t suiterun.Trials, files suiterun.TaskFiles, quiet bool) []string {
+	argv := []string{"-k", strconv.Itoa(t.K), "-o", t.Output}
+	add := func(name string, values ...string) {
+		for _, v := range values {
+			if v != "" {
+				argv = append(argv, "--"+name+"="+v)
+			}
+		}
+	}
+	if t.Resume {
+		argv = append(argv, "--resume") // the earlier run of a resumed one
+	}
+	if t.Workspace.Template != "" {
+		add("workspace", t.Workspace.Template)
+		add("workspace-setup", t.Workspace.Setup)
+		add("workspace-prepare", t.Workspace.Prepare)
+	}
+	add("sandbox", t.Sandbox)
+	add("sandbox-protect", t.Protect...)
+	add("adapter", t.Adapter)
+	add("agent-model", t.Model)
+	add("env", t.Env...)
+	if t.Budget.Cost > 0 {
+		add("max-cost", strconv.FormatFloat(t.Budget.Cost, 'g', -1, 64))
+	}
+	if t.Budget.Tokens > 0 {
+		add("max-tokens", strconv.FormatInt(t.Budget.Tokens, 10))
+	}
+	if quiet {
+		argv = append(argv, "-q")
+	}
+	add("grader", files.Graders)
+	add("prices", files.Prices)
+	return argv
 }
