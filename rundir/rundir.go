@@ -1,5 +1,6 @@
-// Package rundir is the run directory harness run writes: its manifest,
-// run.json, and the listing of the runs under a directory.
+// Package rundir is the run directory harness run writes: making it
+// (named after the time and the suite), its manifest run.json, its cases
+// file, and the listing of the runs under a directory.
 package rundir
 
 import (

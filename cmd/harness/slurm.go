@@ -2,22 +2,22 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
+	"strconv"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"harness/evaluation"
-	"harness/results"
 	"harness/schemas"
 	"harness/slurm"
 	"harness/slurm/array"
+	"harness/suiterun"
 	"harness/trials"
 )
 
@@ -94,7 +94,7 @@ func (f *runFlags) checkSlurm(args []string) error {
 }
 
 func runSlurm(ctx context.Context, r *slurmRun, args []string) error {
-	f, s := r.f, &r.f.slurm
+	f := r.f
 	if r.client == nil {
 		r.client = &slurm.Client{Run: slurm.Exec}
 	}
@@ -105,48 +105,20 @@ func runSlurm(ctx context.Context, r *slurmRun, args []string) error {
 	f.output = out
 	// casesFile is the file of the tasks' cases this run wrote anew, which
 	// a job that was never submitted does not leave behind.
-	casesFile := ""
-	if len(args) == 0 && f.image.tasks != "" {
-		// --tasks without a prompts file: the tasks' cases, beside the
-		// output, where every node reads them.
-		args = []string{out + ".tasks.jsonl"}
-		if !fileExistsAny(args[0]) {
-			casesFile = args[0]
-		}
-		if err := f.image.writeCases(args[0]); err != nil {
-			return err
-		}
-		defer func() {
-			if casesFile != "" {
-				os.Remove(casesFile)
-			}
-		}()
+	args, casesFile, err := r.tasksCases(args, out)
+	if err != nil {
+		return err
 	}
+	defer func() {
+		if casesFile != "" {
+			os.Remove(casesFile)
+		}
+	}()
 	prompts, err := filepath.Abs(args[0])
 	if err != nil {
 		return err
 	}
-	job, err := r.job(prompts)
-	if err != nil {
-		return err
-	}
-	harness, err := harnessBinary(s.harness)
-	if err != nil {
-		return err
-	}
-	var log io.Writer = r.e.stderr
-	if f.quiet {
-		log = io.Discard
-	}
-	run, err := array.New(array.Config{
-		Job: job, Harness: harness, Prompts: prompts, Output: out, K: r.k,
-		Opts: s.opts, Retries: s.retries, Poll: s.poll, Shared: s.shared,
-		Resume: f.resume, Force: f.force,
-		// Exit 1 (a gate) and 3 (records with infrastructure errors) are
-		// runs that completed.
-		Completed: []int{exitGateFailed, exitInfraErrors},
-		Client:    r.client, Log: log,
-	})
+	run, err := r.newArray(prompts, out)
 	if err != nil {
 		return err
 	}
@@ -155,18 +127,63 @@ func runSlurm(ctx context.Context, r *slurmRun, args []string) error {
 		return slurmExit(err)
 	}
 	casesFile = ""
-	if s.detach {
+	if f.slurm.detach {
 		fmt.Fprintf(r.e.stdout, "%s\n", id)
-		fmt.Fprintf(r.e.stderr, "submitted array job %s: %d tasks writing %s\nwhen it is done: %s\n", id, s.tasks, run.Dir(), run.MergeCommand())
+		fmt.Fprintf(r.e.stderr, "submitted array job %s: %d tasks writing %s\nwhen it is done: %s\n", id, f.slurm.tasks, run.Dir(), run.MergeCommand())
 		return nil
 	}
-	if err := run.Watch(ctx, id); err != nil {
-		return slurmExit(err)
-	}
-	if err := run.CheckOutput(); err != nil {
+	if err := run.Wait(ctx, id); err != nil {
 		return slurmExit(err)
 	}
 	return r.mergeAndFinish(ctx, run, prompts)
+}
+
+// tasksCases are the prompts of a run of --tasks without a prompts file:
+// the tasks' cases, written beside the output, where every node reads
+// them; made is that file when this run made it. Other runs' args are
+// their prompts as they are.
+func (r *slurmRun) tasksCases(args []string, out string) (prompts []string, made string, err error) {
+	if len(args) != 0 || r.f.image.tasks == "" {
+		return args, "", nil
+	}
+	name := out + ".tasks.jsonl"
+	if !fileExistsAny(name) {
+		made = name
+	}
+	if err := r.f.image.writeCases(name); err != nil {
+		return nil, "", err
+	}
+	return []string{name}, made, nil
+}
+
+// newArray sets up the array job of the run: its tasks run this harness
+// (or --slurm-harness) with the run's arguments.
+func (r *slurmRun) newArray(prompts, out string) (*array.Run, error) {
+	f, s := r.f, &r.f.slurm
+	job, err := r.job(prompts)
+	if err != nil {
+		return nil, err
+	}
+	harness, err := array.Binary(s.harness, os.Args[0])
+	if errors.Is(err, array.ErrNotFile) {
+		return nil, usageErrorf("--slurm-harness %v", err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var log io.Writer = r.e.stderr
+	if f.quiet {
+		log = io.Discard
+	}
+	return array.New(array.Config{
+		Job: job, Harness: harness, Prompts: prompts, Output: out, K: r.k,
+		Opts: s.opts, Retries: s.retries, Poll: s.poll, Shared: s.shared,
+		Resume: f.resume, Force: f.force,
+		// Exit 1 (a gate) and 3 (records with infrastructure errors) are
+		// runs that completed.
+		Completed: []int{exitGateFailed, exitInfraErrors},
+		Client:    r.client, Log: log,
+	})
 }
 
 // slurmExit gives an error of the array run its exit status.
@@ -223,46 +240,10 @@ func fileExistsAny(p string) bool {
 	return err == nil
 }
 
-// harnessBinary is the binary the tasks run: the one named, else the one
-// running (by the name it was started with, so a link keeps its name).
-func harnessBinary(named string) (string, error) {
-	if named != "" {
-		abs, err := filepath.Abs(named)
-		if err != nil {
-			return "", err
-		}
-		if st, err := os.Stat(abs); err != nil || st.IsDir() {
-			return "", usageErrorf("--slurm-harness %s: not a file", named)
-		}
-		return abs, nil
-	}
-	if p, err := lookArgv0(); err == nil {
-		return p, nil
-	}
-	return os.Executable()
-}
-
-func lookArgv0() (string, error) {
-	name := os.Args[0]
-	if !strings.Contains(name, "/") {
-		p, err := exec.LookPath(name)
-		if err != nil {
-			return "", err
-		}
-		name = p
-	}
-	return filepath.Abs(name)
-}
-
 // mergeAndFinish merges the shards into the output and ends as the local
 // run would: the summary table, the gates, the exit status.
 func (r *slurmRun) mergeAndFinish(ctx context.Context, run *array.Run, prompts string) error {
-	var files []string
-	for _, f := range run.Shards() {
-		if st, err := os.Stat(f); err == nil && st.Size() > 0 {
-			files = append(files, f)
-		}
-	}
+	files := run.Written()
 	if len(files) == 0 {
 		return withCode(exitInfraErrors, fmt.Errorf("the tasks wrote no records; their logs are in %s", run.Dir()))
 	}
@@ -277,25 +258,12 @@ func (r *slurmRun) mergeAndFinish(ctx context.Context, run *array.Run, prompts s
 	var gateErr error
 	infra := 0
 	if r.cmdName == "trials" {
-		summary := r.f.summaryPath
-		if summary == "" {
-			summary = summaryBeside(r.f.output)
-		}
-		sum, err := readSummary(summary)
-		if err != nil {
-			return fmt.Errorf("the merged summary: %w", err)
-		}
-		if !r.f.quiet {
-			trials.WriteSummaryTable(r.e.stderr, *sum)
-		}
-		for _, v := range sum.Errors {
-			infra += v
-		}
-		if r.finish != nil {
-			gateErr = r.finish(*sum)
+		var err error
+		if infra, gateErr, err = r.finishTrials(); err != nil {
+			return err
 		}
 	} else {
-		infra = countErrored(r.f.output)
+		infra = array.CountErrored(r.f.output)
 	}
 	if r.f.junit != "" || r.f.markdown != "" {
 		if err := evaluation.WriteReports(r.f.output, r.f.junit, r.f.markdown); err != nil {
@@ -311,19 +279,80 @@ func (r *slurmRun) mergeAndFinish(ctx context.Context, run *array.Run, prompts s
 	return nil
 }
 
-// countErrored counts the records of a capture file with an error.
-func countErrored(name string) int {
-	in, err := results.Open(name, nil)
-	if err != nil {
-		return 0
+// finishTrials reads the merged summary of a trials run, prints its table
+// and applies the gates: it returns the number of trials with
+// infrastructure errors and the gates' error.
+func (r *slurmRun) finishTrials() (infra int, gateErr error, err error) {
+	summary := r.f.summaryPath
+	if summary == "" {
+		summary = summaryBeside(r.f.output)
 	}
-	defer in.Close()
-	n := 0
-	_, _ = schemas.ReadResults(name, in, func(l schemas.ResultLine) error {
-		if l.Capture != nil && l.Capture.Error != nil {
-			n++
+	sum, err := readSummary(summary)
+	if err != nil {
+		return 0, nil, fmt.Errorf("the merged summary: %w", err)
+	}
+	if !r.f.quiet {
+		trials.WriteSummaryTable(r.e.stderr, *sum)
+	}
+	for _, v := range sum.Errors {
+		infra += v
+	}
+	if r.finish != nil {
+		gateErr = r.finish(*sum)
+	}
+	return infra, gateErr, nil
+}
+
+// slurmTrialsFlags sets the flags of the trials of an agent of a suite
+// that runs on Slurm: the tasks run harness trials with the flags set on
+// the command line, so t's options are set as arguments, and the suite's
+// graders and prices go to the tasks as files in the run directory.
+func (r *suiteRun) slurmTrialsFlags(tc *command, f *runFlags, t suiterun.Trials, quiet bool) error {
+	files, err := suiterun.WriteForTasks(r.dir, r.s, r.cases.Asserts, r.prices)
+	if err != nil {
+		return err
+	}
+	f.moreGraders, f.prices = nil, nil
+	if err := tc.flags.Parse(trialsArgs(t, files, quiet)); err != nil {
+		return usageErrorf("%v", err)
+	}
+	return nil
+}
+
+// trialsArgs are t's options (and the files of the suite's graders and
+// prices) as trials flags.
+func trialsArgs(t suiterun.Trials, files suiterun.TaskFiles, quiet bool) []string {
+	argv := []string{"-k", strconv.Itoa(t.K), "-o", t.Output}
+	add := func(name string, values ...string) {
+		for _, v := range values {
+			if v != "" {
+				argv = append(argv, "--"+name+"="+v)
+			}
 		}
-		return nil
-	})
-	return n
+	}
+	if t.Resume {
+		argv = append(argv, "--resume") // the earlier run of a resumed one
+	}
+	if t.Workspace.Template != "" {
+		add("workspace", t.Workspace.Template)
+		add("workspace-setup", t.Workspace.Setup)
+		add("workspace-prepare", t.Workspace.Prepare)
+	}
+	add("sandbox", t.Sandbox)
+	add("sandbox-protect", t.Protect...)
+	add("adapter", t.Adapter)
+	add("agent-model", t.Model)
+	add("env", t.Env...)
+	if t.Budget.Cost > 0 {
+		add("max-cost", strconv.FormatFloat(t.Budget.Cost, 'g', -1, 64))
+	}
+	if t.Budget.Tokens > 0 {
+		add("max-tokens", strconv.FormatInt(t.Budget.Tokens, 10))
+	}
+	if quiet {
+		argv = append(argv, "-q")
+	}
+	add("grader", files.Graders)
+	add("prices", files.Prices)
+	return argv
 }
