@@ -14,13 +14,13 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"harness/capture"
 	"harness/evaluation"
 	"harness/graders"
 	"harness/results"
 	"harness/sandbox"
 	"harness/schemas"
 	"harness/trials"
+	"harness/workspace"
 )
 
 // gradeFlags are the options of harness grade.
@@ -320,7 +320,7 @@ func gradeFiles(ctx context.Context, e *env, f *gradeFlags, files []string, gs [
 			if err != nil {
 				return "", nil, err
 			}
-			if err := capture.Rebuild(template, rec.Workspace, dir); err != nil {
+			if err := workspace.Rebuild(template, rec.Workspace, dir); err != nil {
 				os.RemoveAll(dir)
 				return "", nil, err
 			}
