@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"harness/image"
+	"harness/workspace"
 )
 
 // regrade grades a unit whose turn an earlier run played to the end and
@@ -44,7 +45,7 @@ func (w *worker) regrade(ctx context.Context, u Unit) bool {
 			if !isDir(ws.Path) {
 				return false
 			}
-			run.ws = &Workspace{Template: ws.Template, Path: ws.Path}
+			run.ws = &workspace.Workspace{Template: ws.Template, Path: ws.Path}
 			kept.Kept = cfg.KeepWorkspaces
 		}
 	}

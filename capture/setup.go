@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"harness/internal/orphans"
+	"harness/workspace"
 )
 
 // setupError is a workspace copy or setup command that failed: the case
@@ -51,7 +52,7 @@ func (r *Runner) template(t string) (string, error) {
 	}
 	r.prepMu.Unlock()
 	p.once.Do(func() {
-		ws, err := NewWorkspace(t, r.cfg.WorkspaceTmp, "prepared")
+		ws, err := workspace.New(t, r.cfg.WorkspaceTmp, "prepared")
 		if err != nil {
 			p.err = err
 			return
@@ -68,7 +69,7 @@ func (r *Runner) template(t string) (string, error) {
 
 // sourceTree lists a workspace source once per run: the baseline of every
 // copy made from it with no setup command.
-func (r *Runner) sourceTree(dir string) (*tree, error) {
+func (r *Runner) sourceTree(dir string) (*workspace.Listing, error) {
 	r.prepMu.Lock()
 	if r.trees == nil {
 		r.trees = map[string]*sourceListing{}
@@ -80,10 +81,7 @@ func (r *Runner) sourceTree(dir string) (*tree, error) {
 	}
 	r.prepMu.Unlock()
 	l.once.Do(func() {
-		l.tree, l.err = listTree(dir, nil)
-		if l.err != nil {
-			l.err = fmt.Errorf("workspace baseline %s: %w", dir, l.err)
-		}
+		l.tree, l.err = workspace.List(dir)
 	})
 	return l.tree, l.err
 }
@@ -91,7 +89,7 @@ func (r *Runner) sourceTree(dir string) (*tree, error) {
 // sourceListing is a workspace source listed once.
 type sourceListing struct {
 	once sync.Once
-	tree *tree
+	tree *workspace.Listing
 	err  error
 }
 

@@ -15,6 +15,7 @@ import (
 	"harness/acp"
 	"harness/sandbox"
 	"harness/schemas"
+	"harness/workspace"
 )
 
 // worker owns one agent process at a time and runs units on it, one after
@@ -42,7 +43,7 @@ type caseRun struct {
 	start      time.Time
 	end        time.Time
 	sessionID  string
-	ws         *Workspace
+	ws         *workspace.Workspace
 	layer      *caseLayer // with an image: the case's layer
 	ag         *agent
 	stops      []string
@@ -412,7 +413,7 @@ func (w *worker) workspace(run *caseRun) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		ws, err := NewWorkspace(src, cfg.WorkspaceTmp, fmt.Sprintf("%s-t%d", c.ID, run.unit.Trial))
+		ws, err := workspace.New(src, cfg.WorkspaceTmp, fmt.Sprintf("%s-t%d", c.ID, run.unit.Trial))
 		if err != nil {
 			return "", &setupError{msg: err.Error()}
 		}
@@ -423,13 +424,13 @@ func (w *worker) workspace(run *caseRun) (string, error) {
 				return "", err
 			}
 		}
-		var base *tree
 		if cfg.WorkspaceSetup == "" {
-			if base, err = w.r.sourceTree(src); err != nil {
+			base, err := w.r.sourceTree(src)
+			if err != nil {
 				return "", &setupError{msg: err.Error()}
 			}
-		}
-		if err := ws.baseline(base, cfg.WorkspaceTmp, cfg.WorkspaceSetup != ""); err != nil {
+			ws.BaselineListed(base)
+		} else if err := ws.BaselineSnapshot(cfg.WorkspaceTmp); err != nil {
 			return "", &setupError{msg: err.Error()}
 		}
 	}
@@ -886,11 +887,9 @@ func (w *worker) conclude(run *caseRun) {
 	case run.ws != nil:
 		run.changes, run.gitChanges, run.changeErr = run.ws.Changes()
 		// The baseline has served: a kept copy needs none.
-		run.ws.dropBaseline()
+		run.ws.DropBaseline()
 	case run.layer != nil:
-		var changes []schemas.FileChange
-		changes, run.outside, run.changeErr = layerChanges(run.layer.layer, run.layer.workdir)
-		run.changes, run.gitChanges = splitGit(changes)
+		run.changes, run.gitChanges, run.outside, run.changeErr = workspace.LayerChanges(run.layer.layer, run.layer.workdir, isVerifierPath)
 		if run.layer.task != nil && (run.err == nil || run.err.Class != schemas.ErrInterrupted) {
 			run.verdict = w.verify(run.layer)
 		}

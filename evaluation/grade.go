@@ -7,9 +7,9 @@ import (
 	"math/rand/v2"
 	"os"
 
-	"harness/capture"
 	"harness/graders"
 	"harness/schemas"
+	"harness/workspace"
 )
 
 // CountRecords reads every line of a results file (capture, graded or
@@ -57,7 +57,7 @@ func RebuildFrom(template string) func(rec *schemas.CaptureRecord) (string, func
 		if err != nil {
 			return "", nil, err
 		}
-		if err := capture.Rebuild(template, rec.Workspace, dir); err != nil {
+		if err := workspace.Rebuild(template, rec.Workspace, dir); err != nil {
 			os.RemoveAll(dir)
 			return "", nil, err
 		}

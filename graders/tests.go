@@ -3,13 +3,13 @@ package graders
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"harness/internal/safefile"
+	"harness/internal/treecopy"
 	"harness/schemas"
 )
 
@@ -104,7 +104,10 @@ func (g *testsGrader) Grade(ctx context.Context, in *Input) schemas.GraderResult
 		return finish(failure(schemas.ErrGraderError, "the workspace copy %s is gone", ws), g.name, start)
 	}
 	if g.files != "" {
-		if err := copyInto(g.files, ws); err != nil {
+		// Merged in, replacing files of the same name; links are left
+		// out, and the files made readable and writable by their owner.
+		opts := treecopy.Options{Merge: true, SkipSymlinks: true, FilePerm: 0o600}
+		if err := treecopy.Copy(g.files, ws, opts); err != nil {
 			return finish(failure(schemas.ErrGraderError, "copying the verifier files %s into the workspace: %v", g.files, err), g.name, start)
 		}
 	}
@@ -195,28 +198,4 @@ func (g *testsGrader) Grade(ctx context.Context, in *Input) schemas.GraderResult
 		res.Reasoning += fmt.Sprintf(" (%d skipped)", skipped)
 	}
 	return finish(res, g.name, start)
-}
-
-// copyInto copies the tree src into dst, replacing files of the same name.
-func copyInto(src, dst string) error {
-	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, path)
-		target := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		info, _ := d.Info()
-		os.Remove(target)
-		return os.WriteFile(target, b, info.Mode().Perm()|0o600)
-	})
 }

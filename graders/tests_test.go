@@ -139,3 +139,45 @@ func TestTestsGraderConfigErrors(t *testing.T) {
 		wantConfigErr(t, err, p, c.field, c.msg)
 	}
 }
+
+// The verifier files go into the workspace over what the agent left: a
+// file of the same name is replaced, a link in their place is replaced,
+// not written through, and a link where a verifier directory goes fails
+// the grader, with nothing written outside.
+func TestTestsGraderFilesOverTheAgentsWork(t *testing.T) {
+	verifier, outside := t.TempDir(), t.TempDir()
+	for name, content := range map[string]string{"check.sh": "grep -q verifier tests/t.txt && echo 'ok 1 - t'\n", "tests/t.txt": "verifier\n"} {
+		os.MkdirAll(filepath.Dir(filepath.Join(verifier, name)), 0o755)
+		os.WriteFile(filepath.Join(verifier, name), []byte(content), 0o644)
+	}
+	os.WriteFile(filepath.Join(outside, "victim"), []byte("keep"), 0o644)
+	cfg := writeConfig(t, "tests.json", string(mustJSON(map[string]any{
+		"type": "tests", "command": []string{"/bin/sh", "-c", "echo 1..1; sh check.sh"}, "report": "tap", "files": verifier,
+	})))
+	g := load(t, cfg, Options{})
+	grade1 := func(plant func(ws string)) schemas.GraderResult {
+		ws := t.TempDir()
+		plant(ws)
+		rec := record("done", "")
+		rec.Workspace = &schemas.Workspace{Path: ws}
+		return grade(t, g, rec)
+	}
+	r := grade1(func(ws string) {
+		os.Symlink(filepath.Join(outside, "victim"), filepath.Join(ws, "check.sh"))
+		os.MkdirAll(filepath.Join(ws, "tests"), 0o755)
+		os.WriteFile(filepath.Join(ws, "tests", "t.txt"), []byte("agent's\n"), 0o644)
+	})
+	if r.Error != nil || !r.Pass {
+		t.Errorf("verifier files over the agent's: %+v", r)
+	}
+	r = grade1(func(ws string) { os.Symlink(outside, filepath.Join(ws, "tests")) })
+	if r.Error == nil || !strings.Contains(r.Error.Message, "not a directory") {
+		t.Errorf("a link where a verifier directory goes: %+v", r)
+	}
+	if b, _ := os.ReadFile(filepath.Join(outside, "victim")); string(b) != "keep" {
+		t.Errorf("a file outside was written through a link: %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "t.txt")); err == nil {
+		t.Error("a verifier file was written outside the workspace")
+	}
+}

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"harness/internal/treecopy"
 )
 
 // benchImageTar writes a root filesystem tar of about 300 MB shaped like
@@ -83,7 +85,10 @@ func BenchmarkTrialEnvironment(b *testing.B) {
 		}
 		for i := 0; b.Loop(); i++ {
 			out := filepath.Join(dir, fmt.Sprintf("copy%d", i))
-			if err := copyTree(img.Rootfs, out); err != nil {
+			// A copy that keeps what a root filesystem needs: exact
+			// modes (setuid too) and owners.
+			opts := treecopy.Options{ExactModes: true, RootMode: true, Owners: true}
+			if err := treecopy.Copy(img.Rootfs, out, opts); err != nil {
 				b.Fatal(err)
 			}
 			if err := os.RemoveAll(out); err != nil {

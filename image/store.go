@@ -523,53 +523,6 @@ func writeRefIndex(file, ref, key string) error {
 	return err
 }
 
-// copyTree copies a root filesystem (files, directories, symlinks, hard
-// links as copies; owners kept when running as root).
-func copyTree(src, dst string) error {
-	asRoot := os.Geteuid() == 0
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		target := filepath.Join(dst, rel)
-		fi, err := os.Lstat(p)
-		if err != nil {
-			return err
-		}
-		switch {
-		case fi.IsDir():
-			if err := os.MkdirAll(target, 0o755); err != nil {
-				return err
-			}
-			defer os.Chmod(target, fi.Mode()&(fs.ModePerm|fs.ModeSetgid|fs.ModeSticky))
-		case fi.Mode()&fs.ModeSymlink != 0:
-			l, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			if err := os.Symlink(l, target); err != nil {
-				return err
-			}
-		case fi.Mode().IsRegular():
-			if err := copyFile(p, target, fi.Mode()); err != nil {
-				return err
-			}
-		default:
-			return nil
-		}
-		if asRoot {
-			if st, ok := statOwner(fi); ok {
-				_ = os.Lchown(target, st.uid, st.gid)
-				if fi.Mode().IsRegular() {
-					_ = os.Chmod(target, fi.Mode()&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky))
-				}
-			}
-		}
-		return nil
-	})
-}
-
 func copyFile(src, dst string, mode fs.FileMode) error {
 	in, err := os.Open(src)
 	if err != nil {

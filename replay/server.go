@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"harness/acp"
-	"harness/capture"
 	"harness/schemas"
+	"harness/workspace"
 )
 
 // Options configures Serve.
@@ -633,7 +633,7 @@ func (s *server) finishWorkspace(ss *session) {
 	if !s.opts.ApplyChanges || ss.cwd == "" || rec.Workspace == nil || len(rec.Workspace.FileChanges) == 0 {
 		return
 	}
-	if err := capture.ApplyChanges(rec.Workspace, ss.cwd); err != nil {
+	if err := workspace.ApplyChanges(rec.Workspace, ss.cwd); err != nil {
 		s.logf("replay: case %q trial %d: the recorded workspace changes do not apply to %s: %v", rec.ID, rec.Trial, ss.cwd, err)
 	}
 }

@@ -30,6 +30,7 @@ import (
 	"sync"
 	"syscall"
 
+	"harness/internal/treecopy"
 	"harness/sandbox/egress"
 	"harness/sandbox/limits"
 )
@@ -501,7 +502,7 @@ func (b *Bwrap) Wrap(c Command) (Wrapped, error) {
 	}
 	cleanup := func() { os.RemoveAll(home) }
 	if b.opts.HomeTemplate != "" {
-		if err := copyDir(b.opts.HomeTemplate, home); err != nil {
+		if err := treecopy.Copy(b.opts.HomeTemplate, home, treecopy.Options{}); err != nil {
 			cleanup()
 			return Wrapped{}, fmt.Errorf("sandbox home from %s: %w", b.opts.HomeTemplate, err)
 		}
@@ -780,41 +781,6 @@ func lookPath(argv0 string, env []string) (string, error) {
 		}
 	}
 	return exec.LookPath(argv0)
-}
-
-// copyDir copies a directory tree (files, directories, symlinks).
-func copyDir(src, dst string) error {
-	return filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, path)
-		target := filepath.Join(dst, rel)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		switch {
-		case d.IsDir():
-			if rel == "." {
-				return nil
-			}
-			return os.Mkdir(target, info.Mode().Perm()|0o700)
-		case d.Type()&os.ModeSymlink != 0:
-			link, err := os.Readlink(path)
-			if err != nil {
-				return err
-			}
-			return os.Symlink(link, target)
-		case d.Type().IsRegular():
-			b, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			return os.WriteFile(target, b, info.Mode().Perm())
-		}
-		return nil
-	})
 }
 
 // tmpTop returns the entry of /tmp that path p lies in ("/tmp/x" for

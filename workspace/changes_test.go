@@ -1,4 +1,4 @@
-package capture
+package workspace
 
 import (
 	"encoding/base64"
@@ -52,7 +52,7 @@ func TestChangesIgnoreWhatTheAgentPlants(t *testing.T) {
 			t.Fatalf("git init: %s", out)
 		}
 	}
-	ws, err := NewWorkspace(tmpl, t.TempDir(), "hostile")
+	ws, err := New(tmpl, t.TempDir(), "hostile")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestChangesPartGitFromTheWorkTree(t *testing.T) {
 	gitIn(tmpl, "init", "-q")
 	gitIn(tmpl, "add", "-A")
 	gitIn(tmpl, "commit", "-q", "-m", "template")
-	ws, err := NewWorkspace(tmpl, t.TempDir(), "git")
+	ws, err := New(tmpl, t.TempDir(), "git")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func TestChangesPartGitFromTheWorkTree(t *testing.T) {
 func TestSplitGit(t *testing.T) {
 	tmpl := t.TempDir()
 	writeFiles(t, tmpl, map[string]string{"moved.txt": "x\n", ".git/HEAD": "ref: refs/heads/main\n"})
-	ws, err := NewWorkspace(tmpl, t.TempDir(), "split")
+	ws, err := New(tmpl, t.TempDir(), "split")
 	if err != nil {
 		t.Fatal(err)
 	}
