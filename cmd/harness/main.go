@@ -191,29 +191,8 @@ func mainExit() int {
 // runMain runs the command line args and returns the exit status.
 func runMain(ctx context.Context, e *env, args []string) int {
 	cmds := commands()
-	if len(args) == 0 {
-		printOverview(e.stderr, cmds)
-		return exitUsage
-	}
-	switch args[0] {
-	case "-h", "--help", "help":
-		if len(args) > 1 && args[0] == "help" {
-			if c := findCommand(cmds, args[1]); c != nil {
-				printCommandHelp(e.stdout, c)
-				return exitOK
-			}
-			if args[1] == "version" {
-				fmt.Fprintf(e.stdout, "Usage: harness version\n\n%s\n\nAlso: harness --version, harness -v.\n", versionShort)
-				return exitOK
-			}
-			fmt.Fprintf(e.stderr, "harness: unknown command %q\n", args[1])
-			return exitUsage
-		}
-		printOverview(e.stdout, cmds)
-		return exitOK
-	case "-v", "--version", "version":
-		fmt.Fprintf(e.stdout, "harness %s\n", buildinfo.Read(version))
-		return exitOK
+	if code, done := helpOrVersion(e, cmds, args); done {
+		return code
 	}
 	c := findCommand(cmds, args[0])
 	if c == nil {
@@ -231,17 +210,10 @@ func runMain(ctx context.Context, e *env, args []string) int {
 		return exitUsage
 	}
 	warnDeprecated(e.stderr, c, args[1:])
-	pos := c.flags.Args()
-	var agent []string
-	if dash := c.flags.ArgsLenAtDash(); dash >= 0 {
-		pos, agent = pos[:dash], pos[dash:]
-	}
-	if c.agent && !c.optionalAgent && len(agent) == 0 {
+	pos, agent, ok := c.operands()
+	if !ok {
 		fmt.Fprintf(e.stderr, "harness %s: no agent command: put it after --, as in\n  harness %s\n", c.name, c.usage)
 		return exitUsage
-	}
-	if !c.agent && len(agent) > 0 {
-		pos = append(pos, agent...)
 	}
 	if !c.agent {
 		// The offline commands stream records through a small live heap
@@ -256,16 +228,68 @@ func runMain(ctx context.Context, e *env, args []string) int {
 		}
 	}
 	e.redact = redact.New(values, os.Environ())
-	err := c.run(ctx, e, pos, agent)
-	if err != nil && e.redact.Active() {
-		var ee *exitError
-		code := 1
-		if errors.As(err, &ee) {
-			code = ee.code
-		}
-		err = withCode(code, errors.New(e.redact.String(err.Error())))
+	return reportError(e.stderr, c.name, e.redactError(c.run(ctx, e, pos, agent)))
+}
+
+// helpOrVersion answers no arguments, help and version; done says it did.
+func helpOrVersion(e *env, cmds []*command, args []string) (code int, done bool) {
+	if len(args) == 0 {
+		printOverview(e.stderr, cmds)
+		return exitUsage, true
 	}
-	return reportError(e.stderr, c.name, err)
+	switch args[0] {
+	case "-h", "--help", "help":
+		if len(args) > 1 && args[0] == "help" {
+			if c := findCommand(cmds, args[1]); c != nil {
+				printCommandHelp(e.stdout, c)
+				return exitOK, true
+			}
+			if args[1] == "version" {
+				fmt.Fprintf(e.stdout, "Usage: harness version\n\n%s\n\nAlso: harness --version, harness -v.\n", versionShort)
+				return exitOK, true
+			}
+			fmt.Fprintf(e.stderr, "harness: unknown command %q\n", args[1])
+			return exitUsage, true
+		}
+		printOverview(e.stdout, cmds)
+		return exitOK, true
+	case "-v", "--version", "version":
+		fmt.Fprintf(e.stdout, "harness %s\n", buildinfo.Read(version))
+		return exitOK, true
+	}
+	return 0, false
+}
+
+// operands splits the parsed command line into the command's arguments
+// and the agent command after --; ok is false when the command needs an
+// agent and none was given. A command without an agent takes what
+// follows -- as arguments.
+func (c *command) operands() (pos, agent []string, ok bool) {
+	pos = c.flags.Args()
+	if dash := c.flags.ArgsLenAtDash(); dash >= 0 {
+		pos, agent = pos[:dash], pos[dash:]
+	}
+	if c.agent && !c.optionalAgent && len(agent) == 0 {
+		return nil, nil, false
+	}
+	if !c.agent && len(agent) > 0 {
+		pos = append(pos, agent...)
+	}
+	return pos, agent, true
+}
+
+// redactError takes the run's secrets out of an error's text, keeping
+// its exit status.
+func (e *env) redactError(err error) error {
+	if err == nil || !e.redact.Active() {
+		return err
+	}
+	var ee *exitError
+	code := 1
+	if errors.As(err, &ee) {
+		code = ee.code
+	}
+	return withCode(code, errors.New(e.redact.String(err.Error())))
 }
 
 // reportError prints err (if any) and maps it to an exit status.
