@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -122,18 +123,19 @@ func runSlurm(ctx context.Context, r *slurmRun, args []string) error {
 	if err != nil {
 		return err
 	}
+	mergeCmd := r.mergeCommand(run, prompts, out)
 	id, err := run.Submit(ctx)
 	if err != nil {
-		return slurmExit(err)
+		return slurmExit(err, mergeCmd)
 	}
 	casesFile = ""
 	if f.slurm.detach {
 		fmt.Fprintf(r.e.stdout, "%s\n", id)
-		fmt.Fprintf(r.e.stderr, "submitted array job %s: %d tasks writing %s\nwhen it is done: %s\n", id, f.slurm.tasks, run.Dir(), run.MergeCommand())
+		fmt.Fprintf(r.e.stderr, "submitted array job %s: %d tasks writing %s\nwhen it is done: %s\n", id, f.slurm.tasks, run.Dir(), mergeCmd)
 		return nil
 	}
 	if err := run.Wait(ctx, id); err != nil {
-		return slurmExit(err)
+		return slurmExit(err, mergeCmd)
 	}
 	return r.mergeAndFinish(ctx, run, prompts)
 }
@@ -186,8 +188,13 @@ func (r *slurmRun) newArray(prompts, out string) (*array.Run, error) {
 	})
 }
 
-// slurmExit gives an error of the array run its exit status.
-func slurmExit(err error) error {
+// slurmExit gives an error of the array run its exit status, and words
+// its remedy with this command's flags; mergeCmd is how to merge the
+// shards by hand.
+func slurmExit(err error, mergeCmd string) error {
+	if hint := slurmRemedy(array.RemedyOf(err), mergeCmd); hint != "" {
+		err = &array.Error{Kind: array.KindOf(err), Err: fmt.Errorf("%w; %s", err, hint)}
+	}
 	switch array.KindOf(err) {
 	case array.Input:
 		return inputError(err)
@@ -199,6 +206,41 @@ func slurmExit(err error) error {
 		return withCode(exitForeign, err)
 	}
 	return err
+}
+
+// slurmRemedy words what a user can do about an array run's error.
+func slurmRemedy(r array.Remedy, mergeCmd string) string {
+	switch r {
+	case array.SharedOutput:
+		return "put -o (and the prompts, graders and harness binary) on a filesystem every node mounts, or say it is shared with --slurm-shared"
+	case array.RemoveOrForce:
+		return "remove it, or start over with --force"
+	case array.ForceOrOtherOutput:
+		return "start over with --force, or use another -o"
+	case array.ResumeOrForce:
+		return "continue it with --resume, or start over with --force"
+	case array.ResumeLater:
+		return "finish later with the same command and --resume (or: " + mergeCmd + ")"
+	case array.ResumeToContinue:
+		return "the same command with --resume continues where the tasks stopped"
+	case array.RemoveAndMerge:
+		return "remove it and merge with: " + mergeCmd
+	}
+	return ""
+}
+
+// mergeCommand is the harness merge command line that merges the run's
+// shards by hand.
+func (r *slurmRun) mergeCommand(run *array.Run, prompts, out string) string {
+	words := []string{"harness", "merge"}
+	for _, f := range run.Shards() {
+		words = append(words, slurm.Quote(f))
+	}
+	words = append(words, "--prompts", slurm.Quote(prompts), "-o", slurm.Quote(out))
+	if r.cmdName == "trials" {
+		words = append(words, "-k", strconv.Itoa(r.k))
+	}
+	return strings.Join(words, " ")
 }
 
 func (r *slurmRun) logf(format string, a ...any) {

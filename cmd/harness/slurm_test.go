@@ -34,14 +34,23 @@ func TestSlurmWithoutSbatch(t *testing.T) {
 // unchanged; an error of no kind is left as it is.
 func TestSlurmExit(t *testing.T) {
 	for kind, want := range map[array.Kind]int{array.Input: exitUsage, array.GivenUp: exitInfraErrors, array.Interrupted: exitInterrupted, array.OutputLinked: exitForeign} {
-		err := slurmExit(&array.Error{Kind: kind, Err: errors.New("what happened")})
+		err := slurmExit(&array.Error{Kind: kind, Err: errors.New("what happened")}, "")
 		var ee *exitError
 		if !errors.As(err, &ee) || ee.code != want || err.Error() != "what happened" {
 			t.Errorf("kind %d: %v, want exit %d", kind, err, want)
 		}
 	}
+	// The remedy is worded with the command's flags.
+	err := slurmExit(&array.Error{Kind: array.Input, Remedy: array.ResumeOrForce, Err: errors.New("DIR holds the shards of an earlier run")}, "")
+	if want := "DIR holds the shards of an earlier run; continue it with --resume, or start over with --force"; err.Error() != want {
+		t.Errorf("remedy: %q, want %q", err, want)
+	}
+	err = slurmExit(&array.Error{Kind: array.GivenUp, Remedy: array.ResumeLater, Err: errors.New("given up")}, "harness merge a b")
+	if want := "given up; finish later with the same command and --resume (or: harness merge a b)"; err.Error() != want {
+		t.Errorf("remedy: %q, want %q", err, want)
+	}
 	plain := errors.New("plain")
-	if err := slurmExit(plain); err != plain {
+	if err := slurmExit(plain, ""); err != plain {
 		t.Errorf("plain error: %v", err)
 	}
 }

@@ -12,8 +12,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
 	"harness/slurm"
@@ -102,10 +100,43 @@ const (
 	OutputLinked
 )
 
-// Error is an error of a run with its Kind; its message is Err's.
+// Remedy is what a user can do about an Error, for the caller to word
+// in the terms of its own command line.
+type Remedy int
+
+const (
+	// NoRemedy: the message says all there is.
+	NoRemedy Remedy = iota
+	// SharedOutput: put the output, prompts, graders and harness binary
+	// on a filesystem every node mounts, or say that it is shared
+	// (Config.Shared).
+	SharedOutput
+	// RemoveOrForce: remove the shard directory, or start over
+	// (Config.Force).
+	RemoveOrForce
+	// ForceOrOtherOutput: start over (Config.Force), or write another
+	// output.
+	ForceOrOtherOutput
+	// ResumeOrForce: continue the earlier run (Config.Resume), or start
+	// over (Config.Force).
+	ResumeOrForce
+	// ResumeLater: the same run, resumed, finishes the shards; or they
+	// can be merged by hand as they are.
+	ResumeLater
+	// ResumeToContinue: the same run, resumed, continues where the tasks
+	// stopped.
+	ResumeToContinue
+	// RemoveAndMerge: remove what took the output's place and merge the
+	// shards by hand.
+	RemoveAndMerge
+)
+
+// Error is an error of a run with its Kind and what can be done about it;
+// its message is Err's, which states what happened and no remedy.
 type Error struct {
-	Kind Kind
-	Err  error
+	Kind   Kind
+	Remedy Remedy
+	Err    error
 }
 
 // Error returns Err's message.
@@ -115,6 +146,17 @@ func (e *Error) Error() string { return e.Err.Error() }
 func (e *Error) Unwrap() error { return e.Err }
 
 func kindError(k Kind, err error) error { return &Error{Kind: k, Err: err} }
+
+func remedyError(k Kind, r Remedy, err error) error { return &Error{Kind: k, Remedy: r, Err: err} }
+
+// RemedyOf is the Remedy of err, or NoRemedy when it has none.
+func RemedyOf(err error) Remedy {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Remedy
+	}
+	return NoRemedy
+}
 
 // KindOf is the Kind of err, or 0 when it has none.
 func KindOf(err error) Kind {
@@ -170,19 +212,6 @@ func (r *Run) Shards() []string {
 	return files
 }
 
-// MergeCommand is the command that merges the shards by hand.
-func (r *Run) MergeCommand() string {
-	words := []string{"harness", "merge"}
-	for _, f := range r.Shards() {
-		words = append(words, slurm.Quote(f))
-	}
-	words = append(words, "--prompts", slurm.Quote(r.cfg.Prompts), "-o", slurm.Quote(r.cfg.Output))
-	if r.cfg.Job.Command == "trials" {
-		words = append(words, "-k", strconv.Itoa(r.cfg.K))
-	}
-	return strings.Join(words, " ")
-}
-
 // Submit checks that the nodes can write beside the output, prepares the
 // shard directory, writes the job script and submits it as an array job
 // of Job.Tasks tasks; it returns the job id.
@@ -231,12 +260,12 @@ func (r *Run) recordJob(id string) {
 // directory, and the merge must never write through a link it planted.
 func (r *Run) CheckOutput() error {
 	if l := linkTarget(r.cfg.Output); l != r.outLink {
-		return kindError(OutputLinked, fmt.Errorf("%s became a link to %s while the job ran: nothing was merged (the shards are kept in %s); remove it and merge with: %s",
-			r.cfg.Output, l, r.dir, r.MergeCommand()))
+		return remedyError(OutputLinked, RemoveAndMerge, fmt.Errorf("%s became a link to %s while the job ran: nothing was merged (the shards are kept in %s)",
+			r.cfg.Output, l, r.dir))
 	}
 	if t := fileType(r.cfg.Output); t != r.outType && t&os.ModeSymlink == 0 {
-		return kindError(OutputLinked, fmt.Errorf("%s became a %s while the job ran: nothing was merged (the shards are kept in %s); remove it and merge with: %s",
-			r.cfg.Output, typeName(t), r.dir, r.MergeCommand()))
+		return remedyError(OutputLinked, RemoveAndMerge, fmt.Errorf("%s became a %s while the job ran: nothing was merged (the shards are kept in %s)",
+			r.cfg.Output, typeName(t), r.dir))
 	}
 	return nil
 }

@@ -134,8 +134,8 @@ func TestWatchGivesUp(t *testing.T) {
 	if KindOf(err) != GivenUp {
 		t.Fatalf("watch: %v (kind %d)", err, KindOf(err))
 	}
-	want := "1 task of 3 failed 2 time(s) and were given up: 1; every shard is kept in " + r.Dir() + "; finish later with the same command and --resume (or: " + r.MergeCommand() + ")"
-	if err.Error() != want {
+	want := "1 task of 3 failed 2 time(s) and were given up: 1; every shard is kept in " + r.Dir()
+	if err.Error() != want || RemedyOf(err) != ResumeLater {
 		t.Errorf("error\n%s\nwant\n%s", err, want)
 	}
 	for _, line := range []string{
@@ -185,8 +185,8 @@ func TestWatchInterruptCancelsEveryJob(t *testing.T) {
 	if KindOf(err) != Interrupted {
 		t.Fatalf("watch: %v", err)
 	}
-	want := "interrupted: cancelled job 1, 2 (scancel); the shards are kept in " + r.Dir() + "; the same command with --resume continues where the tasks stopped"
-	if err.Error() != want {
+	want := "interrupted: cancelled job 1, 2 (scancel); the shards are kept in " + r.Dir()
+	if err.Error() != want || RemedyOf(err) != ResumeToContinue {
 		t.Errorf("error\n%s\nwant\n%s", err, want)
 	}
 	if got := strings.Join(f.cancelled, ","); got != "1,2" {
@@ -291,8 +291,8 @@ exec /bin/harness trials '/p/p s.jsonl' --k=3 '--grader=/g/it'\''s.py' --shard "
 	if string(meta) != wantMeta {
 		t.Errorf("job.json\n%s\nwant\n%s", meta, wantMeta)
 	}
-	if got, want := r.MergeCommand(), "harness merge '"+d+"/shard-1.jsonl' '"+d+"/shard-2.jsonl' '"+d+"/shard-3.jsonl' --prompts '/p/p s.jsonl' -o '"+out+"' -k 3"; got != want {
-		t.Errorf("merge command\n%s\nwant\n%s", got, want)
+	if got, want := strings.Join(r.Shards(), " "), d+"/shard-1.jsonl "+d+"/shard-2.jsonl "+d+"/shard-3.jsonl"; got != want {
+		t.Errorf("shards\n%s\nwant\n%s", got, want)
 	}
 }
 
@@ -327,21 +327,21 @@ func TestPrepareDir(t *testing.T) {
 		t.Fatalf("a new directory: made %v, %v", made, err)
 	}
 	os.WriteFile(r.Shards()[0], []byte("{}\n"), 0o644)
-	refused := func(_ bool, err error, msg string) {
+	refused := func(_ bool, err error, msg string, remedy Remedy) {
 		t.Helper()
-		if KindOf(err) != Input || err.Error() != r.Dir()+msg {
-			t.Errorf("%v (kind %d), want %s", err, KindOf(err), msg)
+		if KindOf(err) != Input || err.Error() != r.Dir()+msg || RemedyOf(err) != remedy {
+			t.Errorf("%v (kind %d, remedy %d), want %s (remedy %d)", err, KindOf(err), RemedyOf(err), msg, remedy)
 		}
 	}
 	made, err := r.prepareDir()
-	refused(made, err, " holds the shards of an earlier run of this command: continue it with --resume, or start over with --force")
+	refused(made, err, " holds the shards of an earlier run of this command", ResumeOrForce)
 	r.cfg.Resume = true
 	if made, err := r.prepareDir(); err != nil || made {
 		t.Errorf("--resume: made %v, %v", made, err)
 	}
 	r.cfg.Job.Args = append(r.cfg.Job.Args, "--j=2")
 	made, err = r.prepareDir()
-	refused(made, err, " holds the shards of a run with other arguments (see its job.json): start over with --force, or use another -o")
+	refused(made, err, " holds the shards of a run with other arguments (see its job.json)", ForceOrOtherOutput)
 	r.cfg.Force = true
 	if made, err := r.prepareDir(); err != nil || !made {
 		t.Errorf("--force: made %v, %v", made, err)
@@ -352,7 +352,7 @@ func TestPrepareDir(t *testing.T) {
 	os.Remove(filepath.Join(r.Dir(), "job.json"))
 	r.cfg.Force = false
 	made, err = r.prepareDir()
-	refused(made, err, " exists but holds no job.json: remove it, or start over with --force")
+	refused(made, err, " exists but holds no job.json", RemoveOrForce)
 }
 
 // sbatch's own message when it rejects the job. No job exists, so the
@@ -403,7 +403,7 @@ func TestCheckOutput(t *testing.T) {
 	victim := filepath.Join(t.TempDir(), "victim.txt")
 	os.Symlink(victim, r.cfg.Output)
 	err := r.CheckOutput()
-	if KindOf(err) != OutputLinked || !strings.HasPrefix(err.Error(), r.cfg.Output+" became a link to "+victim+" while the job ran: nothing was merged (the shards are kept in "+r.Dir()+"); remove it and merge with: harness merge ") {
+	if KindOf(err) != OutputLinked || err.Error() != r.cfg.Output+" became a link to "+victim+" while the job ran: nothing was merged (the shards are kept in "+r.Dir()+")" || RemedyOf(err) != RemoveAndMerge {
 		t.Errorf("%v", err)
 	}
 	r2, err := New(r.cfg)
@@ -422,7 +422,7 @@ func TestOutputNotShared(t *testing.T) {
 	r, _ := newRun(t, 2, 1, f)
 	err := r.checkShared(context.Background())
 	if isLocal(t, filepath.Dir(r.cfg.Output)) {
-		if KindOf(err) != Input || !strings.Contains(err.Error(), "looks local to this machine, and the cluster has 3 nodes") || !strings.Contains(err.Error(), "--slurm-shared") {
+		if KindOf(err) != Input || !strings.Contains(err.Error(), "looks local to this machine, and the cluster has 3 nodes") || RemedyOf(err) != SharedOutput {
 			t.Errorf("local filesystem, 3 nodes: %v", err)
 		}
 	} else if err != nil {

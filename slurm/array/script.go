@@ -44,7 +44,7 @@ func (r *Run) checkShared(ctx context.Context) error {
 	}
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(filepath.Dir(r.cfg.Output), &st); err != nil {
-		return kindError(Input, fmt.Errorf("-o %s: %w", r.cfg.Output, err))
+		return kindError(Input, fmt.Errorf("output %s: %w", r.cfg.Output, err))
 	}
 	kind, local := localFS(int64(st.Type))
 	if !local {
@@ -54,13 +54,13 @@ func (r *Run) checkShared(ctx context.Context) error {
 	if err != nil || nodes <= 1 {
 		return nil
 	}
-	return kindError(Input, fmt.Errorf("-o %s is on a %s filesystem, which looks local to this machine, and the cluster has %d nodes: the tasks could not write their shards there; put -o (and the prompts, graders and harness binary) on a filesystem every node mounts, or say it is shared with --slurm-shared",
+	return remedyError(Input, SharedOutput, fmt.Errorf("the output %s is on a %s filesystem, which looks local to this machine, and the cluster has %d nodes: the tasks could not write their shards there",
 		r.cfg.Output, kind, nodes))
 }
 
 // prepareDir makes the shard directory, or checks that the one there was
 // left by a run with the same Job, and writes job.json. made says the
-// directory is this run's own: there was none, or --force emptied it.
+// directory is this run's own: there was none, or Config.Force emptied it.
 func (r *Run) prepareDir() (made bool, err error) {
 	want, _ := json.MarshalIndent(r.cfg.Job, "", "  ")
 	meta := filepath.Join(r.dir, "job.json")
@@ -68,7 +68,7 @@ func (r *Run) prepareDir() (made bool, err error) {
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		if _, err := os.Stat(r.dir); err == nil && !r.cfg.Force {
-			return false, kindError(Input, fmt.Errorf("%s exists but holds no job.json: remove it, or start over with --force", r.dir))
+			return false, remedyError(Input, RemoveOrForce, fmt.Errorf("%s exists but holds no job.json", r.dir))
 		} else if err != nil {
 			made = true
 		}
@@ -80,9 +80,9 @@ func (r *Run) prepareDir() (made bool, err error) {
 		}
 		made = true
 	case !bytes.Equal(bytes.TrimSpace(have), bytes.TrimSpace(want)):
-		return false, kindError(Input, fmt.Errorf("%s holds the shards of a run with other arguments (see its job.json): start over with --force, or use another -o", r.dir))
+		return false, remedyError(Input, ForceOrOtherOutput, fmt.Errorf("%s holds the shards of a run with other arguments (see its job.json)", r.dir))
 	case !r.cfg.Resume:
-		return false, kindError(Input, fmt.Errorf("%s holds the shards of an earlier run of this command: continue it with --resume, or start over with --force", r.dir))
+		return false, remedyError(Input, ResumeOrForce, fmt.Errorf("%s holds the shards of an earlier run of this command", r.dir))
 	}
 	if err := os.MkdirAll(r.dir, 0o777); err != nil {
 		return false, kindError(Input, err)

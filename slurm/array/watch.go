@@ -116,15 +116,15 @@ func (r *Run) Watch(ctx context.Context, id string) error {
 		}
 		if done+failed == n {
 			if len(given) > 0 {
-				return kindError(GivenUp, fmt.Errorf("%s of %d failed %d time(s) and were given up: %s; every shard is kept in %s; finish later with the same command and --resume (or: %s)",
-					plural(len(given), "task"), n, retries+1, joinInts(given), r.dir, r.MergeCommand()))
+				return remedyError(GivenUp, ResumeLater, fmt.Errorf("%s of %d failed %d time(s) and were given up: %s; every shard is kept in %s",
+					plural(len(given), "task"), n, retries+1, joinInts(given), r.dir))
 			}
 			return nil
 		}
 		select {
 		case <-ctx.Done():
 			r.cfg.Client.Cancel(context.Background(), jobs...)
-			return kindError(Interrupted, fmt.Errorf("interrupted: cancelled job %s (scancel); the shards are kept in %s; the same command with --resume continues where the tasks stopped",
+			return remedyError(Interrupted, ResumeToContinue, fmt.Errorf("interrupted: cancelled job %s (scancel); the shards are kept in %s",
 				strings.Join(jobs, ", "), r.dir))
 		case <-tick.C:
 		}
