@@ -97,7 +97,7 @@ func readResults(name string, r io.Reader, parse func([]byte) (ResultLine, error
 		}
 		if errors.Is(err, io.ErrUnexpectedEOF) {
 			// A compressed stream that ends inside a frame.
-			return kind, &InputError{File: name, Msg: "the file is torn: it ends in the middle of a compressed frame, as a run stopped while writing it leaves it; the run's --resume drops what was cut short and runs it again"}
+			return kind, &InputError{File: name, Msg: "the file is torn: it ends in the middle of a compressed frame, as a run stopped while writing it leaves it; resuming the run drops what was cut short and runs it again"}
 		}
 		return kind, fmt.Errorf("%s: %w", name, err)
 	}
@@ -107,7 +107,7 @@ func readResults(name string, r io.Reader, parse func([]byte) (ResultLine, error
 // TornLine says what is wrong with a last line cut short (no newline at
 // its end, and not whole JSON) and what to do about it.
 const TornLine = "the last line is torn: cut short (no newline at its end, and not whole JSON), as a run stopped while writing it leaves it, not changed by anything else; " +
-	"the run's --resume drops it and runs its unit again, or delete the line to read the records before it"
+	"resuming the run drops it and runs its unit again, or delete the line to read the records before it"
 
 // ParseResultLine decodes one line of a results file, telling the kinds
 // apart: "type":"trials-summary" is a summary; an object with a "trials"

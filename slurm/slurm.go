@@ -58,7 +58,7 @@ type Client struct {
 func Available() error {
 	for _, c := range []string{"sbatch", "scontrol", "scancel"} {
 		if _, err := exec.LookPath(c); err != nil {
-			return fmt.Errorf("%s not found on PATH: --slurm needs the Slurm client commands (Debian and Ubuntu package slurm-client; scripts/slurm-local starts a one-node cluster)", c)
+			return fmt.Errorf("%s not found on PATH: a Slurm run needs the Slurm client commands (Debian and Ubuntu package slurm-client; scripts/slurm-local starts a one-node cluster)", c)
 		}
 	}
 	return nil

@@ -22,7 +22,7 @@ func TestSlurmWithoutSbatch(t *testing.T) {
 	var stderr bytes.Buffer
 	e := &env{stdin: strings.NewReader(""), stdout: &bytes.Buffer{}, stderr: &stderr, getenv: os.Getenv}
 	code := runMain(context.Background(), e, []string{"trials", prompts, "-k", "2", "--slurm", "2", "-o", filepath.Join(dir, "t.jsonl"), "--", "agent"})
-	if code != exitUsage || !strings.Contains(stderr.String(), "sbatch not found on PATH: --slurm needs the Slurm client commands (Debian and Ubuntu package slurm-client") {
+	if code != exitUsage || !strings.Contains(stderr.String(), "sbatch not found on PATH: a Slurm run needs the Slurm client commands (Debian and Ubuntu package slurm-client") {
 		t.Errorf("exit %d, stderr:\n%s", code, stderr.String())
 	}
 	if _, err := os.Stat(filepath.Join(dir, "t.jsonl.shards")); err == nil {
