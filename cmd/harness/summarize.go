@@ -62,6 +62,23 @@ func reviewOutput(e *env, path string, force bool) (*results.File, error) {
 	return f, nil
 }
 
+// writeRecords writes a whole output of records (see reviewOutput): write
+// is given the output's writer; the file is renamed into place only when
+// write and the writer's close succeed, else nothing is left.
+func writeRecords(e *env, path string, force bool, write func(w *results.Writer) error) error {
+	return writeOutput(e, path, force, func(out io.Writer) error {
+		w, err := results.NewWriter(path, out)
+		if err != nil {
+			return err
+		}
+		err = write(w)
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	})
+}
+
 // writePrettyJSON writes v as indented JSON (2 spaces, no HTML escaping)
 // with a final newline.
 func writePrettyJSON(w io.Writer, v any) error {

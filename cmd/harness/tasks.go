@@ -142,36 +142,24 @@ func validateTaskRefs(ctx context.Context, e *env, dir string, tf taskFlags, out
 	if len(set.Tasks) > 0 {
 		taskset.WarnOverlay(ctx, progressTo(e, quiet), imgs[set.Tasks[0].Name])
 	}
-	out, err := reviewOutput(e, output, force)
-	if err != nil {
+	var tally taskset.Tally
+	err = writeRecords(e, output, force, func(w *results.Writer) (err error) {
+		if !quiet {
+			fmt.Fprintf(e.stderr, "Validating %d tasks with the oracle and a no-op agent...\n", len(set.Tasks))
+		}
+		tally, err = set.Validate(ctx, taskset.ValidateOptions{
+			Images: imgs,
+			Trial:  harbor.TrialOptions{Keep: tf.keep},
+			Each: func(o taskset.Outcome) error {
+				if !quiet {
+					sayRefOutcome(e.stderr, o)
+				}
+				return w.Write(o.Result)
+			},
+		})
 		return err
-	}
-	w, err := results.NewWriter(output, out)
-	if err != nil {
-		out.Abort()
-		return err
-	}
-	if !quiet {
-		fmt.Fprintf(e.stderr, "Validating %d tasks with the oracle and a no-op agent...\n", len(set.Tasks))
-	}
-	tally, err := set.Validate(ctx, taskset.ValidateOptions{
-		Images: imgs,
-		Trial:  harbor.TrialOptions{Keep: tf.keep},
-		Each: func(o taskset.Outcome) error {
-			if !quiet {
-				sayRefOutcome(e.stderr, o)
-			}
-			return w.Write(o.Result)
-		},
 	})
-	if cerr := w.Close(); err == nil {
-		err = cerr
-	}
 	if err != nil {
-		out.Abort()
-		return err
-	}
-	if err := out.Commit(); err != nil {
 		return err
 	}
 	return refsVerdict(ctx, e, tally, quiet)

@@ -113,36 +113,24 @@ func validatePromptRefs(ctx context.Context, e *env, file string, o refsOptions)
 	if err != nil {
 		return err
 	}
-	out, err := reviewOutput(e, o.output, o.force)
-	if err != nil {
-		return err
-	}
-	w, err := results.NewWriter(o.output, out)
-	if err != nil {
-		out.Abort()
-		return err
-	}
-	if !o.quiet {
-		fmt.Fprintf(e.stderr, "Validating %d reference solutions...\n", total)
-	}
 	graderErrors := 0
-	st, err := review.ValidateRefs(ctx, cases, grade, func(v schemas.ValidationResult) error {
-		if v.GraderResult.Error != nil {
-			graderErrors++
-		}
+	var st review.ValidateStats
+	err = writeRecords(e, o.output, o.force, func(w *results.Writer) (err error) {
 		if !o.quiet {
-			sayRefResult(e.stderr, v)
+			fmt.Fprintf(e.stderr, "Validating %d reference solutions...\n", total)
 		}
-		return w.Write(v)
-	})
-	if cerr := w.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		out.Abort()
+		st, err = review.ValidateRefs(ctx, cases, grade, func(v schemas.ValidationResult) error {
+			if v.GraderResult.Error != nil {
+				graderErrors++
+			}
+			if !o.quiet {
+				sayRefResult(e.stderr, v)
+			}
+			return w.Write(v)
+		})
 		return err
-	}
-	if err := out.Commit(); err != nil {
+	})
+	if err != nil {
 		return err
 	}
 	return promptRefsVerdict(e, st, graderErrors, o.quiet)
