@@ -27,11 +27,24 @@
 // [Stopping] when the context ends it with units in flight,
 // [SummaryWritten], and [Finished] with the Result last; [JSONEvents]
 // writes them as JSON lines. Nothing in the package writes to a terminal:
-// the commands word the events and errors for their users.
+// package termprogress words the events for one, package view serves them
+// to a browser, and the commands word errors for their users.
+//
+// The capture configuration is built from typed values, not flags:
+// [CaptureConfig] maps an [AgentOptions] (command, environment, timeouts,
+// fs and terminal service, sandbox, graders with their redactor) onto a
+// capture.Config without I/O; [AgentEnvironment] makes the agent's
+// environment and the secrets to redact; [Prompts.Survey] checks a prompts
+// file's cases before an agent starts. Suites (package suiterun) and
+// Harbor task sets (package taskset) become the same Options.
 //
 // [Regrade] is the other way to evaluate: it grades the records of stored
 // results files again, without an agent, splicing the new scores into each
-// line and recomputing the metrics of trials records (harness grade).
+// line and recomputing the metrics of trials records (harness grade, with
+// [CountRecords], [Sample] and [GradeSingle]). [ReadShards] reads the shard
+// files of a distributed run, checked against the prompts and k, and
+// [WriteTrials] and [WriteCaptures] write them as one output (harness
+// merge).
 //
 // Errors that a caller must tell apart come as an [*Error] of a [Kind]
 // (the output could not be opened, resumed or written, the agent did not
