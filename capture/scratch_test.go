@@ -67,8 +67,11 @@ func TestFirstUnitRunsOnTheAgentThatCheckedTheStart(t *testing.T) {
 		if inScratch != (i == 0) {
 			t.Errorf("record %d: workspace %s (scratch %s)", i, r.Workspace.Path, scratch)
 		}
-		if i > 0 && sb.dirs[i] != r.Workspace.Path {
-			t.Errorf("record %d: its agent started in %s, not in its copy %s", i, sb.dirs[i], r.Workspace.Path)
+		// The units after the first are prepared side by side (two ahead
+		// in a sandbox with workspaces): their agents start in either
+		// order, each in its own copy.
+		if i > 0 && !slices.Contains(sb.dirs[1:], r.Workspace.Path) {
+			t.Errorf("record %d: no agent started in its copy %s (agents started in %q)", i, r.Workspace.Path, sb.dirs)
 		}
 	}
 	left, _ := os.ReadDir(copies)
