@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"harness/cli"
 	"io"
 	"strconv"
 
@@ -12,16 +13,16 @@ import (
 	"harness/trials"
 )
 
-func newBalanceCmd() *command {
+func newBalanceCmd() *cli.Command {
 	var (
 		output, key, results, threshold string
 		force, quiet                    bool
 	)
-	c := &command{
-		name:  "balance",
-		usage: "balance PROMPTS [--key KEY] [--threshold PERCENT] [--results FILE]",
-		short: "category coverage of a prompt set (and pass rate per category)",
-		long: `Counts the cases of a prompt set per value of metadata.KEY (default
+	c := &cli.Command{
+		Name:  "balance",
+		Usage: "balance PROMPTS [--key KEY] [--threshold PERCENT] [--results FILE]",
+		Short: "category coverage of a prompt set (and pass rate per category)",
+		Long: `Counts the cases of a prompt set per value of metadata.KEY (default
 category; a dotted key reaches into nested objects) and writes the
 acp-harness BalanceAnalysis as JSON: totalCases, categories (name, count,
 percentage), underrepresented (below PERCENT of an even share) and
@@ -34,24 +35,24 @@ Wilson 95% interval; trials with infrastructure errors are excluded.
 Examples:
   harness balance prompts.jsonl
   harness balance prompts.jsonl --key difficulty --results trials.jsonl`,
-		flags: pflag.NewFlagSet("balance", pflag.ContinueOnError),
+		Flags: pflag.NewFlagSet("balance", pflag.ContinueOnError),
 	}
-	c.flags.StringVarP(&key, "key", "k", "category", "metadata `key` to group by")
-	c.flags.StringVarP(&threshold, "threshold", "t", "50", "underrepresented below this `percent` of an even share")
-	c.flags.StringVar(&results, "results", "", "add pass rates per category from this results `file`")
-	c.flags.StringVarP(&output, "output", "o", "", "write the JSON to `file` (default stdout)")
-	c.flags.BoolVar(&force, "force", false, "overwrite an existing output file")
-	c.flags.BoolVarP(&quiet, "quiet", "q", false, "no chart on stderr")
+	c.Flags.StringVarP(&key, "key", "k", "category", "metadata `key` to group by")
+	c.Flags.StringVarP(&threshold, "threshold", "t", "50", "underrepresented below this `percent` of an even share")
+	c.Flags.StringVar(&results, "results", "", "add pass rates per category from this results `file`")
+	c.Flags.StringVarP(&output, "output", "o", "", "write the JSON to `file` (default stdout)")
+	c.Flags.BoolVar(&force, "force", false, "overwrite an existing output file")
+	c.Flags.BoolVarP(&quiet, "quiet", "q", false, "no chart on stderr")
 	// -k and -t mean trials and the turn timeout elsewhere.
-	deprecatedShorthand(c.flags, "key")
-	deprecatedShorthand(c.flags, "threshold")
-	c.run = func(ctx context.Context, e *env, args, agent []string) error {
+	cli.DeprecatedShorthand(c.Flags, "key")
+	cli.DeprecatedShorthand(c.Flags, "threshold")
+	c.Run = func(ctx context.Context, e *cli.Env, args, agent []string) error {
 		if len(args) != 1 {
-			return usageErrorf("want one prompts file, got %d arguments", len(args))
+			return cli.Usagef("want one prompts file, got %d arguments", len(args))
 		}
 		th, err := strconv.ParseFloat(threshold, 64)
 		if err != nil || th < 0 || th != th {
-			return usageErrorf("--threshold %q: want a percentage ≥ 0", threshold)
+			return cli.Usagef("--threshold %q: want a percentage ≥ 0", threshold)
 		}
 		in, err := reviewInput(e, args[0])
 		if err != nil {
@@ -60,7 +61,7 @@ Examples:
 		cases, err := schemas.ReadPrompts(args[0], in)
 		in.Close()
 		if err != nil {
-			return inputError(err)
+			return cli.Input(err)
 		}
 		a := review.Balance(cases, key, th)
 		if results != "" {
@@ -79,7 +80,7 @@ Examples:
 			return err
 		}
 		if !quiet {
-			return review.WriteBalanceChart(e.stderr, a)
+			return review.WriteBalanceChart(e.Stderr, a)
 		}
 		return nil
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"harness/cli"
 	"io"
 	"strconv"
 	"time"
@@ -45,41 +46,41 @@ Examples:
   harness calibrate results.jsonl -g judge.yaml --repeat 5
   harness calibrate results.jsonl --labels labels.jsonl --json | jq .agreement.kappa`
 
-func newCalibrateCmd() *command {
+func newCalibrateCmd() *cli.Command {
 	var o calibrateOptions
-	c := &command{
-		name:  "calibrate",
-		usage: "calibrate RESULTS [-s N] [-g GRADER [--repeat M]] [--labels FILE]",
-		short: "sample failures for human review; grader health and agreement",
-		long:  calibrateLong,
-		flags: pflag.NewFlagSet("calibrate", pflag.ContinueOnError),
+	c := &cli.Command{
+		Name:  "calibrate",
+		Usage: "calibrate RESULTS [-s N] [-g GRADER [--repeat M]] [--labels FILE]",
+		Short: "sample failures for human review; grader health and agreement",
+		Long:  calibrateLong,
+		Flags: pflag.NewFlagSet("calibrate", pflag.ContinueOnError),
 	}
-	c.flags.IntVarP(&o.sample, "sample", "s", review.DefaultSampleSize, "sample `n` failures")
-	c.flags.StringVar(&o.seed, "seed", "1", "sampling `seed`")
-	c.flags.StringVarP(&o.grader, "grader", "g", "", "re-score the samples with `grader`")
-	graderTimeoutVar(c.flags, &o.graderTO)
-	c.flags.IntVar(&o.repeat, "repeat", 0, "with -g: grade a sample of graded trials `m` times each and report the flip rate")
-	c.flags.StringVar(&o.labels, "labels", "", "human labels `file` (JSONL) to compare with the grader's verdicts")
-	c.flags.BoolVar(&o.js, "json", false, "write the report as JSON")
-	c.flags.StringVarP(&o.output, "output", "o", "", "write to `file` (default stdout)")
-	c.flags.BoolVar(&o.force, "force", false, "overwrite an existing output file")
-	o.judgeCache.addFlags(c.flags)
-	c.run = func(ctx context.Context, e *env, args, agent []string) error {
+	c.Flags.IntVarP(&o.sample, "sample", "s", review.DefaultSampleSize, "sample `n` failures")
+	c.Flags.StringVar(&o.seed, "seed", "1", "sampling `seed`")
+	c.Flags.StringVarP(&o.grader, "grader", "g", "", "re-score the samples with `grader`")
+	cli.GraderTimeoutVar(c.Flags, &o.graderTO)
+	c.Flags.IntVar(&o.repeat, "repeat", 0, "with -g: grade a sample of graded trials `m` times each and report the flip rate")
+	c.Flags.StringVar(&o.labels, "labels", "", "human labels `file` (JSONL) to compare with the grader's verdicts")
+	c.Flags.BoolVar(&o.js, "json", false, "write the report as JSON")
+	c.Flags.StringVarP(&o.output, "output", "o", "", "write to `file` (default stdout)")
+	c.Flags.BoolVar(&o.force, "force", false, "overwrite an existing output file")
+	o.judgeCache.addFlags(c.Flags)
+	c.Run = func(ctx context.Context, e *cli.Env, args, agent []string) error {
 		return runCalibrate(ctx, e, &o, args)
 	}
 	return c
 }
 
 // runCalibrate writes the review sheet of the results file args[0].
-func runCalibrate(ctx context.Context, e *env, o *calibrateOptions, args []string) error {
+func runCalibrate(ctx context.Context, e *cli.Env, o *calibrateOptions, args []string) error {
 	if len(args) != 1 {
-		return usageErrorf("want one results file, got %d arguments", len(args))
+		return cli.Usagef("want one results file, got %d arguments", len(args))
 	}
 	if o.sample < 1 {
-		return usageErrorf("--sample %d: want at least 1", o.sample)
+		return cli.Usagef("--sample %d: want at least 1", o.sample)
 	}
 	if o.repeat != 0 && (o.repeat < 2 || o.grader == "") {
-		return usageErrorf("--repeat needs -g and a count of at least 2")
+		return cli.Usagef("--repeat needs -g and a count of at least 2")
 	}
 	sd, err := parseSeed(o.seed)
 	if err != nil {
@@ -94,7 +95,7 @@ func runCalibrate(ctx context.Context, e *env, o *calibrateOptions, args []strin
 		opt.Labels, err = review.ReadLabels(o.labels, lin)
 		lin.Close()
 		if err != nil {
-			return inputError(err)
+			return cli.Input(err)
 		}
 	}
 	if o.grader != "" {
@@ -127,9 +128,9 @@ func runCalibrate(ctx context.Context, e *env, o *calibrateOptions, args []strin
 
 // generatedTime is now in RFC 3339 UTC, or SOURCE_DATE_EPOCH when set (for
 // reproducible output).
-func generatedTime(e *env) string {
+func generatedTime(e *cli.Env) string {
 	t := time.Now()
-	if s := e.getenv("SOURCE_DATE_EPOCH"); s != "" {
+	if s := e.Getenv("SOURCE_DATE_EPOCH"); s != "" {
 		if sec, err := strconv.ParseInt(s, 10, 64); err == nil {
 			t = time.Unix(sec, 0)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"harness/cli"
 	"slices"
 	"strings"
 
@@ -14,13 +15,13 @@ import (
 	"harness/schemas"
 )
 
-func newCaptureCmd() *command {
+func newCaptureCmd() *cli.Command {
 	var f runFlags
-	c := &command{
-		name:  "capture",
-		usage: "capture PROMPTS [flags] -- AGENT [ARGS...]",
-		short: "run each prompt case once against an ACP agent and record its trajectory (JSONL)",
-		long: `capture starts the agent command, initializes it (ACP v1), and runs every
+	c := &cli.Command{
+		Name:  "capture",
+		Usage: "capture PROMPTS [flags] -- AGENT [ARGS...]",
+		Short: "run each prompt case once against an ACP agent and record its trajectory (JSONL)",
+		Long: `capture starts the agent command, initializes it (ACP v1), and runs every
 case of the prompts file (JSONL: id, input, expected, hint, metadata, timeout,
 workspace) in a fresh session. An input array runs several turns in one
 session. Each case yields one record on the output with the merged
@@ -33,11 +34,11 @@ Examples:
   harness capture prompts.jsonl -o out.jsonl.zst -j 4 -t 2m -- npx @google/gemini-cli --acp
   harness capture prompts.jsonl --workspace repo/ --fs --terminal -g check.py -o out.jsonl -- ./my-agent
   harness capture prompts.jsonl -o out.jsonl --resume -- ./my-agent   # continue an interrupted run`,
-		agent: true,
-		flags: pflag.NewFlagSet("capture", pflag.ContinueOnError),
+		Agent: true,
+		Flags: pflag.NewFlagSet("capture", pflag.ContinueOnError),
 	}
-	f.addFlags(c.flags)
-	c.run = func(ctx context.Context, e *env, args, agent []string) error {
+	f.addFlags(c.Flags)
+	c.Run = func(ctx context.Context, e *cli.Env, args, agent []string) error {
 		if err := f.checkSlurm(args); err != nil {
 			return err
 		}
@@ -97,21 +98,21 @@ func outputOpenError(err error) error {
 	var ee *results.ExistsError
 	if errors.As(err, &ee) {
 		if ee.Resumable {
-			return usageErrorf("%v; use --resume to continue it or --force to overwrite it", err)
+			return cli.Usagef("%v; use --resume to continue it or --force to overwrite it", err)
 		}
-		return usageErrorf("%v; use --force to overwrite it", err)
+		return cli.Usagef("%v; use --force to overwrite it", err)
 	}
-	return inputError(err)
+	return cli.Input(err)
 }
 
 // outputError marks a failure to write the output (a full disk, an I/O
 // error): the run stops and exits 2, never 1, which is the quality gate.
 func outputError(err error) error {
-	var ee *exitError
+	var ee *cli.ExitError
 	if errors.As(err, &ee) {
 		return err
 	}
-	return withCode(exitUsage, err)
+	return cli.WithCode(cli.ExitUsage, err)
 }
 
 func (s *runSetup) redactErr(err error) error {

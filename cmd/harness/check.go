@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"harness/cli"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,7 +13,6 @@ import (
 
 	"harness/acp"
 	"harness/compliance"
-	"harness/internal/buildinfo"
 	"harness/internal/redact"
 	"harness/sandbox"
 )
@@ -61,43 +61,43 @@ Examples:
 
 Exit status of check: 0 the agent is usable, 1 a required check failed, 2 usage error.`
 
-func newCheckCmd() *command {
+func newCheckCmd() *cli.Command {
 	var f checkFlags
-	c := &command{
-		name:  "check",
-		usage: "check [flags] -- AGENT [ARGS...]",
-		short: "probe an agent's ACP compliance and print what it supports",
-		long:  checkLong,
-		agent: true,
-		flags: pflag.NewFlagSet("check", pflag.ContinueOnError),
+	c := &cli.Command{
+		Name:  "check",
+		Usage: "check [flags] -- AGENT [ARGS...]",
+		Short: "probe an agent's ACP compliance and print what it supports",
+		Long:  checkLong,
+		Agent: true,
+		Flags: pflag.NewFlagSet("check", pflag.ContinueOnError),
 	}
-	fs := c.flags
+	fs := c.Flags
 	fs.BoolVar(&f.jsonOut, "json", false, "print the report as JSON")
 	fs.StringVar(&f.prompt, "prompt", compliance.DefaultPrompt, "`text` of the prompt turn")
 	fs.StringVar(&f.cancelPrompt, "cancel-prompt", "", "`text` of the turn that is cancelled (default: --prompt)")
 	fs.BoolVar(&f.noCancel, "no-cancel", false, "skip the cancelled turn")
 	fs.StringVar(&f.auth, "auth", "", "call authenticate with this `method` id after initialize")
-	durationVarP(fs, &f.timeout, "timeout", "t", 60*time.Second, "`timeout` for initialize, authenticate, session/new and each turn")
-	durationVar(fs, &f.cancelGrace, "cancel-grace", 5*time.Second, "how `long` a cancelled turn may take to answer")
-	durationVar(fs, &f.cancelAfter, "cancel-after", 500*time.Millisecond, "send session/cancel at the turn's first update, or after this `long` at the latest")
-	durationVar(fs, &f.settle, "settle", 500*time.Millisecond, "watch this `long` for updates after the prompt answered")
-	durationVar(fs, &f.eofGrace, "eof-grace", 5*time.Second, "how `long` the agent may take to exit once its stdin is closed")
+	cli.DurationVarP(fs, &f.timeout, "timeout", "t", 60*time.Second, "`timeout` for initialize, authenticate, session/new and each turn")
+	cli.DurationVar(fs, &f.cancelGrace, "cancel-grace", 5*time.Second, "how `long` a cancelled turn may take to answer")
+	cli.DurationVar(fs, &f.cancelAfter, "cancel-after", 500*time.Millisecond, "send session/cancel at the turn's first update, or after this `long` at the latest")
+	cli.DurationVar(fs, &f.settle, "settle", 500*time.Millisecond, "watch this `long` for updates after the prompt answered")
+	cli.DurationVar(fs, &f.eofGrace, "eof-grace", 5*time.Second, "how `long` the agent may take to exit once its stdin is closed")
 	fs.StringVarP(&f.cwd, "cwd", "c", "", "working `dir` of the agent and of its session (default: current directory)")
 	fs.StringVar(&f.permission, "permission", "deny", "answer permission requests by `policy`: allow, deny or cancel")
 	fs.StringArrayVar(&f.env, "env", nil, "set `KEY=VALUE` in the agent's environment; repeatable")
 	fs.StringArrayVar(&f.secretEnv, "secret-env", nil, "redact the value of environment variable `NAME` from the output; repeatable")
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "print every protocol line on stderr")
 	f.sandbox.addFlags(fs, "probe the agent inside a `sandbox`: none or bwrap (bubblewrap), as capture and trials run it")
-	c.run = func(ctx context.Context, e *env, args, agent []string) error {
+	c.Run = func(ctx context.Context, e *cli.Env, args, agent []string) error {
 		return runCheck(ctx, e, &f, args, agent)
 	}
 	return c
 }
 
 // runCheck probes the agent and prints the report.
-func runCheck(ctx context.Context, e *env, f *checkFlags, args, agent []string) error {
+func runCheck(ctx context.Context, e *cli.Env, f *checkFlags, args, agent []string) error {
 	if len(args) > 0 {
-		return usageErrorf("unexpected arguments %q: the agent command goes after --", args)
+		return cli.Usagef("unexpected arguments %q: the agent command goes after --", args)
 	}
 	opts, red, err := f.options(e, agent)
 	if err != nil {
@@ -114,20 +114,20 @@ func runCheck(ctx context.Context, e *env, f *checkFlags, args, agent []string) 
 	if err != nil {
 		return err
 	}
-	if _, err := e.stdout.Write(red.Bytes(out)); err != nil {
+	if _, err := e.Stdout.Write(red.Bytes(out)); err != nil {
 		return fmt.Errorf("check: write report: %w", err)
 	}
 	if ctx.Err() != nil {
-		return withCode(exitInterrupted, fmt.Errorf("interrupted"))
+		return cli.WithCode(cli.ExitInterrupted, fmt.Errorf("interrupted"))
 	}
 	if !rep.Usable {
-		return withCode(exitGateFailed, fmt.Errorf("the agent is not usable: a required check failed"))
+		return cli.WithCode(cli.ExitGateFailed, fmt.Errorf("the agent is not usable: a required check failed"))
 	}
 	return nil
 }
 
 // options checks the flags and builds the probe's options.
-func (f *checkFlags) options(e *env, agent []string) (compliance.Options, *redact.Redactor, error) {
+func (f *checkFlags) options(e *cli.Env, agent []string) (compliance.Options, *redact.Redactor, error) {
 	var o compliance.Options
 	o.Timeout, o.CancelGrace, o.CancelAfter, o.Settle, o.EOFGrace = f.timeout, f.cancelGrace, f.cancelAfter, f.settle, f.eofGrace
 	for _, d := range []struct {
@@ -135,15 +135,15 @@ func (f *checkFlags) options(e *env, agent []string) (compliance.Options, *redac
 		v    time.Duration
 	}{{"--timeout", f.timeout}, {"--cancel-grace", f.cancelGrace}, {"--cancel-after", f.cancelAfter}, {"--eof-grace", f.eofGrace}} {
 		if d.v <= 0 {
-			return o, nil, usageErrorf("%s must be positive", d.name)
+			return o, nil, cli.Usagef("%s must be positive", d.name)
 		}
 	}
 	if strings.TrimSpace(f.prompt) == "" {
-		return o, nil, usageErrorf("--prompt must not be empty")
+		return o, nil, cli.Usagef("--prompt must not be empty")
 	}
 	policy, err := acp.ParsePermissionPolicy(f.permission)
 	if err != nil {
-		return o, nil, usageErrorf("--permission: %v", err)
+		return o, nil, cli.Usagef("--permission: %v", err)
 	}
 	wd, err := os.Getwd()
 	if err != nil {
@@ -152,13 +152,13 @@ func (f *checkFlags) options(e *env, agent []string) (compliance.Options, *redac
 	cwd := wd
 	if f.cwd != "" {
 		if cwd, err = filepath.Abs(f.cwd); err != nil {
-			return o, nil, usageErrorf("--cwd: %v", err)
+			return o, nil, cli.Usagef("--cwd: %v", err)
 		}
 		if st, err := os.Stat(cwd); err != nil || !st.IsDir() {
-			return o, nil, usageErrorf("--cwd %s: not a directory", f.cwd)
+			return o, nil, cli.Usagef("--cwd %s: not a directory", f.cwd)
 		}
 	}
-	agentEnv, secrets, err := agentEnvironment(f.env, f.secretEnv, e.getenv)
+	agentEnv, secrets, err := agentEnvironment(f.env, f.secretEnv, e.Getenv)
 	if err != nil {
 		return o, nil, err
 	}
@@ -171,7 +171,7 @@ func (f *checkFlags) options(e *env, agent []string) (compliance.Options, *redac
 	o.SkipCancel = f.noCancel
 	o.Auth = f.auth
 	o.Client = acp.Options{
-		ClientInfo: acp.Implementation{Name: "harness", Title: "harness check", Version: buildinfo.Read(version).Version},
+		ClientInfo: acp.Implementation{Name: "harness", Title: "harness check", Version: e.Build().Version},
 		Permission: policy,
 	}
 	sb, err := f.sandbox.runner(f.env, f.secretEnv, agent)
@@ -181,7 +181,7 @@ func (f *checkFlags) options(e *env, agent []string) (compliance.Options, *redac
 	o.Sandbox = sb
 	red := redact.New(secrets, agentEnv)
 	if f.verbose {
-		o.Wire = redactWriter{w: e.stderr, red: red}
+		o.Wire = redactWriter{w: e.Stderr, red: red}
 	}
 	return o, red, nil
 }

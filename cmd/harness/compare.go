@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"harness/cli"
 	"io"
 	"strings"
 
@@ -36,49 +37,49 @@ Examples:
   harness compare before.jsonl after.jsonl
   harness compare before.jsonl after.jsonl --pass-at 5 --json | jq .passAtK`
 
-func newCompareCmd() *command {
+func newCompareCmd() *cli.Command {
 	var o compareOptions
-	c := &command{
-		name:  "compare",
-		usage: "compare A B [C...] [--pass-at K] [--json] [-o FILE]",
-		short: "compare two runs on the same cases with paired statistics",
-		long:  compareLong,
-		flags: pflag.NewFlagSet("compare", pflag.ContinueOnError),
+	c := &cli.Command{
+		Name:  "compare",
+		Usage: "compare A B [C...] [--pass-at K] [--json] [-o FILE]",
+		Short: "compare two runs on the same cases with paired statistics",
+		Long:  compareLong,
+		Flags: pflag.NewFlagSet("compare", pflag.ContinueOnError),
 	}
-	c.flags.IntVar(&o.k, "pass-at", 1, "compare mean pass@`K` (cases need K graded trials in both runs)")
+	c.Flags.IntVar(&o.k, "pass-at", 1, "compare mean pass@`K` (cases need K graded trials in both runs)")
 	// -k is the number of trials elsewhere.
-	deprecatedAlias(c.flags, "k", "k", "pass-at")
-	c.flags.BoolVar(&o.js, "json", false, "write the comparison as JSON")
-	c.flags.StringVar(&o.seed, "seed", "1", "bootstrap `seed`")
-	c.flags.IntVar(&o.resamples, "resamples", trials.DefaultResamples, "bootstrap `resamples`")
-	c.flags.StringVarP(&o.output, "output", "o", "", "write to `file` (default stdout)")
-	c.flags.BoolVar(&o.force, "force", false, "overwrite an existing output file")
-	c.flags.StringVar(&o.format, "format", "text", "output `format`: text, json or csv (per-case rows for two runs, the ranking for more)")
-	c.flags.Float64Var(&o.maxRegression, "max-regression", -1, "exit 1 when B's pass rate is lower than A's by more than `x` (0..1) and McNemar's exact test says the change is real (p < 0.05); the lost cases are listed")
-	c.run = func(ctx context.Context, e *env, args, agent []string) error {
+	cli.DeprecatedAlias(c.Flags, "k", "k", "pass-at")
+	c.Flags.BoolVar(&o.js, "json", false, "write the comparison as JSON")
+	c.Flags.StringVar(&o.seed, "seed", "1", "bootstrap `seed`")
+	c.Flags.IntVar(&o.resamples, "resamples", trials.DefaultResamples, "bootstrap `resamples`")
+	c.Flags.StringVarP(&o.output, "output", "o", "", "write to `file` (default stdout)")
+	c.Flags.BoolVar(&o.force, "force", false, "overwrite an existing output file")
+	c.Flags.StringVar(&o.format, "format", "text", "output `format`: text, json or csv (per-case rows for two runs, the ranking for more)")
+	c.Flags.Float64Var(&o.maxRegression, "max-regression", -1, "exit 1 when B's pass rate is lower than A's by more than `x` (0..1) and McNemar's exact test says the change is real (p < 0.05); the lost cases are listed")
+	c.Run = func(ctx context.Context, e *cli.Env, args, agent []string) error {
 		return runCompare(e, o, args)
 	}
 	return c
 }
 
 // runCompare compares the runs args: two paired, more ranked.
-func runCompare(e *env, o compareOptions, args []string) error {
+func runCompare(e *cli.Env, o compareOptions, args []string) error {
 	switch o.format {
 	case "text":
 	case "json":
 		o.js = true
 	case "csv":
 		if o.js {
-			return usageErrorf("--json and --format csv contradict each other")
+			return cli.Usagef("--json and --format csv contradict each other")
 		}
 	default:
-		return usageErrorf("--format %q: want text, json or csv", o.format)
+		return cli.Usagef("--format %q: want text, json or csv", o.format)
 	}
 	if len(args) < 2 {
-		return usageErrorf("want two or more results files (A B [C...]), got %d arguments", len(args))
+		return cli.Usagef("want two or more results files (A B [C...]), got %d arguments", len(args))
 	}
 	if o.k < 1 {
-		return usageErrorf("--pass-at %d: K must be at least 1", o.k)
+		return cli.Usagef("--pass-at %d: K must be at least 1", o.k)
 	}
 	sd, err := parseSeed(o.seed)
 	if err != nil {
@@ -91,7 +92,7 @@ func runCompare(e *env, o compareOptions, args []string) error {
 	opts := trials.CompareOptions{K: o.k, Seed: sd, Resamples: o.resamples}
 	if len(runs) > 2 {
 		if o.maxRegression != -1 {
-			return usageErrorf("--max-regression compares two runs (A B)")
+			return cli.Usagef("--max-regression compares two runs (A B)")
 		}
 		rk := trials.Rank(runs, opts)
 		return writeOutput(e, o.output, o.force, func(out io.Writer) error {
@@ -99,7 +100,7 @@ func runCompare(e *env, o compareOptions, args []string) error {
 		})
 	}
 	if o.maxRegression != -1 && (o.maxRegression < 0 || o.maxRegression > 1) {
-		return usageErrorf("--max-regression %g: want a fraction between 0 and 1", o.maxRegression)
+		return cli.Usagef("--max-regression %g: want a fraction between 0 and 1", o.maxRegression)
 	}
 	rep := trials.Compare(runs[0], runs[1], opts)
 	err = writeOutput(e, o.output, o.force, func(out io.Writer) error {
@@ -109,7 +110,7 @@ func runCompare(e *env, o compareOptions, args []string) error {
 		return err
 	}
 	if r := trials.Regressed(rep, o.maxRegression); r != nil {
-		return withCode(exitGateFailed, fmt.Errorf("regression: B's pass rate is %.3f lower than A's (over %.3f), McNemar p = %.4f; lost: %s",
+		return cli.WithCode(cli.ExitGateFailed, fmt.Errorf("regression: B's pass rate is %.3f lower than A's (over %.3f), McNemar p = %.4f; lost: %s",
 			r.Drop, o.maxRegression, r.PValue, strings.Join(r.Lost, ", ")))
 	}
 	return nil

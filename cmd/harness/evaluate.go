@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"harness/cli"
 	"os"
 
 	"harness/evaluation"
@@ -14,14 +15,14 @@ import (
 // options are the evaluation.Options of a run of capture or trials: k
 // trials of every case; trialsOpts set for a run that writes trials
 // records.
-func (f *runFlags) options(e *env, setup *runSetup, k int, key *results.Key, trialsOpts *evaluation.TrialsOptions) evaluation.Options {
+func (f *runFlags) options(e *cli.Env, setup *runSetup, k int, key *results.Key, trialsOpts *evaluation.TrialsOptions) evaluation.Options {
 	return evaluation.Options{
 		Config:      setup.cfg,
 		Prompts:     setup.prompts(),
 		K:           k,
 		Shard:       setup.shard,
 		Output:      f.output,
-		Stdout:      e.stdout,
+		Stdout:      e.Stdout,
 		Resume:      f.resume,
 		RetryErrors: f.retryErrors,
 		Force:       f.force,
@@ -40,7 +41,7 @@ func (f *runFlags) options(e *env, setup *runSetup, k int, key *results.Key, tri
 // evaluate runs k trials of every case through the evaluation engine,
 // showing its progress on stderr, and turns its result into the exit
 // status; gates, when set, checks the summary of a trials run.
-func evaluate(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, trialsOpts *evaluation.TrialsOptions, gates func(schemas.TrialsSummary) error) (*evaluation.Result, string, error) {
+func evaluate(ctx context.Context, e *cli.Env, f *runFlags, setup *runSetup, k int, trialsOpts *evaluation.TrialsOptions, gates func(schemas.TrialsSummary) error) (*evaluation.Result, string, error) {
 	defer setup.cleanup()
 	key, err := recordKey(e)
 	if err != nil {
@@ -49,11 +50,11 @@ func evaluate(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 	opts := f.options(e, setup, k, key, trialsOpts)
 	view := &runView{e: e, f: f, setup: setup}
 	defer view.stop()
-	if e.signals != nil {
+	if e.Signals != nil {
 		kill := make(chan struct{})
 		go func() {
 			select {
-			case <-e.signals:
+			case <-e.Signals:
 				view.printf("stopping now: turns and graders in flight are killed; units whose turns were complete are kept ungraded, --resume grades them\n")
 				close(kill)
 			case <-kill:
@@ -72,7 +73,7 @@ func evaluate(ctx context.Context, e *env, f *runFlags, setup *runSetup, k int, 
 	if f.events != "" {
 		w, err := os.Create(f.events)
 		if err != nil {
-			return nil, statusError, usageErrorf("--events: %v", err)
+			return nil, statusError, cli.Usagef("--events: %v", err)
 		}
 		defer w.Close()
 		stream := evaluation.JSONEvents(w, setup.redact.JSON)
@@ -102,18 +103,18 @@ func exitStatus(err error) string {
 	if err == nil {
 		return statusOK
 	}
-	var ee *exitError
+	var ee *cli.ExitError
 	if !errors.As(err, &ee) {
 		return statusError
 	}
-	switch ee.code {
-	case exitGateFailed:
+	switch ee.Code {
+	case cli.ExitGateFailed:
 		return statusGateFailed
-	case exitInfraErrors:
+	case cli.ExitInfraErrors:
 		return statusInfraErrors
-	case exitBudget:
+	case cli.ExitBudget:
 		return statusBudget
-	case exitInterrupted:
+	case cli.ExitInterrupted:
 		return statusInterrupted
 	}
 	return statusError

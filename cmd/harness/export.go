@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"harness/cli"
 	"io"
 	"os"
 	"path/filepath"
@@ -44,48 +45,48 @@ Examples:
   harness export results.jsonl --format atif --dir trajectories/
   harness export trials.jsonl --format openai-messages --metadata -o sft.jsonl`
 
-func newExportCmd() *command {
+func newExportCmd() *cli.Command {
 	var o exportOptions
-	c := &command{
-		name:  "export",
-		usage: "export RESULTS --format atif|openai-messages [-o FILE | --dir DIR]",
-		short: "trajectories in ATIF or the chat-messages format, for other tools",
-		long:  exportLong,
-		flags: pflag.NewFlagSet("export", pflag.ContinueOnError),
+	c := &cli.Command{
+		Name:  "export",
+		Usage: "export RESULTS --format atif|openai-messages [-o FILE | --dir DIR]",
+		Short: "trajectories in ATIF or the chat-messages format, for other tools",
+		Long:  exportLong,
+		Flags: pflag.NewFlagSet("export", pflag.ContinueOnError),
 	}
-	c.flags.StringVarP(&o.format, "format", "f", "", "`format` to write: atif or openai-messages")
-	c.flags.StringVarP(&o.output, "output", "o", "", "write JSON Lines to `file` (default stdout)")
-	c.flags.StringVar(&o.dir, "dir", "", "write one <id>-t<trial>.json per record into `directory`")
-	c.flags.BoolVar(&o.metadata, "metadata", false, "openai-messages: add each record's id, trial, pass and score")
-	c.flags.BoolVar(&o.force, "force", false, "overwrite existing files")
-	c.flags.BoolVar(&o.schemaOnly, "schema", false, "print the ATIF JSON Schema the exports are checked against")
-	c.run = func(ctx context.Context, e *env, args, agent []string) error {
+	c.Flags.StringVarP(&o.format, "format", "f", "", "`format` to write: atif or openai-messages")
+	c.Flags.StringVarP(&o.output, "output", "o", "", "write JSON Lines to `file` (default stdout)")
+	c.Flags.StringVar(&o.dir, "dir", "", "write one <id>-t<trial>.json per record into `directory`")
+	c.Flags.BoolVar(&o.metadata, "metadata", false, "openai-messages: add each record's id, trial, pass and score")
+	c.Flags.BoolVar(&o.force, "force", false, "overwrite existing files")
+	c.Flags.BoolVar(&o.schemaOnly, "schema", false, "print the ATIF JSON Schema the exports are checked against")
+	c.Run = func(ctx context.Context, e *cli.Env, args, agent []string) error {
 		return runExport(e, o, args)
 	}
 	return c
 }
 
 // runExport converts the records of args[0] as the options ask.
-func runExport(e *env, o exportOptions, args []string) error {
+func runExport(e *cli.Env, o exportOptions, args []string) error {
 	if o.schemaOnly {
-		_, err := e.stdout.Write(export.ATIFSchema())
+		_, err := e.Stdout.Write(export.ATIFSchema())
 		return err
 	}
 	if len(args) != 1 {
-		return usageErrorf("want one results file, got %d arguments", len(args))
+		return cli.Usagef("want one results file, got %d arguments", len(args))
 	}
 	convert, ok := export.Converter(o.format, o.metadata)
 	switch {
 	case o.format == "":
-		return usageErrorf("--format is required: atif or openai-messages")
+		return cli.Usagef("--format is required: atif or openai-messages")
 	case !ok:
-		return usageErrorf("--format %q: want atif or openai-messages", o.format)
+		return cli.Usagef("--format %q: want atif or openai-messages", o.format)
 	}
 	if o.metadata && o.format != "openai-messages" {
-		return usageErrorf("--metadata goes with --format openai-messages")
+		return cli.Usagef("--metadata goes with --format openai-messages")
 	}
 	if o.dir != "" && o.output != "" {
-		return usageErrorf("-o and --dir are different outputs: choose one")
+		return cli.Usagef("-o and --dir are different outputs: choose one")
 	}
 	in, err := reviewInput(e, args[0])
 	if err != nil {
@@ -94,7 +95,7 @@ func runExport(e *env, o exportOptions, args []string) error {
 	defer in.Close()
 	if o.dir != "" {
 		if err := os.MkdirAll(o.dir, 0o777); err != nil {
-			return inputError(fmt.Errorf("--dir: %w", err))
+			return cli.Input(fmt.Errorf("--dir: %w", err))
 		}
 		return reviewInputErr(export.WriteDir(in, args[0], convert, func(file string, doc []byte) error {
 			return writeOutput(e, filepath.Join(o.dir, file), o.force, func(w io.Writer) error {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"harness/cli"
 	"io"
 	"os"
 	"path/filepath"
@@ -51,8 +52,8 @@ func (f *gradeFlags) addFlags(fs *pflag.FlagSet) {
 	fs.Uint64Var(&f.seed, "seed", 1, "random seed for --sample")
 	fs.IntVarP(&f.concurrency, "concurrency", "j", 4, "records graded at once")
 	fs.StringVar(&f.prompts, "prompts", "", "prompts file (JSONL) joined by id to supply expected, hint and reference")
-	graderTimeoutVar(fs, &f.timeout)
-	deprecatedAlias(fs, "timeout", "t", "grader-timeout")
+	cli.GraderTimeoutVar(fs, &f.timeout)
+	cli.DeprecatedAlias(fs, "timeout", "t", "grader-timeout")
 	fs.Float64Var(&f.threshold, "threshold", graders.DefaultThreshold, "pass threshold of composite graders and bare scores")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "no summary on stderr")
 	fs.StringVar(&f.workspace, "workspace", "", "rebuild each record's workspace from this template `dir` and its recorded changes when the copy is gone")
@@ -72,13 +73,13 @@ func (f *gradeFlags) addFlags(fs *pflag.FlagSet) {
 	fs.Lookup("sandbox-protect").Usage = "with --sandbox bwrap, keep `path` read-only even inside a writable directory (the inputs, output, graders and prompts are kept so anyway); repeatable"
 }
 
-func newGradeCmd() *command {
+func newGradeCmd() *cli.Command {
 	f := &gradeFlags{}
-	c := &command{
-		name:  "grade",
-		usage: "grade RESULTS... -g GRADER [-g GRADER...] [-o OUT] [flags]",
-		short: "(re)grade stored trajectories without running the agent",
-		long: `Grade reads capture records (JSONL, .zst or .gz; "-" is stdin) and grades
+	c := &cli.Command{
+		Name:  "grade",
+		Usage: "grade RESULTS... -g GRADER [-g GRADER...] [-o OUT] [flags]",
+		Short: "(re)grade stored trajectories without running the agent",
+		Long: `Grade reads capture records (JSONL, .zst or .gz; "-" is stdin) and grades
 each one again with the given graders, without running the agent. Every
 record is written back whole with its trajectory untouched: only score,
 scores and provenance.graders change. With one grader, score is its result;
@@ -108,16 +109,16 @@ agent, give --sandbox bwrap, which runs each of them as capture and trials
 do, with only the workspace writable, the user's files hidden, no network
 (--sandbox-network none unless asked) and the caps of --sandbox-memory,
 -pids, -cpus and -disk.`,
-		flags: pflag.NewFlagSet("grade", pflag.ContinueOnError),
+		Flags: pflag.NewFlagSet("grade", pflag.ContinueOnError),
 	}
-	f.addFlags(c.flags)
-	c.run = func(ctx context.Context, e *env, args, _ []string) error {
-		return runGrade(ctx, e, c.flags, f, args)
+	f.addFlags(c.Flags)
+	c.Run = func(ctx context.Context, e *cli.Env, args, _ []string) error {
+		return runGrade(ctx, e, c.Flags, f, args)
 	}
 	return c
 }
 
-func runGrade(ctx context.Context, e *env, fs *pflag.FlagSet, f *gradeFlags, args []string) error {
+func runGrade(ctx context.Context, e *cli.Env, fs *pflag.FlagSet, f *gradeFlags, args []string) error {
 	single := fs.Changed("agent-output")
 	if err := f.check(fs, single, args); err != nil {
 		return err
@@ -126,7 +127,7 @@ func runGrade(ctx context.Context, e *env, fs *pflag.FlagSet, f *gradeFlags, arg
 	if err != nil {
 		return err
 	}
-	opts := graders.Options{Getenv: e.getenv, JudgeCache: cache, Timeout: f.timeout}
+	opts := graders.Options{Getenv: e.Getenv, JudgeCache: cache, Timeout: f.timeout}
 	if wd, err := os.Getwd(); err == nil {
 		opts.Dir = wd
 	}
@@ -140,13 +141,13 @@ func runGrade(ctx context.Context, e *env, fs *pflag.FlagSet, f *gradeFlags, arg
 	opts.Sandbox = sb
 	if bw, ok := sb.(*sandbox.Bwrap); ok {
 		// The graders share a build cache, removed at the end.
-		bc := sandbox.NewBuildCache("", e.getenv)
+		bc := sandbox.NewBuildCache("", e.Getenv)
 		defer bc.Remove()
 		opts.Sandbox = bc.Runner(sb)
 		bw.Protect(f.gradeFiles(args, opts.Dir)...)
 		if !f.quiet {
 			for _, w := range bw.Warnings() {
-				fmt.Fprintf(e.stderr, "warning: %s\n", w)
+				fmt.Fprintf(e.Stderr, "warning: %s\n", w)
 			}
 		}
 	}
@@ -159,7 +160,7 @@ func runGrade(ctx context.Context, e *env, fs *pflag.FlagSet, f *gradeFlags, arg
 	for _, spec := range f.graders {
 		g, err := graders.Load(spec, opts)
 		if err != nil {
-			return inputError(err)
+			return cli.Input(err)
 		}
 		gs = append(gs, g)
 		names = append(names, g.Name())
@@ -173,29 +174,29 @@ func runGrade(ctx context.Context, e *env, fs *pflag.FlagSet, f *gradeFlags, arg
 // check checks the flags and arguments of harness grade.
 func (f *gradeFlags) check(fs *pflag.FlagSet, single bool, args []string) error {
 	if len(f.graders) == 0 {
-		return usageErrorf("no grader: give one or more -g GRADER")
+		return cli.Usagef("no grader: give one or more -g GRADER")
 	}
 	if single && len(args) > 0 {
-		return usageErrorf("--agent-output grades one synthetic record; do not also give RESULTS files")
+		return cli.Usagef("--agent-output grades one synthetic record; do not also give RESULTS files")
 	}
 	if !single && len(args) == 0 {
-		return usageErrorf("no RESULTS files (give capture output files, or - for stdin; or --agent-output TEXT for a single shot)")
+		return cli.Usagef("no RESULTS files (give capture output files, or - for stdin; or --agent-output TEXT for a single shot)")
 	}
 	if !single {
 		for _, name := range []string{"input", "expected", "hint"} {
 			if fs.Changed(name) {
-				return usageErrorf("--%s only applies with --agent-output", name)
+				return cli.Usagef("--%s only applies with --agent-output", name)
 			}
 		}
 	}
 	if f.concurrency < 1 {
-		return usageErrorf("-j must be at least 1")
+		return cli.Usagef("-j must be at least 1")
 	}
 	if f.sample < 0 {
-		return usageErrorf("--sample must not be negative")
+		return cli.Usagef("--sample must not be negative")
 	}
 	if f.threshold < 0 || f.threshold > 1 {
-		return usageErrorf("--threshold must be between 0 and 1")
+		return cli.Usagef("--threshold must be between 0 and 1")
 	}
 	return nil
 }
@@ -225,22 +226,22 @@ func (f *gradeFlags) gradeFiles(inputs []string, dir string) []string {
 }
 
 // gradeSingle grades one synthetic record and prints the result.
-func gradeSingle(ctx context.Context, e *env, f *gradeFlags, gs []graders.Grader) error {
+func gradeSingle(ctx context.Context, e *cli.Env, f *gradeFlags, gs []graders.Grader) error {
 	if f.output != "" && f.output != "-" {
-		return usageErrorf("-o does not apply to a single shot; the result goes to stdout")
+		return cli.Usagef("-o does not apply to a single shot; the result goes to stdout")
 	}
 	shot := evaluation.SingleShot{Output: f.agentOutput, Input: f.input, Expected: f.expected, Hint: f.hint}
-	r := evaluation.GradeSingle(ctx, graders.Many(gs), shot, provenance())
+	r := evaluation.GradeSingle(ctx, graders.Many(gs), shot, e.Provenance())
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "%s\n", b)
+	fmt.Fprintf(e.Stdout, "%s\n", b)
 	switch {
 	case r.Error != nil:
-		return withCode(exitInfraErrors, fmt.Errorf("grader error (%s): %s", r.Error.Class, r.Error.Message))
+		return cli.WithCode(cli.ExitInfraErrors, fmt.Errorf("grader error (%s): %s", r.Error.Class, r.Error.Message))
 	case !r.Pass:
-		return withCode(exitGateFailed, errors.New(""))
+		return cli.WithCode(cli.ExitGateFailed, errors.New(""))
 	}
 	return nil
 }
@@ -249,7 +250,7 @@ func gradeSingle(ctx context.Context, e *env, f *gradeFlags, gs []graders.Grader
 // streaming them: a first pass checks every line (and counts records for
 // --sample) so bad input stops the command before any output is written;
 // the second pass grades.
-func gradeFiles(ctx context.Context, e *env, f *gradeFlags, files []string, gs []graders.Grader, names []string) error {
+func gradeFiles(ctx context.Context, e *cli.Env, f *gradeFlags, files []string, gs []graders.Grader, names []string) error {
 	if err := f.checkFiles(files); err != nil {
 		return err
 	}
@@ -261,7 +262,7 @@ func gradeFiles(ctx context.Context, e *env, f *gradeFlags, files []string, gs [
 		}
 		n, err := evaluation.CountRecords(src)
 		if err != nil {
-			return inputError(err)
+			return cli.Input(err)
 		}
 		total += n
 	}
@@ -296,13 +297,13 @@ func gradeFiles(ctx context.Context, e *env, f *gradeFlags, files []string, gs [
 		if opts.Chosen != nil {
 			msg += fmt.Sprintf(" (sample of %d from %d, seed %d)", f.sample, total, f.seed)
 		}
-		fmt.Fprintln(e.stderr, "harness grade: "+msg)
+		fmt.Fprintln(e.Stderr, "harness grade: "+msg)
 	}
 	if interrupted {
-		return withCode(exitInterrupted, errors.New("interrupted; the output holds every finished record"))
+		return cli.WithCode(cli.ExitInterrupted, errors.New("interrupted; the output holds every finished record"))
 	}
 	if st.Errored > 0 {
-		return withCode(exitInfraErrors, fmt.Errorf("%d of %d records had grader errors", st.Errored, st.Graded))
+		return cli.WithCode(cli.ExitInfraErrors, fmt.Errorf("%d of %d records had grader errors", st.Errored, st.Graded))
 	}
 	return nil
 }
@@ -315,25 +316,25 @@ func (f *gradeFlags) checkFiles(files []string) error {
 			stdinUses++
 		}
 		if f.output != "" && f.output != "-" && sameFile(name, f.output) {
-			return usageErrorf("output %s is also an input; write to a new file", f.output)
+			return cli.Usagef("output %s is also an input; write to a new file", f.output)
 		}
 	}
 	if stdinUses > 1 {
-		return usageErrorf("stdin (-) can be read only once")
+		return cli.Usagef("stdin (-) can be read only once")
 	}
 	if stdinUses > 0 && f.sample > 0 {
-		return usageErrorf("--sample needs files, not stdin")
+		return cli.Usagef("--sample needs files, not stdin")
 	}
 	return nil
 }
 
 // regradeOptions are the options of a regrade of total records.
-func (f *gradeFlags) regradeOptions(e *env, gs []graders.Grader, names []string, total int) (evaluation.RegradeOptions, error) {
+func (f *gradeFlags) regradeOptions(e *cli.Env, gs []graders.Grader, names []string, total int) (evaluation.RegradeOptions, error) {
 	opts := evaluation.RegradeOptions{
 		Grader: graders.Many(gs), Count: len(gs), Names: names, Files: graderFiles(gs), Concurrency: f.concurrency,
-		Seed: trials.DefaultSeed, Resamples: trials.DefaultResamples, Redact: e.redact.JSON,
+		Seed: trials.DefaultSeed, Resamples: trials.DefaultResamples, Redact: e.Redact.JSON,
 		WorkspaceGone: func(where string, rec *schemas.CaptureRecord) {
-			fmt.Fprintf(e.stderr, "harness grade: %s: case %q trial %d: its workspace copy %s is gone, so graders that read it cannot judge it; capture with --keep-workspaces to keep the copies\n",
+			fmt.Fprintf(e.Stderr, "harness grade: %s: case %q trial %d: its workspace copy %s is gone, so graders that read it cannot judge it; capture with --keep-workspaces to keep the copies\n",
 				where, rec.ID, max(rec.Trial, 1), rec.Workspace.Path)
 		},
 	}
@@ -348,7 +349,7 @@ func (f *gradeFlags) regradeOptions(e *env, gs []graders.Grader, names []string,
 	}
 	if f.workspace != "" {
 		if st, err := os.Stat(f.workspace); err != nil || !st.IsDir() {
-			return opts, usageErrorf("--workspace %s: not a directory", f.workspace)
+			return opts, cli.Usagef("--workspace %s: not a directory", f.workspace)
 		}
 		opts.Rebuild = evaluation.RebuildFrom(f.workspace)
 	}
@@ -371,7 +372,7 @@ func plural(n int, noun string) string {
 }
 
 // openGradeOutput opens and locks -o (a new file, or --force) or stdout.
-func openGradeOutput(e *env, f *gradeFlags) (*results.Output, error) {
+func openGradeOutput(e *cli.Env, f *gradeFlags) (*results.Output, error) {
 	mode := results.New
 	if f.force {
 		mode = results.Truncate
@@ -380,7 +381,7 @@ func openGradeOutput(e *env, f *gradeFlags) (*results.Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := results.OpenOutput(f.output, results.OutputOptions{Mode: mode, Stdout: e.stdout, Redact: e.redact.JSON, Key: key})
+	out, err := results.OpenOutput(f.output, results.OutputOptions{Mode: mode, Stdout: e.Stdout, Redact: e.Redact.JSON, Key: key})
 	if err != nil {
 		return nil, outputOpenError(err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"harness/cli"
 	"regexp"
 	"strings"
 	"testing"
@@ -14,8 +15,8 @@ import (
 // help: "harness help NAME" succeeds and prints its usage line.
 func TestHelpCoversOverview(t *testing.T) {
 	var overview bytes.Buffer
-	e := &env{stdout: &overview, stderr: &overview, getenv: func(string) string { return "" }}
-	if code := runMain(context.Background(), e, []string{"help"}); code != exitOK {
+	e := &cli.Env{Stdout: &overview, Stderr: &overview, Getenv: func(string) string { return "" }}
+	if code := runMain(context.Background(), e, []string{"help"}); code != cli.ExitOK {
 		t.Fatalf("harness help: exit %d", code)
 	}
 	_, list, ok := strings.Cut(overview.String(), "\nCommands:\n")
@@ -34,8 +35,8 @@ func TestHelpCoversOverview(t *testing.T) {
 	}
 	for _, name := range names {
 		var out, errOut bytes.Buffer
-		e := &env{stdout: &out, stderr: &errOut, getenv: func(string) string { return "" }}
-		if code := runMain(context.Background(), e, []string{"help", name}); code != exitOK {
+		e := &cli.Env{Stdout: &out, Stderr: &errOut, Getenv: func(string) string { return "" }}
+		if code := runMain(context.Background(), e, []string{"help", name}); code != cli.ExitOK {
 			t.Errorf("harness help %s: exit %d: %s", name, code, errOut.String())
 			continue
 		}
@@ -50,8 +51,8 @@ func TestHelpCoversOverview(t *testing.T) {
 func TestHelpGroupsFlags(t *testing.T) {
 	for _, name := range []string{"capture", "trials", "check", "grade"} {
 		var out bytes.Buffer
-		e := &env{stdout: &out, stderr: &out, getenv: func(string) string { return "" }}
-		if code := runMain(context.Background(), e, []string{"help", name}); code != exitOK {
+		e := &cli.Env{Stdout: &out, Stderr: &out, Getenv: func(string) string { return "" }}
+		if code := runMain(context.Background(), e, []string{"help", name}); code != cli.ExitOK {
 			t.Fatalf("harness help %s: exit %d", name, code)
 		}
 		help := out.String()
@@ -61,7 +62,7 @@ func TestHelpGroupsFlags(t *testing.T) {
 			t.Errorf("harness help %s: no common flags before the agent's:\n%s", name, help)
 		}
 		c := findCommand(commands(), name)
-		c.flags.VisitAll(func(fl *pflag.Flag) {
+		c.Flags.VisitAll(func(fl *pflag.Flag) {
 			n := len(regexp.MustCompile(`(?m)^ +(-., )?--`+regexp.QuoteMeta(fl.Name)+`( |$)`).FindAllString(help, -1))
 			switch {
 			case fl.Hidden && n > 0:

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"harness/cli"
 	"io"
 	"os"
 	"path/filepath"
@@ -49,12 +50,12 @@ func (f *imageFlags) active() bool { return f.ref != "" || f.tasks != "" }
 // taskPrompts reads the tasks of --tasks and, without a prompts file,
 // writes their prompts to a temporary file and returns its path ("" when
 // the run has a prompts file: its cases name the tasks to run).
-func (f *imageFlags) taskPrompts(e *env, args []string, quiet bool) (string, error) {
+func (f *imageFlags) taskPrompts(e *cli.Env, args []string, quiet bool) (string, error) {
 	if len(args) > 1 {
-		return "", usageErrorf("--tasks takes at most one prompts file (cases naming the tasks to run): got %d arguments", len(args))
+		return "", cli.Usagef("--tasks takes at most one prompts file (cases naming the tasks to run): got %d arguments", len(args))
 	}
 	if f.ref != "" {
-		return "", usageErrorf("--tasks and --image: each task has its own image")
+		return "", cli.Usagef("--tasks and --image: each task has its own image")
 	}
 	set, err := loadTasks(e, f.tasks, quiet)
 	if err != nil {
@@ -83,7 +84,7 @@ func (f *imageFlags) taskPrompts(e *env, args []string, quiet bool) (string, err
 // positive as the flag's.
 func scaleError(err error) error {
 	if errors.Is(err, taskset.ErrTimeoutScale) {
-		return usageErrorf("--task-timeout-scale must be positive")
+		return cli.Usagef("--task-timeout-scale must be positive")
 	}
 	return err
 }
@@ -93,14 +94,14 @@ func scaleError(err error) error {
 // multiplied by scale), run with --tasks DIR. It goes into the image
 // cache (cacheDir, "" = the default), under task-suites/, named by the
 // directory, so --resume finds it.
-func taskSuite(e *env, dir string, scale float64, cacheDir string) (string, error) {
+func taskSuite(e *cli.Env, dir string, scale float64, cacheDir string) (string, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return "", err
 	}
 	set, err := taskset.Load(abs)
 	if err != nil {
-		return "", inputError(err)
+		return "", cli.Input(err)
 	}
 	p, err := set.WriteSuite(cacheDir, scale)
 	return p, scaleError(err)
@@ -110,7 +111,7 @@ func taskSuite(e *env, dir string, scale float64, cacheDir string) (string, erro
 // any agent starts) and sets the run's image config. The agent's fs and
 // terminal requests cannot be served inside an image: the agent works with
 // its own tools there.
-func (f *imageFlags) configure(ctx context.Context, e *env, rf *runFlags, s *runSetup) error {
+func (f *imageFlags) configure(ctx context.Context, e *cli.Env, rf *runFlags, s *runSetup) error {
 	if !f.active() && len(s.caseImages) == 0 {
 		return nil
 	}
@@ -161,27 +162,27 @@ func (f *imageFlags) configure(ctx context.Context, e *env, rf *runFlags, s *run
 // images.
 func (f *imageFlags) check(rf *runFlags, s *runSetup) error {
 	if f.tasks != "" && len(s.caseImages) > 0 {
-		return usageErrorf("a case names an image: with --tasks each task has its own")
+		return cli.Usagef("a case names an image: with --tasks each task has its own")
 	}
 	if f.ref == "" && f.tasks == "" && s.casesWithImage < s.cases {
-		return usageErrorf("%d of %d cases name an image and the others none: give --image for them", s.casesWithImage, s.cases)
+		return cli.Usagef("%d of %d cases name an image and the others none: give --image for them", s.casesWithImage, s.cases)
 	}
 	for _, c := range []struct {
 		set  bool
 		flag string
 	}{{rf.fs, "--fs"}, {rf.terminal, "--terminal"}, {rf.workspace != "", "--workspace"}, {rf.wsSetup != "", "--workspace-setup"}, {rf.wsPrepare != "", "--workspace-prepare"}, {rf.adapter != "", "--adapter"}} {
 		if c.set {
-			return usageErrorf("%s does not apply with --image or --tasks: the agent works inside the image with its own tools", c.flag)
+			return cli.Usagef("%s does not apply with --image or --tasks: the agent works inside the image with its own tools", c.flag)
 		}
 	}
 	if s.anyCaseWorkspace {
-		return usageErrorf("a case names a workspace: with --image the image is the case's system")
+		return cli.Usagef("a case names a workspace: with --image the image is the case's system")
 	}
 	if f.tasks != "" && len(rf.graders) > 0 {
-		return usageErrorf("--grader does not apply with --tasks: each task's tests/test.sh is its verifier")
+		return cli.Usagef("--grader does not apply with --tasks: each task's tests/test.sh is its verifier")
 	}
 	if f.timeoutScale <= 0 {
-		return usageErrorf("--task-timeout-scale must be positive")
+		return cli.Usagef("--task-timeout-scale must be positive")
 	}
 	return nil
 }
@@ -198,7 +199,7 @@ func (f *imageFlags) caseImages(ctx context.Context, store *image.Store, refs []
 		img, err := store.Resolve(bctx, ref)
 		cancel()
 		if err != nil {
-			return nil, inputError(err)
+			return nil, cli.Input(err)
 		}
 		imgs[ref] = img
 	}
@@ -257,18 +258,18 @@ func (f *imageFlags) writeCases(file string) error {
 // warnImageCaps says once, before any agent starts, which of the run's caps
 // cannot be enforced here as asked (as --sandbox bwrap does): a first group
 // is made the way every agent's will be, and removed.
-func warnImageCaps(e *env, ic *capture.ImageConfig, quiet bool) error {
+func warnImageCaps(e *cli.Env, ic *capture.ImageConfig, quiet bool) error {
 	if ic.Caps == nil {
 		return nil
 	}
 	g, warnings, err := limits.New(*ic.Caps, limits.Options{CgroupParent: ic.CgroupParent, DiskDirs: []string{os.TempDir()}})
 	if err != nil {
-		return usageErrorf("image caps: %v", err)
+		return cli.Usagef("image caps: %v", err)
 	}
 	g.Close()
 	if !quiet {
 		for _, w := range warnings {
-			fmt.Fprintf(e.stderr, "warning: %s\n", w)
+			fmt.Fprintf(e.Stderr, "warning: %s\n", w)
 		}
 	}
 	return nil

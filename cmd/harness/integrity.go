@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"harness/cli"
 
 	"harness/graders"
 	"harness/results"
@@ -21,14 +22,14 @@ func graderFiles(gs []graders.Grader) []schemas.GraderFile {
 
 // recordKey loads (creating on first use) the key harness signs the record
 // lines it writes with.
-func recordKey(e *env) (*results.Key, error) {
-	path, err := results.KeyPath(e.getenv)
+func recordKey(e *cli.Env) (*results.Key, error) {
+	path, err := results.KeyPath(e.Getenv)
 	if err != nil {
 		return nil, err
 	}
 	k, err := results.LoadKey(path)
 	if err != nil {
-		return nil, withCode(exitUsage, err)
+		return nil, cli.WithCode(cli.ExitUsage, err)
 	}
 	return k, nil
 }
@@ -40,7 +41,7 @@ func foreignError(err error) error {
 	var one *results.ForeignLineError
 	var many *results.ForeignLinesError
 	if errors.As(err, &one) || errors.As(err, &many) {
-		return withCode(exitForeign, err)
+		return cli.WithCode(cli.ExitForeign, err)
 	}
 	return err
 }
@@ -51,7 +52,7 @@ func checkWritten(out *results.Output) error {
 	if err := out.CheckWritten(); err != nil {
 		var many *results.ForeignLinesError
 		if errors.As(err, &many) {
-			return withCode(exitForeign, err)
+			return cli.WithCode(cli.ExitForeign, err)
 		}
 		return fmt.Errorf("output: %w", err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"harness/cli"
 	"path/filepath"
 	"sync"
 
@@ -31,18 +32,18 @@ func (f *judgeCacheFlags) addFlags(fs *pflag.FlagSet) {
 // open returns the judge cache the flags ask for, or nil with --no-cache.
 // A cache that cannot be used is reported on stderr once and grading goes
 // on without it.
-func (f *judgeCacheFlags) open(e *env) (*judgecache.Cache, error) {
+func (f *judgeCacheFlags) open(e *cli.Env) (*judgecache.Cache, error) {
 	if f.noCache {
 		return nil, nil
 	}
 	if f.max < 0 {
-		return nil, usageErrorf("--judge-cache-max must not be negative")
+		return nil, cli.Usagef("--judge-cache-max must not be negative")
 	}
 	dir := f.dir
 	if dir == "" {
-		d, err := judgecache.Dir(e.getenv)
+		d, err := judgecache.Dir(e.Getenv)
 		if err != nil {
-			fmt.Fprintf(e.stderr, "harness: %v; judging without a cache\n", err)
+			fmt.Fprintf(e.Stderr, "harness: %v; judging without a cache\n", err)
 			return nil, nil
 		}
 		dir = d
@@ -53,7 +54,7 @@ func (f *judgeCacheFlags) open(e *env) (*judgecache.Cache, error) {
 	warn := func(err error) {
 		mu.Lock()
 		defer mu.Unlock()
-		fmt.Fprintf(e.stderr, "harness: %v; judge answers are not kept\n", err)
+		fmt.Fprintf(e.Stderr, "harness: %v; judge answers are not kept\n", err)
 	}
 	return judgecache.New(dir, f.max, warn), nil
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"harness/cli"
 	"harness/sandbox"
 	"io"
 	"os"
@@ -20,107 +21,18 @@ import (
 	"golang.org/x/term"
 
 	"harness/image"
-	"harness/internal/buildinfo"
 	"harness/internal/orphans"
 	"harness/internal/redact"
 	"harness/internal/suggest"
-	"harness/schemas"
 )
 
 // version, when set at build time with -ldflags "-X main.version=...",
 // overrides the version read from the binary's build information.
 var version = ""
 
-// provenance is the harness part of a record's provenance.
-func provenance() schemas.Provenance {
-	b := buildinfo.Read(version)
-	return schemas.Provenance{Harness: b.Version, HarnessRevision: b.Revision, HarnessDirty: b.Dirty}
-}
-
-// Exit codes, documented in the help text and the README.
-const (
-	exitOK          = 0
-	exitGateFailed  = 1
-	exitUsage       = 2
-	exitInfraErrors = 3
-	exitBudget      = 4
-	exitForeign     = 5
-	exitInterrupted = 130
-)
-
-const exitCodesHelp = `Exit status:
-  0    success
-  1    the run completed but a declared gate failed (--min-pass-rate, a misjudged reference)
-  2    usage or input error (nothing run, no output touched), or the output could not be written
-  3    the run completed with infrastructure errors (agent crash, timeout, grader error)
-  4    the budget (--max-cost, --max-tokens) was spent: no new work started; --resume continues
-  5    an output, partial or shard file holds lines harness did not write (named FILE:LINE); its records cannot be trusted
-  130  interrupted; the output holds every finished record
-`
-
-// env is the outside world a command sees; tests replace every part of it.
-type env struct {
-	stdin     io.Reader
-	stdout    io.Writer
-	stderr    io.Writer
-	getenv    func(string) string
-	stderrTTY bool
-	// signals delivers the second interrupt of a run (the first cancels the
-	// context); nil means none will come.
-	signals <-chan os.Signal
-	// redact removes secrets from what an offline command writes: the
-	// values of its --secret-env variables and of every variable whose
-	// name looks like a credential. Set by runMain.
-	redact *redact.Redactor
-	// said holds the notes written once per invocation (a suite's agents
-	// each run the same tasks; their warnings are said once).
-	said map[string]bool
-}
-
-// command is one subcommand: its flags, help text and what it does.
-type command struct {
-	name  string
-	usage string // after "harness ": "capture PROMPTS -- AGENT..."
-	short string
-	long  string // description, examples; exit codes are added for all
-	agent bool   // takes an agent command after --
-	// optionalAgent: the agent command after -- may be left out.
-	optionalAgent bool
-	flags         *pflag.FlagSet
-	run           func(ctx context.Context, e *env, args, agent []string) error
-	// secretEnv holds the --secret-env values of a command that reads
-	// results (the agent commands have their own).
-	secretEnv []string
-}
-
-// exitError carries the process exit status of a failed command.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
-
-// usageErrorf reports bad flags, arguments or input: exit 2.
-func usageErrorf(format string, args ...any) error {
-	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
-}
-
-// inputError marks err as bad input (exit 2).
-func inputError(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &exitError{code: exitUsage, err: err}
-}
-
-// withCode returns err with the given exit status.
-func withCode(code int, err error) error { return &exitError{code: code, err: err} }
-
 // commands returns the subcommand table, in the order help lists it.
-func commands() []*command {
-	cmds := []*command{
+func commands() []*cli.Command {
+	cmds := []*cli.Command{
 		newCaptureCmd(),
 		newTrialsCmd(),
 		newGradeCmd(),
@@ -140,8 +52,8 @@ func commands() []*command {
 		newRunCmd(),
 	}
 	for _, c := range cmds {
-		if !c.agent && c.name != "schemas" && c.name != "balance" {
-			c.flags.StringArrayVar(&c.secretEnv, "secret-env", nil, "redact the value of environment variable `NAME` from all output; repeatable (API key variables are redacted anyway)")
+		if !c.Agent && c.Name != "schemas" && c.Name != "balance" {
+			c.Flags.StringArrayVar(&c.SecretEnv, "secret-env", nil, "redact the value of environment variable `NAME` from all output; repeatable (API key variables are redacted anyway)")
 		}
 	}
 	return cmds
@@ -177,142 +89,93 @@ func mainExit() int {
 		signal.Notify(second, os.Interrupt, syscall.SIGTERM)
 		stop()
 	}()
-	e := &env{
-		stdin:     os.Stdin,
-		stdout:    os.Stdout,
-		stderr:    os.Stderr,
-		getenv:    os.Getenv,
-		stderrTTY: term.IsTerminal(int(os.Stderr.Fd())),
-		signals:   second,
+	e := &cli.Env{
+		Stdin:     os.Stdin,
+		Stdout:    os.Stdout,
+		Stderr:    os.Stderr,
+		Getenv:    os.Getenv,
+		StderrTTY: term.IsTerminal(int(os.Stderr.Fd())),
+		Signals:   second,
+		Version:   version,
 	}
 	return runMain(ctx, e, os.Args[1:])
 }
 
 // runMain runs the command line args and returns the exit status.
-func runMain(ctx context.Context, e *env, args []string) int {
+func runMain(ctx context.Context, e *cli.Env, args []string) int {
 	cmds := commands()
 	if code, done := helpOrVersion(e, cmds, args); done {
 		return code
 	}
 	c := findCommand(cmds, args[0])
 	if c == nil {
-		fmt.Fprintf(e.stderr, "harness: unknown command %q\nRun 'harness help' for the list of commands.\n", args[0])
-		return exitUsage
+		fmt.Fprintf(e.Stderr, "harness: unknown command %q\nRun 'harness help' for the list of commands.\n", args[0])
+		return cli.ExitUsage
 	}
-	c.flags.SetOutput(io.Discard)
-	c.flags.SortFlags = false
-	if err := c.flags.Parse(args[1:]); err != nil {
+	c.Flags.SetOutput(io.Discard)
+	c.Flags.SortFlags = false
+	if err := c.Flags.Parse(args[1:]); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
-			printCommandHelp(e.stdout, c)
-			return exitOK
+			cli.PrintCommandHelp(e.Stdout, c)
+			return cli.ExitOK
 		}
-		fmt.Fprintf(e.stderr, "harness %s: %v%s\nusage: harness %s\nRun 'harness help %s' for details.\n", c.name, err, flagHint(c, err, args[1:]), c.usage, c.name)
-		return exitUsage
+		fmt.Fprintf(e.Stderr, "harness %s: %v%s\nusage: harness %s\nRun 'harness help %s' for details.\n", c.Name, err, flagHint(c, err, args[1:]), c.Usage, c.Name)
+		return cli.ExitUsage
 	}
-	warnDeprecated(e.stderr, c, args[1:])
-	pos, agent, ok := c.operands()
+	cli.WarnDeprecated(e.Stderr, c, args[1:])
+	pos, agent, ok := c.Operands()
 	if !ok {
-		fmt.Fprintf(e.stderr, "harness %s: no agent command: put it after --, as in\n  harness %s\n", c.name, c.usage)
-		return exitUsage
+		fmt.Fprintf(e.Stderr, "harness %s: no agent command: put it after --, as in\n  harness %s\n", c.Name, c.Usage)
+		return cli.ExitUsage
 	}
-	if !c.agent {
+	if !c.Agent {
 		// The offline commands stream records through a small live heap
 		// and allocate fast; collecting less often roughly doubles their
 		// read speed for a few tens of MB.
 		debug.SetGCPercent(400)
 	}
 	var values []string
-	for _, name := range c.secretEnv {
-		if v := e.getenv(name); v != "" {
+	for _, name := range c.SecretEnv {
+		if v := e.Getenv(name); v != "" {
 			values = append(values, v)
 		}
 	}
-	e.redact = redact.New(values, os.Environ())
-	return reportError(e.stderr, c.name, e.redactError(c.run(ctx, e, pos, agent)))
+	e.Redact = redact.New(values, os.Environ())
+	return cli.Report(e.Stderr, c.Name, e.RedactError(c.Run(ctx, e, pos, agent)))
 }
 
 // helpOrVersion answers no arguments, help and version; done says it did.
-func helpOrVersion(e *env, cmds []*command, args []string) (code int, done bool) {
+func helpOrVersion(e *cli.Env, cmds []*cli.Command, args []string) (code int, done bool) {
 	if len(args) == 0 {
-		printOverview(e.stderr, cmds)
-		return exitUsage, true
+		printOverview(e.Stderr, cmds, e.Build().Version)
+		return cli.ExitUsage, true
 	}
 	switch args[0] {
 	case "-h", "--help", "help":
 		if len(args) > 1 && args[0] == "help" {
 			if c := findCommand(cmds, args[1]); c != nil {
-				printCommandHelp(e.stdout, c)
-				return exitOK, true
+				cli.PrintCommandHelp(e.Stdout, c)
+				return cli.ExitOK, true
 			}
 			if args[1] == "version" {
-				fmt.Fprintf(e.stdout, "Usage: harness version\n\n%s\n\nAlso: harness --version, harness -v.\n", versionShort)
-				return exitOK, true
+				fmt.Fprintf(e.Stdout, "Usage: harness version\n\n%s\n\nAlso: harness --version, harness -v.\n", versionShort)
+				return cli.ExitOK, true
 			}
-			fmt.Fprintf(e.stderr, "harness: unknown command %q\n", args[1])
-			return exitUsage, true
+			fmt.Fprintf(e.Stderr, "harness: unknown command %q\n", args[1])
+			return cli.ExitUsage, true
 		}
-		printOverview(e.stdout, cmds)
-		return exitOK, true
+		printOverview(e.Stdout, cmds, e.Build().Version)
+		return cli.ExitOK, true
 	case "-v", "--version", "version":
-		fmt.Fprintf(e.stdout, "harness %s\n", buildinfo.Read(version))
-		return exitOK, true
+		fmt.Fprintf(e.Stdout, "harness %s\n", e.Build())
+		return cli.ExitOK, true
 	}
 	return 0, false
 }
 
-// operands splits the parsed command line into the command's arguments
-// and the agent command after --; ok is false when the command needs an
-// agent and none was given. A command without an agent takes what
-// follows -- as arguments.
-func (c *command) operands() (pos, agent []string, ok bool) {
-	pos = c.flags.Args()
-	if dash := c.flags.ArgsLenAtDash(); dash >= 0 {
-		pos, agent = pos[:dash], pos[dash:]
-	}
-	if c.agent && !c.optionalAgent && len(agent) == 0 {
-		return nil, nil, false
-	}
-	if !c.agent && len(agent) > 0 {
-		pos = append(pos, agent...)
-	}
-	return pos, agent, true
-}
-
-// redactError takes the run's secrets out of an error's text, keeping
-// its exit status.
-func (e *env) redactError(err error) error {
-	if err == nil || !e.redact.Active() {
-		return err
-	}
-	var ee *exitError
-	code := 1
-	if errors.As(err, &ee) {
-		code = ee.code
-	}
-	return withCode(code, errors.New(e.redact.String(err.Error())))
-}
-
-// reportError prints err (if any) and maps it to an exit status.
-func reportError(w io.Writer, name string, err error) int {
-	if err == nil {
-		return exitOK
-	}
-	code := 1
-	var ee *exitError
-	if errors.As(err, &ee) {
-		code = ee.code
-	}
-	if msg := err.Error(); msg != "" {
-		for _, line := range strings.Split(msg, "\n") {
-			fmt.Fprintf(w, "harness %s: %s\n", name, line)
-		}
-	}
-	return code
-}
-
-func findCommand(cmds []*command, name string) *command {
+func findCommand(cmds []*cli.Command, name string) *cli.Command {
 	for _, c := range cmds {
-		if c.name == name {
+		if c.Name == name {
 			return c
 		}
 	}
@@ -323,56 +186,44 @@ func findCommand(cmds []*command, name string) *command {
 // no entry in the command table.
 const versionShort = "version, VCS revision and dirty flag of this build"
 
-func printOverview(w io.Writer, cmds []*command) {
-	fmt.Fprintf(w, "harness %s: evaluate coding agents that speak the Agent Client Protocol.\n\n", buildinfo.Read(version).Version)
+func printOverview(w io.Writer, cmds []*cli.Command, build string) {
+	fmt.Fprintf(w, "harness %s: evaluate coding agents that speak the Agent Client Protocol.\n\n", build)
 	fmt.Fprintln(w, "Usage: harness <command> [flags] [args] [-- agent command...]")
 	fmt.Fprintln(w, "\nCommands:")
 	width := len("version")
 	for _, c := range cmds {
-		width = max(width, len(c.name))
+		width = max(width, len(c.Name))
 	}
 	for _, c := range cmds {
-		fmt.Fprintf(w, "  %-*s  %s\n", width, c.name, c.short)
+		fmt.Fprintf(w, "  %-*s  %s\n", width, c.Name, c.Short)
 	}
 	fmt.Fprintf(w, "  %-*s  %s\n", width, "version", versionShort)
 	fmt.Fprintln(w, "\nRun 'harness help <command>' or 'harness <command> --help' for its flags and examples.")
 	fmt.Fprintln(w, "Durations take Go syntax (90s, 2m); a bare number means milliseconds.")
-	fmt.Fprint(w, "\n"+exitCodesHelp)
-}
-
-func printCommandHelp(w io.Writer, c *command) {
-	c.flags.SortFlags = false
-	fmt.Fprintf(w, "Usage: harness %s\n\n%s\n", c.usage, c.short)
-	if c.long != "" {
-		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(c.long))
-	}
-	if c.flags.HasFlags() {
-		printFlags(w, c.flags)
-	}
-	fmt.Fprint(w, "\n"+exitCodesHelp)
+	fmt.Fprint(w, "\n"+cli.ExitCodesHelp)
 }
 
 // flagHint adds to an unknown-flag error the flag that was probably meant
 // and, for a command that runs an agent, where the flag goes: the agent's
 // own flags after --; for harness run, a run flag in the suite file, which
 // is where harness run takes them from.
-func flagHint(c *command, err error, args []string) string {
+func flagHint(c *cli.Command, err error, args []string) string {
 	msg := err.Error()
 	name, ok := strings.CutPrefix(msg, "unknown flag: --")
 	if !ok {
-		if strings.HasPrefix(msg, "unknown shorthand flag: ") && c.agent {
+		if strings.HasPrefix(msg, "unknown shorthand flag: ") && c.Agent {
 			return "\n(agent flags go after --, as in: harness " + agentUsage(c) + " -- AGENT FLAGS...)"
 		}
 		return ""
 	}
 	name, _, _ = strings.Cut(name, "=")
-	if c.name == "run" {
+	if c.Name == "run" {
 		// A flag of trials is a run flag, set in the suite file.
 		tc, _ := newTrialsCmdWith(&runFlags{})
-		tf := tc.flags
+		tf := tc.Flags
 		inSuite := func(n string) bool { return tf.Lookup(n) != nil && !slices.Contains(runFlagsSetByRun, n) }
 		flag := name
-		if !inSuite(flag) && closestFlag(c.flags, name) == "" {
+		if !inSuite(flag) && closestFlag(c.Flags, name) == "" {
 			flag = closestFlag(tf, name)
 		}
 		if flag != "" && inSuite(flag) {
@@ -387,26 +238,26 @@ func flagHint(c *command, err error, args []string) string {
 			return fmt.Sprintf("%s\n(--%s is a run flag, which harness run takes from the suite file: write %s: %s in the suite, or under an agent's flags: for that agent alone)", meant, flag, flag, value)
 		}
 	}
-	best := closestFlag(c.flags, name)
+	best := closestFlag(c.Flags, name)
 	hint := ""
 	if best != "" {
 		hint = fmt.Sprintf("\ndid you mean --%s?", best)
 	}
-	if c.agent {
+	if c.Agent {
 		hint += "\n(if --" + name + " is the agent's flag, put it after --: harness " + agentUsage(c) + " -- AGENT --" + name + ")"
 	}
 	return hint
 }
 
 // agentUsage is a command's usage up to the agent command.
-func agentUsage(c *command) string {
-	switch c.name {
+func agentUsage(c *cli.Command) string {
+	switch c.Name {
 	case "run":
 		return "run SUITE [flags]"
 	case "check":
 		return "check [flags]"
 	}
-	return c.name + " PROMPTS [flags]"
+	return c.Name + " PROMPTS [flags]"
 }
 
 // flagValue is the value given to --name in args (--name=V or --name V),

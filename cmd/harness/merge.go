@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"harness/cli"
 	"io"
 	"os"
 	"strings"
@@ -30,13 +31,13 @@ type mergeFlags struct {
 	failOn       []string
 }
 
-func newMergeCmd() *command {
+func newMergeCmd() *cli.Command {
 	var f mergeFlags
-	c := &command{
-		name:  "merge",
-		usage: "merge SHARDS... -o OUT [-k N] [--prompts FILE] [flags]",
-		short: "join the shard outputs of a distributed run, checking that every unit is there once",
-		long: `merge joins the outputs of runs made with --shard I/N (capture records,
+	c := &cli.Command{
+		Name:  "merge",
+		Usage: "merge SHARDS... -o OUT [-k N] [--prompts FILE] [flags]",
+		Short: "join the shard outputs of a distributed run, checking that every unit is there once",
+		Long: `merge joins the outputs of runs made with --shard I/N (capture records,
 one per unit: a case and a trial; .zst and .gz files are read by name) and
 checks that every unit is there exactly once. A unit in two files, or twice
 in one, is an error naming the unit and the files. Within one file a record
@@ -58,9 +59,9 @@ Examples:
   harness merge shard-*.jsonl.zst -o all.jsonl.zst
   harness merge shard-*.jsonl.zst -k 5 --prompts prompts.jsonl -o trials.jsonl
   harness merge results/*.jsonl --prompts prompts.jsonl --allow-missing -o partial.jsonl`,
-		flags: pflag.NewFlagSet("merge", pflag.ContinueOnError),
+		Flags: pflag.NewFlagSet("merge", pflag.ContinueOnError),
 	}
-	fs := c.flags
+	fs := c.Flags
 	fs.StringVarP(&f.output, "output", "o", "", "write the merged records to `file` (- for stdout); a .zst or .gz suffix compresses")
 	fs.IntVarP(&f.k, "k", "k", 0, "write trials records for `n` trials per case, and the summary (needs --prompts)")
 	fs.StringVar(&f.prompts, "prompts", "", "the prompts `file` of the run: the full set of cases, in order")
@@ -71,13 +72,13 @@ Examples:
 	fs.IntVar(&f.resamples, "resamples", trials.DefaultResamples, "bootstrap resamples")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors on stderr")
 	fs.StringSliceVar(&f.failOn, "fail-on", nil, "with -k: count trials with these error `classes` as failures, as trials --fail-on does")
-	c.run = func(ctx context.Context, e *env, args, _ []string) error {
+	c.Run = func(ctx context.Context, e *cli.Env, args, _ []string) error {
 		return f.run(e, args)
 	}
 	return c
 }
 
-func (f *mergeFlags) run(e *env, args []string) error {
+func (f *mergeFlags) run(e *cli.Env, args []string) error {
 	if err := f.check(args); err != nil {
 		return err
 	}
@@ -96,12 +97,12 @@ func (f *mergeFlags) run(e *env, args []string) error {
 			}
 		}
 		if !f.allowMissing {
-			return inputError(gaps.Err(fmt.Sprintf("of %d units missing (write what there is with --allow-missing)", shards.Units())))
+			return cli.Input(gaps.Err(fmt.Sprintf("of %d units missing (write what there is with --allow-missing)", shards.Units())))
 		}
 		if !f.quiet {
-			fmt.Fprintf(e.stderr, "harness merge: %d of %d units missing:\n  %s\n", gaps.N, shards.Units(), strings.Join(gaps.List, "\n  "))
+			fmt.Fprintf(e.Stderr, "harness merge: %d of %d units missing:\n  %s\n", gaps.N, shards.Units(), strings.Join(gaps.List, "\n  "))
 			if gaps.N > len(gaps.List) {
-				fmt.Fprintf(e.stderr, "  ... and %d more\n", gaps.N-len(gaps.List))
+				fmt.Fprintf(e.Stderr, "  ... and %d more\n", gaps.N-len(gaps.List))
 			}
 		}
 	}
@@ -123,7 +124,7 @@ func (f *mergeFlags) run(e *env, args []string) error {
 		return fmt.Errorf("merge: output: %w", err)
 	}
 	if !f.quiet {
-		fmt.Fprintf(e.stderr, "harness merge: %s from %s, %s, k=%d\n", plural(shards.Records(), "record"), plural(len(args), "file"), plural(len(shards.IDs), "case"), shards.K)
+		fmt.Fprintf(e.Stderr, "harness merge: %s from %s, %s, k=%d\n", plural(shards.Records(), "record"), plural(len(args), "file"), plural(len(shards.IDs), "case"), shards.K)
 	}
 	return nil
 }
@@ -131,27 +132,27 @@ func (f *mergeFlags) run(e *env, args []string) error {
 // check checks the flags and arguments, and sets the default --summary.
 func (f *mergeFlags) check(args []string) error {
 	if len(args) == 0 {
-		return usageErrorf("no shard files: name the outputs of the --shard runs")
+		return cli.Usagef("no shard files: name the outputs of the --shard runs")
 	}
 	if f.output == "" {
-		return usageErrorf("no output: use -o FILE (or -o - for stdout)")
+		return cli.Usagef("no output: use -o FILE (or -o - for stdout)")
 	}
 	if f.k < 0 {
-		return usageErrorf("-k must be at least 1")
+		return cli.Usagef("-k must be at least 1")
 	}
 	if f.k > 0 && f.prompts == "" {
-		return usageErrorf("-k needs --prompts FILE: a trials record carries its case's input, expected and metadata")
+		return cli.Usagef("-k needs --prompts FILE: a trials record carries its case's input, expected and metadata")
 	}
 	if f.summaryPath != "" && f.k == 0 {
-		return usageErrorf("--summary needs -k")
+		return cli.Usagef("--summary needs -k")
 	}
 	if f.output != "-" {
 		if st, err := os.Stat(f.output); err == nil && st.Mode().IsRegular() && st.Size() > 0 && !f.force {
-			return usageErrorf("output %s already exists; use --force to overwrite it", f.output)
+			return cli.Usagef("output %s already exists; use --force to overwrite it", f.output)
 		}
 		for _, a := range args {
 			if same(a, f.output) {
-				return usageErrorf("output %s is also a shard input", f.output)
+				return cli.Usagef("output %s is also a shard input", f.output)
 			}
 		}
 	}
@@ -161,7 +162,7 @@ func (f *mergeFlags) check(args []string) error {
 	}
 	if explicitSummary && !f.force {
 		if _, err := os.Stat(f.summaryPath); err == nil {
-			return usageErrorf("--summary %s already exists; use --force to overwrite it", f.summaryPath)
+			return cli.Usagef("--summary %s already exists; use --force to overwrite it", f.summaryPath)
 		}
 	}
 	return nil
@@ -169,7 +170,7 @@ func (f *mergeFlags) check(args []string) error {
 
 // read reads the prompts and the shard files and checks that every unit in
 // them belongs to the run.
-func (f *mergeFlags) read(e *env, args []string) (*evaluation.Shards, *results.Key, error) {
+func (f *mergeFlags) read(e *cli.Env, args []string) (*evaluation.Shards, *results.Key, error) {
 	opts := evaluation.ShardOptions{K: f.k, PromptsName: f.prompts, Files: inputSources(e, args)}
 	if f.prompts != "" {
 		var err error
@@ -184,23 +185,23 @@ func (f *mergeFlags) read(e *env, args []string) (*evaluation.Shards, *results.K
 	opts.Key = key
 	if !f.quiet {
 		opts.Skipped = func(file string, line int) {
-			fmt.Fprintf(e.stderr, "harness merge: %s:%d: skipped a line that is not JSON (a record cut short by a crash?)\n", file, line)
+			fmt.Fprintf(e.Stderr, "harness merge: %s:%d: skipped a line that is not JSON (a record cut short by a crash?)\n", file, line)
 		}
-		opts.Empty = func(file string) { fmt.Fprintf(e.stderr, "harness merge: %s holds no records\n", file) }
+		opts.Empty = func(file string) { fmt.Fprintf(e.Stderr, "harness merge: %s holds no records\n", file) }
 	}
 	shards, err := evaluation.ReadShards(opts)
 	return shards, key, mergeError(err)
 }
 
 // readPromptsFlag reads the --prompts file.
-func readPromptsFlag(e *env, name string) ([]schemas.PromptCase, error) {
-	r, err := results.Open(name, e.stdin)
+func readPromptsFlag(e *cli.Env, name string) ([]schemas.PromptCase, error) {
+	r, err := results.Open(name, e.Stdin)
 	if err != nil {
-		return nil, inputError(fmt.Errorf("--prompts: %w", err))
+		return nil, cli.Input(fmt.Errorf("--prompts: %w", err))
 	}
 	defer r.Close()
 	cases, err := schemas.ReadPrompts(name, r)
-	return cases, inputError(err)
+	return cases, cli.Input(err)
 }
 
 // mergeError words the errors of a merge and gives each its exit status.
@@ -210,20 +211,20 @@ func mergeError(err error) error {
 	switch {
 	case errors.As(err, &stray):
 		p := stray.Problems(func(k int) string { return fmt.Sprintf("beyond -k %d", k) })
-		return inputError(p.Err("records that do not belong to this run"))
+		return cli.Input(p.Err("records that do not belong to this run"))
 	case errors.As(err, &bad) && bad.Foreign:
-		return withCode(exitForeign, err)
+		return cli.WithCode(cli.ExitForeign, err)
 	case errors.As(err, &bad):
-		return inputError(err)
+		return cli.Input(err)
 	}
 	return err
 }
 
 // inputSources are the named files ("-" for stdin) as sources to read.
-func inputSources(e *env, names []string) []evaluation.Source {
+func inputSources(e *cli.Env, names []string) []evaluation.Source {
 	return evaluation.OpenSources(names, func(name string) (io.ReadCloser, error) {
-		r, err := results.Open(name, e.stdin)
-		return r, inputError(err)
+		r, err := results.Open(name, e.Stdin)
+		return r, cli.Input(err)
 	})
 }
 
@@ -236,7 +237,7 @@ func same(a, b string) bool {
 
 // writeTrials writes one trials record per case, built the way harness
 // trials builds them, then the summary.
-func (f *mergeFlags) writeTrials(e *env, w *results.Writer, shards *evaluation.Shards) error {
+func (f *mergeFlags) writeTrials(e *cli.Env, w *results.Writer, shards *evaluation.Shards) error {
 	res, err := shards.WriteTrials(w, evaluation.MergeTrialsOptions{FailOn: f.failOn, Seed: f.seed, Resamples: f.resamples})
 	if err != nil {
 		return err
@@ -250,7 +251,7 @@ func (f *mergeFlags) writeTrials(e *env, w *results.Writer, shards *evaluation.S
 		return fmt.Errorf("merge: output: %w", err)
 	}
 	if !f.quiet {
-		trials.WriteSummaryTable(e.stderr, res)
+		trials.WriteSummaryTable(e.Stderr, res)
 	}
 	return nil
 }
@@ -258,13 +259,13 @@ func (f *mergeFlags) writeTrials(e *env, w *results.Writer, shards *evaluation.S
 // openMergeOutput opens the output: stdout, or a temporary file beside
 // OUT that commit renames into place, so a failed merge leaves OUT as it
 // was.
-func openMergeOutput(e *env, name string, force bool) (w *results.Writer, commit, abort func() error, err error) {
-	f, err := results.CreateFile(name, e.stdout, force)
+func openMergeOutput(e *cli.Env, name string, force bool) (w *results.Writer, commit, abort func() error, err error) {
+	f, err := results.CreateFile(name, e.Stdout, force)
 	if err != nil {
 		return nil, nil, nil, outputOpenError(err)
 	}
-	if e.redact.Active() {
-		f.Redact(e.redact.JSON)
+	if e.Redact.Active() {
+		f.Redact(e.Redact.JSON)
 	}
 	w, err = results.NewWriter(name, f)
 	if err != nil {

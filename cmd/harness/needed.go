@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"harness/cli"
 	"io"
 
 	"github.com/spf13/pflag"
@@ -37,34 +38,34 @@ Examples:
   harness trials-needed pilot.jsonl --width 0.1
   harness trials-needed a.jsonl --compare b.jsonl --delta 0.05 --power 0.8`
 
-func newTrialsNeededCmd() *command {
+func newTrialsNeededCmd() *cli.Command {
 	var o neededOptions
-	c := &command{
-		name:  "trials-needed",
-		usage: "trials-needed RESULTS [--width W] [--compare OTHER --delta D --power P --alpha A] [--json]",
-		short: "from a pilot run, the trials per case a run needs for a given interval width or to detect a difference",
-		long:  neededLong,
-		flags: pflag.NewFlagSet("trials-needed", pflag.ContinueOnError),
+	c := &cli.Command{
+		Name:  "trials-needed",
+		Usage: "trials-needed RESULTS [--width W] [--compare OTHER --delta D --power P --alpha A] [--json]",
+		Short: "from a pilot run, the trials per case a run needs for a given interval width or to detect a difference",
+		Long:  neededLong,
+		Flags: pflag.NewFlagSet("trials-needed", pflag.ContinueOnError),
 	}
-	c.flags.Float64Var(&o.width, "width", 0.1, "target `width` of the headline pass rate's 95% interval")
-	c.flags.StringVar(&o.other, "compare", "", "a pilot `file` of a second agent on the same cases: plan the trials to tell the two apart")
-	c.flags.Float64Var(&o.delta, "delta", 0.1, "with --compare, the difference of mean pass rate to detect")
-	c.flags.Float64Var(&o.power, "power", 0.8, "with --compare, the probability of detecting it")
-	c.flags.Float64Var(&o.alpha, "alpha", 0.05, "with --compare, the two-sided significance level")
-	c.flags.IntVar(&o.simulations, "simulations", 200, "simulated runs that check each figure (0: none)")
-	c.flags.IntVar(&o.resamples, "resamples", trials.DefaultResamples, "bootstrap `resamples` of each simulated run")
-	c.flags.StringVar(&o.seed, "seed", "1", "simulation `seed`")
-	c.flags.BoolVar(&o.js, "json", false, "write the report as JSON (TrialsNeeded)")
-	c.flags.StringVarP(&o.output, "output", "o", "", "write to `file` (default stdout)")
-	c.flags.BoolVar(&o.force, "force", false, "overwrite an existing output file")
-	c.run = func(ctx context.Context, e *env, args, agent []string) error {
-		return runTrialsNeeded(e, c.flags, o, args)
+	c.Flags.Float64Var(&o.width, "width", 0.1, "target `width` of the headline pass rate's 95% interval")
+	c.Flags.StringVar(&o.other, "compare", "", "a pilot `file` of a second agent on the same cases: plan the trials to tell the two apart")
+	c.Flags.Float64Var(&o.delta, "delta", 0.1, "with --compare, the difference of mean pass rate to detect")
+	c.Flags.Float64Var(&o.power, "power", 0.8, "with --compare, the probability of detecting it")
+	c.Flags.Float64Var(&o.alpha, "alpha", 0.05, "with --compare, the two-sided significance level")
+	c.Flags.IntVar(&o.simulations, "simulations", 200, "simulated runs that check each figure (0: none)")
+	c.Flags.IntVar(&o.resamples, "resamples", trials.DefaultResamples, "bootstrap `resamples` of each simulated run")
+	c.Flags.StringVar(&o.seed, "seed", "1", "simulation `seed`")
+	c.Flags.BoolVar(&o.js, "json", false, "write the report as JSON (TrialsNeeded)")
+	c.Flags.StringVarP(&o.output, "output", "o", "", "write to `file` (default stdout)")
+	c.Flags.BoolVar(&o.force, "force", false, "overwrite an existing output file")
+	c.Run = func(ctx context.Context, e *cli.Env, args, agent []string) error {
+		return runTrialsNeeded(e, c.Flags, o, args)
 	}
 	return c
 }
 
 // runTrialsNeeded plans the trials of a run from the pilot args[0].
-func runTrialsNeeded(e *env, fs *pflag.FlagSet, o neededOptions, args []string) error {
+func runTrialsNeeded(e *cli.Env, fs *pflag.FlagSet, o neededOptions, args []string) error {
 	if err := o.check(fs, args); err != nil {
 		return err
 	}
@@ -87,7 +88,7 @@ func runTrialsNeeded(e *env, fs *pflag.FlagSet, o neededOptions, args []string) 
 	}
 	rep, err := trials.Plan(pilot, warnings, opts)
 	if err != nil {
-		return inputError(err)
+		return cli.Input(err)
 	}
 	return writeOutput(e, o.output, o.force, func(out io.Writer) error {
 		if o.js {
@@ -100,29 +101,29 @@ func runTrialsNeeded(e *env, fs *pflag.FlagSet, o neededOptions, args []string) 
 // check checks the flags and arguments.
 func (o *neededOptions) check(fs *pflag.FlagSet, args []string) error {
 	if len(args) != 1 {
-		return usageErrorf("want one pilot results file, got %d arguments", len(args))
+		return cli.Usagef("want one pilot results file, got %d arguments", len(args))
 	}
 	if !(o.width > 0 && o.width <= 1) {
-		return usageErrorf("--width %g: want a width in (0, 1]", o.width)
+		return cli.Usagef("--width %g: want a width in (0, 1]", o.width)
 	}
 	if o.other == "" {
 		for _, name := range []string{"delta", "power", "alpha"} {
 			if fs.Changed(name) {
-				return usageErrorf("--%s needs --compare OTHER", name)
+				return cli.Usagef("--%s needs --compare OTHER", name)
 			}
 		}
 	}
 	if !(o.delta > 0 && o.delta <= 1) || !(o.power > 0 && o.power < 1) || !(o.alpha > 0 && o.alpha < 1) {
-		return usageErrorf("--delta must be in (0, 1], --power and --alpha in (0, 1)")
+		return cli.Usagef("--delta must be in (0, 1], --power and --alpha in (0, 1)")
 	}
 	if o.simulations < 0 || o.resamples < 1 {
-		return usageErrorf("--simulations must not be negative, --resamples must be positive")
+		return cli.Usagef("--simulations must not be negative, --resamples must be positive")
 	}
 	return nil
 }
 
 // readPilot reads a pilot run.
-func readPilot(e *env, name string) (trials.Pilot, []string, error) {
+func readPilot(e *cli.Env, name string) (trials.Pilot, []string, error) {
 	in, err := reviewInput(e, name)
 	if err != nil {
 		return trials.Pilot{}, nil, err
@@ -134,7 +135,7 @@ func readPilot(e *env, name string) (trials.Pilot, []string, error) {
 	}
 	p, warnings, err := trials.PilotOf(run)
 	if err != nil {
-		return p, nil, inputError(err)
+		return p, nil, cli.Input(err)
 	}
 	return p, warnings, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"harness/cli"
 	"strings"
 	"sync"
 
@@ -18,7 +19,7 @@ import (
 // runView shows a run on stderr (termprogress, with the lines that name
 // the command's flags) and turns what it did into the command's status.
 type runView struct {
-	e     *env
+	e     *cli.Env
 	f     *runFlags
 	setup *runSetup
 
@@ -30,8 +31,8 @@ type runView struct {
 // view is the terminal view of the run, made on first use.
 func (v *runView) view() *termprogress.View {
 	v.once.Do(func() {
-		v.term = termprogress.New(v.e.stderr, termprogress.Settings{
-			Terminal: v.e.stderrTTY,
+		v.term = termprogress.New(v.e.Stderr, termprogress.Settings{
+			Terminal: v.e.StderrTTY,
 			Lines:    v.f.progress,
 			Quiet:    v.f.quiet,
 			Output:   v.f.output,
@@ -106,7 +107,7 @@ func (v *runView) outcome(ctx context.Context, res *evaluation.Result, err error
 			if status, stop := runStopError(res); stop != nil && !res.Interrupted {
 				return status, stop
 			}
-			return statusError, withCode(exitForeign, ee.Err)
+			return statusError, cli.WithCode(cli.ExitForeign, ee.Err)
 		}
 	}
 	if err == nil && !res.Interrupted {
@@ -121,7 +122,7 @@ func (v *runView) outcome(ctx context.Context, res *evaluation.Result, err error
 		}
 		return statusError, err
 	case res.Interrupted || ctx.Err() != nil:
-		return statusInterrupted, withCode(exitInterrupted, fmt.Errorf("interrupted; finished records are in the output, continue with --resume"))
+		return statusInterrupted, cli.WithCode(cli.ExitInterrupted, fmt.Errorf("interrupted; finished records are in the output, continue with --resume"))
 	}
 	return finishedOutcome(res, gates)
 }
@@ -136,13 +137,13 @@ func (v *runView) startError(res *evaluation.Result, ee *evaluation.Error) (stri
 		return statusError, resumeError(ee.Err)
 	}
 	if res.Interrupted {
-		return statusInterrupted, withCode(exitInterrupted, errors.New("interrupted while the agent started; nothing ran"))
+		return statusInterrupted, cli.WithCode(cli.ExitInterrupted, errors.New("interrupted while the agent started; nothing ran"))
 	}
 	var ae *capture.AgentError
 	if errors.As(ee.Err, &ae) {
-		return statusError, inputError(errors.New(v.setup.redact.String(agentErrorText(&ae.Info))))
+		return statusError, cli.Input(errors.New(v.setup.redact.String(agentErrorText(&ae.Info))))
 	}
-	return statusError, inputError(v.setup.redactErr(ee.Err))
+	return statusError, cli.Input(v.setup.redactErr(ee.Err))
 }
 
 // finishedOutcome is the status of a run that ran to its end: the gates
@@ -154,7 +155,7 @@ func finishedOutcome(res *evaluation.Result, gates func(schemas.TrialsSummary) e
 		}
 	}
 	if res.Stats != nil && res.Stats.InfraErrors() > 0 {
-		return statusInfraErrors, withCode(exitInfraErrors, fmt.Errorf("%d records have infrastructure errors", res.Stats.InfraErrors()))
+		return statusInfraErrors, cli.WithCode(cli.ExitInfraErrors, fmt.Errorf("%d records have infrastructure errors", res.Stats.InfraErrors()))
 	}
 	return statusOK, nil
 }
@@ -166,10 +167,10 @@ func runStopError(res *evaluation.Result) (string, error) {
 	case stop == nil:
 		return "", nil
 	case stop.Kind == runctl.KindBudget:
-		return statusBudget, withCode(exitBudget, fmt.Errorf("budget spent (%s; %s): no new work was started, %s not run; the output holds every finished record, continue with --resume and a larger budget",
+		return statusBudget, cli.WithCode(cli.ExitBudget, fmt.Errorf("budget spent (%s; %s): no new work was started, %s not run; the output holds every finished record, continue with --resume and a larger budget",
 			cost.Format(res.Spent), limitText(stop.Limit), plural(res.NotRun(), "unit")))
 	case stop.Kind == runctl.KindStopOn:
-		return statusInfraErrors, withCode(exitInfraErrors, fmt.Errorf("stopped at the first %s error (case %q trial %d): %s; %s not run; the output holds every finished record, continue with --resume",
+		return statusInfraErrors, cli.WithCode(cli.ExitInfraErrors, fmt.Errorf("stopped at the first %s error (case %q trial %d): %s; %s not run; the output holds every finished record, continue with --resume",
 			stop.Error.Class, stop.ID, max(stop.Trial, 1), firstLine(stop.Error.Message), plural(res.NotRun(), "unit")))
 	}
 	return "", nil
@@ -194,14 +195,14 @@ func resumeError(err error) error {
 	case errors.As(err, &rm):
 		switch {
 		case rm.Want == nil:
-			return inputError(fmt.Errorf("--resume: case %q was written by an adaptive run: resume with --adaptive and its --min-k, --max-k and --ci-width", rm.ID))
+			return cli.Input(fmt.Errorf("--resume: case %q was written by an adaptive run: resume with --adaptive and its --min-k, --max-k and --ci-width", rm.ID))
 		case rm.Written == nil:
-			return inputError(fmt.Errorf("--resume: case %q was written by a run without --adaptive: resume without --adaptive, or write a new output", rm.ID))
+			return cli.Input(fmt.Errorf("--resume: case %q was written by a run without --adaptive: resume without --adaptive, or write a new output", rm.ID))
 		}
 		a := rm.Written
-		return inputError(fmt.Errorf("--resume: case %q was written with --min-k %d --max-k %d --ci-width %g: resume with the same stopping rule", rm.ID, a.MinK, a.MaxK, a.CIWidth))
+		return cli.Input(fmt.Errorf("--resume: case %q was written with --min-k %d --max-k %d --ci-width %g: resume with the same stopping rule", rm.ID, a.MinK, a.MaxK, a.CIWidth))
 	case foreignError(err) != err:
-		return withCode(exitForeign, fmt.Errorf("--resume: %w", err))
+		return cli.WithCode(cli.ExitForeign, fmt.Errorf("--resume: %w", err))
 	}
-	return inputError(fmt.Errorf("--resume: %w", err))
+	return cli.Input(fmt.Errorf("--resume: %w", err))
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"harness/cli"
 	"strings"
 	"testing"
 
@@ -36,25 +37,25 @@ func TestOutcome(t *testing.T) {
 	}{
 		{"ok", evaluation.Result{}, nil, nil, statusOK, -1, ""},
 		{"exists", evaluation.Result{}, &evaluation.Error{Kind: evaluation.KindOpen, Err: &results.ExistsError{Path: "out.jsonl", Resumable: true}},
-			nil, statusError, exitUsage, "use --resume to continue it or --force to overwrite it"},
+			nil, statusError, cli.ExitUsage, "use --resume to continue it or --force to overwrite it"},
 		{"resume mismatch", evaluation.Result{}, &evaluation.Error{Kind: evaluation.KindResume, Err: &evaluation.RuleMismatchError{ID: "c1", Written: &schemas.AdaptiveCase{MinK: 2, MaxK: 8, CIWidth: 0.2}, Want: &trials.Policy{}}},
-			nil, statusError, exitUsage, "--resume: case \"c1\" was written with --min-k 2 --max-k 8 --ci-width 0.2"},
+			nil, statusError, cli.ExitUsage, "--resume: case \"c1\" was written with --min-k 2 --max-k 8 --ci-width 0.2"},
 		{"agent start interrupted", evaluation.Result{Interrupted: true}, &evaluation.Error{Kind: evaluation.KindAgentStart, Err: errors.New("killed")},
-			nil, statusInterrupted, exitInterrupted, "interrupted while the agent started"},
+			nil, statusInterrupted, cli.ExitInterrupted, "interrupted while the agent started"},
 		{"agent start", evaluation.Result{}, &evaluation.Error{Kind: evaluation.KindAgentStart, Err: &capture.AgentError{Info: schemas.ErrorInfo{Message: "exited 1", Stderr: "bad flag\n"}}},
-			nil, statusError, exitUsage, "exited 1\nagent stderr:\n  bad flag"},
-		{"budget", evaluation.Result{Stop: budget, Units: 4, Finished: 1}, nil, nil, statusBudget, exitBudget,
+			nil, statusError, cli.ExitUsage, "exited 1\nagent stderr:\n  bad flag"},
+		{"budget", evaluation.Result{Stop: budget, Units: 4, Finished: 1}, nil, nil, statusBudget, cli.ExitBudget,
 			"budget spent (no usage reported; --max-cost 0.5): no new work was started, 3 units not run"},
-		{"stop-on", evaluation.Result{Stop: stopOn, Units: 2, Finished: 1}, nil, nil, statusInfraErrors, exitInfraErrors,
+		{"stop-on", evaluation.Result{Stop: stopOn, Units: 2, Finished: 1}, nil, nil, statusInfraErrors, cli.ExitInfraErrors,
 			"stopped at the first auth_required error (case \"c1\" trial 1): log in; 1 unit not run"},
-		{"budget before foreign", evaluation.Result{Stop: budget}, foreign, nil, statusBudget, exitBudget, "budget spent"},
-		{"foreign", evaluation.Result{}, foreign, nil, statusError, exitForeign, "1 line harness did not write"},
-		{"foreign when interrupted", evaluation.Result{Stop: budget, Interrupted: true}, foreign, nil, statusError, exitForeign, "did not write"},
+		{"budget before foreign", evaluation.Result{Stop: budget}, foreign, nil, statusBudget, cli.ExitBudget, "budget spent"},
+		{"foreign", evaluation.Result{}, foreign, nil, statusError, cli.ExitForeign, "1 line harness did not write"},
+		{"foreign when interrupted", evaluation.Result{Stop: budget, Interrupted: true}, foreign, nil, statusError, cli.ExitForeign, "did not write"},
 		{"write", evaluation.Result{Written: 2}, &evaluation.Error{Kind: evaluation.KindWrite, Err: errors.New("disk full")},
-			nil, statusError, exitUsage, "disk full\nthe 2 records written before it are in out.jsonl; continue with --resume"},
-		{"interrupted", evaluation.Result{Interrupted: true, Stop: budget}, nil, nil, statusInterrupted, exitInterrupted, "interrupted; finished records"},
+			nil, statusError, cli.ExitUsage, "disk full\nthe 2 records written before it are in out.jsonl; continue with --resume"},
+		{"interrupted", evaluation.Result{Interrupted: true, Stop: budget}, nil, nil, statusInterrupted, cli.ExitInterrupted, "interrupted; finished records"},
 		{"gate", evaluation.Result{Summary: &schemas.TrialsSummary{}}, nil, gateErr, statusGateFailed, -1, "gate failed"},
-		{"infra errors", evaluation.Result{Stats: &capture.Stats{Errors: map[string]int{"timeout": 2}}}, nil, nil, statusInfraErrors, exitInfraErrors,
+		{"infra errors", evaluation.Result{Stats: &capture.Stats{Errors: map[string]int{"timeout": 2}}}, nil, nil, statusInfraErrors, cli.ExitInfraErrors,
 			"2 records have infrastructure errors"},
 	} {
 		v := &runView{f: &runFlags{output: "out.jsonl"}, setup: &runSetup{redact: redact.New(nil, nil)}}
@@ -67,8 +68,8 @@ func TestOutcome(t *testing.T) {
 		if (err == nil) != (tc.wantErrSub == "") || err != nil && !strings.Contains(err.Error(), tc.wantErrSub) {
 			t.Errorf("%s: error %v, want one with %q", tc.name, err, tc.wantErrSub)
 		}
-		var ee *exitError
-		if code := errors.As(err, &ee); code != (tc.code > 0) || code && ee.code != tc.code {
+		var ee *cli.ExitError
+		if code := errors.As(err, &ee); code != (tc.code > 0) || code && ee.Code != tc.code {
 			t.Errorf("%s: error %#v, want exit code %d", tc.name, err, tc.code)
 		}
 	}

@@ -2,20 +2,20 @@ package main
 
 import (
 	"context"
+	"harness/cli"
 
 	"github.com/spf13/pflag"
 
-	"harness/internal/buildinfo"
 	"harness/replay"
 )
 
-func newReplayCmd() *command {
+func newReplayCmd() *cli.Command {
 	var timing, applyChanges bool
-	c := &command{
-		name:  "replay",
-		usage: "replay RESULTS [--timing] [--apply-changes]",
-		short: "an ACP agent that serves recorded trajectories back (the agent of capture or trials)",
-		long: `Replay is an ACP agent on stdin and stdout that plays the trials of a
+	c := &cli.Command{
+		Name:  "replay",
+		Usage: "replay RESULTS [--timing] [--apply-changes]",
+		Short: "an ACP agent that serves recorded trajectories back (the agent of capture or trials)",
+		Long: `Replay is an ACP agent on stdin and stdout that plays the trials of a
 capture or trials file back: for each session, its recorded trial (harness
 says which case and trial a session is for, as the replay asks in
 initialize; other clients get, for the n-th session with a prompt, its n-th
@@ -35,16 +35,16 @@ Examples:
   harness capture prompts.jsonl -o again.jsonl -- harness replay out.jsonl
   harness trials prompts.jsonl -k 5 -g new-grader.py -o t2.jsonl -- harness replay t.jsonl
   harness trials prompts.jsonl -k 5 --workspace repo/ -g tests.yaml -o t2.jsonl -- harness replay --apply-changes t.jsonl`,
-		flags: pflag.NewFlagSet("replay", pflag.ContinueOnError),
+		Flags: pflag.NewFlagSet("replay", pflag.ContinueOnError),
 	}
-	c.flags.BoolVar(&timing, "timing", false, "send each message at its recorded time instead of at once")
-	c.flags.BoolVar(&applyChanges, "apply-changes", false, "before the last answer, apply each record's workspace changes to its session's cwd (a fresh copy: capture --workspace), so graders see the recorded workspace")
-	c.run = func(ctx context.Context, e *env, args, _ []string) error {
+	c.Flags.BoolVar(&timing, "timing", false, "send each message at its recorded time instead of at once")
+	c.Flags.BoolVar(&applyChanges, "apply-changes", false, "before the last answer, apply each record's workspace changes to its session's cwd (a fresh copy: capture --workspace), so graders see the recorded workspace")
+	c.Run = func(ctx context.Context, e *cli.Env, args, _ []string) error {
 		if len(args) != 1 {
-			return usageErrorf("want one results file, got %d arguments", len(args))
+			return cli.Usagef("want one results file, got %d arguments", len(args))
 		}
 		if args[0] == "-" {
-			return usageErrorf("RESULTS cannot be standard input: the replay speaks ACP there")
+			return cli.Usagef("RESULTS cannot be standard input: the replay speaks ACP there")
 		}
 		in, err := reviewInput(e, args[0])
 		if err != nil {
@@ -55,8 +55,8 @@ Examples:
 		if err != nil {
 			return reviewInputErr(err)
 		}
-		return replay.Serve(ctx, lib, e.stdin, e.stdout, replay.Options{
-			Timing: timing, ApplyChanges: applyChanges, Log: e.stderr, Version: buildinfo.Read(version).Version})
+		return replay.Serve(ctx, lib, e.Stdin, e.Stdout, replay.Options{
+			Timing: timing, ApplyChanges: applyChanges, Log: e.Stderr, Version: e.Build().Version})
 	}
 	return c
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"harness/cli"
 	"io"
 	"os"
 	"slices"
@@ -60,24 +61,24 @@ Examples:
   harness report trials.jsonl --junit junit.xml --markdown summary.md
   harness report runs/ -o runs.html`
 
-func newReportCmd() *command {
+func newReportCmd() *cli.Command {
 	var o reportOptions
-	c := &command{
-		name:  "report",
-		usage: "report RESULTS [RESULTS_B...] | RUNDIR | RUNS [-o report.html] [--junit FILE] [--markdown FILE]",
-		short: "one self-contained HTML page of a run (or several side by side); JUnit XML; markdown",
-		long:  reportLong,
-		flags: pflag.NewFlagSet("report", pflag.ContinueOnError),
+	c := &cli.Command{
+		Name:  "report",
+		Usage: "report RESULTS [RESULTS_B...] | RUNDIR | RUNS [-o report.html] [--junit FILE] [--markdown FILE]",
+		Short: "one self-contained HTML page of a run (or several side by side); JUnit XML; markdown",
+		Long:  reportLong,
+		Flags: pflag.NewFlagSet("report", pflag.ContinueOnError),
 	}
-	c.flags.StringVarP(&o.output, "output", "o", "", "write the HTML page to `file`")
-	c.flags.StringVar(&o.junit, "junit", "", "write JUnit XML to `file`")
-	c.flags.StringVar(&o.markdown, "markdown", "", "write a markdown summary to `file`")
-	c.flags.StringVar(&o.title, "title", "", "page and summary `title`")
-	c.flags.StringVar(&o.rule, "rule", "all", "when a case passes in JUnit: `all`, majority or any of its graded trials")
-	c.flags.StringVar(&o.seed, "seed", "1", "bootstrap `seed`")
-	c.flags.IntVar(&o.resamples, "resamples", trials.DefaultResamples, "bootstrap `resamples`")
-	c.flags.BoolVar(&o.force, "force", false, "overwrite existing output files")
-	c.run = func(ctx context.Context, e *env, args, agent []string) error {
+	c.Flags.StringVarP(&o.output, "output", "o", "", "write the HTML page to `file`")
+	c.Flags.StringVar(&o.junit, "junit", "", "write JUnit XML to `file`")
+	c.Flags.StringVar(&o.markdown, "markdown", "", "write a markdown summary to `file`")
+	c.Flags.StringVar(&o.title, "title", "", "page and summary `title`")
+	c.Flags.StringVar(&o.rule, "rule", "all", "when a case passes in JUnit: `all`, majority or any of its graded trials")
+	c.Flags.StringVar(&o.seed, "seed", "1", "bootstrap `seed`")
+	c.Flags.IntVar(&o.resamples, "resamples", trials.DefaultResamples, "bootstrap `resamples`")
+	c.Flags.BoolVar(&o.force, "force", false, "overwrite existing output files")
+	c.Run = func(ctx context.Context, e *cli.Env, args, agent []string) error {
 		return runReport(e, o, args)
 	}
 	return c
@@ -85,16 +86,16 @@ func newReportCmd() *command {
 
 // runReport writes the report of the results files (or run directory, or
 // directory of runs) args.
-func runReport(e *env, o reportOptions, args []string) error {
+func runReport(e *cli.Env, o reportOptions, args []string) error {
 	if len(args) < 1 || len(args) > report.MaxRuns {
-		return usageErrorf("want one results file, or up to %d side by side (two are compared A → B), got %d arguments", report.MaxRuns, len(args))
+		return cli.Usagef("want one results file, or up to %d side by side (two are compared A → B), got %d arguments", report.MaxRuns, len(args))
 	}
 	if stdins := slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a != "-" }); len(stdins) > 1 {
-		return usageErrorf("only one input can be stdin (-)")
+		return cli.Usagef("only one input can be stdin (-)")
 	}
 	cr, err := report.ParseCaseRule(o.rule)
 	if err != nil {
-		return usageErrorf("--rule: %v", err)
+		return cli.Usagef("--rule: %v", err)
 	}
 	sd, err := parseSeed(o.seed)
 	if err != nil {
@@ -104,7 +105,7 @@ func runReport(e *env, o reportOptions, args []string) error {
 		o.output = "-"
 	}
 	if countStdout(o.output, o.junit, o.markdown) > 1 {
-		return usageErrorf("only one of -o, --junit and --markdown can write to stdout")
+		return cli.Usagef("only one of -o, --junit and --markdown can write to stdout")
 	}
 	if len(args) == 1 {
 		if st, err := os.Stat(args[0]); err == nil && st.IsDir() {
@@ -114,10 +115,10 @@ func runReport(e *env, o reportOptions, args []string) error {
 			// One run directory: its agents side by side.
 			files, suite, err := report.RunDirInputs(args[0])
 			if err != nil {
-				return inputError(err)
+				return cli.Input(err)
 			}
 			if len(files) == 0 || len(files) > report.MaxRuns {
-				return usageErrorf("%s holds %d agent outputs; a report shows 1 to %d side by side: name the files", args[0], len(files), report.MaxRuns)
+				return cli.Usagef("%s holds %d agent outputs; a report shows 1 to %d side by side: name the files", args[0], len(files), report.MaxRuns)
 			}
 			args = files
 			if o.title == "" {
@@ -157,13 +158,13 @@ func resamplesOpt(n int) int {
 
 // reportRunsDir writes the report of a directory of runs: the pass-rate
 // trend of each suite's agents across runs, and every run.
-func reportRunsDir(e *env, dir, title, output, junit, markdown string, force bool) error {
+func reportRunsDir(e *cli.Env, dir, title, output, junit, markdown string, force bool) error {
 	if junit != "" {
-		return usageErrorf("--junit is for results files, not for a directory of runs")
+		return cli.Usagef("--junit is for results files, not for a directory of runs")
 	}
 	runs, err := rundir.List(dir)
 	if err != nil {
-		return inputError(fmt.Errorf("%s: %w", dir, err))
+		return cli.Input(fmt.Errorf("%s: %w", dir, err))
 	}
 	if output != "" {
 		if err := writeOutput(e, output, force, func(w io.Writer) error {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"harness/cli"
 	"maps"
 	"os"
 	"path/filepath"
@@ -18,7 +19,6 @@ import (
 	"harness/cost"
 	"harness/evaluation"
 	"harness/graders"
-	"harness/internal/buildinfo"
 	"harness/report"
 	"harness/results"
 	"harness/rundir"
@@ -52,18 +52,18 @@ func (f *runCmdFlags) addFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&f.maxTokens, "max-tokens", 0, "stop starting new work once the run has used `n` tokens")
 	fs.IntVarP(&f.k, "k", "k", 0, "trials per case (overrides the suite's k)")
 	fs.BoolVar(&f.suiteChanged, "allow-suite-change", false, "with --resume: continue although the suite file changed")
-	deprecatedAlias(fs, "force", "", "allow-suite-change")
+	cli.DeprecatedAlias(fs, "force", "", "allow-suite-change")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors on stderr")
 	f.image.add(fs)
 }
 
-func newRunCmd() *command {
+func newRunCmd() *cli.Command {
 	var f runCmdFlags
-	c := &command{
-		name:  "run",
-		usage: "run SUITE [--runs DIR | -o DIR] [--agent NAME] [-- AGENT...] | run --resume RUNDIR",
-		short: "run a suite file: every agent x case x k trial, into a run directory",
-		long: `Reads a suite file (YAML or JSON: prompts or agentv tests, agents, graders,
+	c := &cli.Command{
+		Name:  "run",
+		Usage: "run SUITE [--runs DIR | -o DIR] [--agent NAME] [-- AGENT...] | run --resume RUNDIR",
+		Short: "run a suite file: every agent x case x k trial, into a run directory",
+		Long: `Reads a suite file (YAML or JSON: prompts or agentv tests, agents, graders,
 k, prices, workspace, gates and run flags by their long names; see
 docs/suite.md and 'harness schemas Suite') and runs every agent on every case
 k times, as 'harness trials' would, into a new directory
@@ -92,12 +92,12 @@ Examples:
   harness run examples/suite/suite.yaml
   harness run suite.yaml --agent fast -- ./my-agent
   harness run --resume runs/20261123T101500Z-nightly`,
-		agent:         true,
-		optionalAgent: true,
-		flags:         pflag.NewFlagSet("run", pflag.ContinueOnError),
+		Agent:         true,
+		OptionalAgent: true,
+		Flags:         pflag.NewFlagSet("run", pflag.ContinueOnError),
 	}
-	f.addFlags(c.flags)
-	c.run = func(ctx context.Context, e *env, args, agentCmd []string) error {
+	f.addFlags(c.Flags)
+	c.Run = func(ctx context.Context, e *cli.Env, args, agentCmd []string) error {
 		r, err := f.load(e, args, agentCmd)
 		if err != nil {
 			return err
@@ -122,7 +122,7 @@ Examples:
 // suiteRun is one run of a suite: its agents and cases, its directory and
 // manifest, and what it has spent so far.
 type suiteRun struct {
-	e         *env
+	e         *cli.Env
 	f         *runCmdFlags
 	s         *suite.Suite
 	suiteFile string
@@ -139,13 +139,13 @@ type suiteRun struct {
 
 func (r *suiteRun) logf(format string, a ...any) {
 	if !r.f.quiet {
-		fmt.Fprintf(r.e.stderr, format, a...)
+		fmt.Fprintf(r.e.Stderr, format, a...)
 	}
 }
 
 // load reads the suite (of the run to resume, or args[0]) and what it
 // runs: agents, cases, prices and budget.
-func (f *runCmdFlags) load(e *env, args, agentCmd []string) (*suiteRun, error) {
+func (f *runCmdFlags) load(e *cli.Env, args, agentCmd []string) (*suiteRun, error) {
 	r := &suiteRun{e: e, f: f}
 	if err := r.locate(args); err != nil {
 		return nil, err
@@ -153,11 +153,11 @@ func (f *runCmdFlags) load(e *env, args, agentCmd []string) (*suiteRun, error) {
 	tc, _ := newTrialsCmdWith(&runFlags{})
 	s, err := suite.Load(r.suiteFile, suiteFlagProblem(tc))
 	if err != nil {
-		return nil, inputError(err)
+		return nil, cli.Input(err)
 	}
 	r.s = s
 	if r.m != nil && r.m.Suite.Hash != s.Hash && !f.suiteChanged {
-		return nil, usageErrorf("%s changed since the run in %s began (sha256 %.12s, now %.12s): start a new run, or continue with the new suite with --allow-suite-change",
+		return nil, cli.Usagef("%s changed since the run in %s began (sha256 %.12s, now %.12s): start a new run, or continue with the new suite with --allow-suite-change",
 			r.suiteFile, r.dir, r.m.Suite.Hash, s.Hash)
 	}
 	if r.agents, err = suiteAgents(s, agentCmd, f.only); err != nil {
@@ -173,13 +173,13 @@ func (f *runCmdFlags) load(e *env, args, agentCmd []string) (*suiteRun, error) {
 		return nil, err
 	}
 	if r.cases, err = suiterun.ReadCases(s); err != nil {
-		return nil, inputError(err)
+		return nil, cli.Input(err)
 	}
 	if f.maxCost < 0 || f.maxTokens < 0 {
-		return nil, usageErrorf("--max-cost and --max-tokens must not be negative")
+		return nil, cli.Usagef("--max-cost and --max-tokens must not be negative")
 	}
 	if r.budget, err = suiterun.SuiteBudget(s, f.maxCost, f.maxTokens); err != nil {
-		return nil, inputError(err)
+		return nil, cli.Input(err)
 	}
 	return r, nil
 }
@@ -192,7 +192,7 @@ func (f *runCmdFlags) suitePrices(s *suite.Suite) (cost.Table, error) {
 	}
 	t, err := cost.LoadTable(f.pricesFile)
 	if err != nil {
-		return nil, inputError(err)
+		return nil, cli.Input(err)
 	}
 	if prices == nil {
 		prices = cost.Table{}
@@ -222,7 +222,7 @@ func (r *suiteRun) locate(args []string) error {
 		}
 		r.suiteFile = args[0]
 	default:
-		return usageErrorf("want one suite file, got %d arguments", len(args))
+		return cli.Usagef("want one suite file, got %d arguments", len(args))
 	}
 	return nil
 }
@@ -235,14 +235,14 @@ func (r *suiteRun) locateResumed(args []string) error {
 		resumeDir, args = args[0], nil
 	}
 	if len(args) > 0 || resumeDir == "" {
-		return usageErrorf("--resume takes the run directory; the suite is the one it was made from")
+		return cli.Usagef("--resume takes the run directory; the suite is the one it was made from")
 	}
 	if r.f.outDir != "" {
-		return usageErrorf("--resume continues the run in its directory: drop -o")
+		return cli.Usagef("--resume continues the run in its directory: drop -o")
 	}
 	m, err := readManifest(resumeDir)
 	if err != nil {
-		return inputError(err)
+		return cli.Input(err)
 	}
 	r.m, r.dir, r.suiteFile = m, resumeDir, m.Suite.Path
 	return nil
@@ -252,8 +252,8 @@ func (r *suiteRun) locateResumed(args []string) error {
 // made.
 func (r *suiteRun) check() error {
 	if build := suiterun.Graders(r.s, r.cases); build != nil {
-		if _, err := build(graders.Options{Getenv: r.e.getenv, Dir: r.s.Dir}); err != nil {
-			return inputError(err)
+		if _, err := build(graders.Options{Getenv: r.e.Getenv, Dir: r.s.Dir}); err != nil {
+			return cli.Input(err)
 		}
 	}
 	for i := range r.agents {
@@ -270,10 +270,10 @@ func (r *suiteRun) makeDir() error {
 	if r.m == nil {
 		dir, err := newRunDir(r.f.runsDir, r.f.outDir, r.s.Name)
 		if err != nil {
-			return inputError(err)
+			return cli.Input(err)
 		}
 		abs, _ := filepath.Abs(r.suiteFile)
-		bi := buildinfo.Read(version)
+		bi := r.e.Build()
 		r.dir = dir
 		r.m = &rundir.Manifest{
 			Suite:   rundir.Suite{Name: r.s.Name, File: r.suiteFile, Path: abs, Hash: r.s.Hash},
@@ -305,7 +305,7 @@ func (r *suiteRun) runAgent(ctx context.Context, i int) error {
 	if limit := r.budget.Reached(r.spent); limit != suiterun.NoLimit {
 		// The agents before this one spent the run's budget: it does
 		// not start.
-		err := withCode(exitBudget, fmt.Errorf("budget spent (%s; %s) before it started; continue with --resume and a larger budget", cost.Format(r.spent), budgetLimitText(r.budget, limit)))
+		err := cli.WithCode(cli.ExitBudget, fmt.Errorf("budget spent (%s; %s) before it started; continue with --resume and a larger budget", cost.Format(r.spent), budgetLimitText(r.budget, limit)))
 		ma.Status, ma.Message = statusBudget, err.Error()
 		r.errs = append(r.errs, fmt.Errorf("agent %s: %w", a.Name, err))
 		r.logf("harness run: agent %s: %v\n", a.Name, err)
@@ -389,7 +389,7 @@ func (r *suiteRun) reports() (compareName, reportName string) {
 		Warn:   func(what string, err error) { r.logf("harness run: %s: %v\n", what, err) },
 	}
 	if !r.f.quiet {
-		opt.Text = r.e.stderr
+		opt.Text = r.e.Stderr
 	}
 	rep := report.WriteSuite(r.dir, r.m, opt)
 	return rep.Compare, rep.Report
@@ -400,7 +400,7 @@ func (r *suiteRun) reports() (compareName, reportName string) {
 func suiteAgents(s *suite.Suite, cmd, only []string) ([]suite.Agent, error) {
 	if len(s.Agents) == 0 {
 		if len(cmd) == 0 {
-			return nil, usageErrorf("%s names no agents: give the agent command after --, as in: harness run %s -- ./my-agent", s.File, s.File)
+			return nil, cli.Usagef("%s names no agents: give the agent command after --, as in: harness run %s -- ./my-agent", s.File, s.File)
 		}
 		name := s.Target
 		if name == "" {
@@ -409,7 +409,7 @@ func suiteAgents(s *suite.Suite, cmd, only []string) ([]suite.Agent, error) {
 		return []suite.Agent{{Name: fileSafe(name), Command: cmd}}, nil
 	}
 	if len(cmd) > 0 {
-		return nil, usageErrorf("%s names its agents (%s): drop the command after --, or pick agents with --agent", s.File, agentNames(s.Agents))
+		return nil, cli.Usagef("%s names its agents (%s): drop the command after --, or pick agents with --agent", s.File, agentNames(s.Agents))
 	}
 	pick := only
 	if len(pick) == 0 && s.Target != "" {
@@ -422,7 +422,7 @@ func suiteAgents(s *suite.Suite, cmd, only []string) ([]suite.Agent, error) {
 	for _, name := range pick {
 		i := slices.IndexFunc(s.Agents, func(a suite.Agent) bool { return a.Name == name })
 		if i < 0 {
-			return nil, usageErrorf("%s has no agent %q (agents: %s)", s.File, name, agentNames(s.Agents))
+			return nil, cli.Usagef("%s has no agent %q (agents: %s)", s.File, name, agentNames(s.Agents))
 		}
 		out = append(out, s.Agents[i])
 	}
@@ -458,13 +458,13 @@ func runExit(errs []error, brief bool) error {
 	if len(errs) == 0 {
 		return nil
 	}
-	rank := map[int]int{exitInterrupted: 5, exitUsage: 4, exitBudget: 3, exitGateFailed: 2, exitInfraErrors: 1}
-	best, bestRank := exitGateFailed, -1
+	rank := map[int]int{cli.ExitInterrupted: 5, cli.ExitUsage: 4, cli.ExitBudget: 3, cli.ExitGateFailed: 2, cli.ExitInfraErrors: 1}
+	best, bestRank := cli.ExitGateFailed, -1
 	for _, err := range errs {
 		code := 1
-		var ee *exitError
+		var ee *cli.ExitError
 		if errors.As(err, &ee) {
-			code = ee.code
+			code = ee.Code
 		}
 		if rank[code] > bestRank {
 			best, bestRank = code, rank[code]
@@ -475,9 +475,9 @@ func runExit(errs []error, brief bool) error {
 		for _, err := range errs {
 			lines = append(lines, firstLine(err.Error()))
 		}
-		return withCode(best, errors.New(strings.Join(lines, "\n")))
+		return cli.WithCode(best, errors.New(strings.Join(lines, "\n")))
 	}
-	return withCode(best, errors.Join(errs...))
+	return cli.WithCode(best, errors.Join(errs...))
 }
 
 // runLine is a run's outcome in one line: each agent's pass rate and cost.

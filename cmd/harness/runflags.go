@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"harness/cli"
 	"io"
 	"os"
 	"path/filepath"
@@ -92,7 +93,7 @@ func (f *runFlags) addFlags(fs *pflag.FlagSet) {
 	fs.StringVarP(&f.output, "output", "o", "", "write records to `file` (default stdout); a .zst or .gz suffix compresses")
 	fs.StringArrayVarP(&f.graders, "grader", "g", nil, "grade each record with `grader` (executable, .js/.ts module, or .json/.yaml config); repeatable")
 	fs.IntVarP(&f.concurrency, "concurrency", "j", 1, "run `n` agent processes at once")
-	durationVarP(fs, &f.timeout, "timeout", "t", 60*time.Second, "per-turn `timeout` (Go duration, or milliseconds); a case's timeout field overrides it")
+	cli.DurationVarP(fs, &f.timeout, "timeout", "t", 60*time.Second, "per-turn `timeout` (Go duration, or milliseconds); a case's timeout field overrides it")
 	fs.StringVarP(&f.cwd, "cwd", "c", "", "working `dir` of the agent and of its sessions (default: current directory)")
 	fs.StringVar(&f.workspace, "workspace", "", "template `dir` copied fresh for every case and trial; the copy is the session's cwd, and its file changes go on the record")
 	fs.BoolVar(&f.keepWorkspaces, "keep-workspaces", false, "keep the workspace copies on disk")
@@ -105,23 +106,23 @@ func (f *runFlags) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.fs, "fs", false, "serve fs/read_text_file and fs/write_text_file inside the session's workspace")
 	fs.Int64Var(&f.fsMaxBytes, "fs-max-bytes", 10<<20, "largest file `bytes` --fs reads or writes")
 	fs.BoolVar(&f.terminal, "terminal", false, "serve terminal/* commands inside the session's workspace")
-	durationVar(fs, &f.terminalTO, "terminal-timeout", 5*time.Minute, "kill a terminal command after this `duration`")
+	cli.DurationVar(fs, &f.terminalTO, "terminal-timeout", 5*time.Minute, "kill a terminal command after this `duration`")
 	fs.Int64Var(&f.terminalMax, "terminal-max-output", 1<<20, "keep at most `bytes` of a terminal command's output")
 	fs.IntVar(&f.maxRequests, "max-agent-requests", 8, "serve at most `n` fs and terminal requests of a session at once; more get an error")
 	fs.Int64Var(&f.maxBytes, "max-agent-bytes", 64<<20, "hold at most `bytes` of file content for fs requests at once; more get an error")
-	durationVar(fs, &f.requestTO, "request-timeout", 10*time.Minute, "deadline of each fs and terminal `request` of the agent")
+	cli.DurationVar(fs, &f.requestTO, "request-timeout", 10*time.Minute, "deadline of each fs and terminal `request` of the agent")
 	f.sandbox.addFlags(fs, "run the agent, its terminal commands and executable graders in a `sandbox`: none or bwrap (bubblewrap)")
 	fs.Int64Var(&f.maxRecordBytes, "max-record-bytes", 64<<20, "cut the largest contents of a record over `bytes`, with a visible marker (0: no limit)")
 	fs.StringArrayVar(&f.env, "env", nil, "set `KEY=VALUE` in the agent's environment; repeatable")
 	fs.StringArrayVar(&f.secretEnv, "secret-env", nil, "redact the value of environment variable `NAME` from all output; repeatable (API key variables are redacted anyway)")
 	fs.StringArrayVar(&f.mcpServers, "mcp-server", nil, "pass an MCP server `json` config to session/new; repeatable")
 	fs.StringVar(&f.auth, "auth", "", "call authenticate with this `method` id after initialize")
-	durationVar(fs, &f.startupTimeout, "startup-timeout", 60*time.Second, "`timeout` for initialize and session/new")
-	durationVar(fs, &f.cancelGrace, "cancel-grace", 5*time.Second, "after session/cancel, wait this `duration` for the turn to end before killing the agent")
-	durationVar(fs, &f.settle, "settle", 250*time.Millisecond, "keep collecting updates this `duration` after the last prompt answers")
+	cli.DurationVar(fs, &f.startupTimeout, "startup-timeout", 60*time.Second, "`timeout` for initialize and session/new")
+	cli.DurationVar(fs, &f.cancelGrace, "cancel-grace", 5*time.Second, "after session/cancel, wait this `duration` for the turn to end before killing the agent")
+	cli.DurationVar(fs, &f.settle, "settle", 250*time.Millisecond, "keep collecting updates this `duration` after the last prompt answers")
 	fs.BoolVar(&f.freshProcess, "fresh-process", false, "start a new agent process for every case and trial")
 	fs.IntVar(&f.warm, "warm", 0, "while a unit runs, prepare the next `n` units of each worker: workspace copy, agent (when each unit has its own) and session (0: none; default 2 with --sandbox bwrap and a workspace, else 1)")
-	graderTimeoutVar(fs, &f.graderTimeout)
+	cli.GraderTimeoutVar(fs, &f.graderTimeout)
 	fs.BoolVar(&f.agentStderr, "agent-stderr", false, "copy the agent's stderr to harness's stderr")
 	fs.BoolVar(&f.progress, "progress", false, "print a line per finished record on stderr (default on a terminal)")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors on stderr")
@@ -163,7 +164,7 @@ type runSetup struct {
 // prepare checks the flags and the prompts file and builds the run config,
 // resolving the run's images (which may build them). Every problem is an
 // input error: nothing has run yet.
-func (f *runFlags) prepare(ctx context.Context, e *env, args, agent []string, cmdName string) (*runSetup, error) {
+func (f *runFlags) prepare(ctx context.Context, e *cli.Env, args, agent []string, cmdName string) (*runSetup, error) {
 	v, err := f.validate()
 	if err != nil {
 		return nil, err
@@ -182,6 +183,7 @@ func (f *runFlags) prepare(ctx context.Context, e *env, args, agent []string, cm
 
 // validFlags are the run flags that validate parsed.
 type validFlags struct {
+	build   buildinfo.Info
 	policy  acp.PermissionPolicy
 	shard   evaluation.Shard
 	mcp     []json.RawMessage
@@ -194,35 +196,35 @@ func (f *runFlags) validate() (*validFlags, error) {
 	var err error
 	switch {
 	case f.concurrency < 1:
-		return nil, usageErrorf("--concurrency must be at least 1")
+		return nil, cli.Usagef("--concurrency must be at least 1")
 	case f.timeout <= 0:
-		return nil, usageErrorf("--timeout must be positive")
+		return nil, cli.Usagef("--timeout must be positive")
 	case f.maxCost < 0 || f.maxTokens < 0:
-		return nil, usageErrorf("--max-cost and --max-tokens must not be negative")
+		return nil, cli.Usagef("--max-cost and --max-tokens must not be negative")
 	case f.maxRequests < 1 || f.maxBytes < 1 || f.requestTO <= 0:
-		return nil, usageErrorf("--max-agent-requests, --max-agent-bytes and --request-timeout must be positive")
+		return nil, cli.Usagef("--max-agent-requests, --max-agent-bytes and --request-timeout must be positive")
 	case f.maxRecordBytes < 0:
-		return nil, usageErrorf("--max-record-bytes must not be negative")
+		return nil, cli.Usagef("--max-record-bytes must not be negative")
 	}
 	if err := checkClasses("--stop-on", f.stopOn); err != nil {
 		return nil, err
 	}
 	if v.policy, err = acp.ParsePermissionPolicy(f.permission); err != nil {
-		return nil, usageErrorf("--permission: %v", err)
+		return nil, cli.Usagef("--permission: %v", err)
 	}
 	if f.shard != "" {
 		if v.shard, err = evaluation.ParseShard(f.shard); err != nil {
-			return nil, usageErrorf("--shard %v", err)
+			return nil, cli.Usagef("--shard %v", err)
 		}
 	}
 	for _, m := range f.mcpServers {
 		srv, err := acp.ParseMCPServer(m)
 		if err != nil {
-			return nil, usageErrorf("--mcp-server %s: %v (see harness schemas McpServerConfig)", m, err)
+			return nil, cli.Usagef("--mcp-server %s: %v (see harness schemas McpServerConfig)", m, err)
 		}
 		b, err := json.Marshal(srv)
 		if err != nil {
-			return nil, usageErrorf("--mcp-server %s: %v", m, err)
+			return nil, cli.Usagef("--mcp-server %s: %v", m, err)
 		}
 		v.mcp = append(v.mcp, b)
 	}
@@ -240,14 +242,14 @@ func (f *runFlags) headlessAdapter() (*headless.Adapter, error) {
 	}
 	a, err := headless.Lookup(f.adapter)
 	if err != nil {
-		return nil, usageErrorf("--adapter: %v", err)
+		return nil, cli.Usagef("--adapter: %v", err)
 	}
 	for _, acpOnly := range []struct {
 		set  bool
 		flag string
 	}{{f.fs, "--fs"}, {f.terminal, "--terminal"}, {f.auth != "", "--auth"}, {len(f.mcpServers) > 0, "--mcp-server"}, {f.permission != "allow", "--permission"}} {
 		if acpOnly.set {
-			return nil, usageErrorf("%s is for ACP agents; with --adapter %s the agent's own flags (after --) decide what it may do", acpOnly.flag, f.adapter)
+			return nil, cli.Usagef("%s is for ACP agents; with --adapter %s the agent's own flags (after --) decide what it may do", acpOnly.flag, f.adapter)
 		}
 	}
 	return a, nil
@@ -255,7 +257,7 @@ func (f *runFlags) headlessAdapter() (*headless.Adapter, error) {
 
 // readPrompts finds the prompts file (the argument, standard input, or
 // the cases of --tasks) and reads it through once, checking each case.
-func (f *runFlags) readPrompts(e *env, args []string) (*runSetup, error) {
+func (f *runFlags) readPrompts(e *cli.Env, args []string) (*runSetup, error) {
 	tasksFile := ""
 	if f.image.tasks != "" {
 		p, err := f.image.taskPrompts(e, args, f.quiet)
@@ -267,7 +269,7 @@ func (f *runFlags) readPrompts(e *env, args []string) (*runSetup, error) {
 		}
 	}
 	if len(args) != 1 {
-		return nil, usageErrorf("want exactly one prompts file, got %d arguments", len(args))
+		return nil, cli.Usagef("want exactly one prompts file, got %d arguments", len(args))
 	}
 	s := &runSetup{file: args[0], path: args[0], cleanup: func() {}}
 	if tasksFile != "" {
@@ -279,17 +281,17 @@ func (f *runFlags) readPrompts(e *env, args []string) (*runSetup, error) {
 			return nil, err
 		}
 		s.path, s.cleanup = tmp.Name(), func() { os.Remove(tmp.Name()) }
-		_, err = io.Copy(tmp, e.stdin)
+		_, err = io.Copy(tmp, e.Stdin)
 		tmp.Close()
 		if err != nil {
 			s.cleanup()
-			return nil, inputError(fmt.Errorf("prompts from stdin: %w", err))
+			return nil, cli.Input(fmt.Errorf("prompts from stdin: %w", err))
 		}
 	}
 	survey, err := s.prompts().Survey()
 	if err != nil {
 		s.cleanup()
-		return nil, inputError(err)
+		return nil, cli.Input(err)
 	}
 	s.cases, s.caseImages, s.casesWithImage = survey.Cases, survey.Images, survey.CasesWithImage
 	s.caseWorkspaces, s.anyCaseWorkspace = survey.Workspaces, survey.AnyCaseWorkspace()
@@ -303,16 +305,16 @@ func (f *runFlags) dirs() (wd, cwd, workspace string, err error) {
 	cwd = wd
 	if f.cwd != "" {
 		if cwd, err = filepath.Abs(f.cwd); err != nil {
-			return "", "", "", usageErrorf("--cwd: %v", err)
+			return "", "", "", cli.Usagef("--cwd: %v", err)
 		}
 		if st, err := os.Stat(cwd); err != nil || !st.IsDir() {
-			return "", "", "", usageErrorf("--cwd %s: not a directory", f.cwd)
+			return "", "", "", cli.Usagef("--cwd %s: not a directory", f.cwd)
 		}
 	}
 	if f.workspace != "" {
 		workspace, _ = filepath.Abs(f.workspace)
 		if st, err := os.Stat(workspace); err != nil || !st.IsDir() {
-			return "", "", "", usageErrorf("--workspace %s: not a directory", f.workspace)
+			return "", "", "", cli.Usagef("--workspace %s: not a directory", f.workspace)
 		}
 	}
 	return wd, cwd, workspace, nil
@@ -320,7 +322,7 @@ func (f *runFlags) dirs() (wd, cwd, workspace string, err error) {
 
 // configure builds the run's sandbox, graders, agent environment and
 // capture config, and resolves its images.
-func (f *runFlags) configure(ctx context.Context, e *env, s *runSetup, v *validFlags, agent []string) error {
+func (f *runFlags) configure(ctx context.Context, e *cli.Env, s *runSetup, v *validFlags, agent []string) error {
 	wd, cwd, workspace, err := f.dirs()
 	if err != nil {
 		return err
@@ -341,19 +343,20 @@ func (f *runFlags) configure(ctx context.Context, e *env, s *runSetup, v *validF
 	}
 	if f.pricesFile != "" {
 		if f.prices, err = cost.LoadTable(f.pricesFile); err != nil {
-			return inputError(err)
+			return cli.Input(err)
 		}
 	}
 	agentEnv, secrets, err := evaluation.AgentEnvironment(evaluation.EnvOptions{Environ: os.Environ(), Set: f.env,
-		SecretNames: f.secretEnv, Withheld: *graderSecrets, Getenv: e.getenv})
+		SecretNames: f.secretEnv, Withheld: *graderSecrets, Getenv: e.Getenv})
 	if err != nil {
-		return usageErrorf("--env %v", err)
+		return cli.Usagef("--env %v", err)
 	}
 	s.redact = redact.New(secrets, agentEnv)
+	v.build = e.Build()
 	a := f.agentOptions(v, agent, agentEnv, cwd, workspace, sb)
 	a.AnyCaseWorkspace, a.Graders, a.Redact = s.anyCaseWorkspace, s.graders, s.redact
 	if f.agentStderr {
-		a.Stderr = e.stderr
+		a.Stderr = e.Stderr
 	}
 	s.cfg = evaluation.CaptureConfig(a)
 	f.protect(e, s, sb, gopts)
@@ -364,7 +367,7 @@ func (f *runFlags) configure(ctx context.Context, e *env, s *runSetup, v *validF
 // run's sandbox, with a build cache of their own (removed with the run),
 // and the judge cache. The names of the variables graders read secrets
 // from are added to the list returned as the graders load.
-func (f *runFlags) graderOptions(e *env, s *runSetup, wd string, sb sandbox.Runner) (graders.Options, *[]string, error) {
+func (f *runFlags) graderOptions(e *cli.Env, s *runSetup, wd string, sb sandbox.Runner) (graders.Options, *[]string, error) {
 	cache, err := f.judgeCache.open(e)
 	if err != nil {
 		return graders.Options{}, nil, err
@@ -373,13 +376,13 @@ func (f *runFlags) graderOptions(e *env, s *runSetup, wd string, sb sandbox.Runn
 	if _, ok := sb.(*sandbox.Bwrap); ok {
 		// The run's sandboxed graders share a build cache, removed with
 		// the run (docs/sandbox.md).
-		bc := sandbox.NewBuildCache("", e.getenv)
+		bc := sandbox.NewBuildCache("", e.Getenv)
 		gsb = bc.Runner(sb)
 		prev := s.cleanup
 		s.cleanup = func() { bc.Remove(); prev() }
 	}
 	secrets := new([]string)
-	return graders.Options{Timeout: f.graderTimeout, Getenv: e.getenv, Dir: wd, Sandbox: gsb, JudgeCache: cache,
+	return graders.Options{Timeout: f.graderTimeout, Getenv: e.Getenv, Dir: wd, Sandbox: gsb, JudgeCache: cache,
 		SecretEnv: func(name string) { *secrets = append(*secrets, name) }}, secrets, nil
 }
 
@@ -389,14 +392,14 @@ func (f *runFlags) loadGraders(gopts graders.Options) ([]graders.Grader, error) 
 	for _, spec := range f.graders {
 		g, err := graders.Load(spec, gopts)
 		if err != nil {
-			return nil, inputError(err)
+			return nil, cli.Input(err)
 		}
 		gs = append(gs, g)
 	}
 	if f.moreGraders != nil {
 		more, err := f.moreGraders(gopts)
 		if err != nil {
-			return nil, inputError(err)
+			return nil, cli.Input(err)
 		}
 		gs = append(gs, more...)
 	}
@@ -413,7 +416,7 @@ func (f *runFlags) agentOptions(v *validFlags, agent, agentEnv []string, cwd, wo
 		Concurrency: f.concurrency, MaxRecordBytes: f.maxRecordBytes, FreshProcess: f.freshProcess,
 		Auth: f.auth, MCPServers: v.mcp, Permission: v.policy,
 		Requests: acp.Limits{Requests: f.maxRequests, Bytes: f.maxBytes, Timeout: f.requestTO},
-		Sandbox:  sb, Build: buildinfo.Read(version), Adapter: v.adapter,
+		Sandbox:  sb, Build: v.build, Adapter: v.adapter,
 	}
 	if f.sandbox.set != nil && f.sandbox.set.Changed("warm") {
 		a.Warm = &f.warm
@@ -430,16 +433,16 @@ func (f *runFlags) agentOptions(v *validFlags, agent, agentEnv []string, cwd, wo
 // protect keeps the run's own files out of the agent's reach in the
 // sandbox, and warns of what the sandbox cannot do, or of running without
 // one.
-func (f *runFlags) protect(e *env, s *runSetup, sb sandbox.Runner, gopts graders.Options) {
+func (f *runFlags) protect(e *cli.Env, s *runSetup, sb sandbox.Runner, gopts graders.Options) {
 	if bw, ok := sb.(*sandbox.Bwrap); ok {
 		bw.Protect(f.runFiles(s, gopts)...)
 		if !f.quiet {
 			for _, w := range bw.Warnings() {
-				fmt.Fprintf(e.stderr, "warning: %s\n", w)
+				fmt.Fprintf(e.Stderr, "warning: %s\n", w)
 			}
 		}
 	} else if f.output != "" && f.output != "-" && !f.quiet && !f.image.active() {
-		fmt.Fprintf(e.stderr, "warning: no sandbox: the agent runs as you and can change %s, the graders and the prompts; add --sandbox bwrap to keep them out of its reach\n", f.output)
+		fmt.Fprintf(e.Stderr, "warning: no sandbox: the agent runs as you and can change %s, the graders and the prompts; add --sandbox bwrap to keep them out of its reach\n", f.output)
 	}
 }
 
@@ -487,17 +490,17 @@ func (f *runFlags) runFiles(s *runSetup, gopts graders.Options) []string {
 // --force.
 func (f *runFlags) checkOutput() error {
 	if f.resume && f.force {
-		return usageErrorf("--resume and --force contradict each other")
+		return cli.Usagef("--resume and --force contradict each other")
 	}
 	if f.retryErrors && !f.resume {
-		return usageErrorf("--retry-errors needs --resume")
+		return cli.Usagef("--retry-errors needs --resume")
 	}
 	if f.output == "" || f.output == "-" {
 		if f.resume {
-			return usageErrorf("--resume needs an output file (-o)")
+			return cli.Usagef("--resume needs an output file (-o)")
 		}
 		if f.junit != "" || f.markdown != "" {
-			return usageErrorf("--junit and --markdown need an output file (-o)")
+			return cli.Usagef("--junit and --markdown need an output file (-o)")
 		}
 		return nil
 	}
@@ -522,7 +525,7 @@ func agentEnvironment(env, secretEnv []string, getenv func(string) string) (agen
 	agentEnv, secrets, err = evaluation.AgentEnvironment(evaluation.EnvOptions{Environ: os.Environ(), Set: env,
 		SecretNames: secretEnv, Getenv: getenv})
 	if err != nil {
-		return nil, nil, usageErrorf("--env %v", err)
+		return nil, nil, cli.Usagef("--env %v", err)
 	}
 	return agentEnv, secrets, nil
 }
@@ -539,7 +542,7 @@ func checkClasses(flag string, classes []string) error {
 	errorClasses := errorClasses()
 	for _, c := range classes {
 		if !slices.Contains(errorClasses, strings.TrimSpace(c)) {
-			return usageErrorf("%s %q: unknown error class (known: %s)", flag, c, strings.Join(errorClasses, ", "))
+			return cli.Usagef("%s %q: unknown error class (known: %s)", flag, c, strings.Join(errorClasses, ", "))
 		}
 	}
 	return nil

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"harness/cli"
 	"os"
 	"strconv"
 
@@ -52,7 +53,7 @@ func (f *sandboxFlags) addFlags(fs *pflag.FlagSet, usage string) {
 func (f *sandboxFlags) runner(env, secretEnv, agent []string) (sandbox.Runner, error) {
 	backend, err := sandbox.ParseBackend(f.backend)
 	if err != nil {
-		return nil, usageErrorf("--sandbox %v", err)
+		return nil, cli.Usagef("--sandbox %v", err)
 	}
 	if backend == sandbox.BackendNone {
 		return nil, f.checkUnsandboxed()
@@ -70,7 +71,7 @@ func (f *sandboxFlags) runner(env, secretEnv, agent []string) (sandbox.Runner, e
 	}
 	sb, err := sandbox.New(spec)
 	if err != nil {
-		return nil, usageErrorf("--sandbox bwrap: %v", err)
+		return nil, cli.Usagef("--sandbox bwrap: %v", err)
 	}
 	return sb, nil
 }
@@ -84,7 +85,7 @@ func (f *sandboxFlags) checkUnsandboxed() error {
 			continue // the network and the caps apply to the agents in images
 		}
 		if f.set != nil && f.set.Changed(name) {
-			return usageErrorf("--%s needs --sandbox bwrap", name)
+			return cli.Usagef("--%s needs --sandbox bwrap", name)
 		}
 	}
 	return nil
@@ -96,7 +97,7 @@ func (f *sandboxFlags) checkUnsandboxed() error {
 func (f *sandboxFlags) parseNetwork() (string, []egress.Rule, error) {
 	mode, rules, err := sandbox.ParseNetwork(f.network)
 	if err != nil {
-		return "", nil, usageErrorf("--sandbox-network %v", err)
+		return "", nil, cli.Usagef("--sandbox-network %v", err)
 	}
 	return mode, rules, nil
 }
@@ -117,16 +118,16 @@ func (f *sandboxFlags) caps() (limits.Caps, error) {
 	var c limits.Caps
 	var err error
 	if c.MemoryBytes, err = limits.ParseSize(f.memory); err != nil {
-		return c, usageErrorf("--sandbox-memory %q: %v", f.memory, err)
+		return c, cli.Usagef("--sandbox-memory %q: %v", f.memory, err)
 	}
 	if c.Pids, err = limits.ParsePids(f.pids); err != nil {
-		return c, usageErrorf("--sandbox-pids %q: %v", f.pids, err)
+		return c, cli.Usagef("--sandbox-pids %q: %v", f.pids, err)
 	}
 	if c.CPUs, err = limits.ParseCPUs(f.cpus); err != nil {
-		return c, usageErrorf("--sandbox-cpus %q: %v", f.cpus, err)
+		return c, cli.Usagef("--sandbox-cpus %q: %v", f.cpus, err)
 	}
 	if c.DiskBytes, err = limits.ParseSize(f.disk); err != nil {
-		return c, usageErrorf("--sandbox-disk %q: %v", f.disk, err)
+		return c, cli.Usagef("--sandbox-disk %q: %v", f.disk, err)
 	}
 	c.Names = limits.Names{Memory: "--sandbox-memory", Pids: "--sandbox-pids", CPUs: "--sandbox-cpus", Disk: "--sandbox-disk", CgroupParent: "--sandbox-cgroup"}
 	return c, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"harness/cli"
 	"io"
 	"os"
 
@@ -33,33 +34,33 @@ Examples:
                                    object: fails on any field this build does not write
   harness schemas --split -o DIR   one DIR/<Name>.json per schema`
 
-func newSchemasCmd() *command {
+func newSchemasCmd() *cli.Command {
 	var o schemasOptions
-	c := &command{
-		name:  "schemas",
-		usage: "schemas [NAME] [--list | --json | --split -o DIR]",
-		short: "JSON Schema (2020-12) of every data format",
-		long:  schemasLong,
-		flags: pflag.NewFlagSet("schemas", pflag.ContinueOnError),
+	c := &cli.Command{
+		Name:  "schemas",
+		Usage: "schemas [NAME] [--list | --json | --split -o DIR]",
+		Short: "JSON Schema (2020-12) of every data format",
+		Long:  schemasLong,
+		Flags: pflag.NewFlagSet("schemas", pflag.ContinueOnError),
 	}
-	c.flags.BoolVarP(&o.list, "list", "l", false, "list the names with a description")
-	c.flags.BoolVarP(&o.all, "json", "j", false, "print every schema as one JSON object keyed by name")
+	c.Flags.BoolVarP(&o.list, "list", "l", false, "list the names with a description")
+	c.Flags.BoolVarP(&o.all, "json", "j", false, "print every schema as one JSON object keyed by name")
 	// -j is the concurrency elsewhere.
-	deprecatedShorthand(c.flags, "json")
-	c.flags.BoolVarP(&o.split, "split", "s", false, "write one <Name>.json per schema into the directory -o names")
-	c.flags.StringVarP(&o.output, "output", "o", "", "write to `file` (directory with --split; default stdout)")
-	c.flags.BoolVar(&o.force, "force", false, "overwrite existing files")
-	c.flags.BoolVar(&o.strict, "strict", false, "close every object (additionalProperties: false) to catch undeclared fields")
-	c.run = func(ctx context.Context, e *env, args, agent []string) error {
+	cli.DeprecatedShorthand(c.Flags, "json")
+	c.Flags.BoolVarP(&o.split, "split", "s", false, "write one <Name>.json per schema into the directory -o names")
+	c.Flags.StringVarP(&o.output, "output", "o", "", "write to `file` (directory with --split; default stdout)")
+	c.Flags.BoolVar(&o.force, "force", false, "overwrite existing files")
+	c.Flags.BoolVar(&o.strict, "strict", false, "close every object (additionalProperties: false) to catch undeclared fields")
+	c.Run = func(ctx context.Context, e *cli.Env, args, agent []string) error {
 		return runSchemas(e, o, args)
 	}
 	return c
 }
 
 // runSchemas prints (or writes) the schemas the options ask for.
-func runSchemas(e *env, o schemasOptions, args []string) error {
+func runSchemas(e *cli.Env, o schemasOptions, args []string) error {
 	if len(args) > 1 {
-		return usageErrorf("want at most one schema name, got %d", len(args))
+		return cli.Usagef("want at most one schema name, got %d", len(args))
 	}
 	schemaOf := schemas.Schema
 	if o.strict {
@@ -75,7 +76,7 @@ func runSchemas(e *env, o schemasOptions, args []string) error {
 		}
 	}
 	if modes > 1 {
-		return usageErrorf("NAME, --list, --json and --split are different outputs: choose one")
+		return cli.Usagef("NAME, --list, --json and --split are different outputs: choose one")
 	}
 	names := schemas.SchemaNames()
 	if o.split {
@@ -86,7 +87,7 @@ func runSchemas(e *env, o schemasOptions, args []string) error {
 		case len(args) == 1:
 			b, err := schemaOf(args[0])
 			if err != nil {
-				return inputError(err)
+				return cli.Input(err)
 			}
 			_, err = out.Write(b)
 			return err
@@ -108,17 +109,17 @@ func runSchemas(e *env, o schemasOptions, args []string) error {
 
 func writeSplitSchemas(dir string, names []string, force bool, schemaOf func(string) ([]byte, error)) error {
 	if dir == "" || dir == "-" {
-		return usageErrorf("--split needs a directory: -o DIR")
+		return cli.Usagef("--split needs a directory: -o DIR")
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return inputError(fmt.Errorf("--split: %w", err))
+		return cli.Input(fmt.Errorf("--split: %w", err))
 	}
 	err := schemas.WriteSchemaFiles(dir, names, force, schemaOf)
 	var exists *schemas.FileExistsError
 	var pathErr *os.PathError
 	switch {
 	case errors.As(err, &exists):
-		return usageErrorf("%v; use --force to overwrite it", err)
+		return cli.Usagef("%v; use --force to overwrite it", err)
 	case errors.As(err, &pathErr):
 		return fmt.Errorf("--split: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"harness/cli"
 	"io"
 	"os"
 	"path/filepath"
@@ -56,8 +57,8 @@ var pathFlags = []string{"workspace", "cwd", "prices", "grader", "sandbox-home",
 // (package slurm/array submits, watches and resubmits them); then it
 // merges the shards into the output, ending as a local run would.
 type slurmRun struct {
-	e       *env
-	c       *command
+	e       *cli.Env
+	c       *cli.Command
 	f       *runFlags
 	cmdName string
 	k       int
@@ -76,20 +77,20 @@ func (f *runFlags) checkSlurm(args []string) error {
 	case s.tasks == 0:
 		return nil
 	case s.tasks < 0:
-		return usageErrorf("--slurm wants at least 1 task")
+		return cli.Usagef("--slurm wants at least 1 task")
 	case f.shard != "":
-		return usageErrorf("--slurm makes the shards itself: drop --shard")
+		return cli.Usagef("--slurm makes the shards itself: drop --shard")
 	case f.output == "" || f.output == "-":
-		return usageErrorf("--slurm needs -o FILE: the tasks write shards beside it and the merged output goes there")
+		return cli.Usagef("--slurm needs -o FILE: the tasks write shards beside it and the merged output goes there")
 	case (len(args) != 1 || args[0] == "-") && !(len(args) == 0 && f.image.tasks != ""):
-		return usageErrorf("--slurm needs the prompts as a file the nodes can read, not standard input")
+		return cli.Usagef("--slurm needs the prompts as a file the nodes can read, not standard input")
 	case s.retries < 0:
-		return usageErrorf("--slurm-retries must not be negative")
+		return cli.Usagef("--slurm-retries must not be negative")
 	case s.poll <= 0 && !s.detach:
-		return usageErrorf("--slurm-poll must be positive")
+		return cli.Usagef("--slurm-poll must be positive")
 	}
 	if err := slurm.Available(); err != nil {
-		return usageErrorf("%v", err)
+		return cli.Usagef("%v", err)
 	}
 	return nil
 }
@@ -130,8 +131,8 @@ func runSlurm(ctx context.Context, r *slurmRun, args []string) error {
 	}
 	casesFile = ""
 	if f.slurm.detach {
-		fmt.Fprintf(r.e.stdout, "%s\n", id)
-		fmt.Fprintf(r.e.stderr, "submitted array job %s: %d tasks writing %s\nwhen it is done: %s\n", id, f.slurm.tasks, run.Dir(), mergeCmd)
+		fmt.Fprintf(r.e.Stdout, "%s\n", id)
+		fmt.Fprintf(r.e.Stderr, "submitted array job %s: %d tasks writing %s\nwhen it is done: %s\n", id, f.slurm.tasks, run.Dir(), mergeCmd)
 		return nil
 	}
 	if err := run.Wait(ctx, id); err != nil {
@@ -168,12 +169,12 @@ func (r *slurmRun) newArray(prompts, out string) (*array.Run, error) {
 	}
 	harness, err := array.Binary(s.harness, os.Args[0])
 	if errors.Is(err, array.ErrNotFile) {
-		return nil, usageErrorf("--slurm-harness %v", err)
+		return nil, cli.Usagef("--slurm-harness %v", err)
 	}
 	if err != nil {
 		return nil, err
 	}
-	var log io.Writer = r.e.stderr
+	var log io.Writer = r.e.Stderr
 	if f.quiet {
 		log = io.Discard
 	}
@@ -183,7 +184,7 @@ func (r *slurmRun) newArray(prompts, out string) (*array.Run, error) {
 		Resume: f.resume, Force: f.force,
 		// Exit 1 (a gate) and 3 (records with infrastructure errors) are
 		// runs that completed.
-		Completed: []int{exitGateFailed, exitInfraErrors},
+		Completed: []int{cli.ExitGateFailed, cli.ExitInfraErrors},
 		Client:    r.client, Log: log,
 	})
 }
@@ -197,13 +198,13 @@ func slurmExit(err error, mergeCmd string) error {
 	}
 	switch array.KindOf(err) {
 	case array.Input:
-		return inputError(err)
+		return cli.Input(err)
 	case array.GivenUp:
-		return withCode(exitInfraErrors, err)
+		return cli.WithCode(cli.ExitInfraErrors, err)
 	case array.Interrupted:
-		return withCode(exitInterrupted, err)
+		return cli.WithCode(cli.ExitInterrupted, err)
 	case array.OutputLinked:
-		return withCode(exitForeign, err)
+		return cli.WithCode(cli.ExitForeign, err)
 	}
 	return err
 }
@@ -245,7 +246,7 @@ func (r *slurmRun) mergeCommand(run *array.Run, prompts, out string) string {
 
 func (r *slurmRun) logf(format string, a ...any) {
 	if !r.f.quiet {
-		fmt.Fprintf(r.e.stderr, format, a...)
+		fmt.Fprintf(r.e.Stderr, format, a...)
 	}
 }
 
@@ -254,7 +255,7 @@ func (r *slurmRun) logf(format string, a ...any) {
 func (r *slurmRun) job(prompts string) (array.Job, error) {
 	j := array.Job{Command: r.cmdName, Agent: r.agent, Tasks: r.f.slurm.tasks}
 	var err error
-	r.c.flags.Visit(func(fl *pflag.Flag) {
+	r.c.Flags.Visit(func(fl *pflag.Flag) {
 		if slices.Contains(slurmOnly, fl.Name) || err != nil {
 			return
 		}
@@ -287,7 +288,7 @@ func fileExistsAny(p string) bool {
 func (r *slurmRun) mergeAndFinish(ctx context.Context, run *array.Run, prompts string) error {
 	files := run.Written()
 	if len(files) == 0 {
-		return withCode(exitInfraErrors, fmt.Errorf("the tasks wrote no records; their logs are in %s", run.Dir()))
+		return cli.WithCode(cli.ExitInfraErrors, fmt.Errorf("the tasks wrote no records; their logs are in %s", run.Dir()))
 	}
 	merge := &mergeFlags{output: r.f.output, prompts: prompts, force: true, quiet: true, seed: trials.DefaultSeed, resamples: trials.DefaultResamples}
 	if r.cmdName == "trials" {
@@ -316,7 +317,7 @@ func (r *slurmRun) mergeAndFinish(ctx context.Context, run *array.Run, prompts s
 	case gateErr != nil:
 		return gateErr
 	case infra > 0:
-		return withCode(exitInfraErrors, fmt.Errorf("%d records have infrastructure errors", infra))
+		return cli.WithCode(cli.ExitInfraErrors, fmt.Errorf("%d records have infrastructure errors", infra))
 	}
 	return nil
 }
@@ -334,7 +335,7 @@ func (r *slurmRun) finishTrials() (infra int, gateErr error, err error) {
 		return 0, nil, fmt.Errorf("the merged summary: %w", err)
 	}
 	if !r.f.quiet {
-		trials.WriteSummaryTable(r.e.stderr, *sum)
+		trials.WriteSummaryTable(r.e.Stderr, *sum)
 	}
 	for _, v := range sum.Errors {
 		infra += v
@@ -349,14 +350,14 @@ func (r *slurmRun) finishTrials() (infra int, gateErr error, err error) {
 // that runs on Slurm: the tasks run harness trials with the flags set on
 // the command line, so t's options are set as arguments, and the suite's
 // graders and prices go to the tasks as files in the run directory.
-func (r *suiteRun) slurmTrialsFlags(tc *command, f *runFlags, t suiterun.Trials, quiet bool) error {
+func (r *suiteRun) slurmTrialsFlags(tc *cli.Command, f *runFlags, t suiterun.Trials, quiet bool) error {
 	files, err := suiterun.WriteForTasks(r.dir, r.s, r.cases.Asserts, r.prices)
 	if err != nil {
 		return err
 	}
 	f.moreGraders, f.prices = nil, nil
-	if err := tc.flags.Parse(trialsArgs(t, files, quiet)); err != nil {
-		return usageErrorf("%v", err)
+	if err := tc.Flags.Parse(trialsArgs(t, files, quiet)); err != nil {
+		return cli.Usagef("%v", err)
 	}
 	return nil
 }

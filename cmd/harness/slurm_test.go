@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"harness/cli"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,9 +21,9 @@ func TestSlurmWithoutSbatch(t *testing.T) {
 	prompts := filepath.Join(dir, "p.jsonl")
 	os.WriteFile(prompts, []byte(`{"id":"a","input":"x"}`+"\n"), 0o644)
 	var stderr bytes.Buffer
-	e := &env{stdin: strings.NewReader(""), stdout: &bytes.Buffer{}, stderr: &stderr, getenv: os.Getenv}
+	e := &cli.Env{Stdin: strings.NewReader(""), Stdout: &bytes.Buffer{}, Stderr: &stderr, Getenv: os.Getenv}
 	code := runMain(context.Background(), e, []string{"trials", prompts, "-k", "2", "--slurm", "2", "-o", filepath.Join(dir, "t.jsonl"), "--", "agent"})
-	if code != exitUsage || !strings.Contains(stderr.String(), "sbatch not found on PATH: a Slurm run needs the Slurm client commands (Debian and Ubuntu package slurm-client") {
+	if code != cli.ExitUsage || !strings.Contains(stderr.String(), "sbatch not found on PATH: a Slurm run needs the Slurm client commands (Debian and Ubuntu package slurm-client") {
 		t.Errorf("exit %d, stderr:\n%s", code, stderr.String())
 	}
 	if _, err := os.Stat(filepath.Join(dir, "t.jsonl.shards")); err == nil {
@@ -33,10 +34,10 @@ func TestSlurmWithoutSbatch(t *testing.T) {
 // Each kind of error of an array run exits with its status, its message
 // unchanged; an error of no kind is left as it is.
 func TestSlurmExit(t *testing.T) {
-	for kind, want := range map[array.Kind]int{array.Input: exitUsage, array.GivenUp: exitInfraErrors, array.Interrupted: exitInterrupted, array.OutputLinked: exitForeign} {
+	for kind, want := range map[array.Kind]int{array.Input: cli.ExitUsage, array.GivenUp: cli.ExitInfraErrors, array.Interrupted: cli.ExitInterrupted, array.OutputLinked: cli.ExitForeign} {
 		err := slurmExit(&array.Error{Kind: kind, Err: errors.New("what happened")}, "")
-		var ee *exitError
-		if !errors.As(err, &ee) || ee.code != want || err.Error() != "what happened" {
+		var ee *cli.ExitError
+		if !errors.As(err, &ee) || ee.Code != want || err.Error() != "what happened" {
 			t.Errorf("kind %d: %v, want exit %d", kind, err, want)
 		}
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"harness/cli"
 	"slices"
 	"strings"
 	"time"
@@ -21,7 +22,7 @@ var runFlagsSetByRun = []string{"output", "resume", "force", "summary", "shard",
 // ("" to check the flags only): its flags are the agent's trials options
 // (suiterun.AgentTrials), then the suite's run flags, then the agent's,
 // then those given to harness run, each over the one before.
-func (r *suiteRun) trialsCmd(a *suite.Agent, out string, quiet bool) (*command, *trialsFlags, error) {
+func (r *suiteRun) trialsCmd(a *suite.Agent, out string, quiet bool) (*cli.Command, *trialsFlags, error) {
 	t := suiterun.AgentTrials(r.s, a, out, r.budget, r.spent)
 	f := &runFlags{moreGraders: suiterun.Graders(r.s, r.cases), prices: r.prices}
 	tc, tf := newTrialsCmdWith(f)
@@ -42,7 +43,7 @@ func (r *suiteRun) trialsCmd(a *suite.Agent, out string, quiet bool) (*command, 
 		f.env = append(slices.Clone(t.Env), f.env...)
 		f.sandbox.protect = append(slices.Clone(t.Protect), f.sandbox.protect...)
 	}
-	if err := r.f.image.passOn(tc.flags, r.f.flags); err != nil {
+	if err := r.f.image.passOn(tc.Flags, r.f.flags); err != nil {
 		return nil, nil, err
 	}
 	return tc, tf, nil
@@ -65,11 +66,11 @@ func setTrialsOptions(tf *trialsFlags, t suiterun.Trials, quiet bool) {
 
 // applySuiteFlags sets the suite's run flags on the trials command, then
 // the agent's; an error names the suite line.
-func applySuiteFlags(tc *command, s *suite.Suite, a *suite.Agent) error {
+func applySuiteFlags(tc *cli.Command, s *suite.Suite, a *suite.Agent) error {
 	problem := suiteFlagProblem(tc)
 	set := func(f suite.Flag, where string) error {
 		if msg := problem(f); msg != "" {
-			return inputError(&schemas.InputError{File: s.File, Line: f.Line, Field: where + f.Name, Msg: msg})
+			return cli.Input(&schemas.InputError{File: s.File, Line: f.Line, Field: where + f.Name, Msg: msg})
 		}
 		return nil
 	}
@@ -90,7 +91,7 @@ func applySuiteFlags(tc *command, s *suite.Suite, a *suite.Agent) error {
 // command, and says what is wrong with one ("" when nothing is): a key that
 // is no suite key or run flag (with the one probably meant), a flag harness
 // run decides, a list for a flag of one value, a value the flag refuses.
-func suiteFlagProblem(tc *command) suite.FlagCheck {
+func suiteFlagProblem(tc *cli.Command) suite.FlagCheck {
 	return func(f suite.Flag) string {
 		if f.Name == "max-cost" || f.Name == "max-tokens" {
 			return "" // the run's budget, handed out by harness run
@@ -98,11 +99,11 @@ func suiteFlagProblem(tc *command) suite.FlagCheck {
 		if slices.Contains(runFlagsSetByRun, f.Name) {
 			return "harness run sets this itself"
 		}
-		fl := tc.flags.Lookup(f.Name)
+		fl := tc.Flags.Lookup(f.Name)
 		if fl == nil {
 			msg := "not a suite key or a run flag (keys: " + strings.Join(suite.RootKeys, ", ") + ")"
 			var names []string
-			tc.flags.VisitAll(func(fl *pflag.Flag) { names = append(names, fl.Name) })
+			tc.Flags.VisitAll(func(fl *pflag.Flag) { names = append(names, fl.Name) })
 			if best := suggest.Nearest(f.Name, append(slices.Clone(suite.RootKeys), names...)); best != "" {
 				msg += "; did you mean " + best + "?"
 			}
@@ -112,7 +113,7 @@ func suiteFlagProblem(tc *command) suite.FlagCheck {
 			return "takes one value, not a list"
 		}
 		for _, v := range f.Values {
-			if err := tc.flags.Set(f.Name, v); err != nil {
+			if err := tc.Flags.Set(f.Name, v); err != nil {
 				return flagValueProblem(fl, v, err)
 			}
 			if slices.Contains(durationFlags, f.Name) && v != "" {
@@ -159,7 +160,7 @@ type imageRunFlags struct {
 
 func (f *imageRunFlags) add(fs *pflag.FlagSet) {
 	fs.IntP("concurrency", "j", 1, "run `n` agent processes at once, for every agent (over the suite's concurrency)")
-	durationVarP(fs, new(time.Duration), "timeout", "t", 60*time.Second, "per-turn `timeout` of every agent (over the suite's timeout); a case's timeout field overrides it")
+	cli.DurationVarP(fs, new(time.Duration), "timeout", "t", 60*time.Second, "per-turn `timeout` of every agent (over the suite's timeout); a case's timeout field overrides it")
 	fs.String("sandbox", "none", "run every agent in a `sandbox`: none or bwrap (over the suite's and the agents' sandbox)")
 	fs.StringVar(&f.cacheDir, "cache-dir", "", "where task images are unpacked, once each, and a task directory's suite is written (default $XDG_CACHE_HOME/harness/images)")
 	fs.Bool("keep-layers", false, "leave each trial's image layer (its changes) on disk")
@@ -173,7 +174,7 @@ func (f *imageRunFlags) add(fs *pflag.FlagSet) {
 // flags, over what the suite set.
 func (f *imageRunFlags) passOn(trials, run *pflag.FlagSet) error {
 	if f.timeoutScale <= 0 {
-		return usageErrorf("--task-timeout-scale must be positive")
+		return cli.Usagef("--task-timeout-scale must be positive")
 	}
 	for _, name := range []string{"concurrency", "timeout", "sandbox", "cache-dir", "keep-layers", "agent-in-image", "image-no-network", "task-timeout-scale", "force-build"} {
 		fl := run.Lookup(name)
@@ -181,7 +182,7 @@ func (f *imageRunFlags) passOn(trials, run *pflag.FlagSet) error {
 			continue
 		}
 		if err := trials.Set(name, fl.Value.String()); err != nil {
-			return usageErrorf("--%s: %v", name, err)
+			return cli.Usagef("--%s: %v", name, err)
 		}
 	}
 	return nil

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"harness/cli"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -49,7 +50,7 @@ agents:
 	var rf runCmdFlags
 	rf.addFlags(pflag.NewFlagSet("run", pflag.ContinueOnError))
 	usd := 0.25
-	r := &suiteRun{e: &env{}, f: &rf, s: s, dir: dir, cases: cases, budget: suiterun.Budget{Cost: 1, Tokens: 100},
+	r := &suiteRun{e: &cli.Env{}, f: &rf, s: s, dir: dir, cases: cases, budget: suiterun.Budget{Cost: 1, Tokens: 100},
 		spent: &schemas.Cost{USD: &usd, InputTokens: 40}}
 	a := &s.Agents[0]
 	out := filepath.Join(dir, "one.jsonl")
@@ -63,7 +64,7 @@ agents:
 	}
 	opts := suiterun.AgentTrials(s, a, out, r.budget, r.spent)
 	atc, args := newTrialsCmdWith(&runFlags{})
-	if err := atc.flags.Parse(trialsArgs(opts, suiterun.TaskFiles{}, true)); err != nil {
+	if err := atc.Flags.Parse(trialsArgs(opts, suiterun.TaskFiles{}, true)); err != nil {
 		t.Fatal(err)
 	}
 	if err := applySuiteFlags(atc, s, a); err != nil {

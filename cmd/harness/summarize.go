@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"harness/cli"
 	"io"
 	"os"
 	"strconv"
@@ -25,17 +26,17 @@ import (
 
 // reviewInput opens an input file ("-" for stdin), decompressing by name.
 // A missing file is an input error (exit 2).
-func reviewInput(e *env, name string) (io.ReadCloser, error) {
-	r, err := results.Open(name, e.stdin)
+func reviewInput(e *cli.Env, name string) (io.ReadCloser, error) {
+	r, err := results.Open(name, e.Stdin)
 	if err != nil {
-		return nil, inputError(err)
+		return nil, cli.Input(err)
 	}
 	return r, nil
 }
 
 // writeOutput writes a command's whole output through write to path (""
 // or "-" is stdout): on success the file appears, on failure nothing does.
-func writeOutput(e *env, path string, force bool, write func(io.Writer) error) error {
+func writeOutput(e *cli.Env, path string, force bool, write func(io.Writer) error) error {
 	out, err := reviewOutput(e, path, force)
 	if err != nil {
 		return err
@@ -51,13 +52,13 @@ func writeOutput(e *env, path string, force bool, write func(io.Writer) error) e
 // a file written under a temporary name and renamed into place by Commit,
 // so a failed command leaves no partial file and never touches an existing
 // one without --force.
-func reviewOutput(e *env, path string, force bool) (*results.File, error) {
-	f, err := results.CreateFile(path, e.stdout, force)
+func reviewOutput(e *cli.Env, path string, force bool) (*results.File, error) {
+	f, err := results.CreateFile(path, e.Stdout, force)
 	if err != nil {
 		return nil, outputOpenError(err)
 	}
-	if e.redact.Active() {
-		f.Redact(e.redact.JSON)
+	if e.Redact.Active() {
+		f.Redact(e.Redact.JSON)
 	}
 	return f, nil
 }
@@ -65,7 +66,7 @@ func reviewOutput(e *env, path string, force bool) (*results.File, error) {
 // writeRecords writes a whole output of records (see reviewOutput): write
 // is given the output's writer; the file is renamed into place only when
 // write and the writer's close succeed, else nothing is left.
-func writeRecords(e *env, path string, force bool, write func(w *results.Writer) error) error {
+func writeRecords(e *cli.Env, path string, force bool, write func(w *results.Writer) error) error {
 	return writeOutput(e, path, force, func(out io.Writer) error {
 		w, err := results.NewWriter(path, out)
 		if err != nil {
@@ -96,17 +97,17 @@ func reviewInputErr(err error) error {
 	}
 	var ie *schemas.InputError
 	if errors.As(err, &ie) {
-		return inputError(err)
+		return cli.Input(err)
 	}
 	return err
 }
 
 // loadReviewGrader loads -g for calibrate and validate-refs.
-func loadReviewGrader(e *env, spec string, to time.Duration, cache *judgecache.Cache) (graders.Grader, review.GradeFunc, error) {
+func loadReviewGrader(e *cli.Env, spec string, to time.Duration, cache *judgecache.Cache) (graders.Grader, review.GradeFunc, error) {
 	wd, _ := os.Getwd()
-	g, err := graders.Load(spec, graders.Options{Timeout: to, Getenv: e.getenv, Dir: wd, JudgeCache: cache})
+	g, err := graders.Load(spec, graders.Options{Timeout: to, Getenv: e.Getenv, Dir: wd, JudgeCache: cache})
 	if err != nil {
-		return nil, nil, inputError(err)
+		return nil, nil, cli.Input(err)
 	}
 	fn := func(ctx context.Context, rec *schemas.CaptureRecord, c *schemas.PromptCase) schemas.GraderResult {
 		return g.Grade(ctx, &graders.Input{Record: rec, Case: c})
@@ -118,7 +119,7 @@ func loadReviewGrader(e *env, spec string, to time.Duration, cache *judgecache.C
 func parseSeed(s string) (uint64, error) {
 	v, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
 	if err != nil {
-		return 0, usageErrorf("--seed %q: want a whole number ≥ 0", s)
+		return 0, cli.Usagef("--seed %q: want a whole number ≥ 0", s)
 	}
 	return v, nil
 }
@@ -152,33 +153,33 @@ Examples:
   harness summarize results.jsonl -m -o results.md
   harness summarize trials.jsonl -a`
 
-func newSummarizeCmd() *command {
+func newSummarizeCmd() *cli.Command {
 	var o summarizeOptions
-	c := &command{
-		name:  "summarize",
-		usage: "summarize RESULTS [-m | -a] [-o FILE]",
-		short: "compact JSONL, markdown (-m) or aggregate (-a) views of results",
-		long:  summarizeLong,
-		flags: pflag.NewFlagSet("summarize", pflag.ContinueOnError),
+	c := &cli.Command{
+		Name:  "summarize",
+		Usage: "summarize RESULTS [-m | -a] [-o FILE]",
+		Short: "compact JSONL, markdown (-m) or aggregate (-a) views of results",
+		Long:  summarizeLong,
+		Flags: pflag.NewFlagSet("summarize", pflag.ContinueOnError),
 	}
-	c.flags.StringVarP(&o.output, "output", "o", "", "write to `file` (default stdout); a .zst or .gz suffix compresses JSONL")
-	c.flags.BoolVarP(&o.markdown, "markdown", "m", false, "write markdown instead of JSONL")
-	c.flags.BoolVarP(&o.agg, "aggregate", "a", false, "write the aggregate table (per case and pass@k)")
-	c.flags.BoolVar(&o.js, "json", false, "with -a: write the trials summary record as JSON")
-	c.flags.StringVar(&o.seed, "seed", "1", "bootstrap `seed` for -a")
-	c.flags.IntVar(&o.resamples, "resamples", trials.DefaultResamples, "bootstrap `resamples` for -a")
-	c.flags.BoolVar(&o.force, "force", false, "overwrite an existing output file")
-	c.flags.StringVar(&o.format, "format", "jsonl", "the compact view's `format`: jsonl or csv (one row per record)")
-	c.run = func(ctx context.Context, e *env, args, agent []string) error {
+	c.Flags.StringVarP(&o.output, "output", "o", "", "write to `file` (default stdout); a .zst or .gz suffix compresses JSONL")
+	c.Flags.BoolVarP(&o.markdown, "markdown", "m", false, "write markdown instead of JSONL")
+	c.Flags.BoolVarP(&o.agg, "aggregate", "a", false, "write the aggregate table (per case and pass@k)")
+	c.Flags.BoolVar(&o.js, "json", false, "with -a: write the trials summary record as JSON")
+	c.Flags.StringVar(&o.seed, "seed", "1", "bootstrap `seed` for -a")
+	c.Flags.IntVar(&o.resamples, "resamples", trials.DefaultResamples, "bootstrap `resamples` for -a")
+	c.Flags.BoolVar(&o.force, "force", false, "overwrite an existing output file")
+	c.Flags.StringVar(&o.format, "format", "jsonl", "the compact view's `format`: jsonl or csv (one row per record)")
+	c.Run = func(ctx context.Context, e *cli.Env, args, agent []string) error {
 		return runSummarize(e, o, args)
 	}
 	return c
 }
 
 // runSummarize writes the view of args[0] the options ask for.
-func runSummarize(e *env, o summarizeOptions, args []string) error {
+func runSummarize(e *cli.Env, o summarizeOptions, args []string) error {
 	if len(args) != 1 {
-		return usageErrorf("want one results file, got %d arguments", len(args))
+		return cli.Usagef("want one results file, got %d arguments", len(args))
 	}
 	view, err := o.view()
 	if err != nil {
@@ -205,16 +206,16 @@ func (o *summarizeOptions) view() (review.View, error) {
 	case "jsonl":
 	case "csv":
 		if o.markdown || o.agg {
-			return 0, usageErrorf("--format csv is for the compact view (not with -m or -a)")
+			return 0, cli.Usagef("--format csv is for the compact view (not with -m or -a)")
 		}
 	default:
-		return 0, usageErrorf("--format %q: want jsonl or csv", o.format)
+		return 0, cli.Usagef("--format %q: want jsonl or csv", o.format)
 	}
 	if o.markdown && o.agg {
-		return 0, usageErrorf("-m and -a are different views: choose one")
+		return 0, cli.Usagef("-m and -a are different views: choose one")
 	}
 	if o.js && !o.agg {
-		return 0, usageErrorf("--json goes with -a")
+		return 0, cli.Usagef("--json goes with -a")
 	}
 	switch {
 	case o.format == "csv":

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"harness/cli"
 	"io"
 	"os"
 	"strings"
@@ -58,67 +59,55 @@ func notTaskDir(path string) error {
 	if err != nil || !fi.IsDir() || harbor.IsDataset(path) {
 		return nil
 	}
-	return inputError(harbor.NotATaskError(path))
+	return cli.Input(harbor.NotATaskError(path))
 }
 
 // loadTasks reads a task or dataset directory and says, once for the
 // run, which task.toml fields its tasks set that are not honoured.
-func loadTasks(e *env, dir string, quiet bool) (*taskset.Set, error) {
+func loadTasks(e *cli.Env, dir string, quiet bool) (*taskset.Set, error) {
 	set, err := taskset.Load(dir)
 	if err != nil {
-		return nil, inputError(err)
+		return nil, cli.Input(err)
 	}
 	if s := set.Unhonoured(); s != "" && !quiet {
-		e.sayOnce("warning: task.toml fields not honoured (docs/tasks.md says why): " + s + "\n")
+		e.SayOnce("warning: task.toml fields not honoured (docs/tasks.md says why): " + s + "\n")
 	}
 	return set, nil
 }
 
-// sayOnce writes note to stderr unless this invocation wrote it already.
-func (e *env) sayOnce(note string) {
-	if e.said[note] {
-		return
-	}
-	if e.said == nil {
-		e.said = map[string]bool{}
-	}
-	e.said[note] = true
-	fmt.Fprint(e.stderr, note)
-}
-
 // progressTo is where progress and warnings go: stderr, or nowhere when
 // quiet.
-func progressTo(e *env, quiet bool) io.Writer {
+func progressTo(e *cli.Env, quiet bool) io.Writer {
 	if quiet {
 		return nil
 	}
-	return e.stderr
+	return e.Stderr
 }
 
 // resolveTaskImages builds or unpacks each task's image once, before any
 // trial runs, saying which image each task gets. A task whose image cannot
 // be made is an input error.
-func resolveTaskImages(ctx context.Context, e *env, store *image.Store, set *taskset.Set, forceBuild, quiet bool) (map[string]*image.Image, error) {
+func resolveTaskImages(ctx context.Context, e *cli.Env, store *image.Store, set *taskset.Set, forceBuild, quiet bool) (map[string]*image.Image, error) {
 	o := taskset.ResolveOptions{ForceBuild: forceBuild}
 	if !quiet {
 		o.OnImage = func(c taskset.ImageChoice) {
 			switch {
 			case c.Failed != nil:
 				msg, _, _ := strings.Cut(c.Failed.Error(), "\n")
-				fmt.Fprintf(e.stderr, "image for %s: %s; building %s instead\n", c.Task, msg, c.Ref)
+				fmt.Fprintf(e.Stderr, "image for %s: %s; building %s instead\n", c.Task, msg, c.Ref)
 			case c.Unbuildable:
-				fmt.Fprintf(e.stderr, "image for %s: %s (--force-build: the task has no environment/Dockerfile to build)\n", c.Task, c.Ref)
+				fmt.Fprintf(e.Stderr, "image for %s: %s (--force-build: the task has no environment/Dockerfile to build)\n", c.Task, c.Ref)
 			default:
-				fmt.Fprintf(e.stderr, "image for %s: %s\n", c.Task, c.Ref)
+				fmt.Fprintf(e.Stderr, "image for %s: %s\n", c.Task, c.Ref)
 			}
 		}
 	}
 	imgs, err := set.ResolveImages(ctx, store, o)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, withCode(exitInterrupted, ctx.Err())
+			return nil, cli.WithCode(cli.ExitInterrupted, ctx.Err())
 		}
-		return nil, inputError(err)
+		return nil, cli.Input(err)
 	}
 	return imgs, nil
 }
@@ -126,7 +115,7 @@ func resolveTaskImages(ctx context.Context, e *env, store *image.Store, set *tas
 // validateTaskRefs runs each task of a Harbor task directory or dataset
 // with the oracle (it must score 1) and with an agent that does nothing
 // (it must score 0), and writes one validation result per run.
-func validateTaskRefs(ctx context.Context, e *env, dir string, tf taskFlags, output string, force, quiet bool) error {
+func validateTaskRefs(ctx context.Context, e *cli.Env, dir string, tf taskFlags, output string, force, quiet bool) error {
 	set, err := loadTasks(e, dir, quiet)
 	if err != nil {
 		return err
@@ -145,14 +134,14 @@ func validateTaskRefs(ctx context.Context, e *env, dir string, tf taskFlags, out
 	var tally taskset.Tally
 	err = writeRecords(e, output, force, func(w *results.Writer) (err error) {
 		if !quiet {
-			fmt.Fprintf(e.stderr, "Validating %d tasks with the oracle and a no-op agent...\n", len(set.Tasks))
+			fmt.Fprintf(e.Stderr, "Validating %d tasks with the oracle and a no-op agent...\n", len(set.Tasks))
 		}
 		tally, err = set.Validate(ctx, taskset.ValidateOptions{
 			Images: imgs,
 			Trial:  harbor.TrialOptions{Keep: tf.keep},
 			Each: func(o taskset.Outcome) error {
 				if !quiet {
-					sayRefOutcome(e.stderr, o)
+					sayRefOutcome(e.Stderr, o)
 				}
 				return w.Write(o.Result)
 			},
@@ -202,18 +191,18 @@ func sayRefOutcome(w io.Writer, o taskset.Outcome) {
 
 // refsVerdict is the exit of validate-refs on tasks: interrupted, a
 // reference run scored wrong, the verifier failed, or nil.
-func refsVerdict(ctx context.Context, e *env, t taskset.Tally, quiet bool) error {
+func refsVerdict(ctx context.Context, e *cli.Env, t taskset.Tally, quiet bool) error {
 	if ctx.Err() != nil {
-		return withCode(exitInterrupted, fmt.Errorf("interrupted after %d of %d runs", t.Checked, t.Runs))
+		return cli.WithCode(cli.ExitInterrupted, fmt.Errorf("interrupted after %d of %d runs", t.Checked, t.Runs))
 	}
 	if !quiet {
-		fmt.Fprintf(e.stderr, "\nResults: %d correct, %d misjudged, %d grader errors\n", t.Correct(), len(t.Misjudged), len(t.GraderErrors))
+		fmt.Fprintf(e.Stderr, "\nResults: %d correct, %d misjudged, %d grader errors\n", t.Correct(), len(t.Misjudged), len(t.GraderErrors))
 	}
 	if len(t.Misjudged) > 0 {
-		return withCode(exitGateFailed, fmt.Errorf("%d of %d reference runs scored wrong: %s", len(t.Misjudged), t.Checked, strings.Join(t.Misjudged, ", ")))
+		return cli.WithCode(cli.ExitGateFailed, fmt.Errorf("%d of %d reference runs scored wrong: %s", len(t.Misjudged), t.Checked, strings.Join(t.Misjudged, ", ")))
 	}
 	if len(t.GraderErrors) > 0 {
-		return withCode(exitInfraErrors, fmt.Errorf("the verifier failed on %d of %d reference runs: %s", len(t.GraderErrors), t.Checked, strings.Join(t.GraderErrors, ", ")))
+		return cli.WithCode(cli.ExitInfraErrors, fmt.Errorf("the verifier failed on %d of %d reference runs: %s", len(t.GraderErrors), t.Checked, strings.Join(t.GraderErrors, ", ")))
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"harness/cli"
 	"os"
 	"strings"
 
@@ -13,7 +14,7 @@ import (
 	"harness/trials"
 )
 
-func newTrialsCmd() *command { c, _ := newTrialsCmdWith(&runFlags{}); return c }
+func newTrialsCmd() *cli.Command { c, _ := newTrialsCmdWith(&runFlags{}); return c }
 
 // trialsFlags are the flags of the trials command: the run flags it shares
 // with capture and its own.
@@ -50,13 +51,13 @@ func (t *trialsFlags) addFlags(fs *pflag.FlagSet) {
 // newTrialsCmdWith is the trials command with f as its run flags, which a
 // caller (harness run) may have given graders and prices beforehand, and
 // its flags.
-func newTrialsCmdWith(f *runFlags) (*command, *trialsFlags) {
+func newTrialsCmdWith(f *runFlags) (*cli.Command, *trialsFlags) {
 	t := &trialsFlags{run: f}
-	c := &command{
-		name:  "trials",
-		usage: "trials PROMPTS -k N [flags] -- AGENT [ARGS...]",
-		short: "run each case k times, grade every trial, and compute pass@k and pass^k",
-		long: `trials runs k trials of every case, each in a fresh session (and a fresh
+	c := &cli.Command{
+		Name:  "trials",
+		Usage: "trials PROMPTS -k N [flags] -- AGENT [ARGS...]",
+		Short: "run each case k times, grade every trial, and compute pass@k and pass^k",
+		Long: `trials runs k trials of every case, each in a fresh session (and a fresh
 workspace copy with --workspace), grades them with -g, and writes one trials
 record per case: n (graded trials), c (passes), passRate with its Wilson 95%
 interval, the unbiased pass@k = 1 - C(n-c,k)/C(n,k) and pass^k = C(c,k)/C(n,k)
@@ -75,11 +76,11 @@ Examples:
   harness trials prompts.jsonl -k 5 -g grader.py -o trials.jsonl -- ./my-agent
   harness trials prompts.jsonl -k 10 -j 8 -g judge.yaml --min-pass-at 1=0.6 -o t.jsonl -- npx @google/gemini-cli --acp
   harness trials prompts.jsonl -k 5 -g grader.py -o t.jsonl --resume -- ./my-agent`,
-		agent: true,
-		flags: pflag.NewFlagSet("trials", pflag.ContinueOnError),
+		Agent: true,
+		Flags: pflag.NewFlagSet("trials", pflag.ContinueOnError),
 	}
-	t.addFlags(c.flags)
-	c.run = func(ctx context.Context, e *env, args, agent []string) error {
+	t.addFlags(c.Flags)
+	c.Run = func(ctx context.Context, e *cli.Env, args, agent []string) error {
 		_, _, err := t.execute(ctx, e, c, args, agent)
 		return err
 	}
@@ -89,7 +90,7 @@ Examples:
 // execute runs the trials of args (the prompts file) against agent, and
 // says how the run ended: its result (nil when it did not run here), its
 // status for harness run's manifest, and the command's error.
-func (t *trialsFlags) execute(ctx context.Context, e *env, c *command, args, agent []string) (*evaluation.Result, string, error) {
+func (t *trialsFlags) execute(ctx context.Context, e *cli.Env, c *cli.Command, args, agent []string) (*evaluation.Result, string, error) {
 	f := t.run
 	to, gates, err := t.check()
 	if err != nil {
@@ -113,10 +114,10 @@ func (t *trialsFlags) execute(ctx context.Context, e *env, c *command, args, age
 	}
 	if to.Adaptive != nil && len(setup.graders) == 0 && f.image.tasks == "" {
 		setup.cleanup()
-		return nil, statusError, usageErrorf("--adaptive decides from the trials' verdicts: give a grader (-g)")
+		return nil, statusError, cli.Usagef("--adaptive decides from the trials' verdicts: give a grader (-g)")
 	}
 	if setup.shard.N == 0 && len(setup.graders) == 0 && !f.quiet && f.image.tasks == "" {
-		fmt.Fprintln(e.stderr, "harness trials: no grader (-g): trials are recorded but nothing is scored")
+		fmt.Fprintln(e.Stderr, "harness trials: no grader (-g): trials are recorded but nothing is scored")
 	}
 	to.CreatePartial = f.sandbox.backend == "bwrap"
 	return evaluate(ctx, e, f, setup, t.k, to, gates)
@@ -127,19 +128,19 @@ func (t *trialsFlags) execute(ctx context.Context, e *env, c *command, args, age
 func (t *trialsFlags) check() (*evaluation.TrialsOptions, func(schemas.TrialsSummary) error, error) {
 	f := t.run
 	if t.k < 1 {
-		return nil, nil, usageErrorf("-k must be at least 1")
+		return nil, nil, cli.Usagef("-k must be at least 1")
 	}
 	if err := checkClasses("--fail-on", t.failOn); err != nil {
 		return nil, nil, err
 	}
 	gates, err := parseGates(t.minRate, t.minAt, t.minExp)
 	if err != nil {
-		return nil, nil, usageErrorf("%v", err)
+		return nil, nil, cli.Usagef("%v", err)
 	}
 	summaryPath := t.summaryPath
 	if summaryPath != "" {
 		if _, err := os.Stat(summaryPath); err == nil && !f.force {
-			return nil, nil, usageErrorf("--summary %s already exists; use --force to overwrite it", summaryPath)
+			return nil, nil, cli.Usagef("--summary %s already exists; use --force to overwrite it", summaryPath)
 		}
 	} else {
 		// The records stream holds only trials records, as the
@@ -163,7 +164,7 @@ func checkGates(gates []trials.Gate, sum schemas.TrialsSummary, allowGraderError
 		failed = append(failed, fmt.Sprintf("%d trials hit grader errors, so the metrics cover only the graded ones; fix the grader, or accept that with --allow-grader-errors", n))
 	}
 	if len(failed) > 0 {
-		return withCode(exitGateFailed, fmt.Errorf("gate failed: %s", strings.Join(failed, "; ")))
+		return cli.WithCode(cli.ExitGateFailed, fmt.Errorf("gate failed: %s", strings.Join(failed, "; ")))
 	}
 	return nil
 }
@@ -234,20 +235,20 @@ func (a *adaptiveFlags) policy(fs *pflag.FlagSet, k int, f *runFlags) (*trials.P
 	if !a.on {
 		for _, name := range []string{"min-k", "max-k", "ci-width"} {
 			if fs.Changed(name) {
-				return nil, usageErrorf("--%s needs --adaptive", name)
+				return nil, cli.Usagef("--%s needs --adaptive", name)
 			}
 		}
 		return nil, nil
 	}
 	if f.shard != "" || f.slurm.tasks > 0 {
-		return nil, usageErrorf("--adaptive decides each case's next trials from its finished ones, so it runs on one machine: drop --shard and --slurm")
+		return nil, cli.Usagef("--adaptive decides each case's next trials from its finished ones, so it runs on one machine: drop --shard and --slurm")
 	}
 	p := trials.Policy{MinK: a.minK, MaxK: a.maxK, CIWidth: a.ciWidth}
 	if !fs.Changed("min-k") {
 		p.MinK = k
 	}
 	if err := p.Check(); err != nil {
-		return nil, usageErrorf("--adaptive: %v", err)
+		return nil, cli.Usagef("--adaptive: %v", err)
 	}
 	return &p, nil
 }

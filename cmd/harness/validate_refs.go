@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"harness/cli"
 	"io"
 	"strings"
 	"time"
@@ -14,12 +15,12 @@ import (
 	"harness/schemas"
 )
 
-func newValidateRefsCmd() *command {
-	c := &command{
-		name:  "validate-refs",
-		usage: "validate-refs PROMPTS -g GRADER [-o FILE] | validate-refs TASKS [-o FILE]",
-		short: "check that reference answers pass and negative references fail",
-		long: `Grades each case's reference answer (it must pass) and negativeReference
+func newValidateRefsCmd() *cli.Command {
+	c := &cli.Command{
+		Name:  "validate-refs",
+		Usage: "validate-refs PROMPTS -g GRADER [-o FILE] | validate-refs TASKS [-o FILE]",
+		Short: "check that reference answers pass and negative references fail",
+		Long: `Grades each case's reference answer (it must pass) and negativeReference
 (it must fail) with GRADER, as if the agent had answered it (output = the
 answer, an empty trajectory). Cases with neither are skipped.
 
@@ -40,24 +41,24 @@ No grader is given: the task's tests/test.sh is the verifier.
 Examples:
   harness validate-refs prompts.jsonl -g ./grader.py -o refs.jsonl
   harness validate-refs testdata/tasks -o refs.jsonl`,
-		flags: pflag.NewFlagSet("validate-refs", pflag.ContinueOnError),
+		Flags: pflag.NewFlagSet("validate-refs", pflag.ContinueOnError),
 	}
 	var o refsOptions
-	c.flags.StringVarP(&o.grader, "grader", "g", "", "the `grader` to check (executable, .js/.ts module, or .json/.yaml config); required")
-	graderTimeoutVar(c.flags, &o.graderTO)
-	c.flags.StringVarP(&o.output, "output", "o", "", "write results to `file` (default stdout); a .zst or .gz suffix compresses")
-	c.flags.BoolVar(&o.force, "force", false, "overwrite an existing output file")
-	c.flags.BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
-	o.jc.addFlags(c.flags)
+	c.Flags.StringVarP(&o.grader, "grader", "g", "", "the `grader` to check (executable, .js/.ts module, or .json/.yaml config); required")
+	cli.GraderTimeoutVar(c.Flags, &o.graderTO)
+	c.Flags.StringVarP(&o.output, "output", "o", "", "write results to `file` (default stdout); a .zst or .gz suffix compresses")
+	c.Flags.BoolVar(&o.force, "force", false, "overwrite an existing output file")
+	c.Flags.BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
+	o.jc.addFlags(c.Flags)
 	var tf taskFlags
-	tf.add(c.flags)
-	c.run = func(ctx context.Context, e *env, args, agent []string) error {
+	tf.add(c.Flags)
+	c.Run = func(ctx context.Context, e *cli.Env, args, agent []string) error {
 		if len(args) != 1 {
-			return usageErrorf("want one prompts file, got %d arguments", len(args))
+			return cli.Usagef("want one prompts file, got %d arguments", len(args))
 		}
 		if isTaskDir(args[0]) {
 			if o.grader != "" {
-				return usageErrorf("--grader does not apply to task directories: their tests/test.sh is the verifier")
+				return cli.Usagef("--grader does not apply to task directories: their tests/test.sh is the verifier")
 			}
 			return validateTaskRefs(ctx, e, args[0], tf, o.output, o.force, o.quiet)
 		}
@@ -65,7 +66,7 @@ Examples:
 			return err
 		}
 		if o.grader == "" {
-			return usageErrorf("--grader (-g) is required")
+			return cli.Usagef("--grader (-g) is required")
 		}
 		return validatePromptRefs(ctx, e, args[0], o)
 	}
@@ -83,7 +84,7 @@ type refsOptions struct {
 // validatePromptRefs grades the reference and negativeReference answers of
 // the cases of a prompts file with the grader, and writes one validation
 // result per answer.
-func validatePromptRefs(ctx context.Context, e *env, file string, o refsOptions) error {
+func validatePromptRefs(ctx context.Context, e *cli.Env, file string, o refsOptions) error {
 	in, err := reviewInput(e, file)
 	if err != nil {
 		return err
@@ -91,7 +92,7 @@ func validatePromptRefs(ctx context.Context, e *env, file string, o refsOptions)
 	cases, err := schemas.ReadPrompts(file, in)
 	in.Close()
 	if err != nil {
-		return inputError(err)
+		return cli.Input(err)
 	}
 	total := 0
 	for _, c := range cases {
@@ -103,7 +104,7 @@ func validatePromptRefs(ctx context.Context, e *env, file string, o refsOptions)
 		}
 	}
 	if total == 0 {
-		return inputError(fmt.Errorf("%s: no case has a reference or negativeReference to validate", file))
+		return cli.Input(fmt.Errorf("%s: no case has a reference or negativeReference to validate", file))
 	}
 	cache, err := o.jc.open(e)
 	if err != nil {
@@ -117,14 +118,14 @@ func validatePromptRefs(ctx context.Context, e *env, file string, o refsOptions)
 	var st review.ValidateStats
 	err = writeRecords(e, o.output, o.force, func(w *results.Writer) (err error) {
 		if !o.quiet {
-			fmt.Fprintf(e.stderr, "Validating %d reference solutions...\n", total)
+			fmt.Fprintf(e.Stderr, "Validating %d reference solutions...\n", total)
 		}
 		st, err = review.ValidateRefs(ctx, cases, grade, func(v schemas.ValidationResult) error {
 			if v.GraderResult.Error != nil {
 				graderErrors++
 			}
 			if !o.quiet {
-				sayRefResult(e.stderr, v)
+				sayRefResult(e.Stderr, v)
 			}
 			return w.Write(v)
 		})
@@ -155,18 +156,18 @@ func sayRefResult(w io.Writer, v schemas.ValidationResult) {
 
 // promptRefsVerdict is the exit of validate-refs on a prompts file: the
 // grader misjudged an answer, failed to grade one, or nil.
-func promptRefsVerdict(e *env, st review.ValidateStats, graderErrors int, quiet bool) error {
+func promptRefsVerdict(e *cli.Env, st review.ValidateStats, graderErrors int, quiet bool) error {
 	if !quiet {
-		fmt.Fprintf(e.stderr, "\nResults: %d passed, %d failed\n", st.Checked-st.Misjudged, st.Misjudged)
+		fmt.Fprintf(e.Stderr, "\nResults: %d passed, %d failed\n", st.Checked-st.Misjudged, st.Misjudged)
 		if st.Skipped > 0 {
-			fmt.Fprintf(e.stderr, "Skipped %d case(s) without reference or negativeReference\n", st.Skipped)
+			fmt.Fprintf(e.Stderr, "Skipped %d case(s) without reference or negativeReference\n", st.Skipped)
 		}
 	}
 	if st.Misjudged > graderErrors {
-		return withCode(exitGateFailed, fmt.Errorf("%d of %d answers misjudged: %s", st.Misjudged, st.Checked, strings.Join(st.Failing, ", ")))
+		return cli.WithCode(cli.ExitGateFailed, fmt.Errorf("%d of %d answers misjudged: %s", st.Misjudged, st.Checked, strings.Join(st.Failing, ", ")))
 	}
 	if graderErrors > 0 {
-		return withCode(exitInfraErrors, fmt.Errorf("the grader failed on %d of %d answers: %s", graderErrors, st.Checked, strings.Join(st.Failing, ", ")))
+		return cli.WithCode(cli.ExitInfraErrors, fmt.Errorf("the grader failed on %d of %d answers: %s", graderErrors, st.Checked, strings.Join(st.Failing, ", ")))
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"harness/cli"
 	"os/exec"
 	"time"
 
@@ -53,38 +54,38 @@ Examples:
   harness view trials.jsonl before.jsonl --open
   harness view /shared/evals --host 0.0.0.0 --port 8080`
 
-func newViewCmd() *command {
+func newViewCmd() *cli.Command {
 	var o viewOptions
-	c := &command{
-		name:  "view",
-		usage: "view [PATH...] [--port N] [--open] [--host ADDR]",
-		short: "a local web viewer of runs: live, every trajectory, runs compared",
-		long:  viewLong,
-		flags: pflag.NewFlagSet("view", pflag.ContinueOnError),
+	c := &cli.Command{
+		Name:  "view",
+		Usage: "view [PATH...] [--port N] [--open] [--host ADDR]",
+		Short: "a local web viewer of runs: live, every trajectory, runs compared",
+		Long:  viewLong,
+		Flags: pflag.NewFlagSet("view", pflag.ContinueOnError),
 	}
-	c.flags.IntVar(&o.port, "port", 0, "listen on `port` (default: a free one)")
-	c.flags.StringVar(&o.host, "host", "127.0.0.1", "listen on `address`; any other than 127.0.0.1 needs the printed token")
-	c.flags.BoolVar(&o.open, "open", false, "open the URL in a browser (xdg-open)")
-	c.flags.DurationVar(&o.poll, "poll", 250*time.Millisecond, "check the files for new records every `duration`")
-	c.flags.StringVar(&o.seed, "seed", "1", "bootstrap `seed` of the comparisons")
-	c.run = func(ctx context.Context, e *env, args, agent []string) error {
+	c.Flags.IntVar(&o.port, "port", 0, "listen on `port` (default: a free one)")
+	c.Flags.StringVar(&o.host, "host", "127.0.0.1", "listen on `address`; any other than 127.0.0.1 needs the printed token")
+	c.Flags.BoolVar(&o.open, "open", false, "open the URL in a browser (xdg-open)")
+	c.Flags.DurationVar(&o.poll, "poll", 250*time.Millisecond, "check the files for new records every `duration`")
+	c.Flags.StringVar(&o.seed, "seed", "1", "bootstrap `seed` of the comparisons")
+	c.Run = func(ctx context.Context, e *cli.Env, args, agent []string) error {
 		return serveView(ctx, e, o, args)
 	}
 	return c
 }
 
 // serveView serves the viewer of the paths args until ctx ends.
-func serveView(ctx context.Context, e *env, o viewOptions, args []string) error {
+func serveView(ctx context.Context, e *cli.Env, o viewOptions, args []string) error {
 	sd, err := parseSeed(o.seed)
 	if err != nil {
 		return err
 	}
 	if o.port < 0 || o.port > 65535 {
-		return usageErrorf("--port %d: want 0 to 65535", o.port)
+		return cli.Usagef("--port %d: want 0 to 65535", o.port)
 	}
 	ix, err := view.New(view.Options{Roots: args, Poll: o.poll})
 	if err != nil {
-		return inputError(err)
+		return cli.Input(err)
 	}
 	defer ix.Close()
 	opt := view.ServerOptions{Loopback: view.IsLoopback(o.host), Seed: sd}
@@ -95,15 +96,15 @@ func serveView(ctx context.Context, e *env, o viewOptions, args []string) error 
 	}
 	l, err := view.Listen(ix, o.host, o.port, opt)
 	if err != nil {
-		return inputError(err)
+		return cli.Input(err)
 	}
 	u := l.URL()
-	fmt.Fprintf(e.stdout, "harness view: %s\n", u)
+	fmt.Fprintf(e.Stdout, "harness view: %s\n", u)
 	if o.open {
 		if p, err := exec.LookPath("xdg-open"); err == nil {
 			exec.Command(p, u).Start()
 		} else {
-			fmt.Fprintln(e.stderr, "harness view: --open: no xdg-open here; open the URL by hand")
+			fmt.Fprintln(e.Stderr, "harness view: --open: no xdg-open here; open the URL by hand")
 		}
 	}
 	return l.Serve(ctx)
