@@ -5,11 +5,14 @@ import (
 	"harness/cli"
 	"io"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"harness/graders"
 	"harness/review"
+	"harness/schemas"
 )
 
 // calibrateOptions are the flags of harness calibrate.
@@ -18,7 +21,7 @@ type calibrateOptions struct {
 	sample, repeat               int
 	js, force                    bool
 	graderTO                     time.Duration
-	judgeCache                   judgeCacheFlags
+	judgeCache                   cli.JudgeCacheFlags
 }
 
 const calibrateLong = `Reads graded results (capture or trials file) and writes a markdown review
@@ -64,7 +67,7 @@ func newCalibrateCmd() *cli.Command {
 	c.Flags.BoolVar(&o.js, "json", false, "write the report as JSON")
 	c.Flags.StringVarP(&o.output, "output", "o", "", "write to `file` (default stdout)")
 	c.Flags.BoolVar(&o.force, "force", false, "overwrite an existing output file")
-	o.judgeCache.addFlags(c.Flags)
+	o.judgeCache.AddFlags(c.Flags)
 	c.Run = func(ctx context.Context, e *cli.Env, args, agent []string) error {
 		return runCalibrate(ctx, e, &o, args)
 	}
@@ -99,7 +102,7 @@ func runCalibrate(ctx context.Context, e *cli.Env, o *calibrateOptions, args []s
 		}
 	}
 	if o.grader != "" {
-		cache, err := o.judgeCache.open(e)
+		cache, err := o.judgeCache.Open(e)
 		if err != nil {
 			return err
 		}
@@ -136,4 +139,21 @@ func generatedTime(e *cli.Env) string {
 		}
 	}
 	return t.UTC().Format(time.RFC3339)
+}
+
+// drawCounter numbers the gradings of each trial, so that repeated
+// gradings of one record (calibrate --repeat) are separate judge draws,
+// each cached on its own, while the first is the draw a plain grading
+// makes.
+func drawCounter(fn review.GradeFunc) review.GradeFunc {
+	var mu sync.Mutex
+	draws := map[[2]any]int{}
+	return func(ctx context.Context, rec *schemas.CaptureRecord, c *schemas.PromptCase) schemas.GraderResult {
+		mu.Lock()
+		k := [2]any{rec.ID, rec.Trial}
+		draws[k]++
+		n := draws[k]
+		mu.Unlock()
+		return fn(graders.WithJudgeDraw(ctx, n), rec, c)
+	}
 }

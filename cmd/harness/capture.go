@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"harness/cli"
 	"slices"
@@ -11,7 +10,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"harness/cost"
-	"harness/results"
 	"harness/schemas"
 )
 
@@ -92,34 +90,6 @@ func agentErrorText(info *schemas.ErrorInfo) string {
 	return msg + "\nagent stderr:\n  " + strings.Join(lines, "\n  ")
 }
 
-// outputOpenError is an error opening an output, with what to do about an
-// existing one: exit 2.
-func outputOpenError(err error) error {
-	var ee *results.ExistsError
-	if errors.As(err, &ee) {
-		if ee.Resumable {
-			return cli.Usagef("%v; use --resume to continue it or --force to overwrite it", err)
-		}
-		return cli.Usagef("%v; use --force to overwrite it", err)
-	}
-	return cli.Input(err)
-}
-
-// outputError marks a failure to write the output (a full disk, an I/O
-// error): the run stops and exits 2, never 1, which is the quality gate.
-func outputError(err error) error {
-	var ee *cli.ExitError
-	if errors.As(err, &ee) {
-		return err
-	}
-	return cli.WithCode(cli.ExitUsage, err)
-}
-
 func (s *runSetup) redactErr(err error) error {
 	return fmt.Errorf("%s", s.redact.String(err.Error()))
-}
-
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(s, "\n")
-	return s
 }

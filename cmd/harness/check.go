@@ -19,7 +19,7 @@ import (
 
 // checkFlags are the flags of harness check.
 type checkFlags struct {
-	sandbox      sandboxFlags
+	sandbox      cli.SandboxFlags
 	jsonOut      bool
 	prompt       string
 	cancelPrompt string
@@ -87,7 +87,7 @@ func newCheckCmd() *cli.Command {
 	fs.StringArrayVar(&f.env, "env", nil, "set `KEY=VALUE` in the agent's environment; repeatable")
 	fs.StringArrayVar(&f.secretEnv, "secret-env", nil, "redact the value of environment variable `NAME` from the output; repeatable")
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "print every protocol line on stderr")
-	f.sandbox.addFlags(fs, "probe the agent inside a `sandbox`: none or bwrap (bubblewrap), as capture and trials run it")
+	f.sandbox.AddFlags(fs, "probe the agent inside a `sandbox`: none or bwrap (bubblewrap), as capture and trials run it")
 	c.Run = func(ctx context.Context, e *cli.Env, args, agent []string) error {
 		return runCheck(ctx, e, &f, args, agent)
 	}
@@ -174,7 +174,7 @@ func (f *checkFlags) options(e *cli.Env, agent []string) (compliance.Options, *r
 		ClientInfo: acp.Implementation{Name: "harness", Title: "harness check", Version: e.Build().Version},
 		Permission: policy,
 	}
-	sb, err := f.sandbox.runner(f.env, f.secretEnv, agent)
+	sb, err := f.sandbox.Runner(f.env, f.secretEnv, agent)
 	if err != nil {
 		return o, nil, err
 	}

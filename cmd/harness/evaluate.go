@@ -28,7 +28,7 @@ func (f *runFlags) options(e *cli.Env, setup *runSetup, k int, key *results.Key,
 		Force:       f.force,
 		Key:         key,
 		Redact:      setup.redact.JSON,
-		GraderFiles: graderFiles(setup.graders),
+		GraderFiles: cli.GraderFiles(setup.graders),
 		Prices:      f.prices,
 		AgentModel:  f.agentModel,
 		Limits:      runctl.Limits{MaxUSD: f.maxCost, MaxTokens: f.maxTokens, StopOn: f.stopOn},
@@ -43,7 +43,7 @@ func (f *runFlags) options(e *cli.Env, setup *runSetup, k int, key *results.Key,
 // status; gates, when set, checks the summary of a trials run.
 func evaluate(ctx context.Context, e *cli.Env, f *runFlags, setup *runSetup, k int, trialsOpts *evaluation.TrialsOptions, gates func(schemas.TrialsSummary) error) (*evaluation.Result, string, error) {
 	defer setup.cleanup()
-	key, err := recordKey(e)
+	key, err := cli.RecordKey(e)
 	if err != nil {
 		return nil, statusError, err
 	}

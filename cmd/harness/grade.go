@@ -35,8 +35,8 @@ type gradeFlags struct {
 	threshold   float64
 	quiet       bool
 	workspace   string
-	judgeCache  judgeCacheFlags
-	sandbox     sandboxFlags
+	judgeCache  cli.JudgeCacheFlags
+	sandbox     cli.SandboxFlags
 	// single-shot mode
 	agentOutput string
 	input       string
@@ -61,8 +61,8 @@ func (f *gradeFlags) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.input, "input", "", "single shot: the prompt the output answers")
 	fs.StringVar(&f.expected, "expected", "", "single shot: the expected answer")
 	fs.StringVar(&f.hint, "hint", "", "single shot: a grading hint")
-	f.judgeCache.addFlags(fs)
-	f.sandbox.addFlags(fs, "run executable, script, command and test graders (which may run code the agent wrote) in a `sandbox`: none or bwrap (bubblewrap)")
+	f.judgeCache.AddFlags(fs)
+	f.sandbox.AddFlags(fs, "run executable, script, command and test graders (which may run code the agent wrote) in a `sandbox`: none or bwrap (bubblewrap)")
 	// A grader needs no model endpoint: its network is none unless asked.
 	fs.Lookup("sandbox-network").Usage = "with --sandbox bwrap, the graders' `network`: none (the default), allow:HOST[:PORT],... (only those, through a proxy), or host"
 	for _, name := range []string{"sandbox-memory", "sandbox-pids", "sandbox-cpus", "sandbox-disk"} {
@@ -123,7 +123,7 @@ func runGrade(ctx context.Context, e *cli.Env, fs *pflag.FlagSet, f *gradeFlags,
 	if err := f.check(fs, single, args); err != nil {
 		return err
 	}
-	cache, err := f.judgeCache.open(e)
+	cache, err := f.judgeCache.Open(e)
 	if err != nil {
 		return err
 	}
@@ -131,10 +131,10 @@ func runGrade(ctx context.Context, e *cli.Env, fs *pflag.FlagSet, f *gradeFlags,
 	if wd, err := os.Getwd(); err == nil {
 		opts.Dir = wd
 	}
-	if f.sandbox.backend == "bwrap" && !fs.Changed("sandbox-network") {
-		f.sandbox.network = "none"
+	if f.sandbox.Backend == "bwrap" && !fs.Changed("sandbox-network") {
+		f.sandbox.Network = "none"
 	}
-	sb, err := f.sandbox.runner(nil, nil, nil)
+	sb, err := f.sandbox.Runner(nil, nil, nil)
 	if err != nil {
 		return err
 	}
@@ -222,7 +222,7 @@ func (f *gradeFlags) gradeFiles(inputs []string, dir string) []string {
 		}
 		files = append(files, p, filepath.Dir(p))
 	}
-	return append(files, f.sandbox.protect...)
+	return append(files, f.sandbox.Protect...)
 }
 
 // gradeSingle grades one synthetic record and prints the result.
@@ -254,7 +254,7 @@ func gradeFiles(ctx context.Context, e *cli.Env, f *gradeFlags, files []string, 
 	if err := f.checkFiles(files); err != nil {
 		return err
 	}
-	sources := inputSources(e, files)
+	sources := cli.InputSources(e, files)
 	total := 0
 	for _, src := range sources {
 		if src.Name == "-" {
@@ -278,18 +278,18 @@ func gradeFiles(ctx context.Context, e *cli.Env, f *gradeFlags, files []string, 
 	if err := out.Close(); err != nil && runErr == nil {
 		runErr = err
 	}
-	if err := checkWritten(out); err != nil {
+	if err := cli.CheckWritten(out); err != nil {
 		return err
 	}
 	interrupted := errors.Is(runErr, evaluation.ErrInterrupted)
 	if runErr != nil && !interrupted {
-		return outputError(reviewInputErr(runErr))
+		return cli.OutputError(reviewInputErr(runErr))
 	}
 	if !f.quiet {
 		msg := fmt.Sprintf("graded %s: %d passed, %d failed, %s",
-			plural(st.Graded, "record"), st.Passed, st.Failed, plural(st.Errored, "grader error"))
+			cli.Plural(st.Graded, "record"), st.Passed, st.Failed, cli.Plural(st.Errored, "grader error"))
 		if st.TrialsRecords > 0 {
-			msg += fmt.Sprintf(" (the trials of %s, metrics recomputed)", plural(st.TrialsRecords, "case"))
+			msg += fmt.Sprintf(" (the trials of %s, metrics recomputed)", cli.Plural(st.TrialsRecords, "case"))
 		}
 		if st.Skipped > 0 {
 			msg += fmt.Sprintf("; %d not graded (the run itself failed)", st.Skipped)
@@ -331,7 +331,7 @@ func (f *gradeFlags) checkFiles(files []string) error {
 // regradeOptions are the options of a regrade of total records.
 func (f *gradeFlags) regradeOptions(e *cli.Env, gs []graders.Grader, names []string, total int) (evaluation.RegradeOptions, error) {
 	opts := evaluation.RegradeOptions{
-		Grader: graders.Many(gs), Count: len(gs), Names: names, Files: graderFiles(gs), Concurrency: f.concurrency,
+		Grader: graders.Many(gs), Count: len(gs), Names: names, Files: cli.GraderFiles(gs), Concurrency: f.concurrency,
 		Seed: trials.DefaultSeed, Resamples: trials.DefaultResamples, Redact: e.Redact.JSON,
 		WorkspaceGone: func(where string, rec *schemas.CaptureRecord) {
 			fmt.Fprintf(e.Stderr, "harness grade: %s: case %q trial %d: its workspace copy %s is gone, so graders that read it cannot judge it; capture with --keep-workspaces to keep the copies\n",
@@ -354,7 +354,7 @@ func (f *gradeFlags) regradeOptions(e *cli.Env, gs []graders.Grader, names []str
 		opts.Rebuild = evaluation.RebuildFrom(f.workspace)
 	}
 	if f.prompts != "" {
-		list, err := readPromptsFlag(e, f.prompts)
+		list, err := cli.ReadPromptsFlag(e, f.prompts)
 		if err != nil {
 			return opts, err
 		}
@@ -363,27 +363,19 @@ func (f *gradeFlags) regradeOptions(e *cli.Env, gs []graders.Grader, names []str
 	return opts, nil
 }
 
-// plural writes a count and a noun, with an s when the count is not 1.
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}
-
 // openGradeOutput opens and locks -o (a new file, or --force) or stdout.
 func openGradeOutput(e *cli.Env, f *gradeFlags) (*results.Output, error) {
 	mode := results.New
 	if f.force {
 		mode = results.Truncate
 	}
-	key, err := recordKey(e)
+	key, err := cli.RecordKey(e)
 	if err != nil {
 		return nil, err
 	}
 	out, err := results.OpenOutput(f.output, results.OutputOptions{Mode: mode, Stdout: e.Stdout, Redact: e.Redact.JSON, Key: key})
 	if err != nil {
-		return nil, outputOpenError(err)
+		return nil, cli.OutputOpenError(err)
 	}
 	return out, nil
 }

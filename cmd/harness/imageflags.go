@@ -223,17 +223,17 @@ func (f *imageFlags) caseImages(ctx context.Context, store *image.Store, refs []
 // default; a task's agent has the network its task.toml allows (unless
 // --sandbox-network says otherwise) and its task's caps.
 func imageSandbox(ic *capture.ImageConfig, rf *runFlags, s *runSetup) error {
-	caps, err := rf.sandbox.caps()
+	caps, err := rf.sandbox.Caps()
 	if err != nil {
 		return err
 	}
-	ic.Caps, ic.CgroupParent = &caps, rf.sandbox.cgroup
+	ic.Caps, ic.CgroupParent = &caps, rf.sandbox.Cgroup
 	// By default, and for a task without internet, the allowlist is the
 	// hosts of the agent's model endpoints.
 	rules := egress.DefaultRules(s.cfg.AgentEnv, s.cfg.Agent)
 	ic.Network = "allow"
-	if rf.sandbox.network != "" {
-		network, allow, err := rf.sandbox.egress(rf.env, s.cfg.Agent)
+	if rf.sandbox.Network != "" {
+		network, allow, err := rf.sandbox.Egress(rf.env, s.cfg.Agent)
 		if err != nil {
 			return err
 		}

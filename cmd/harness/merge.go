@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"harness/cli"
 	"io"
@@ -13,7 +12,6 @@ import (
 
 	"harness/evaluation"
 	"harness/results"
-	"harness/schemas"
 	"harness/trials"
 )
 
@@ -118,13 +116,13 @@ func (f *mergeFlags) run(e *cli.Env, args []string) error {
 	}
 	if err != nil {
 		abort()
-		return mergeError(err)
+		return cli.MergeError(err)
 	}
 	if err := commit(); err != nil {
 		return fmt.Errorf("merge: output: %w", err)
 	}
 	if !f.quiet {
-		fmt.Fprintf(e.Stderr, "harness merge: %s from %s, %s, k=%d\n", plural(shards.Records(), "record"), plural(len(args), "file"), plural(len(shards.IDs), "case"), shards.K)
+		fmt.Fprintf(e.Stderr, "harness merge: %s from %s, %s, k=%d\n", cli.Plural(shards.Records(), "record"), cli.Plural(len(args), "file"), cli.Plural(len(shards.IDs), "case"), shards.K)
 	}
 	return nil
 }
@@ -151,7 +149,7 @@ func (f *mergeFlags) check(args []string) error {
 			return cli.Usagef("output %s already exists; use --force to overwrite it", f.output)
 		}
 		for _, a := range args {
-			if same(a, f.output) {
+			if cli.SameFile(a, f.output) {
 				return cli.Usagef("output %s is also a shard input", f.output)
 			}
 		}
@@ -171,14 +169,14 @@ func (f *mergeFlags) check(args []string) error {
 // read reads the prompts and the shard files and checks that every unit in
 // them belongs to the run.
 func (f *mergeFlags) read(e *cli.Env, args []string) (*evaluation.Shards, *results.Key, error) {
-	opts := evaluation.ShardOptions{K: f.k, PromptsName: f.prompts, Files: inputSources(e, args)}
+	opts := evaluation.ShardOptions{K: f.k, PromptsName: f.prompts, Files: cli.InputSources(e, args)}
 	if f.prompts != "" {
 		var err error
-		if opts.Cases, err = readPromptsFlag(e, f.prompts); err != nil {
+		if opts.Cases, err = cli.ReadPromptsFlag(e, f.prompts); err != nil {
 			return nil, nil, err
 		}
 	}
-	key, err := recordKey(e)
+	key, err := cli.RecordKey(e)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -190,49 +188,7 @@ func (f *mergeFlags) read(e *cli.Env, args []string) (*evaluation.Shards, *resul
 		opts.Empty = func(file string) { fmt.Fprintf(e.Stderr, "harness merge: %s holds no records\n", file) }
 	}
 	shards, err := evaluation.ReadShards(opts)
-	return shards, key, mergeError(err)
-}
-
-// readPromptsFlag reads the --prompts file.
-func readPromptsFlag(e *cli.Env, name string) ([]schemas.PromptCase, error) {
-	r, err := results.Open(name, e.Stdin)
-	if err != nil {
-		return nil, cli.Input(fmt.Errorf("--prompts: %w", err))
-	}
-	defer r.Close()
-	cases, err := schemas.ReadPrompts(name, r)
-	return cases, cli.Input(err)
-}
-
-// mergeError words the errors of a merge and gives each its exit status.
-func mergeError(err error) error {
-	var stray *evaluation.StrayRecordsError
-	var bad *evaluation.MergeInputError
-	switch {
-	case errors.As(err, &stray):
-		p := stray.Problems(func(k int) string { return fmt.Sprintf("beyond -k %d", k) })
-		return cli.Input(p.Err("records that do not belong to this run"))
-	case errors.As(err, &bad) && bad.Foreign:
-		return cli.WithCode(cli.ExitForeign, err)
-	case errors.As(err, &bad):
-		return cli.Input(err)
-	}
-	return err
-}
-
-// inputSources are the named files ("-" for stdin) as sources to read.
-func inputSources(e *cli.Env, names []string) []evaluation.Source {
-	return evaluation.OpenSources(names, func(name string) (io.ReadCloser, error) {
-		r, err := results.Open(name, e.Stdin)
-		return r, cli.Input(err)
-	})
-}
-
-// same reports whether two names are the same file.
-func same(a, b string) bool {
-	sa, errA := os.Stat(a)
-	sb, errB := os.Stat(b)
-	return errA == nil && errB == nil && os.SameFile(sa, sb)
+	return shards, key, cli.MergeError(err)
 }
 
 // writeTrials writes one trials record per case, built the way harness
@@ -262,7 +218,7 @@ func (f *mergeFlags) writeTrials(e *cli.Env, w *results.Writer, shards *evaluati
 func openMergeOutput(e *cli.Env, name string, force bool) (w *results.Writer, commit, abort func() error, err error) {
 	f, err := results.CreateFile(name, e.Stdout, force)
 	if err != nil {
-		return nil, nil, nil, outputOpenError(err)
+		return nil, nil, nil, cli.OutputOpenError(err)
 	}
 	if e.Redact.Active() {
 		f.Redact(e.Redact.JSON)

@@ -87,7 +87,7 @@ func (n runNotes) Finished(res *evaluation.Result) []string {
 	}
 	if res.SharedWrites > 0 {
 		lines = append(lines, fmt.Sprintf("warning: %s of %d wrote files in the working directory they share, %s (%s, ...): what one writes, the next sees; give --workspace DIR for a fresh copy per unit",
-			plural(res.SharedWrites, "unit"), n.v.planned, n.v.setup.cfg.Cwd, res.SharedPath))
+			cli.Plural(res.SharedWrites, "unit"), n.v.planned, n.v.setup.cfg.Cwd, res.SharedPath))
 	}
 	return lines
 }
@@ -101,7 +101,7 @@ func (v *runView) outcome(ctx context.Context, res *evaluation.Result, err error
 		case evaluation.KindOpen, evaluation.KindResume, evaluation.KindAgentStart:
 			return v.startError(res, ee)
 		case evaluation.KindWrite:
-			err = outputError(ee.Err)
+			err = cli.OutputError(ee.Err)
 		case evaluation.KindForeign:
 			// The budget and the stop rule are said first.
 			if status, stop := runStopError(res); stop != nil && !res.Interrupted {
@@ -132,7 +132,7 @@ func (v *runView) outcome(ctx context.Context, res *evaluation.Result, err error
 func (v *runView) startError(res *evaluation.Result, ee *evaluation.Error) (string, error) {
 	switch ee.Kind {
 	case evaluation.KindOpen:
-		return statusError, outputOpenError(ee.Err)
+		return statusError, cli.OutputOpenError(ee.Err)
 	case evaluation.KindResume:
 		return statusError, resumeError(ee.Err)
 	}
@@ -168,10 +168,10 @@ func runStopError(res *evaluation.Result) (string, error) {
 		return "", nil
 	case stop.Kind == runctl.KindBudget:
 		return statusBudget, cli.WithCode(cli.ExitBudget, fmt.Errorf("budget spent (%s; %s): no new work was started, %s not run; the output holds every finished record, continue with --resume and a larger budget",
-			cost.Format(res.Spent), limitText(stop.Limit), plural(res.NotRun(), "unit")))
+			cost.Format(res.Spent), limitText(stop.Limit), cli.Plural(res.NotRun(), "unit")))
 	case stop.Kind == runctl.KindStopOn:
 		return statusInfraErrors, cli.WithCode(cli.ExitInfraErrors, fmt.Errorf("stopped at the first %s error (case %q trial %d): %s; %s not run; the output holds every finished record, continue with --resume",
-			stop.Error.Class, stop.ID, max(stop.Trial, 1), firstLine(stop.Error.Message), plural(res.NotRun(), "unit")))
+			stop.Error.Class, stop.ID, max(stop.Trial, 1), cli.FirstLine(stop.Error.Message), cli.Plural(res.NotRun(), "unit")))
 	}
 	return "", nil
 }
@@ -201,7 +201,7 @@ func resumeError(err error) error {
 		}
 		a := rm.Written
 		return cli.Input(fmt.Errorf("--resume: case %q was written with --min-k %d --max-k %d --ci-width %g: resume with the same stopping rule", rm.ID, a.MinK, a.MaxK, a.CIWidth))
-	case foreignError(err) != err:
+	case cli.ForeignError(err) != err:
 		return cli.WithCode(cli.ExitForeign, fmt.Errorf("--resume: %w", err))
 	}
 	return cli.Input(fmt.Errorf("--resume: %w", err))

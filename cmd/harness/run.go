@@ -108,7 +108,7 @@ Examples:
 		if err := r.makeDir(); err != nil {
 			return err
 		}
-		r.logf("run %s: %s, %s, k=%d, into %s\n", r.s.Name, plural(len(r.agents), "agent"), plural(len(r.cases.List), "case"), r.s.K, r.dir)
+		r.logf("run %s: %s, %s, k=%d, into %s\n", r.s.Name, cli.Plural(len(r.agents), "agent"), cli.Plural(len(r.cases.List), "case"), r.s.K, r.dir)
 		for i := range r.agents {
 			if err := r.runAgent(ctx, i); err != nil {
 				return err
@@ -473,7 +473,7 @@ func runExit(errs []error, brief bool) error {
 	if brief {
 		var lines []string
 		for _, err := range errs {
-			lines = append(lines, firstLine(err.Error()))
+			lines = append(lines, cli.FirstLine(err.Error()))
 		}
 		return cli.WithCode(best, errors.New(strings.Join(lines, "\n")))
 	}

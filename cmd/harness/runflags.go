@@ -50,7 +50,7 @@ type runFlags struct {
 	maxBytes       int64
 	requestTO      time.Duration
 	maxRecordBytes int64
-	sandbox        sandboxFlags
+	sandbox        cli.SandboxFlags
 	stopOn         []string
 	env            []string
 	secretEnv      []string
@@ -80,7 +80,7 @@ type runFlags struct {
 	// options (harness run's suite graders and per-case asserts).
 	moreGraders func(graders.Options) ([]graders.Grader, error)
 	slurm       slurmFlags
-	judgeCache  judgeCacheFlags
+	judgeCache  cli.JudgeCacheFlags
 	// failOn and summaryPath are trials' --fail-on and --summary, which a
 	// Slurm run applies when it merges.
 	failOn      []string
@@ -111,7 +111,7 @@ func (f *runFlags) addFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&f.maxRequests, "max-agent-requests", 8, "serve at most `n` fs and terminal requests of a session at once; more get an error")
 	fs.Int64Var(&f.maxBytes, "max-agent-bytes", 64<<20, "hold at most `bytes` of file content for fs requests at once; more get an error")
 	cli.DurationVar(fs, &f.requestTO, "request-timeout", 10*time.Minute, "deadline of each fs and terminal `request` of the agent")
-	f.sandbox.addFlags(fs, "run the agent, its terminal commands and executable graders in a `sandbox`: none or bwrap (bubblewrap)")
+	f.sandbox.AddFlags(fs, "run the agent, its terminal commands and executable graders in a `sandbox`: none or bwrap (bubblewrap)")
 	fs.Int64Var(&f.maxRecordBytes, "max-record-bytes", 64<<20, "cut the largest contents of a record over `bytes`, with a visible marker (0: no limit)")
 	fs.StringArrayVar(&f.env, "env", nil, "set `KEY=VALUE` in the agent's environment; repeatable")
 	fs.StringArrayVar(&f.secretEnv, "secret-env", nil, "redact the value of environment variable `NAME` from all output; repeatable (API key variables are redacted anyway)")
@@ -136,7 +136,7 @@ func (f *runFlags) addFlags(fs *pflag.FlagSet) {
 	fs.Float64Var(&f.maxCost, "max-cost", 0, "start no new work once the run has cost `usd` (needs prices, or an agent that reports its cost); exit 4")
 	fs.Int64Var(&f.maxTokens, "max-tokens", 0, "start no new work once the run has used `n` tokens (agent and judge); exit 4")
 	f.slurm.addFlags(fs)
-	f.judgeCache.addFlags(fs)
+	f.judgeCache.AddFlags(fs)
 	f.image.add(fs)
 	fs.StringVar(&f.adapter, "adapter", "", "run an agent without ACP headless, one process per turn, mapping its JSON events: `name` is claude-stream-json, codex-json or gemini-stream-json")
 }
@@ -327,8 +327,8 @@ func (f *runFlags) configure(ctx context.Context, e *cli.Env, s *runSetup, v *va
 	if err != nil {
 		return err
 	}
-	f.sandbox.imageRun = f.image.active() || s.casesWithImage > 0
-	sb, err := f.sandbox.runner(f.env, f.secretEnv, agent)
+	f.sandbox.ImageRun = f.image.active() || s.casesWithImage > 0
+	sb, err := f.sandbox.Runner(f.env, f.secretEnv, agent)
 	if err != nil {
 		return err
 	}
@@ -368,7 +368,7 @@ func (f *runFlags) configure(ctx context.Context, e *cli.Env, s *runSetup, v *va
 // and the judge cache. The names of the variables graders read secrets
 // from are added to the list returned as the graders load.
 func (f *runFlags) graderOptions(e *cli.Env, s *runSetup, wd string, sb sandbox.Runner) (graders.Options, *[]string, error) {
-	cache, err := f.judgeCache.open(e)
+	cache, err := f.judgeCache.Open(e)
 	if err != nil {
 		return graders.Options{}, nil, err
 	}
@@ -418,7 +418,7 @@ func (f *runFlags) agentOptions(v *validFlags, agent, agentEnv []string, cwd, wo
 		Requests: acp.Limits{Requests: f.maxRequests, Bytes: f.maxBytes, Timeout: f.requestTO},
 		Sandbox:  sb, Build: v.build, Adapter: v.adapter,
 	}
-	if f.sandbox.set != nil && f.sandbox.set.Changed("warm") {
+	if f.sandbox.Set != nil && f.sandbox.Set.Changed("warm") {
 		a.Warm = &f.warm
 	}
 	if f.fs {
@@ -483,7 +483,7 @@ func (f *runFlags) runFiles(s *runSetup, gopts graders.Options) []string {
 		files = append(files, s.cfg.Workspace)
 	}
 	files = append(files, s.caseWorkspaces...)
-	return append(files, f.sandbox.protect...)
+	return append(files, f.sandbox.Protect...)
 }
 
 // checkOutput refuses to touch an existing output without --resume or

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"harness/cli"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -275,7 +276,7 @@ func slurmCluster(conf string) (up bool, why string) {
 	state := strings.TrimSpace(string(out))
 	switch {
 	case err != nil:
-		return false, fmt.Sprintf("sinfo (%s) failed: %v: %s", where, err, firstLine(state))
+		return false, fmt.Sprintf("sinfo (%s) failed: %v: %s", where, err, cli.FirstLine(state))
 	case state == "":
 		return false, fmt.Sprintf("sinfo (%s) lists no node", where)
 	case strings.Contains(state, "down"):

@@ -295,9 +295,9 @@ func (r *slurmRun) mergeAndFinish(ctx context.Context, run *array.Run, prompts s
 		merge.k, merge.summaryPath, merge.failOn = r.k, r.f.summaryPath, r.f.failOn
 	}
 	if err := merge.run(r.e, files); err != nil {
-		return fmt.Errorf("merging %s: %w (the shards are kept in %s)", plural(len(files), "shard"), err, run.Dir())
+		return fmt.Errorf("merging %s: %w (the shards are kept in %s)", cli.Plural(len(files), "shard"), err, run.Dir())
 	}
-	r.logf("merged %s into %s\n", plural(len(files), "shard"), r.f.output)
+	r.logf("merged %s into %s\n", cli.Plural(len(files), "shard"), r.f.output)
 	var gateErr error
 	infra := 0
 	if r.cmdName == "trials" {

@@ -41,7 +41,7 @@ func (r *suiteRun) trialsCmd(a *suite.Agent, out string, quiet bool) (*cli.Comma
 	if !onSlurm {
 		// The options' lists come before the suite's additions to them.
 		f.env = append(slices.Clone(t.Env), f.env...)
-		f.sandbox.protect = append(slices.Clone(t.Protect), f.sandbox.protect...)
+		f.sandbox.Protect = append(slices.Clone(t.Protect), f.sandbox.Protect...)
 	}
 	if err := r.f.image.passOn(tc.Flags, r.f.flags); err != nil {
 		return nil, nil, err
@@ -57,7 +57,7 @@ func setTrialsOptions(tf *trialsFlags, t suiterun.Trials, quiet bool) {
 	f.output, f.resume = t.Output, t.Resume
 	f.workspace, f.wsSetup, f.wsPrepare = t.Workspace.Template, t.Workspace.Setup, t.Workspace.Prepare
 	if t.Sandbox != "" {
-		f.sandbox.backend = t.Sandbox
+		f.sandbox.Backend = t.Sandbox
 	}
 	f.adapter, f.agentModel = t.Adapter, t.Model
 	f.maxCost, f.maxTokens = t.Budget.Cost, t.Budget.Tokens

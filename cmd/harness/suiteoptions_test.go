@@ -83,8 +83,8 @@ agents:
 	}
 	see := func(tf *trialsFlags) view {
 		f := tf.run
-		return view{tf.k, f.output, f.resume, f.quiet, f.workspace, f.wsSetup, f.wsPrepare, f.sandbox.backend, f.adapter, f.agentModel,
-			f.env, f.sandbox.protect, f.maxCost, f.maxTokens, f.concurrency, f.timeout.String()}
+		return view{tf.k, f.output, f.resume, f.quiet, f.workspace, f.wsSetup, f.wsPrepare, f.sandbox.Backend, f.adapter, f.agentModel,
+			f.env, f.sandbox.Protect, f.maxCost, f.maxTokens, f.concurrency, f.timeout.String()}
 	}
 	got, want := see(typed), see(args)
 	if !reflect.DeepEqual(got, want) {

@@ -55,7 +55,7 @@ func writeOutput(e *cli.Env, path string, force bool, write func(io.Writer) erro
 func reviewOutput(e *cli.Env, path string, force bool) (*results.File, error) {
 	f, err := results.CreateFile(path, e.Stdout, force)
 	if err != nil {
-		return nil, outputOpenError(err)
+		return nil, cli.OutputOpenError(err)
 	}
 	if e.Redact.Active() {
 		f.Redact(e.Redact.JSON)

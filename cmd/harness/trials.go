@@ -119,7 +119,7 @@ func (t *trialsFlags) execute(ctx context.Context, e *cli.Env, c *cli.Command, a
 	if setup.shard.N == 0 && len(setup.graders) == 0 && !f.quiet && f.image.tasks == "" {
 		fmt.Fprintln(e.Stderr, "harness trials: no grader (-g): trials are recorded but nothing is scored")
 	}
-	to.CreatePartial = f.sandbox.backend == "bwrap"
+	to.CreatePartial = f.sandbox.Backend == "bwrap"
 	return evaluate(ctx, e, f, setup, t.k, to, gates)
 }
 

@@ -49,7 +49,7 @@ Examples:
 	c.Flags.StringVarP(&o.output, "output", "o", "", "write results to `file` (default stdout); a .zst or .gz suffix compresses")
 	c.Flags.BoolVar(&o.force, "force", false, "overwrite an existing output file")
 	c.Flags.BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
-	o.jc.addFlags(c.Flags)
+	o.jc.AddFlags(c.Flags)
 	var tf taskFlags
 	tf.add(c.Flags)
 	c.Run = func(ctx context.Context, e *cli.Env, args, agent []string) error {
@@ -78,7 +78,7 @@ type refsOptions struct {
 	output, grader string
 	graderTO       time.Duration
 	force, quiet   bool
-	jc             judgeCacheFlags
+	jc             cli.JudgeCacheFlags
 }
 
 // validatePromptRefs grades the reference and negativeReference answers of
@@ -106,7 +106,7 @@ func validatePromptRefs(ctx context.Context, e *cli.Env, file string, o refsOpti
 	if total == 0 {
 		return cli.Input(fmt.Errorf("%s: no case has a reference or negativeReference to validate", file))
 	}
-	cache, err := o.jc.open(e)
+	cache, err := o.jc.Open(e)
 	if err != nil {
 		return err
 	}
