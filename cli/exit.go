@@ -35,7 +35,10 @@ type ExitError struct {
 	Err  error
 }
 
+// Error is the error's text.
 func (e *ExitError) Error() string { return e.Err.Error() }
+
+// Unwrap is the error the exit status was given to.
 func (e *ExitError) Unwrap() error { return e.Err }
 
 // Usagef reports bad flags, arguments or input: exit 2.

@@ -3,12 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"harness/cli"
 	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
 
+	"harness/cli"
 	"harness/cost"
 	"harness/schemas"
 )

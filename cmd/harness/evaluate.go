@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 	"errors"
-	"harness/cli"
 	"os"
 
+	"harness/cli"
 	"harness/evaluation"
 	"harness/results"
 	"harness/runctl"

@@ -3,12 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
-	"harness/cli"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
+
+	"harness/cli"
 )
 
 // TestHelpCoversOverview checks that every command the overview lists has

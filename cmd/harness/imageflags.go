@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"harness/cli"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"harness/capture"
+	"harness/cli"
 	"harness/harbor"
 	"harness/image"
 	"harness/results"
@@ -30,7 +30,7 @@ type imageFlags struct {
 	agentInImage bool
 	noNetwork    bool
 	timeoutScale float64
-	task         taskFlags
+	task         cli.TaskFlags
 	// set is the tasks of --tasks, loaded by taskPrompts.
 	set *taskset.Set
 }
@@ -41,7 +41,7 @@ func (f *imageFlags) add(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.agentInImage, "agent-in-image", false, "with --image or --tasks, run the agent command as the image has it instead of binding the host's program in")
 	fs.BoolVar(&f.noNetwork, "image-no-network", false, "with --image or --tasks, give the agent loopback only")
 	fs.Float64Var(&f.timeoutScale, "task-timeout-scale", 1, "with --tasks, multiply each task's agent and verifier timeouts by `factor` (a slower machine, a slower agent)")
-	f.task.add(fs)
+	f.task.Add(fs)
 }
 
 // active says whether cases run in images.
@@ -57,7 +57,7 @@ func (f *imageFlags) taskPrompts(e *cli.Env, args []string, quiet bool) (string,
 	if f.ref != "" {
 		return "", cli.Usagef("--tasks and --image: each task has its own image")
 	}
-	set, err := loadTasks(e, f.tasks, quiet)
+	set, err := cli.LoadTasks(e, f.tasks, quiet)
 	if err != nil {
 		return "", err
 	}
@@ -118,13 +118,13 @@ func (f *imageFlags) configure(ctx context.Context, e *cli.Env, rf *runFlags, s 
 	if err := f.check(rf, s); err != nil {
 		return err
 	}
-	store, err := f.task.store(nil)
+	store, err := f.task.Store(nil)
 	if err != nil {
 		return err
 	}
 	// A shard runs the images resolved before it was submitted.
 	store.CacheFirst = rf.shard != ""
-	ic := &capture.ImageConfig{Keep: f.task.keep, AgentInImage: f.agentInImage, NoNetwork: f.noNetwork, TimeoutScale: f.timeoutScale}
+	ic := &capture.ImageConfig{Keep: f.task.Keep, AgentInImage: f.agentInImage, NoNetwork: f.noNetwork, TimeoutScale: f.timeoutScale}
 	if err := imageSandbox(ic, rf, s); err != nil {
 		return err
 	}
@@ -132,7 +132,7 @@ func (f *imageFlags) configure(ctx context.Context, e *cli.Env, rf *runFlags, s 
 		return err
 	}
 	if f.tasks != "" {
-		imgs, err := resolveTaskImages(ctx, e, store, f.set, f.task.forceBuild, rf.quiet)
+		imgs, err := cli.ResolveTaskImages(ctx, e, store, f.set, f.task.ForceBuild, rf.quiet)
 		if err != nil {
 			return err
 		}
@@ -150,7 +150,7 @@ func (f *imageFlags) configure(ctx context.Context, e *cli.Env, rf *runFlags, s 
 	})
 	if ic.Probe != nil {
 		if img, _, err := ic.For(ic.Probe); err == nil {
-			taskset.WarnOverlay(ctx, progressTo(e, rf.quiet), img)
+			taskset.WarnOverlay(ctx, cli.ProgressTo(e, rf.quiet), img)
 		}
 	}
 	s.cfg.Image = ic

@@ -7,8 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"harness/cli"
-	"harness/sandbox"
 	"io"
 	"os"
 	"os/signal"
@@ -20,10 +18,26 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"harness/cli"
+	"harness/cli/balancecmd"
+	"harness/cli/calibratecmd"
+	"harness/cli/checkcmd"
+	"harness/cli/comparecmd"
+	"harness/cli/exportcmd"
+	"harness/cli/gradecmd"
+	"harness/cli/mergecmd"
+	"harness/cli/neededcmd"
+	"harness/cli/replaycmd"
+	"harness/cli/reportcmd"
+	"harness/cli/schemascmd"
+	"harness/cli/summarizecmd"
+	"harness/cli/validaterefscmd"
+	"harness/cli/viewcmd"
 	"harness/image"
 	"harness/internal/orphans"
 	"harness/internal/redact"
 	"harness/internal/suggest"
+	"harness/sandbox"
 )
 
 // version, when set at build time with -ldflags "-X main.version=...",
@@ -35,20 +49,20 @@ func commands() []*cli.Command {
 	cmds := []*cli.Command{
 		newCaptureCmd(),
 		newTrialsCmd(),
-		newGradeCmd(),
-		newSummarizeCmd(),
-		newCalibrateCmd(),
-		newValidateRefsCmd(),
-		newBalanceCmd(),
-		newCompareCmd(),
-		newTrialsNeededCmd(),
-		newReportCmd(),
-		newViewCmd(),
-		newMergeCmd(),
-		newCheckCmd(),
-		newSchemasCmd(),
-		newExportCmd(),
-		newReplayCmd(),
+		gradecmd.NewCmd(),
+		summarizecmd.NewCmd(),
+		calibratecmd.NewCmd(),
+		validaterefscmd.NewCmd(),
+		balancecmd.NewCmd(),
+		comparecmd.NewCmd(),
+		neededcmd.NewCmd(),
+		reportcmd.NewCmd(),
+		viewcmd.NewCmd(),
+		mergecmd.NewCmd(),
+		checkcmd.NewCmd(),
+		schemascmd.NewCmd(),
+		exportcmd.NewCmd(),
+		replaycmd.NewCmd(),
 		newRunCmd(),
 	}
 	for _, c := range cmds {

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"harness/cli"
 	"strings"
 	"sync"
 
 	"harness/capture"
+	"harness/cli"
 	"harness/cost"
 	"harness/evaluation"
 	"harness/runctl"

@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"errors"
-	"harness/cli"
 	"strings"
 	"testing"
 
 	"harness/capture"
+	"harness/cli"
 	"harness/evaluation"
 	"harness/internal/redact"
 	"harness/results"

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"harness/cli"
 	"maps"
 	"os"
 	"path/filepath"
@@ -16,8 +15,10 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"harness/cli"
 	"harness/cost"
 	"harness/evaluation"
+	"harness/export"
 	"harness/graders"
 	"harness/report"
 	"harness/results"
@@ -208,7 +209,7 @@ func (r *suiteRun) locate(args []string) error {
 	switch {
 	case f.resume.on:
 		return r.locateResumed(args)
-	case len(args) == 1 && isTaskDir(args[0]):
+	case len(args) == 1 && cli.IsTaskDir(args[0]):
 		// A Harbor task directory or dataset: its tasks are the cases,
 		// each in its image (docs/tasks.md).
 		p, err := taskSuite(r.e, args[0], f.image.timeoutScale, f.image.cacheDir)
@@ -217,7 +218,7 @@ func (r *suiteRun) locate(args []string) error {
 		}
 		r.suiteFile = p
 	case len(args) == 1:
-		if err := notTaskDir(args[0]); err != nil {
+		if err := cli.NotTaskDir(args[0]); err != nil {
 			return err
 		}
 		r.suiteFile = args[0]
@@ -385,7 +386,7 @@ func (r *suiteRun) finish() error {
 func (r *suiteRun) reports() (compareName, reportName string) {
 	opt := report.SuiteOptions{
 		Title:  r.s.Name,
-		Create: func(path string) (*results.File, error) { return reviewOutput(r.e, path, true) },
+		Create: func(path string) (*results.File, error) { return cli.ReviewOutput(r.e, path, true) },
 		Warn:   func(what string, err error) { r.logf("harness run: %s: %v\n", what, err) },
 	}
 	if !r.f.quiet {
@@ -406,7 +407,7 @@ func suiteAgents(s *suite.Suite, cmd, only []string) ([]suite.Agent, error) {
 		if name == "" {
 			name = "agent"
 		}
-		return []suite.Agent{{Name: fileSafe(name), Command: cmd}}, nil
+		return []suite.Agent{{Name: export.FileSafe(name), Command: cmd}}, nil
 	}
 	if len(cmd) > 0 {
 		return nil, cli.Usagef("%s names its agents (%s): drop the command after --, or pick agents with --agent", s.File, agentNames(s.Agents))
@@ -500,7 +501,7 @@ func runLine(m *rundir.Manifest) string {
 // RUNS/<time>-<name>, a fresh directory.
 func newRunDir(runs, dir, name string) (string, error) {
 	if dir == "" {
-		made, err := rundir.New(runs, fileSafe(name), time.Now())
+		made, err := rundir.New(runs, export.FileSafe(name), time.Now())
 		if err != nil {
 			return "", fmt.Errorf("--runs: %w", err)
 		}

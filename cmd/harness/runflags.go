@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"harness/cli"
 	"io"
 	"os"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 
 	"harness/acp"
 	"harness/capture"
+	"harness/cli"
 	"harness/cost"
 	"harness/evaluation"
 	"harness/graders"
@@ -453,7 +453,7 @@ func (f *runFlags) protect(e *cli.Env, s *runSetup, sb sandbox.Runner, gopts gra
 func (f *runFlags) runFiles(s *runSetup, gopts graders.Options) []string {
 	files := []string{s.path, f.pricesFile, f.junit, f.markdown, f.summaryPath, f.events}
 	if f.output != "" && f.output != "-" {
-		files = append(files, f.output, f.output+".partial", summaryBeside(f.output))
+		files = append(files, f.output, f.output+".partial", cli.SummaryBeside(f.output))
 		if f.shard != "" {
 			// A shard of a --slurm run: the job's directory (its script,
 			// which a retry submits again, and the other shards).
@@ -516,18 +516,6 @@ func (s *runSetup) prompts() evaluation.Prompts {
 // workspace path resolved against the prompts file's directory.
 func (s *runSetup) scan(fn func(lineNo int, c *schemas.PromptCase) error) error {
 	return s.prompts().Scan(fn)
-}
-
-// agentEnvironment is the agent's environment: harness's own plus the
-// --env KEY=VALUE entries; secrets are the values of the --secret-env
-// variables, from either.
-func agentEnvironment(env, secretEnv []string, getenv func(string) string) (agentEnv, secrets []string, err error) {
-	agentEnv, secrets, err = evaluation.AgentEnvironment(evaluation.EnvOptions{Environ: os.Environ(), Set: env,
-		SecretNames: secretEnv, Getenv: getenv})
-	if err != nil {
-		return nil, nil, cli.Usagef("--env %v", err)
-	}
-	return agentEnv, secrets, nil
 }
 
 // errorClasses are the error classes a record can have.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"harness/cli"
 	"io"
 	"os"
 	"path/filepath"
@@ -15,6 +14,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"harness/cli"
+	"harness/cli/mergecmd"
 	"harness/evaluation"
 	"harness/schemas"
 	"harness/slurm"
@@ -290,11 +291,11 @@ func (r *slurmRun) mergeAndFinish(ctx context.Context, run *array.Run, prompts s
 	if len(files) == 0 {
 		return cli.WithCode(cli.ExitInfraErrors, fmt.Errorf("the tasks wrote no records; their logs are in %s", run.Dir()))
 	}
-	merge := &mergeFlags{output: r.f.output, prompts: prompts, force: true, quiet: true, seed: trials.DefaultSeed, resamples: trials.DefaultResamples}
+	merge := &mergecmd.Options{Output: r.f.output, Prompts: prompts, Force: true, Quiet: true, Seed: trials.DefaultSeed, Resamples: trials.DefaultResamples}
 	if r.cmdName == "trials" {
-		merge.k, merge.summaryPath, merge.failOn = r.k, r.f.summaryPath, r.f.failOn
+		merge.K, merge.SummaryPath, merge.FailOn = r.k, r.f.summaryPath, r.f.failOn
 	}
-	if err := merge.run(r.e, files); err != nil {
+	if err := merge.Run(r.e, files); err != nil {
 		return fmt.Errorf("merging %s: %w (the shards are kept in %s)", cli.Plural(len(files), "shard"), err, run.Dir())
 	}
 	r.logf("merged %s into %s\n", cli.Plural(len(files), "shard"), r.f.output)
@@ -328,7 +329,7 @@ func (r *slurmRun) mergeAndFinish(ctx context.Context, run *array.Run, prompts s
 func (r *slurmRun) finishTrials() (infra int, gateErr error, err error) {
 	summary := r.f.summaryPath
 	if summary == "" {
-		summary = summaryBeside(r.f.output)
+		summary = cli.SummaryBeside(r.f.output)
 	}
 	sum, err := readSummary(summary)
 	if err != nil {

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"harness/cli"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"harness/cli"
 	"harness/slurm/array"
 )
 

@@ -2,13 +2,13 @@ package main
 
 import (
 	"fmt"
-	"harness/cli"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"harness/cli"
 	"harness/internal/suggest"
 	"harness/schemas"
 	"harness/suite"

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"harness/cli"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"harness/cli"
 	"harness/schemas"
 	"harness/suite"
 	"harness/suiterun"

@@ -3,12 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"harness/cli"
 	"os"
 	"strings"
 
 	"github.com/spf13/pflag"
 
+	"harness/cli"
 	"harness/evaluation"
 	"harness/schemas"
 	"harness/trials"
@@ -145,7 +145,7 @@ func (t *trialsFlags) check() (*evaluation.TrialsOptions, func(schemas.TrialsSum
 	} else {
 		// The records stream holds only trials records, as the
 		// TypeScript acp-harness's readers expect.
-		summaryPath = summaryBeside(f.output)
+		summaryPath = cli.SummaryBeside(f.output)
 	}
 	policy, err := t.adaptive.policy(t.flags, t.k, f)
 	if err != nil {
@@ -194,24 +194,6 @@ func parseGates(minPassRate string, minPassAt, minPassExp []string) ([]trials.Ga
 		}
 	}
 	return gates, nil
-}
-
-// summaryBeside is where a run's summary goes by default: beside the
-// output file, named after it with its .jsonl (or .json) and compression
-// suffixes dropped (trials.jsonl.zst: trials.summary.json), or "" for
-// standard output, where it is the last line.
-func summaryBeside(output string) string {
-	if output == "" || output == "-" {
-		return ""
-	}
-	if st, err := os.Stat(output); err == nil && !st.Mode().IsRegular() {
-		return "" // a FIFO or device: the summary follows the records
-	}
-	base := output
-	for _, ext := range []string{".zst", ".gz", ".jsonl", ".json"} {
-		base = strings.TrimSuffix(base, ext)
-	}
-	return base + ".summary.json"
 }
 
 // adaptiveFlags are the flags of an adaptive trials run.

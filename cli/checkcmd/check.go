@@ -1,9 +1,9 @@
-package main
+// Package checkcmd is harness check: probe an agent's ACP compliance and print what it supports.
+package checkcmd
 
 import (
 	"context"
 	"fmt"
-	"harness/cli"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"harness/acp"
+	"harness/cli"
 	"harness/compliance"
 	"harness/internal/redact"
 	"harness/sandbox"
@@ -61,7 +62,8 @@ Examples:
 
 Exit status of check: 0 the agent is usable, 1 a required check failed, 2 usage error.`
 
-func newCheckCmd() *cli.Command {
+// NewCmd returns the harness check command.
+func NewCmd() *cli.Command {
 	var f checkFlags
 	c := &cli.Command{
 		Name:  "check",
@@ -158,7 +160,7 @@ func (f *checkFlags) options(e *cli.Env, agent []string) (compliance.Options, *r
 			return o, nil, cli.Usagef("--cwd %s: not a directory", f.cwd)
 		}
 	}
-	agentEnv, secrets, err := agentEnvironment(f.env, f.secretEnv, e.Getenv)
+	agentEnv, secrets, err := cli.AgentEnvironment(f.env, f.secretEnv, e.Getenv)
 	if err != nil {
 		return o, nil, err
 	}

@@ -1,15 +1,16 @@
-package main
+// Package exportcmd is harness export: trajectories in ATIF or the chat-messages format, for other tools.
+package exportcmd
 
 import (
 	"context"
 	"fmt"
-	"harness/cli"
 	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/spf13/pflag"
 
+	"harness/cli"
 	"harness/export"
 )
 
@@ -45,7 +46,8 @@ Examples:
   harness export results.jsonl --format atif --dir trajectories/
   harness export trials.jsonl --format openai-messages --metadata -o sft.jsonl`
 
-func newExportCmd() *cli.Command {
+// NewCmd returns the harness export command.
+func NewCmd() *cli.Command {
 	var o exportOptions
 	c := &cli.Command{
 		Name:  "export",
@@ -88,7 +90,7 @@ func runExport(e *cli.Env, o exportOptions, args []string) error {
 	if o.dir != "" && o.output != "" {
 		return cli.Usagef("-o and --dir are different outputs: choose one")
 	}
-	in, err := reviewInput(e, args[0])
+	in, err := cli.ReviewInput(e, args[0])
 	if err != nil {
 		return err
 	}
@@ -97,17 +99,14 @@ func runExport(e *cli.Env, o exportOptions, args []string) error {
 		if err := os.MkdirAll(o.dir, 0o777); err != nil {
 			return cli.Input(fmt.Errorf("--dir: %w", err))
 		}
-		return reviewInputErr(export.WriteDir(in, args[0], convert, func(file string, doc []byte) error {
-			return writeOutput(e, filepath.Join(o.dir, file), o.force, func(w io.Writer) error {
+		return cli.ReviewInputErr(export.WriteDir(in, args[0], convert, func(file string, doc []byte) error {
+			return cli.WriteOutput(e, filepath.Join(o.dir, file), o.force, func(w io.Writer) error {
 				_, err := w.Write(doc)
 				return err
 			})
 		}))
 	}
-	return writeOutput(e, o.output, o.force, func(out io.Writer) error {
-		return reviewInputErr(export.WriteJSONL(out, o.output, in, args[0], convert))
+	return cli.WriteOutput(e, o.output, o.force, func(out io.Writer) error {
+		return cli.ReviewInputErr(export.WriteJSONL(out, o.output, in, args[0], convert))
 	})
 }
-
-// fileSafe maps an id to a file name (export.FileSafe).
-func fileSafe(id string) string { return export.FileSafe(id) }

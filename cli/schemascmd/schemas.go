@@ -1,15 +1,16 @@
-package main
+// Package schemascmd is harness schemas: JSON Schema (2020-12) of every data format.
+package schemascmd
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"harness/cli"
 	"io"
 	"os"
 
 	"github.com/spf13/pflag"
 
+	"harness/cli"
 	"harness/schemas"
 )
 
@@ -34,7 +35,8 @@ Examples:
                                    object: fails on any field this build does not write
   harness schemas --split -o DIR   one DIR/<Name>.json per schema`
 
-func newSchemasCmd() *cli.Command {
+// NewCmd returns the harness schemas command.
+func NewCmd() *cli.Command {
 	var o schemasOptions
 	c := &cli.Command{
 		Name:  "schemas",
@@ -82,7 +84,7 @@ func runSchemas(e *cli.Env, o schemasOptions, args []string) error {
 	if o.split {
 		return writeSplitSchemas(o.output, names, o.force, schemaOf)
 	}
-	return writeOutput(e, o.output, o.force, func(out io.Writer) error {
+	return cli.WriteOutput(e, o.output, o.force, func(out io.Writer) error {
 		switch {
 		case len(args) == 1:
 			b, err := schemaOf(args[0])
@@ -96,7 +98,7 @@ func runSchemas(e *cli.Env, o schemasOptions, args []string) error {
 			if err != nil {
 				return err
 			}
-			return writePrettyJSON(out, obj)
+			return cli.WritePrettyJSON(out, obj)
 		case o.list:
 			return schemas.WriteSchemaList(out)
 		}

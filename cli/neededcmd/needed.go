@@ -1,12 +1,13 @@
-package main
+// Package neededcmd is harness trials-needed: from a pilot run, the trials per case a run needs for a given interval width or to detect a difference.
+package neededcmd
 
 import (
 	"context"
-	"harness/cli"
 	"io"
 
 	"github.com/spf13/pflag"
 
+	"harness/cli"
 	"harness/trials"
 )
 
@@ -38,7 +39,8 @@ Examples:
   harness trials-needed pilot.jsonl --width 0.1
   harness trials-needed a.jsonl --compare b.jsonl --delta 0.05 --power 0.8`
 
-func newTrialsNeededCmd() *cli.Command {
+// NewCmd returns the harness trials-needed command.
+func NewCmd() *cli.Command {
 	var o neededOptions
 	c := &cli.Command{
 		Name:  "trials-needed",
@@ -69,7 +71,7 @@ func runTrialsNeeded(e *cli.Env, fs *pflag.FlagSet, o neededOptions, args []stri
 	if err := o.check(fs, args); err != nil {
 		return err
 	}
-	sd, err := parseSeed(o.seed)
+	sd, err := cli.ParseSeed(o.seed)
 	if err != nil {
 		return err
 	}
@@ -90,9 +92,9 @@ func runTrialsNeeded(e *cli.Env, fs *pflag.FlagSet, o neededOptions, args []stri
 	if err != nil {
 		return cli.Input(err)
 	}
-	return writeOutput(e, o.output, o.force, func(out io.Writer) error {
+	return cli.WriteOutput(e, o.output, o.force, func(out io.Writer) error {
 		if o.js {
-			return writePrettyJSON(out, rep)
+			return cli.WritePrettyJSON(out, rep)
 		}
 		return trials.WriteNeededText(out, rep)
 	})
@@ -124,14 +126,14 @@ func (o *neededOptions) check(fs *pflag.FlagSet, args []string) error {
 
 // readPilot reads a pilot run.
 func readPilot(e *cli.Env, name string) (trials.Pilot, []string, error) {
-	in, err := reviewInput(e, name)
+	in, err := cli.ReviewInput(e, name)
 	if err != nil {
 		return trials.Pilot{}, nil, err
 	}
 	defer in.Close()
 	run, err := trials.ReadRun(name, in)
 	if err != nil {
-		return trials.Pilot{}, nil, reviewInputErr(err)
+		return trials.Pilot{}, nil, cli.ReviewInputErr(err)
 	}
 	p, warnings, err := trials.PilotOf(run)
 	if err != nil {

@@ -1,8 +1,8 @@
-package main
+// Package calibratecmd is harness calibrate: sample failures for human review; grader health and agreement.
+package calibratecmd
 
 import (
 	"context"
-	"harness/cli"
 	"io"
 	"strconv"
 	"sync"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"harness/cli"
 	"harness/graders"
 	"harness/review"
 	"harness/schemas"
@@ -49,7 +50,8 @@ Examples:
   harness calibrate results.jsonl -g judge.yaml --repeat 5
   harness calibrate results.jsonl --labels labels.jsonl --json | jq .agreement.kappa`
 
-func newCalibrateCmd() *cli.Command {
+// NewCmd returns the harness calibrate command.
+func NewCmd() *cli.Command {
 	var o calibrateOptions
 	c := &cli.Command{
 		Name:  "calibrate",
@@ -85,13 +87,13 @@ func runCalibrate(ctx context.Context, e *cli.Env, o *calibrateOptions, args []s
 	if o.repeat != 0 && (o.repeat < 2 || o.grader == "") {
 		return cli.Usagef("--repeat needs -g and a count of at least 2")
 	}
-	sd, err := parseSeed(o.seed)
+	sd, err := cli.ParseSeed(o.seed)
 	if err != nil {
 		return err
 	}
 	opt := review.CalibrateOptions{Sample: o.sample, Seed: sd, Repeat: o.repeat, Generated: generatedTime(e)}
 	if o.labels != "" {
-		lin, err := reviewInput(e, o.labels)
+		lin, err := cli.ReviewInput(e, o.labels)
 		if err != nil {
 			return err
 		}
@@ -106,24 +108,24 @@ func runCalibrate(ctx context.Context, e *cli.Env, o *calibrateOptions, args []s
 		if err != nil {
 			return err
 		}
-		g, fn, err := loadReviewGrader(e, o.grader, o.graderTO, cache)
+		g, fn, err := cli.LoadReviewGrader(e, o.grader, o.graderTO, cache)
 		if err != nil {
 			return err
 		}
 		opt.Grade, opt.GraderName = drawCounter(fn), g.Name()
 	}
-	in, err := reviewInput(e, args[0])
+	in, err := cli.ReviewInput(e, args[0])
 	if err != nil {
 		return err
 	}
 	rep, err := review.Calibrate(ctx, args[0], in, opt)
 	in.Close()
 	if err != nil {
-		return reviewInputErr(err)
+		return cli.ReviewInputErr(err)
 	}
-	return writeOutput(e, o.output, o.force, func(out io.Writer) error {
+	return cli.WriteOutput(e, o.output, o.force, func(out io.Writer) error {
 		if o.js {
-			return writePrettyJSON(out, rep)
+			return cli.WritePrettyJSON(out, rep)
 		}
 		return review.WriteCalibrationMarkdown(out, rep)
 	})

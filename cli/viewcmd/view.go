@@ -1,14 +1,15 @@
-package main
+// Package viewcmd is harness view: a local web viewer of runs: live, every trajectory, runs compared.
+package viewcmd
 
 import (
 	"context"
 	"fmt"
-	"harness/cli"
 	"os/exec"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"harness/cli"
 	"harness/view"
 )
 
@@ -54,7 +55,8 @@ Examples:
   harness view trials.jsonl before.jsonl --open
   harness view /shared/evals --host 0.0.0.0 --port 8080`
 
-func newViewCmd() *cli.Command {
+// NewCmd returns the harness view command.
+func NewCmd() *cli.Command {
 	var o viewOptions
 	c := &cli.Command{
 		Name:  "view",
@@ -76,7 +78,7 @@ func newViewCmd() *cli.Command {
 
 // serveView serves the viewer of the paths args until ctx ends.
 func serveView(ctx context.Context, e *cli.Env, o viewOptions, args []string) error {
-	sd, err := parseSeed(o.seed)
+	sd, err := cli.ParseSeed(o.seed)
 	if err != nil {
 		return err
 	}

@@ -1,36 +1,39 @@
-package main
+// Package mergecmd is harness merge: join the shard outputs of a distributed run, checking that every unit is there once.
+package mergecmd
 
 import (
 	"context"
 	"fmt"
-	"harness/cli"
 	"io"
 	"os"
 	"strings"
 
 	"github.com/spf13/pflag"
 
+	"harness/cli"
 	"harness/evaluation"
 	"harness/results"
 	"harness/trials"
 )
 
-// mergeFlags are the flags of harness merge.
-type mergeFlags struct {
-	output       string
-	k            int
-	prompts      string
-	allowMissing bool
-	force        bool
-	summaryPath  string
-	seed         uint64
-	resamples    int
-	quiet        bool
-	failOn       []string
+// Options are the options of harness merge: its flags, or what a --slurm
+// run merges its shards with.
+type Options struct {
+	Output       string
+	K            int
+	Prompts      string
+	AllowMissing bool
+	Force        bool
+	SummaryPath  string
+	Seed         uint64
+	Resamples    int
+	Quiet        bool
+	FailOn       []string
 }
 
-func newMergeCmd() *cli.Command {
-	var f mergeFlags
+// NewCmd returns the harness merge command.
+func NewCmd() *cli.Command {
+	var f Options
 	c := &cli.Command{
 		Name:  "merge",
 		Usage: "merge SHARDS... -o OUT [-k N] [--prompts FILE] [flags]",
@@ -60,23 +63,24 @@ Examples:
 		Flags: pflag.NewFlagSet("merge", pflag.ContinueOnError),
 	}
 	fs := c.Flags
-	fs.StringVarP(&f.output, "output", "o", "", "write the merged records to `file` (- for stdout); a .zst or .gz suffix compresses")
-	fs.IntVarP(&f.k, "k", "k", 0, "write trials records for `n` trials per case, and the summary (needs --prompts)")
-	fs.StringVar(&f.prompts, "prompts", "", "the prompts `file` of the run: the full set of cases, in order")
-	fs.BoolVar(&f.allowMissing, "allow-missing", false, "write what there is when units are missing, and list them")
-	fs.BoolVar(&f.force, "force", false, "overwrite an existing output file")
-	fs.StringVar(&f.summaryPath, "summary", "", "with -k, write the summary (JSON) to `file` (default: beside -o, named after it: -o merged.jsonl writes merged.summary.json; the last line when writing to stdout)")
-	fs.Uint64Var(&f.seed, "seed", trials.DefaultSeed, "seed of the bootstrap intervals")
-	fs.IntVar(&f.resamples, "resamples", trials.DefaultResamples, "bootstrap resamples")
-	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors on stderr")
-	fs.StringSliceVar(&f.failOn, "fail-on", nil, "with -k: count trials with these error `classes` as failures, as trials --fail-on does")
+	fs.StringVarP(&f.Output, "output", "o", "", "write the merged records to `file` (- for stdout); a .zst or .gz suffix compresses")
+	fs.IntVarP(&f.K, "k", "k", 0, "write trials records for `n` trials per case, and the summary (needs --prompts)")
+	fs.StringVar(&f.Prompts, "prompts", "", "the prompts `file` of the run: the full set of cases, in order")
+	fs.BoolVar(&f.AllowMissing, "allow-missing", false, "write what there is when units are missing, and list them")
+	fs.BoolVar(&f.Force, "force", false, "overwrite an existing output file")
+	fs.StringVar(&f.SummaryPath, "summary", "", "with -k, write the summary (JSON) to `file` (default: beside -o, named after it: -o merged.jsonl writes merged.summary.json; the last line when writing to stdout)")
+	fs.Uint64Var(&f.Seed, "seed", trials.DefaultSeed, "seed of the bootstrap intervals")
+	fs.IntVar(&f.Resamples, "resamples", trials.DefaultResamples, "bootstrap resamples")
+	fs.BoolVarP(&f.Quiet, "quiet", "q", false, "print nothing but errors on stderr")
+	fs.StringSliceVar(&f.FailOn, "fail-on", nil, "with -k: count trials with these error `classes` as failures, as trials --fail-on does")
 	c.Run = func(ctx context.Context, e *cli.Env, args, _ []string) error {
-		return f.run(e, args)
+		return f.Run(e, args)
 	}
 	return c
 }
 
-func (f *mergeFlags) run(e *cli.Env, args []string) error {
+// Run merges the shard files into the output.
+func (f *Options) Run(e *cli.Env, args []string) error {
 	if err := f.check(args); err != nil {
 		return err
 	}
@@ -94,22 +98,22 @@ func (f *mergeFlags) run(e *cli.Env, args []string) error {
 				gaps.Addf("case %q trial %d: no record", g.ID, g.Trial)
 			}
 		}
-		if !f.allowMissing {
+		if !f.AllowMissing {
 			return cli.Input(gaps.Err(fmt.Sprintf("of %d units missing (write what there is with --allow-missing)", shards.Units())))
 		}
-		if !f.quiet {
+		if !f.Quiet {
 			fmt.Fprintf(e.Stderr, "harness merge: %d of %d units missing:\n  %s\n", gaps.N, shards.Units(), strings.Join(gaps.List, "\n  "))
 			if gaps.N > len(gaps.List) {
 				fmt.Fprintf(e.Stderr, "  ... and %d more\n", gaps.N-len(gaps.List))
 			}
 		}
 	}
-	w, commit, abort, err := openMergeOutput(e, f.output, f.force)
+	w, commit, abort, err := openMergeOutput(e, f.Output, f.Force)
 	if err != nil {
 		return err
 	}
 	w.Sign(key)
-	if f.k > 0 {
+	if f.K > 0 {
 		err = f.writeTrials(e, w, shards)
 	} else {
 		err = shards.WriteCaptures(w)
@@ -121,46 +125,46 @@ func (f *mergeFlags) run(e *cli.Env, args []string) error {
 	if err := commit(); err != nil {
 		return fmt.Errorf("merge: output: %w", err)
 	}
-	if !f.quiet {
+	if !f.Quiet {
 		fmt.Fprintf(e.Stderr, "harness merge: %s from %s, %s, k=%d\n", cli.Plural(shards.Records(), "record"), cli.Plural(len(args), "file"), cli.Plural(len(shards.IDs), "case"), shards.K)
 	}
 	return nil
 }
 
 // check checks the flags and arguments, and sets the default --summary.
-func (f *mergeFlags) check(args []string) error {
+func (f *Options) check(args []string) error {
 	if len(args) == 0 {
 		return cli.Usagef("no shard files: name the outputs of the --shard runs")
 	}
-	if f.output == "" {
+	if f.Output == "" {
 		return cli.Usagef("no output: use -o FILE (or -o - for stdout)")
 	}
-	if f.k < 0 {
+	if f.K < 0 {
 		return cli.Usagef("-k must be at least 1")
 	}
-	if f.k > 0 && f.prompts == "" {
+	if f.K > 0 && f.Prompts == "" {
 		return cli.Usagef("-k needs --prompts FILE: a trials record carries its case's input, expected and metadata")
 	}
-	if f.summaryPath != "" && f.k == 0 {
+	if f.SummaryPath != "" && f.K == 0 {
 		return cli.Usagef("--summary needs -k")
 	}
-	if f.output != "-" {
-		if st, err := os.Stat(f.output); err == nil && st.Mode().IsRegular() && st.Size() > 0 && !f.force {
-			return cli.Usagef("output %s already exists; use --force to overwrite it", f.output)
+	if f.Output != "-" {
+		if st, err := os.Stat(f.Output); err == nil && st.Mode().IsRegular() && st.Size() > 0 && !f.Force {
+			return cli.Usagef("output %s already exists; use --force to overwrite it", f.Output)
 		}
 		for _, a := range args {
-			if cli.SameFile(a, f.output) {
-				return cli.Usagef("output %s is also a shard input", f.output)
+			if cli.SameFile(a, f.Output) {
+				return cli.Usagef("output %s is also a shard input", f.Output)
 			}
 		}
 	}
-	explicitSummary := f.summaryPath != ""
-	if f.k > 0 && f.summaryPath == "" {
-		f.summaryPath = summaryBeside(f.output)
+	explicitSummary := f.SummaryPath != ""
+	if f.K > 0 && f.SummaryPath == "" {
+		f.SummaryPath = cli.SummaryBeside(f.Output)
 	}
-	if explicitSummary && !f.force {
-		if _, err := os.Stat(f.summaryPath); err == nil {
-			return cli.Usagef("--summary %s already exists; use --force to overwrite it", f.summaryPath)
+	if explicitSummary && !f.Force {
+		if _, err := os.Stat(f.SummaryPath); err == nil {
+			return cli.Usagef("--summary %s already exists; use --force to overwrite it", f.SummaryPath)
 		}
 	}
 	return nil
@@ -168,11 +172,11 @@ func (f *mergeFlags) check(args []string) error {
 
 // read reads the prompts and the shard files and checks that every unit in
 // them belongs to the run.
-func (f *mergeFlags) read(e *cli.Env, args []string) (*evaluation.Shards, *results.Key, error) {
-	opts := evaluation.ShardOptions{K: f.k, PromptsName: f.prompts, Files: cli.InputSources(e, args)}
-	if f.prompts != "" {
+func (f *Options) read(e *cli.Env, args []string) (*evaluation.Shards, *results.Key, error) {
+	opts := evaluation.ShardOptions{K: f.K, PromptsName: f.Prompts, Files: cli.InputSources(e, args)}
+	if f.Prompts != "" {
 		var err error
-		if opts.Cases, err = cli.ReadPromptsFlag(e, f.prompts); err != nil {
+		if opts.Cases, err = cli.ReadPromptsFlag(e, f.Prompts); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -181,7 +185,7 @@ func (f *mergeFlags) read(e *cli.Env, args []string) (*evaluation.Shards, *resul
 		return nil, nil, err
 	}
 	opts.Key = key
-	if !f.quiet {
+	if !f.Quiet {
 		opts.Skipped = func(file string, line int) {
 			fmt.Fprintf(e.Stderr, "harness merge: %s:%d: skipped a line that is not JSON (a record cut short by a crash?)\n", file, line)
 		}
@@ -193,20 +197,20 @@ func (f *mergeFlags) read(e *cli.Env, args []string) (*evaluation.Shards, *resul
 
 // writeTrials writes one trials record per case, built the way harness
 // trials builds them, then the summary.
-func (f *mergeFlags) writeTrials(e *cli.Env, w *results.Writer, shards *evaluation.Shards) error {
-	res, err := shards.WriteTrials(w, evaluation.MergeTrialsOptions{FailOn: f.failOn, Seed: f.seed, Resamples: f.resamples})
+func (f *Options) writeTrials(e *cli.Env, w *results.Writer, shards *evaluation.Shards) error {
+	res, err := shards.WriteTrials(w, evaluation.MergeTrialsOptions{FailOn: f.FailOn, Seed: f.Seed, Resamples: f.Resamples})
 	if err != nil {
 		return err
 	}
-	if f.summaryPath != "" {
-		err := results.ReplaceFile(f.summaryPath, 0o644, func(w io.Writer) error { return writePrettyJSON(w, res) })
+	if f.SummaryPath != "" {
+		err := results.ReplaceFile(f.SummaryPath, 0o644, func(w io.Writer) error { return cli.WritePrettyJSON(w, res) })
 		if err != nil {
 			return fmt.Errorf("merge: summary: %w", err)
 		}
 	} else if err := w.Write(res); err != nil {
 		return fmt.Errorf("merge: output: %w", err)
 	}
-	if !f.quiet {
+	if !f.Quiet {
 		trials.WriteSummaryTable(e.Stderr, res)
 	}
 	return nil

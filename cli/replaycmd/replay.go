@@ -1,15 +1,17 @@
-package main
+// Package replaycmd is harness replay: an ACP agent that serves recorded trajectories back (the agent of capture or trials).
+package replaycmd
 
 import (
 	"context"
-	"harness/cli"
 
 	"github.com/spf13/pflag"
 
+	"harness/cli"
 	"harness/replay"
 )
 
-func newReplayCmd() *cli.Command {
+// NewCmd returns the harness replay command.
+func NewCmd() *cli.Command {
 	var timing, applyChanges bool
 	c := &cli.Command{
 		Name:  "replay",
@@ -46,14 +48,14 @@ Examples:
 		if args[0] == "-" {
 			return cli.Usagef("RESULTS cannot be standard input: the replay speaks ACP there")
 		}
-		in, err := reviewInput(e, args[0])
+		in, err := cli.ReviewInput(e, args[0])
 		if err != nil {
 			return err
 		}
 		lib, err := replay.Load(args[0], in)
 		in.Close()
 		if err != nil {
-			return reviewInputErr(err)
+			return cli.ReviewInputErr(err)
 		}
 		return replay.Serve(ctx, lib, e.Stdin, e.Stdout, replay.Options{
 			Timing: timing, ApplyChanges: applyChanges, Log: e.Stderr, Version: e.Build().Version})

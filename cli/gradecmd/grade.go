@@ -1,11 +1,11 @@
-package main
+// Package gradecmd is harness grade: (re)grade stored trajectories without running the agent.
+package gradecmd
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"harness/cli"
 	"io"
 	"os"
 	"path/filepath"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"harness/cli"
 	"harness/evaluation"
 	"harness/graders"
 	"harness/results"
@@ -73,7 +74,8 @@ func (f *gradeFlags) addFlags(fs *pflag.FlagSet) {
 	fs.Lookup("sandbox-protect").Usage = "with --sandbox bwrap, keep `path` read-only even inside a writable directory (the inputs, output, graders and prompts are kept so anyway); repeatable"
 }
 
-func newGradeCmd() *cli.Command {
+// NewCmd returns the harness grade command.
+func NewCmd() *cli.Command {
 	f := &gradeFlags{}
 	c := &cli.Command{
 		Name:  "grade",
@@ -213,7 +215,7 @@ func (f *gradeFlags) gradeFiles(inputs []string, dir string) []string {
 		}
 	}
 	if f.output != "" && f.output != "-" {
-		files = append(files, f.output, summaryBeside(f.output))
+		files = append(files, f.output, cli.SummaryBeside(f.output))
 	}
 	for _, spec := range f.graders {
 		p := spec
@@ -283,7 +285,7 @@ func gradeFiles(ctx context.Context, e *cli.Env, f *gradeFlags, files []string, 
 	}
 	interrupted := errors.Is(runErr, evaluation.ErrInterrupted)
 	if runErr != nil && !interrupted {
-		return cli.OutputError(reviewInputErr(runErr))
+		return cli.OutputError(cli.ReviewInputErr(runErr))
 	}
 	if !f.quiet {
 		msg := fmt.Sprintf("graded %s: %d passed, %d failed, %s",
@@ -341,10 +343,10 @@ func (f *gradeFlags) regradeOptions(e *cli.Env, gs []graders.Grader, names []str
 	if f.sample > 0 && f.sample < total {
 		opts.Chosen = evaluation.Sample(total, f.sample, f.seed)
 	}
-	if path := summaryBeside(f.output); path != "" {
+	if path := cli.SummaryBeside(f.output); path != "" {
 		opts.Summary = func(sum schemas.TrialsSummary) error {
 			// Replaced, never written through a link planted in its place.
-			return results.ReplaceFile(path, 0o644, func(w io.Writer) error { return writePrettyJSON(w, sum) })
+			return results.ReplaceFile(path, 0o644, func(w io.Writer) error { return cli.WritePrettyJSON(w, sum) })
 		}
 	}
 	if f.workspace != "" {

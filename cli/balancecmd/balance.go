@@ -1,19 +1,21 @@
-package main
+// Package balancecmd is harness balance: category coverage of a prompt set (and pass rate per category).
+package balancecmd
 
 import (
 	"context"
-	"harness/cli"
 	"io"
 	"strconv"
 
 	"github.com/spf13/pflag"
 
+	"harness/cli"
 	"harness/review"
 	"harness/schemas"
 	"harness/trials"
 )
 
-func newBalanceCmd() *cli.Command {
+// NewCmd returns the harness balance command.
+func NewCmd() *cli.Command {
 	var (
 		output, key, results, threshold string
 		force, quiet                    bool
@@ -54,7 +56,7 @@ Examples:
 		if err != nil || th < 0 || th != th {
 			return cli.Usagef("--threshold %q: want a percentage ≥ 0", threshold)
 		}
-		in, err := reviewInput(e, args[0])
+		in, err := cli.ReviewInput(e, args[0])
 		if err != nil {
 			return err
 		}
@@ -65,18 +67,18 @@ Examples:
 		}
 		a := review.Balance(cases, key, th)
 		if results != "" {
-			rin, err := reviewInput(e, results)
+			rin, err := cli.ReviewInput(e, results)
 			if err != nil {
 				return err
 			}
 			run, err := trials.ReadRun(results, rin)
 			rin.Close()
 			if err != nil {
-				return reviewInputErr(err)
+				return cli.ReviewInputErr(err)
 			}
 			review.AddResults(&a, cases, run)
 		}
-		if err := writeOutput(e, output, force, func(out io.Writer) error { return writePrettyJSON(out, a) }); err != nil {
+		if err := cli.WriteOutput(e, output, force, func(out io.Writer) error { return cli.WritePrettyJSON(out, a) }); err != nil {
 			return err
 		}
 		if !quiet {

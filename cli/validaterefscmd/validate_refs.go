@@ -1,21 +1,23 @@
-package main
+// Package validaterefscmd is harness validate-refs: check that reference answers pass and negative references fail.
+package validaterefscmd
 
 import (
 	"context"
 	"fmt"
-	"harness/cli"
 	"io"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"harness/cli"
 	"harness/results"
 	"harness/review"
 	"harness/schemas"
 )
 
-func newValidateRefsCmd() *cli.Command {
+// NewCmd returns the harness validate-refs command.
+func NewCmd() *cli.Command {
 	c := &cli.Command{
 		Name:  "validate-refs",
 		Usage: "validate-refs PROMPTS -g GRADER [-o FILE] | validate-refs TASKS [-o FILE]",
@@ -50,19 +52,19 @@ Examples:
 	c.Flags.BoolVar(&o.force, "force", false, "overwrite an existing output file")
 	c.Flags.BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
 	o.jc.AddFlags(c.Flags)
-	var tf taskFlags
-	tf.add(c.Flags)
+	var tf cli.TaskFlags
+	tf.Add(c.Flags)
 	c.Run = func(ctx context.Context, e *cli.Env, args, agent []string) error {
 		if len(args) != 1 {
 			return cli.Usagef("want one prompts file, got %d arguments", len(args))
 		}
-		if isTaskDir(args[0]) {
+		if cli.IsTaskDir(args[0]) {
 			if o.grader != "" {
 				return cli.Usagef("--grader does not apply to task directories: their tests/test.sh is the verifier")
 			}
-			return validateTaskRefs(ctx, e, args[0], tf, o.output, o.force, o.quiet)
+			return cli.ValidateTaskRefs(ctx, e, args[0], tf, o.output, o.force, o.quiet)
 		}
-		if err := notTaskDir(args[0]); err != nil {
+		if err := cli.NotTaskDir(args[0]); err != nil {
 			return err
 		}
 		if o.grader == "" {
@@ -85,7 +87,7 @@ type refsOptions struct {
 // the cases of a prompts file with the grader, and writes one validation
 // result per answer.
 func validatePromptRefs(ctx context.Context, e *cli.Env, file string, o refsOptions) error {
-	in, err := reviewInput(e, file)
+	in, err := cli.ReviewInput(e, file)
 	if err != nil {
 		return err
 	}
@@ -110,13 +112,13 @@ func validatePromptRefs(ctx context.Context, e *cli.Env, file string, o refsOpti
 	if err != nil {
 		return err
 	}
-	_, grade, err := loadReviewGrader(e, o.grader, o.graderTO, cache)
+	_, grade, err := cli.LoadReviewGrader(e, o.grader, o.graderTO, cache)
 	if err != nil {
 		return err
 	}
 	graderErrors := 0
 	var st review.ValidateStats
-	err = writeRecords(e, o.output, o.force, func(w *results.Writer) (err error) {
+	err = cli.WriteRecords(e, o.output, o.force, func(w *results.Writer) (err error) {
 		if !o.quiet {
 			fmt.Fprintf(e.Stderr, "Validating %d reference solutions...\n", total)
 		}

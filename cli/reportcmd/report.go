@@ -1,15 +1,16 @@
-package main
+// Package reportcmd is harness report: one self-contained HTML page of a run (or several side by side); JUnit XML; markdown.
+package reportcmd
 
 import (
 	"context"
 	"fmt"
-	"harness/cli"
 	"io"
 	"os"
 	"slices"
 
 	"github.com/spf13/pflag"
 
+	"harness/cli"
 	"harness/report"
 	"harness/rundir"
 	"harness/trials"
@@ -61,7 +62,8 @@ Examples:
   harness report trials.jsonl --junit junit.xml --markdown summary.md
   harness report runs/ -o runs.html`
 
-func newReportCmd() *cli.Command {
+// NewCmd returns the harness report command.
+func NewCmd() *cli.Command {
 	var o reportOptions
 	c := &cli.Command{
 		Name:  "report",
@@ -97,7 +99,7 @@ func runReport(e *cli.Env, o reportOptions, args []string) error {
 	if err != nil {
 		return cli.Usagef("--rule: %v", err)
 	}
-	sd, err := parseSeed(o.seed)
+	sd, err := cli.ParseSeed(o.seed)
 	if err != nil {
 		return err
 	}
@@ -126,14 +128,14 @@ func runReport(e *cli.Env, o reportOptions, args []string) error {
 			}
 		}
 	}
-	runs, err := report.ReadRuns(args, func(name string) (io.ReadCloser, error) { return reviewInput(e, name) }, o.output != "")
+	runs, err := report.ReadRuns(args, func(name string) (io.ReadCloser, error) { return cli.ReviewInput(e, name) }, o.output != "")
 	if err != nil {
-		return reviewInputErr(err)
+		return cli.ReviewInputErr(err)
 	}
 	defer report.CloseRuns(runs)
 	out := report.Outputs{HTML: o.output, JUnit: o.junit, Markdown: o.markdown}
 	opts := report.BuildOptions{Title: o.title, Rule: cr, Seed: sd, Resamples: resamplesOpt(o.resamples)}
-	return report.Build(runs, out, opts, func(path string) (report.Sink, error) { return reviewOutput(e, path, o.force) })
+	return report.Build(runs, out, opts, func(path string) (report.Sink, error) { return cli.ReviewOutput(e, path, o.force) })
 }
 
 // countStdout counts the outputs that go to stdout ("-").
@@ -167,14 +169,14 @@ func reportRunsDir(e *cli.Env, dir, title, output, junit, markdown string, force
 		return cli.Input(fmt.Errorf("%s: %w", dir, err))
 	}
 	if output != "" {
-		if err := writeOutput(e, output, force, func(w io.Writer) error {
+		if err := cli.WriteOutput(e, output, force, func(w io.Writer) error {
 			return report.WriteRunsHTML(w, title, dir, runs)
 		}); err != nil {
 			return err
 		}
 	}
 	if markdown != "" {
-		return writeOutput(e, markdown, force, func(w io.Writer) error {
+		return cli.WriteOutput(e, markdown, force, func(w io.Writer) error {
 			return report.WriteRunsMarkdown(w, title, runs)
 		})
 	}

@@ -1,14 +1,15 @@
-package main
+// Package comparecmd is harness compare: compare two runs on the same cases with paired statistics.
+package comparecmd
 
 import (
 	"context"
 	"fmt"
-	"harness/cli"
 	"io"
 	"strings"
 
 	"github.com/spf13/pflag"
 
+	"harness/cli"
 	"harness/trials"
 )
 
@@ -37,7 +38,8 @@ Examples:
   harness compare before.jsonl after.jsonl
   harness compare before.jsonl after.jsonl --pass-at 5 --json | jq .passAtK`
 
-func newCompareCmd() *cli.Command {
+// NewCmd returns the harness compare command.
+func NewCmd() *cli.Command {
 	var o compareOptions
 	c := &cli.Command{
 		Name:  "compare",
@@ -81,13 +83,13 @@ func runCompare(e *cli.Env, o compareOptions, args []string) error {
 	if o.k < 1 {
 		return cli.Usagef("--pass-at %d: K must be at least 1", o.k)
 	}
-	sd, err := parseSeed(o.seed)
+	sd, err := cli.ParseSeed(o.seed)
 	if err != nil {
 		return err
 	}
-	runs, err := trials.ReadRuns(args, func(name string) (io.ReadCloser, error) { return reviewInput(e, name) })
+	runs, err := trials.ReadRuns(args, func(name string) (io.ReadCloser, error) { return cli.ReviewInput(e, name) })
 	if err != nil {
-		return reviewInputErr(err)
+		return cli.ReviewInputErr(err)
 	}
 	opts := trials.CompareOptions{K: o.k, Seed: sd, Resamples: o.resamples}
 	if len(runs) > 2 {
@@ -95,7 +97,7 @@ func runCompare(e *cli.Env, o compareOptions, args []string) error {
 			return cli.Usagef("--max-regression compares two runs (A B)")
 		}
 		rk := trials.Rank(runs, opts)
-		return writeOutput(e, o.output, o.force, func(out io.Writer) error {
+		return cli.WriteOutput(e, o.output, o.force, func(out io.Writer) error {
 			return writeAs(out, o, rk, trials.WriteRankingText, trials.WriteRankingCSV)
 		})
 	}
@@ -103,7 +105,7 @@ func runCompare(e *cli.Env, o compareOptions, args []string) error {
 		return cli.Usagef("--max-regression %g: want a fraction between 0 and 1", o.maxRegression)
 	}
 	rep := trials.Compare(runs[0], runs[1], opts)
-	err = writeOutput(e, o.output, o.force, func(out io.Writer) error {
+	err = cli.WriteOutput(e, o.output, o.force, func(out io.Writer) error {
 		return writeAs(out, o, rep, trials.WriteCompareText, trials.WriteCompareCSV)
 	})
 	if err != nil || o.maxRegression < 0 {
@@ -120,7 +122,7 @@ func runCompare(e *cli.Env, o compareOptions, args []string) error {
 func writeAs[T any](out io.Writer, o compareOptions, v T, text, csv func(io.Writer, T) error) error {
 	switch {
 	case o.js:
-		return writePrettyJSON(out, v)
+		return cli.WritePrettyJSON(out, v)
 	case o.format == "csv":
 		return csv(out, v)
 	}

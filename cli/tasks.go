@@ -1,9 +1,8 @@
-package main
+package cli
 
 import (
 	"context"
 	"fmt"
-	"harness/cli"
 	"io"
 	"os"
 	"strings"
@@ -17,23 +16,24 @@ import (
 	"harness/taskset"
 )
 
-// taskFlags are the flags of the commands that run Harbor task
+// TaskFlags are the flags of the commands that run Harbor task
 // directories in images.
-type taskFlags struct {
-	cacheDir   string
-	keep       bool
-	forceBuild bool
+type TaskFlags struct {
+	CacheDir   string
+	Keep       bool
+	ForceBuild bool
 }
 
-func (f *taskFlags) add(fs *pflag.FlagSet) {
-	fs.StringVar(&f.cacheDir, "cache-dir", "", "where task images are unpacked, once each (default $XDG_CACHE_HOME/harness/images)")
-	fs.BoolVar(&f.keep, "keep-layers", false, "leave each trial's image layer (its changes) on disk")
-	fs.BoolVar(&f.forceBuild, "force-build", false, "build each task's environment/Dockerfile even when its task.toml names a prebuilt docker_image")
+// Add defines the flags on fs.
+func (f *TaskFlags) Add(fs *pflag.FlagSet) {
+	fs.StringVar(&f.CacheDir, "cache-dir", "", "where task images are unpacked, once each (default $XDG_CACHE_HOME/harness/images)")
+	fs.BoolVar(&f.Keep, "keep-layers", false, "leave each trial's image layer (its changes) on disk")
+	fs.BoolVar(&f.ForceBuild, "force-build", false, "build each task's environment/Dockerfile even when its task.toml names a prebuilt docker_image")
 }
 
-// store opens the image cache.
-func (f *taskFlags) store(log io.Writer) (*image.Store, error) {
-	dir := f.cacheDir
+// Store opens the image cache.
+func (f *TaskFlags) Store(log io.Writer) (*image.Store, error) {
+	dir := f.CacheDir
 	if dir == "" {
 		d, err := image.DefaultCacheDir()
 		if err != nil {
@@ -44,30 +44,30 @@ func (f *taskFlags) store(log io.Writer) (*image.Store, error) {
 	return &image.Store{Dir: dir, Log: log}, nil
 }
 
-// isTaskDir says whether path is a Harbor task directory or a dataset of
+// IsTaskDir says whether path is a Harbor task directory or a dataset of
 // them (a directory holding task directories).
-func isTaskDir(path string) bool {
+func IsTaskDir(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && fi.IsDir() && harbor.IsDataset(path)
 }
 
-// notTaskDir is the error for a directory given where a task directory,
+// NotTaskDir is the error for a directory given where a task directory,
 // a dataset or a file is expected: it says what the directory lacks. nil
 // when path is not a directory or is a task directory or dataset.
-func notTaskDir(path string) error {
+func NotTaskDir(path string) error {
 	fi, err := os.Stat(path)
 	if err != nil || !fi.IsDir() || harbor.IsDataset(path) {
 		return nil
 	}
-	return cli.Input(harbor.NotATaskError(path))
+	return Input(harbor.NotATaskError(path))
 }
 
-// loadTasks reads a task or dataset directory and says, once for the
+// LoadTasks reads a task or dataset directory and says, once for the
 // run, which task.toml fields its tasks set that are not honoured.
-func loadTasks(e *cli.Env, dir string, quiet bool) (*taskset.Set, error) {
+func LoadTasks(e *Env, dir string, quiet bool) (*taskset.Set, error) {
 	set, err := taskset.Load(dir)
 	if err != nil {
-		return nil, cli.Input(err)
+		return nil, Input(err)
 	}
 	if s := set.Unhonoured(); s != "" && !quiet {
 		e.SayOnce("warning: task.toml fields not honoured (docs/tasks.md says why): " + s + "\n")
@@ -75,19 +75,10 @@ func loadTasks(e *cli.Env, dir string, quiet bool) (*taskset.Set, error) {
 	return set, nil
 }
 
-// progressTo is where progress and warnings go: stderr, or nowhere when
-// quiet.
-func progressTo(e *cli.Env, quiet bool) io.Writer {
-	if quiet {
-		return nil
-	}
-	return e.Stderr
-}
-
-// resolveTaskImages builds or unpacks each task's image once, before any
+// ResolveTaskImages builds or unpacks each task's image once, before any
 // trial runs, saying which image each task gets. A task whose image cannot
 // be made is an input error.
-func resolveTaskImages(ctx context.Context, e *cli.Env, store *image.Store, set *taskset.Set, forceBuild, quiet bool) (map[string]*image.Image, error) {
+func ResolveTaskImages(ctx context.Context, e *Env, store *image.Store, set *taskset.Set, forceBuild, quiet bool) (map[string]*image.Image, error) {
 	o := taskset.ResolveOptions{ForceBuild: forceBuild}
 	if !quiet {
 		o.OnImage = func(c taskset.ImageChoice) {
@@ -105,40 +96,40 @@ func resolveTaskImages(ctx context.Context, e *cli.Env, store *image.Store, set 
 	imgs, err := set.ResolveImages(ctx, store, o)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, cli.WithCode(cli.ExitInterrupted, ctx.Err())
+			return nil, WithCode(ExitInterrupted, ctx.Err())
 		}
-		return nil, cli.Input(err)
+		return nil, Input(err)
 	}
 	return imgs, nil
 }
 
-// validateTaskRefs runs each task of a Harbor task directory or dataset
+// ValidateTaskRefs runs each task of a Harbor task directory or dataset
 // with the oracle (it must score 1) and with an agent that does nothing
 // (it must score 0), and writes one validation result per run.
-func validateTaskRefs(ctx context.Context, e *cli.Env, dir string, tf taskFlags, output string, force, quiet bool) error {
-	set, err := loadTasks(e, dir, quiet)
+func ValidateTaskRefs(ctx context.Context, e *Env, dir string, tf TaskFlags, output string, force, quiet bool) error {
+	set, err := LoadTasks(e, dir, quiet)
 	if err != nil {
 		return err
 	}
-	store, err := tf.store(nil)
+	store, err := tf.Store(nil)
 	if err != nil {
 		return err
 	}
-	imgs, err := resolveTaskImages(ctx, e, store, set, tf.forceBuild, quiet)
+	imgs, err := ResolveTaskImages(ctx, e, store, set, tf.ForceBuild, quiet)
 	if err != nil {
 		return err
 	}
 	if len(set.Tasks) > 0 {
-		taskset.WarnOverlay(ctx, progressTo(e, quiet), imgs[set.Tasks[0].Name])
+		taskset.WarnOverlay(ctx, ProgressTo(e, quiet), imgs[set.Tasks[0].Name])
 	}
 	var tally taskset.Tally
-	err = writeRecords(e, output, force, func(w *results.Writer) (err error) {
+	err = WriteRecords(e, output, force, func(w *results.Writer) (err error) {
 		if !quiet {
 			fmt.Fprintf(e.Stderr, "Validating %d tasks with the oracle and a no-op agent...\n", len(set.Tasks))
 		}
 		tally, err = set.Validate(ctx, taskset.ValidateOptions{
 			Images: imgs,
-			Trial:  harbor.TrialOptions{Keep: tf.keep},
+			Trial:  harbor.TrialOptions{Keep: tf.Keep},
 			Each: func(o taskset.Outcome) error {
 				if !quiet {
 					sayRefOutcome(e.Stderr, o)
@@ -191,18 +182,18 @@ func sayRefOutcome(w io.Writer, o taskset.Outcome) {
 
 // refsVerdict is the exit of validate-refs on tasks: interrupted, a
 // reference run scored wrong, the verifier failed, or nil.
-func refsVerdict(ctx context.Context, e *cli.Env, t taskset.Tally, quiet bool) error {
+func refsVerdict(ctx context.Context, e *Env, t taskset.Tally, quiet bool) error {
 	if ctx.Err() != nil {
-		return cli.WithCode(cli.ExitInterrupted, fmt.Errorf("interrupted after %d of %d runs", t.Checked, t.Runs))
+		return WithCode(ExitInterrupted, fmt.Errorf("interrupted after %d of %d runs", t.Checked, t.Runs))
 	}
 	if !quiet {
 		fmt.Fprintf(e.Stderr, "\nResults: %d correct, %d misjudged, %d grader errors\n", t.Correct(), len(t.Misjudged), len(t.GraderErrors))
 	}
 	if len(t.Misjudged) > 0 {
-		return cli.WithCode(cli.ExitGateFailed, fmt.Errorf("%d of %d reference runs scored wrong: %s", len(t.Misjudged), t.Checked, strings.Join(t.Misjudged, ", ")))
+		return WithCode(ExitGateFailed, fmt.Errorf("%d of %d reference runs scored wrong: %s", len(t.Misjudged), t.Checked, strings.Join(t.Misjudged, ", ")))
 	}
 	if len(t.GraderErrors) > 0 {
-		return cli.WithCode(cli.ExitInfraErrors, fmt.Errorf("the verifier failed on %d of %d reference runs: %s", len(t.GraderErrors), t.Checked, strings.Join(t.GraderErrors, ", ")))
+		return WithCode(ExitInfraErrors, fmt.Errorf("the verifier failed on %d of %d reference runs: %s", len(t.GraderErrors), t.Checked, strings.Join(t.GraderErrors, ", ")))
 	}
 	return nil
 }
