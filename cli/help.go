@@ -43,6 +43,7 @@ func PrintFlags(w io.Writer, fs *pflag.FlagSet) {
 		}
 	})
 	if len(all) <= groupedAbove {
+		fs.SortFlags = false
 		fmt.Fprintf(w, "\nFlags:\n%s", fs.FlagUsages())
 		return
 	}
