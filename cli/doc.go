@@ -8,5 +8,7 @@
 // names a flag (docs/architecture.md). The offline commands are packages
 // of their own under cli/, each a NewCmd returning its [Command]; the
 // commands that run agents are in cmd/harness, which also holds main and
-// the command table.
+// the command table. The commands' behaviour is tested end to end by the
+// scripts of cmd/harness (testdata/script), this package's own parts by
+// its Go tests.
 package cli
