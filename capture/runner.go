@@ -439,9 +439,9 @@ type agent struct {
 	// copy in a sandbox, or layer), which outlives it.
 	perCase bool
 	// scratch is the empty directory the agent that checked the start
-	// was started in, in a sandbox, while it has served no unit: the
-	// first unit that needs an agent of its own gets it, with its
-	// workspace copy made in that directory (see worker.setup).
+	// was started in, in a sandbox, while it has served no unit: a unit
+	// that needs an agent of its own gets one started in its copy, and
+	// this one is stopped without a grace (see worker.setup).
 	scratch string
 
 	netMu   sync.Mutex

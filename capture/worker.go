@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -438,23 +436,6 @@ func (w *worker) workspace(run *caseRun) (string, error) {
 	return cwd, nil
 }
 
-// moveWorkspace moves a unit's finished workspace copy into dir, by
-// renaming it: dir is writable by the agent that is to run there, so
-// nothing is copied into it while that agent runs. It returns the copy's
-// new path.
-func moveWorkspace(run *caseRun, dir string) (string, error) {
-	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = real
-	}
-	to := filepath.Join(dir, filepath.Base(run.ws.Path))
-	if err := os.Rename(run.ws.Path, to); err != nil {
-		return "", err
-	}
-	run.ws.Path = to
-	run.record.Cwd = to
-	return to, nil
-}
-
 // keepOpen leaves a finished case's session attached for its settle time;
 // then its record is sealed.
 func (w *worker) keepOpen(run *caseRun) {
@@ -538,15 +519,13 @@ func (w *worker) setup(ctx context.Context, u Unit) *caseRun {
 		}
 	}
 	// A sandboxed agent can write only its own case's workspace: it gets
-	// a process of its own, started in the copy. The agent before it
-	// retires in the background once its last case has settled. The
-	// agent that checked the start, which has served nothing yet, takes
-	// the unit instead: the finished copy is moved into the empty scratch
-	// directory that agent was started in, the one directory it can
-	// write.
+	// a process of its own, started in the copy (its working directory,
+	// where its own tools write, is the copy whose changes the record
+	// takes). The agent before it retires in the background once its last
+	// case has settled; the agent that checked the start, started in an
+	// empty scratch directory, has served nothing and is stopped at once.
 	perCase := w.perCase(u)
-	adopt := perCase && w.ag != nil && !w.ag.dead && w.ag.scratch != "" && cfg.Image == nil && !cfg.KeepWorkspaces
-	if w.ag != nil && !adopt && (w.ag.dead || cfg.FreshProcess || perCase || w.ag.perCase) {
+	if w.ag != nil && (w.ag.dead || cfg.FreshProcess || perCase || w.ag.perCase) {
 		w.release(w.ag)
 		w.ag = nil
 	}
@@ -556,15 +535,6 @@ func (w *worker) setup(ctx context.Context, u Unit) *caseRun {
 		if cwd, err = w.workspace(run); err != nil {
 			w.fail(run, workspaceErr(err))
 			return nil
-		}
-		if adopt {
-			if moved, err := moveWorkspace(run, w.ag.scratch); err == nil {
-				cwd = moved
-				w.ag.perCase = true
-			} else {
-				w.release(w.ag) // the copy stays where it is, with an agent of its own
-				w.ag = nil
-			}
 		}
 	}
 	if w.ag == nil {
