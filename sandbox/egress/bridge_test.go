@@ -46,6 +46,10 @@ func TestMain(m *testing.M) {
 //	                     (refused, reset or closed, whichever came first)
 //	local                a direct connection to a server of its own on the
 //	                     sandbox's loopback, which echoes a line
+//	bench=MODE,ADDR,N    N connections to ADDR, one after the other, each
+//	                     sending a line and reading the answer to the end,
+//	                     through $HTTPS_PROXY (MODE proxy) or directly (any
+//	                     other MODE); says "ns=TOTAL" or the first error
 //	forge=HOST:PORT      CONNECT on the proxy's unix socket itself
 //	caps                 this process's capability sets and no-new-privs
 //	exit=N               exit with status N
@@ -134,6 +138,20 @@ func runAction(action, arg string) string {
 			return "refused"
 		}
 		return fmt.Sprintf("got %q", got)
+	case "bench":
+		parts := strings.Split(arg, ",")
+		if len(parts) != 3 {
+			return "error want MODE,ADDR,N"
+		}
+		var n int
+		fmt.Sscan(parts[2], &n)
+		start := time.Now()
+		for range n {
+			if err := benchConn(parts[0], parts[1]); err != nil {
+				return "error " + err.Error()
+			}
+		}
+		return fmt.Sprintf("ns=%d", time.Since(start).Nanoseconds())
 	case "local":
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -177,6 +195,47 @@ func runAction(action, arg string) string {
 		select {}
 	}
 	return "unknown action " + action
+}
+
+// benchConn is one connection of the bench action.
+func benchConn(mode, addr string) error {
+	target := addr
+	if mode == "proxy" {
+		u, err := url.Parse(os.Getenv("HTTPS_PROXY"))
+		if err != nil {
+			return err
+		}
+		target = u.Host
+	}
+	c, err := net.Dial("tcp", target)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	r := io.Reader(c)
+	if mode == "proxy" {
+		fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", addr, addr)
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			return err
+		}
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("status %d", resp.StatusCode)
+		}
+		r = br
+	}
+	if _, err := io.WriteString(c, "ping\n"); err != nil {
+		return err
+	}
+	got, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	if string(got) != "echo: ping\n" {
+		return fmt.Errorf("got %q", got)
+	}
+	return nil
 }
 
 func requireBwrap(t testing.TB) string {
@@ -232,7 +291,7 @@ type lineServer struct {
 	conns [][2]int64 // bytes read, bytes written
 }
 
-func newLineServer(t *testing.T) *lineServer {
+func newLineServer(t testing.TB) *lineServer {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
