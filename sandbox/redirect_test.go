@@ -43,7 +43,9 @@ func TestBwrapRedirectsWhereTheHostCan(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		warned := slices.ContainsFunc(b.Warnings(), func(w string) bool { return strings.Contains(w, "cannot redirect the connections that ignore the proxy variables") })
+		warned := slices.ContainsFunc(b.Warnings(), func(w string) bool {
+			return strings.Contains(w, "cannot redirect the connections that ignore the proxy variables")
+		})
 		if b.proxy.Redirect != c.redirect || warned == c.redirect {
 			t.Errorf("bridge %s: redirect %v, warnings %q; want redirect %v and a warning only without it", c.exe, b.proxy.Redirect, b.Warnings(), c.redirect)
 		}
