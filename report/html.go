@@ -359,6 +359,26 @@ func firstReason(c *Case, status string) string {
 	return ""
 }
 
+// firstFailedCheck is the first failed check of the case's trials with
+// the given status, as "text: reason" ("" when none).
+func firstFailedCheck(c *Case, status string) string {
+	for _, t := range c.Trials {
+		if t.Status != status {
+			continue
+		}
+		for _, ch := range t.Checks {
+			if !ch.Pass {
+				s := ch.Text
+				if ch.Reason != "" {
+					s += ": " + ch.Reason
+				}
+				return shorten(oneLine(s), 200)
+			}
+		}
+	}
+	return ""
+}
+
 func firstErrorMessage(c *Case) string {
 	for _, t := range c.Trials {
 		if t.Error != nil && t.Error.Message != "" {
@@ -521,6 +541,7 @@ type indexTrial struct {
 	Reasoning string             `json:"r,omitempty"`
 	Checks    []schemas.Check    `json:"ck,omitempty"`
 	Grader    string             `json:"g,omitempty"`
+	GraderOut string             `json:"go,omitempty"`
 	Error     *schemas.ErrorInfo `json:"e,omitempty"`
 	Stop      string             `json:"stop,omitempty"`
 	Output    string             `json:"out,omitempty"`
@@ -578,7 +599,7 @@ func buildSide(c *Case) *indexSide {
 	for _, t := range c.Trials {
 		it := indexTrial{Num: t.Num, Status: t.Status, Excluded: t.Excluded, Score: t.Score,
 			Duration: t.Duration, Start: t.Start, Reasoning: t.Reasoning, Checks: t.Checks,
-			Grader: t.Grader, Error: t.Error, Stop: t.StopReason, Output: t.Output, Cost: t.Cost, Steps: t.Steps, Tools: t.ToolCalls}
+			Grader: t.Grader, GraderOut: t.GraderOutput, Error: t.Error, Stop: t.StopReason, Output: t.Output, Cost: t.Cost, Steps: t.Steps, Tools: t.ToolCalls}
 		if t.chunk >= 0 {
 			it.Ref = []int{t.chunk, t.pos}
 		}

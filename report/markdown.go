@@ -144,6 +144,9 @@ func writeRunMarkdown(b *strings.Builder, r *Run, label string, rule CaseRule, o
 				if reason := firstReason(c, StatusFail); reason != "" {
 					ref.Note += ": " + reason
 				}
+				if ck := firstFailedCheck(c, StatusFail); ck != "" {
+					ref.Note += "; first failed check " + ck
+				}
 				failing = append(failing, ref)
 			}
 		case c.Status() == StatusFlaky:
@@ -182,7 +185,7 @@ func writeRefs(b *strings.Builder, title string, refs []caseRef, total int) {
 	for _, r := range refs {
 		fmt.Fprintf(b, "- `%s`", codeText(r.ID))
 		if r.Note != "" {
-			fmt.Fprintf(b, " — %s", mdText(shorten(oneLine(r.Note), 200)))
+			fmt.Fprintf(b, " — %s", mdText(shorten(oneLine(r.Note), 320)))
 		}
 		b.WriteString("\n")
 	}

@@ -102,8 +102,39 @@
     return box;
   }
 
+  var TAIL_LINES = 40;   // lines of a command's output shown before "show all"
+
+  // outputBlock shows the output of a grader's command (a verifier's
+  // test.sh), folded: the failing tests pytest's summary names first, then
+  // the output's tail, the whole of it a click away.
+  function outputBlock(g) {
+    var text = String(g.outcome.output).replace(/\s+$/, "");
+    if (!text) return null;
+    var lines = text.split("\n");
+    var failing = lines.filter(function (l) { return /^(FAILED|ERROR) \S/.test(l); });
+    var label = (g.grader === "harbor-verifier" ? "verifier output" : "grader output") + " (" + lines.length + " line" + (lines.length === 1 ? "" : "s");
+    if (g.outcome.exitCode != null) label += ", exit " + g.outcome.exitCode;
+    if (failing.length) label += ", " + failing.length + " failing test" + (failing.length === 1 ? "" : "s");
+    var d = el("details", { class: "gout" }, el("summary", { text: label + ")" }));
+    if (failing.length) {
+      d.appendChild(el("div", { class: "note", text: "failing tests" }));
+      d.appendChild(el("pre", { class: "gfail err", text: failing.join("\n") }));
+    }
+    var cut = lines.length > TAIL_LINES;
+    if (failing.length || cut) d.appendChild(el("div", { class: "note", text: cut ? "last " + TAIL_LINES + " of " + lines.length + " lines" : "output" }));
+    var p = el("pre", { class: "gtail", text: (cut ? lines.slice(-TAIL_LINES) : lines).join("\n") });
+    d.appendChild(p);
+    if (cut) {
+      var b = el("button", { class: "showall", type: "button", text: "show all " + lines.length + " lines" });
+      b.addEventListener("click", function () { p.textContent = text; b.remove(); });
+      d.appendChild(b);
+    }
+    return d;
+  }
+
   // graderBlock shows one grader's result: verdict, score, reasoning,
-  // checks with evidence, or its error.
+  // checks with evidence, the output of its command (folded), or its
+  // error.
   function graderBlock(g) {
     var ok = g.error ? "error" : g.pass ? "pass" : "fail";
     var box = el("div", { class: "grader " + ok });
@@ -113,6 +144,7 @@
     box.appendChild(el("div", { class: "gline", text: head }));
     if (g.reasoning) box.appendChild(el("div", { class: "reason", text: g.reasoning }));
     if (g.checks && g.checks.length) box.appendChild(checksList(g.checks));
+    if (g.outcome && typeof g.outcome.output === "string") add(box, outputBlock(g));
     if (g.error) box.appendChild(errorBlock(g.error, "grader error"));
     return box;
   }
@@ -334,7 +366,7 @@
 
   global.HarnessTranscript = {
     el: el, add: add, pre: pre, pct: pct, ms: ms, usd: usd, iso: iso, json: json, kvList: kvList,
-    checksList: checksList, graderBlock: graderBlock, errorBlock: errorBlock, verdict: verdict,
+    checksList: checksList, outputBlock: outputBlock, graderBlock: graderBlock, errorBlock: errorBlock, verdict: verdict,
     timingBar: timingBar, recordHead: recordHead, diffPre: diffPre, sortSteps: sortSteps, step: step
   };
 })(this);
