@@ -44,9 +44,9 @@ func TestBrowserVerifierOutput(t *testing.T) {
 	tb.route("#/trial?src=b.jsonl&id=regex-log&trial=1")
 	tb.waitJS(`document.getElementById("detail") && document.getElementById("detail").getAttribute("data-steps") === "4"`)
 	type gout struct {
-		Open               bool
+		Open                bool
 		Summary, Fail, Tail string
-		TailLines          int
+		TailLines           int
 	}
 	const read = `(() => { const d = document.querySelector(SCOPE + " .grader details.gout"); if (!d) return null;
 		const tail = d.querySelector("pre.gtail").textContent;
