@@ -171,6 +171,8 @@ type runView struct {
 	Unscored                             string
 	Ungraded, Missing, ErrorTrials       int
 	PassRate, PassRateCI                 string
+	// Method names how the intervals of the run's summary are had.
+	Method string
 	Cost                                 string
 	K                                    int
 	PassAtK, PassExpK                    string
@@ -202,8 +204,8 @@ type caseRef struct {
 
 type curveRow struct {
 	K                    int
-	At, AtLow, AtHigh    float64
-	Exp, ExpLow, ExpHigh float64
+	At, Exp              float64
+	AtCI, ExpCI          string
 	Cases                int
 	Asked                bool
 }
@@ -292,15 +294,16 @@ func buildRunView(r *Run, label string, opt Options) runView {
 	if sum.PassRate != nil {
 		v.PassRate = pct(*sum.PassRate)
 		if sum.PassRateCI != nil {
-			v.PassRateCI = fmt.Sprintf("[%s, %s]", pct(sum.PassRateCI.Low), pct(sum.PassRateCI.High))
+			v.PassRateCI = trials.FormatInterval(sum.PassRateCI.Low, sum.PassRateCI.High, sum.PassRateCI.Method, pct)
 		}
 	}
 	if e := sum.PassAtK; e != nil {
-		v.PassAtK = fmt.Sprintf("%s [%s, %s]", pct(e.Mean), pct(e.Low), pct(e.High))
+		v.PassAtK = pct(e.Mean) + " " + trials.FormatInterval(e.Low, e.High, e.Method, pct)
 	}
 	if e := sum.PassExpK; e != nil {
-		v.PassExpK = fmt.Sprintf("%s [%s, %s]", pct(e.Mean), pct(e.Low), pct(e.High))
+		v.PassExpK = pct(e.Mean) + " " + trials.FormatInterval(e.Low, e.High, e.Method, pct)
 	}
+	v.Method = trials.MethodNote(sum.Confidence, sum.Resamples, sum.Seed)
 	for _, class := range slices.Sorted(maps.Keys(sum.Errors)) {
 		v.ErrorClasses = append(v.ErrorClasses, classCount{class, sum.Errors[class]})
 		v.ErrorTrials += sum.Errors[class]
@@ -340,8 +343,8 @@ func buildRunView(r *Run, label string, opt Options) runView {
 	at, exp := curve(sum.PassAt), curve(sum.PassExp)
 	for i := range at {
 		v.PassAtRows = append(v.PassAtRows, curveRow{
-			K: at[i].K, At: at[i].Mean, AtLow: at[i].Low, AtHigh: at[i].High,
-			Exp: exp[i].Mean, ExpLow: exp[i].Low, ExpHigh: exp[i].High,
+			K: at[i].K, At: at[i].Mean, AtCI: trials.FormatInterval(at[i].Low, at[i].High, at[i].Method, pct),
+			Exp: exp[i].Mean, ExpCI: trials.FormatInterval(exp[i].Low, exp[i].High, exp[i].Method, pct),
 			Cases: at[i].Cases, Asked: at[i].K == sum.K,
 		})
 	}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -77,5 +78,49 @@ func TestBrowserVerifierOutputInReport(t *testing.T) {
 			t.Errorf("details %v: failed check's evidence %q", details, g.Evidence)
 		}
 		tb.clean()
+	}
+}
+
+// Twelve cases that all passed: the bootstrap over cases has no spread, so
+// the page and the markdown print the exact interval, say so, and name
+// the intervals' method once.
+func TestAllPassingRunShowsTheExactInterval(t *testing.T) {
+	var buf bytes.Buffer
+	for i := range 12 {
+		b, err := results.Marshal(synthRecord(fmt.Sprintf("case-%02d", i), 1, true, 2, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf.Write(append(b, '\n'))
+	}
+	r, err := ReadRun("all.jsonl", bytes.NewReader(buf.Bytes()), RunOptions{TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	page, err := os.ReadFile(writeHTML(t, t.TempDir(), Options{Resamples: 100}, r))
+	if err != nil {
+		t.Fatal(err)
+	}
+	html := string(page)
+	for _, want := range []string{
+		`<b>100.0%</b> <span class="ci">[73.5%, 100.0%] exact</span>`,
+		`id="interval-method">Pass rate, pass@k and pass^k: 95% intervals: percentile bootstrap over cases (100 resamples, seed 0); where every case has the same verdict, exact (Clopper–Pearson over the cases). A case's own pass rate (in the case view): Wilson 95% over its graded trials.</p>`,
+	} {
+		if !strings.Contains(html, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if strings.Contains(html, "[100.0%, 100.0%]") {
+		t.Error("the page prints a zero-width interval")
+	}
+	var md bytes.Buffer
+	if err := WriteMarkdownSummary(&md, MarkdownOptions{Resamples: 100}, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"**Pass rate 100.0%** (95% CI 73.5%–100.0%, exact)", "95% intervals: percentile bootstrap over cases (100 resamples, seed 0)", "| **1** | 100.0% | 73.5%–100.0% exact |"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md.String())
+		}
 	}
 }

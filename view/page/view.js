@@ -373,7 +373,7 @@
     function loadSummary(src) {
       var t = src.totals;
       summary.textContent = "";
-      summary.appendChild(el("span", null, "pass rate ", el("b", { "data-field": "pass-rate", text: rate(t) })));
+      summary.appendChild(el("span", null, "pass rate ", el("b", { "data-field": "pass-rate", text: rate(t) }), t.low != null ? el("span", { class: "note", text: " (Wilson 95% over graded trials)" }) : null));
       summary.appendChild(el("span", { text: t.trials + " trials of " + t.cases + " cases" + (t.expected ? " (of " + t.expected + ")" : "") + " · " + t.graded + " graded · " + t.errors + " errors" + (t.cost != null ? " · " + usd(t.cost) : "") }));
       if (src.run.status === "running" && src.inProgress && src.inProgress.length) {
         summary.appendChild(el("span", { class: "note", text: "in progress: " + src.inProgress.map(function (c) { return c.id + " (" + c.trials + (c.k ? "/" + c.k : "") + " trials" + (c.start ? ", " + ago(c.start) : "") + ")"; }).slice(0, 5).join(", ") }));
@@ -571,10 +571,18 @@
     srcs.forEach(function (s) { q.append("src", s); });
     q.set("k", params.get("k") || "1");
 
+    // d3 is a difference with its interval, or says there is none: when
+    // every case changed by the same amount the paired bootstrap has no
+    // spread.
     function d3(d, asPct) {
       if (!d) return "n/a";
       var f = asPct ? function (x) { return signed(100 * x, 1) + " pts"; } : function (x) { return signed(x, 2); };
+      if (d.none || (d.resamples >= 1 && d.low === d.high)) return f(d.diff) + " (no interval: every case changed by the same amount)";
       return f(d.diff) + " [" + f(d.low) + ", " + f(d.high) + "]";
+    }
+    function ci(r) {
+      if (r.method === "none") return "no interval (every case alike)";
+      return "[" + pct(r.low) + ", " + pct(r.high) + "]" + (r.method === "exact" ? " exact" : "");
     }
 
     function render(c) {
@@ -598,12 +606,15 @@
           el("td", { text: s.totals.cases }), el("td", { text: s.totals.trials }), el("td", { text: rate(s.totals) }), el("td", { text: s.totals.errors }), el("td", { text: s.totals.cost != null ? usd(s.totals.cost) : "" })));
       });
       main.appendChild(t);
+      var rs = c.against.length ? c.against[0].report.passRate : null;
+      main.appendChild(el("p", { class: "note", id: "cmp-methods", text: "Intervals (95%): a run's pass rate, Wilson over its graded trials; differences, paired bootstrap over the common cases" +
+        (rs ? " (" + rs.resamples + " resamples, seed " + rs.seed + ")" : "") + "; the ranking, bootstrap over cases, exact (Clopper–Pearson) where every case has the same verdict; McNemar and Fisher, exact tests." }));
       if (c.ranking) {
         main.appendChild(el("h3", { text: "Ranking on the " + c.ranking.cases + " cases graded in every run" }));
         var rk = el("table", { class: "num cmp", id: "cmp-ranking" });
-        rk.appendChild(el("tr", null, ["rank", "run", "mean pass rate", "95% bootstrap"].map(function (h) { return el("th", { text: h }); })));
+        rk.appendChild(el("tr", null, ["rank", "run", "mean pass rate", "95% interval"].map(function (h) { return el("th", { text: h }); })));
         c.ranking.runs.slice().sort(function (a, b) { return a.rank - b.rank; }).forEach(function (r) {
-          rk.appendChild(el("tr", null, el("td", { text: r.rank }), el("td", { text: names[r.file] }), el("td", { text: pct(r.meanPassRate) }), el("td", { text: "[" + pct(r.low) + ", " + pct(r.high) + "]" })));
+          rk.appendChild(el("tr", null, el("td", { text: r.rank }), el("td", { text: names[r.file] }), el("td", { text: pct(r.meanPassRate) }), el("td", { text: ci(r) })));
         });
         main.appendChild(rk);
         var pr = el("table", { class: "num cmp", id: "cmp-pairs" });
@@ -619,8 +630,8 @@
         sec.appendChild(el("h3", { text: B + " against " + A + " on " + r.commonCases + " common cases (" + m.cases + " comparable)" }));
         var kv = HT.kvList();
         kv.row("McNemar (" + m.method + ")", "both pass " + m.bothPass + ", only " + A + " " + m.onlyA + ", only " + B + " " + m.onlyB + ", both fail " + m.bothFail + "; p = " + m.pValue.toPrecision(3));
-        if (r.passRate) kv.row("mean pass rate " + B + "−" + A, d3({ diff: r.passRate.diff, low: r.passRate.low, high: r.passRate.high }, true) + " (paired bootstrap, " + r.passRate.cases + " cases)");
-        if (r.passAtK && r.passAtK.k > 1) kv.row("mean pass@" + r.passAtK.k + " " + B + "−" + A, d3({ diff: r.passAtK.diff, low: r.passAtK.low, high: r.passAtK.high }, true));
+        if (r.passRate) kv.row("mean pass rate " + B + "−" + A, d3(r.passRate, true) + " (paired bootstrap, " + r.passRate.cases + " cases)");
+        if (r.passAtK && r.passAtK.k > 1) kv.row("mean pass@" + r.passAtK.k + " " + B + "−" + A, d3(r.passAtK, true));
         kv.row("cost per case " + B + "−" + A, vs.cost ? d3(vs.cost) + " USD (" + usd(vs.cost.a) + " → " + usd(vs.cost.b) + ")" : "n/a");
         kv.row("mean trial time " + B + "−" + A, vs.time ? signed(vs.time.diff, 0) + " ms [" + signed(vs.time.low, 0) + ", " + signed(vs.time.high, 0) + "] (" + ms(vs.time.a) + " → " + ms(vs.time.b) + ")" : "n/a");
         (r.warnings || []).forEach(function (w) { kv.row("note", w); });
