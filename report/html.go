@@ -163,16 +163,16 @@ type page struct {
 }
 
 type runView struct {
-	Label, Name, Kind                    string
-	Agent, Harness, Graders              string
-	Started, Wall                        string
-	Cases, Trials, Graded, Passes        int
-	ScoredCases, GraderErrors            int
-	Unscored                             string
-	Ungraded, Missing, ErrorTrials       int
-	PassRate, PassRateCI                 string
+	Label, Name, Kind              string
+	Agent, Harness, Graders        string
+	Started, Wall                  string
+	Cases, Trials, Graded, Passes  int
+	ScoredCases, GraderErrors      int
+	Unscored                       string
+	Ungraded, Missing, ErrorTrials int
+	PassRate, PassRateCI           string
 	// Method names how the intervals of the run's summary are had.
-	Method string
+	Method                               string
 	Cost                                 string
 	K                                    int
 	PassAtK, PassExpK                    string
@@ -203,11 +203,11 @@ type caseRef struct {
 }
 
 type curveRow struct {
-	K                    int
-	At, Exp              float64
-	AtCI, ExpCI          string
-	Cases                int
-	Asked                bool
+	K           int
+	At, Exp     float64
+	AtCI, ExpCI string
+	Cases       int
+	Asked       bool
 }
 
 type compareView struct {
