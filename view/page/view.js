@@ -193,7 +193,7 @@
     var my = serial;
     var v = { kind: "run", src: params.get("src"), pages: {}, matched: 0, loading: {}, focus: focus };
     var query = gridQuery(params);
-    var head, list, rowsBox, count, summary;
+    var head, list, rowsBox, count, summary, statusEl, filterBox, filterSig;
 
     function paramsWith(k, val) {
       var p = new URLSearchParams(params.toString());
@@ -207,7 +207,8 @@
       document.body.setAttribute("data-view", "run");
       var top = el("div", { class: "bar" });
       top.appendChild(el("h2", null, src.run.name + " · ", el("span", { class: "srcname", text: src.name })));
-      top.appendChild(el("span", { class: "status s-" + src.run.status, text: src.run.status }));
+      statusEl = el("span", { class: "status s-" + src.run.status, id: "run-status", text: src.run.status });
+      top.appendChild(statusEl);
       summary = el("span", { class: "summary", id: "summary" });
       top.appendChild(summary);
       main.appendChild(top);
@@ -222,7 +223,9 @@
         main.appendChild(tabs);
       }
       (src.problems || []).forEach(function (p) { main.appendChild(el("p", { class: "warn", text: p })); });
-      main.appendChild(filters(src));
+      filterBox = filters(src);
+      filterSig = filterSignature(src);
+      main.appendChild(filterBox);
       var grid = el("div", { class: "grid" });
       var cols = COLS.map(function (c) { return c.w; }).join(" ");
       head = el("div", { class: "ghead", id: "grid-head", style: "--cols:" + cols });
@@ -370,11 +373,29 @@
       document.body.setAttribute("data-ready", "1");
     }
 
+    // filterSignature is what the filter bar offers: rebuilt when a live
+    // run's new trials bring categories, metadata or runs to compare.
+    function filterSignature(src) {
+      return JSON.stringify([src.categories, src.meta, src.others.map(function (o) { return o.src; })]);
+    }
+
     function loadSummary(src) {
       var t = src.totals;
+      // A live run's status and filters follow it.
+      statusEl.textContent = src.run.status;
+      statusEl.className = "status s-" + src.run.status;
+      var sig = filterSignature(src);
+      if (sig !== filterSig && filterBox && filterBox.parentNode) {
+        var had = document.activeElement && filterBox.contains(document.activeElement) ? document.activeElement.id : null;
+        var fresh = filters(src);
+        filterBox.parentNode.replaceChild(fresh, filterBox);
+        filterBox = fresh;
+        filterSig = sig;
+        if (had && document.getElementById(had)) document.getElementById(had).focus();
+      }
       summary.textContent = "";
       summary.appendChild(el("span", null, "pass rate ", el("b", { "data-field": "pass-rate", text: rate(t) }), t.low != null ? el("span", { class: "note", text: " (Wilson 95% over graded trials)" }) : null));
-      summary.appendChild(el("span", { text: t.trials + " trials of " + t.cases + " cases" + (t.expected ? " (of " + t.expected + ")" : "") + " · " + t.graded + " graded · " + t.errors + " errors" + (t.cost != null ? " · " + usd(t.cost) : "") }));
+      summary.appendChild(el("span", { id: "summary-counts", text: t.trials + (t.expected ? " of " + t.expected : "") + " trials · " + t.cases + (t.expectedCases ? " of " + t.expectedCases : "") + " cases · " + t.graded + " graded · " + t.errors + " errors" + (t.cost != null ? " · " + usd(t.cost) : "") }));
       if (src.run.status === "running" && src.inProgress && src.inProgress.length) {
         summary.appendChild(el("span", { class: "note", text: "in progress: " + src.inProgress.map(function (c) { return c.id + " (" + c.trials + (c.k ? "/" + c.k : "") + " trials" + (c.start ? ", " + ago(c.start) : "") + ")"; }).slice(0, 5).join(", ") }));
       }
@@ -408,7 +429,9 @@
       api("source", new URLSearchParams({ src: v.src })).then(function (src) { if (my === serial) loadSummary(src); }, fail);
     };
     v.onEvent = function (type, data) {
-      if (type === "runs") return;
+      // A run's status (running, finished) changes with its run.json and
+      // its files, not its rows.
+      if (type === "runs") { schedule(v.refreshHead, 300); return; }
       if (data && data.src && data.src !== v.src && data.src !== params.get("changed")) return;
       // New rows show at once; the counts above follow.
       schedule(v.refreshRows, 30);
