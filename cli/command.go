@@ -50,6 +50,9 @@ type Command struct {
 	Usage string // after "harness ": "capture PROMPTS -- AGENT..."
 	Short string
 	Long  string // description, examples; exit codes are added for all
+	// Exits, when set, is the exit status section of a command to which
+	// not every status applies (default ExitCodesHelp).
+	Exits string
 	Agent bool   // takes an agent command after --
 	// OptionalAgent: the agent command after -- may be left out.
 	OptionalAgent bool

@@ -94,3 +94,21 @@ func TestBrowserLiveGridFollowsTheRun(t *testing.T) {
 	}
 	tb.clean()
 }
+
+// An empty results file gets a word on the page that it is left out until
+// it holds a record, not an empty page.
+func TestBrowserEmptyFileSaysSo(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "empty.jsonl"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ix := newIndex(t, dir)
+	ts := serve(t, ix, ServerOptions{})
+	tb := newTab(t, ts.URL, 1200, 800)
+	tb.open("#/")
+	tb.waitJS(`!!document.getElementById("no-runs") && !document.getElementById("no-runs").textContent.startsWith("Searching")`)
+	if s := evalJS[string](tb, `document.getElementById("no-runs").textContent`); !strings.Contains(s, "once it holds a record (an empty one is left out until then)") {
+		t.Errorf("runs list: %q", s)
+	}
+	tb.clean()
+}

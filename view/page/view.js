@@ -92,7 +92,8 @@
       head.appendChild(cmp);
       main.appendChild(head);
       if (!data.runs.length) {
-        main.appendChild(el("p", { class: "placeholder", text: data.scanned ? "No runs or results files found." : "Searching…" }));
+        main.appendChild(el("p", { class: "placeholder", id: "no-runs", text: data.scanned ? "No runs or results files with trials found: a results file shows here once it holds a record (an empty one is left out until then)." : "Searching…" }));
+        document.body.setAttribute("data-view", "runs");
         return;
       }
       var t = el("table", { class: "runs", id: "runs" });
@@ -120,6 +121,7 @@
             prog.appendChild(el("span", { class: "pbar" }, el("i", { style: "width:" + (100 * frac).toFixed(1) + "%" })));
             prog.appendChild(el("span", { class: "note", text: " " + s.totals.trials + "/" + s.totals.expected }));
           }
+          if (!s.totals.trials) prog.appendChild(el("span", { class: "note nothing", text: r.status === "running" ? "no trials written yet" : "no trials in this file" }));
           if (r.status === "running" && s.inProgress && s.inProgress.length) {
             prog.appendChild(el("div", { class: "note", text: s.inProgress.length + " case(s) with trials in: " + s.inProgress.slice(0, 3).map(function (c) { return c.id + " " + c.trials + (c.k ? "/" + c.k : "") + (c.start ? ", first began " + ago(c.start) + " ago" : ""); }).join("; ") }));
           }
@@ -223,6 +225,7 @@
         main.appendChild(tabs);
       }
       (src.problems || []).forEach(function (p) { main.appendChild(el("p", { class: "warn", text: p })); });
+      if (!src.totals.trials) main.appendChild(el("p", { class: "note", id: "no-trials", text: src.run.status === "running" ? "No trials written yet: they show here as the run writes them." : "This file holds no trials." }));
       filterBox = filters(src);
       filterSig = filterSignature(src);
       main.appendChild(filterBox);
