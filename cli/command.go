@@ -53,7 +53,7 @@ type Command struct {
 	// Exits, when set, is the exit status section of a command to which
 	// not every status applies (default ExitCodesHelp).
 	Exits string
-	Agent bool   // takes an agent command after --
+	Agent bool // takes an agent command after --
 	// OptionalAgent: the agent command after -- may be left out.
 	OptionalAgent bool
 	Flags         *pflag.FlagSet
