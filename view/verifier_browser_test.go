@@ -1,6 +1,7 @@
 package view
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -81,6 +82,64 @@ func TestBrowserVerifierOutput(t *testing.T) {
 		if s == nil || !strings.Contains(s.Summary, want) {
 			t.Errorf("side %d verifier output: %+v", i+1, s)
 		}
+	}
+	tb.clean()
+}
+
+// TestBrowserSideBySideChangesAndScale: side by side shows each trial's
+// file changes and paths changed outside the working directory (folded,
+// counted), and the two timing bars share one scale, so a 14 s trial's
+// bar is seven times a 2 s one's; the trial page shows the outside paths
+// too.
+func TestBrowserSideBySideChangesAndScale(t *testing.T) {
+	dir := t.TempDir()
+	a, b := synthRecord("regex-log", 1, true, 3, 50), synthRecord("regex-log", 1, false, 3, 50)
+	a.Timing.Total, a.Timing.SessionCreation = 14000, 0
+	b.Timing.Total, b.Timing.SessionCreation = 2000, 0
+	a.Workspace = &schemas.Workspace{FileChanges: []schemas.FileChange{{Path: "run.py", Status: "added", Size: 12, Diff: "+print('hi')"}}}
+	var outside []schemas.PathChange
+	for i := range 600 {
+		outside = append(outside, schemas.PathChange{Path: fmt.Sprintf("/usr/lib/python3/x%03d.py", i), Status: "added"})
+	}
+	outside = append(outside, schemas.PathChange{Path: "/etc/group", Status: "modified"})
+	b.Workspace = &schemas.Workspace{FileChanges: []schemas.FileChange{}, OutsideChanges: outside}
+	writeRecords(t, filepath.Join(dir, "a.jsonl"), a)
+	writeRecords(t, filepath.Join(dir, "b.jsonl"), b)
+	ix := newIndex(t, dir)
+	ts := serve(t, ix, ServerOptions{})
+	tb := newTab(t, ts.URL, 1400, 900)
+	tb.open("#/")
+	tb.route("#/side?src=a.jsonl&src=b.jsonl&case=regex-log")
+	tb.waitJS(`document.body.getAttribute("data-ready") === "1" && document.querySelectorAll(".sidecol").length === 2`)
+	widths := evalJS[[]float64](tb, `[...document.querySelectorAll(".sidecol .timing .tbar")].map(b => b.getBoundingClientRect().width)`)
+	if len(widths) != 2 || widths[1] <= 0 || widths[0]/widths[1] < 6.5 || widths[0]/widths[1] > 7.5 {
+		t.Errorf("timing bars %v: want A's 7 times B's", widths)
+	}
+	if fc := evalJS[string](tb, `(document.querySelector('.sidecol:nth-child(1) details.filechanges') || {}).textContent || ""`); !strings.Contains(fc, "added run.py") {
+		t.Errorf("A's file changes: %q", fc)
+	}
+	type oc struct {
+		Open       bool
+		Summary    string
+		Lines      int
+		HasShowAll bool
+	}
+	const read = `(() => { const d = document.querySelector(SCOPE + " details.outsidechanges"); if (!d) return null;
+		return {Open: d.open, Summary: d.querySelector("summary").textContent, Lines: d.querySelector("pre.outside").textContent.split("\n").length, HasShowAll: !!d.querySelector("button.showall")}; })()`
+	o := evalJS[*oc](tb, strings.ReplaceAll(read, "SCOPE", `".sidecol:nth-child(2)"`))
+	if o == nil || o.Open || o.Summary != "601 paths changed outside the working directory (600 added, 1 modified)" || o.Lines != 500 || !o.HasShowAll {
+		t.Errorf("B's outside changes: %+v", o)
+	}
+	tb.route("#/trial?src=b.jsonl&id=regex-log&trial=1")
+	tb.waitJS(`document.getElementById("detail") && document.getElementById("detail").getAttribute("data-steps") === "3"`)
+	o = evalJS[*oc](tb, strings.ReplaceAll(read, "SCOPE", `"#detail"`))
+	if o == nil || o.Open || !strings.HasPrefix(o.Summary, "601 paths changed outside") {
+		t.Errorf("trial page outside changes: %+v", o)
+	}
+	tb.click("#detail details.outsidechanges summary")
+	tb.click("#detail details.outsidechanges button.showall")
+	if all := evalJS[string](tb, `document.querySelector("#detail pre.outside").textContent`); !strings.Contains(all, "modified /etc/group") {
+		t.Error("show all does not list /etc/group")
 	}
 	tb.clean()
 }

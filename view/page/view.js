@@ -720,12 +720,15 @@
         if (my !== serial) return;
         info.textContent = diff.first < 0 ? "the two trajectories are the same step for step (" + diff.a + " steps)" : "first difference at step " + (diff.first + 1) + " (of " + diff.a + " and " + diff.b + ")";
         info.setAttribute("data-first", diff.first);
+        // The timing bars share one scale: the longer trial's.
+        var scale = Math.max.apply(null, ds.map(function (d) { return HT.timingTotal(d.record); }));
         ds.forEach(function (d, i) {
           var rec = d.record;
           var col = el("div", { class: "sidecol", "data-src": d.src });
           col.appendChild(el("h3", { text: String.fromCharCode(65 + i) + ": " + d.src + " · trial " + d.row.trial }));
           col.appendChild(HT.verdict({ status: d.row.status, trial: d.row.trial, score: d.row.score }, rec));
-          col.appendChild(HT.timingBar(rec));
+          col.appendChild(HT.timingBar(rec, scale));
+          col.appendChild(HT.changes(rec));
           var traj = el("div", { class: "traj" });
           col.appendChild(traj);
           cols.appendChild(col);
