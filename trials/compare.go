@@ -120,8 +120,12 @@ func Compare(a, b *Run, opt CompareOptions) schemas.CompareReport {
 			if x.d == rep.PassAtK {
 				name = fmt.Sprintf("mean pass@%d", x.d.K)
 			}
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("every one of the %d cases changed its %s by the same amount (%+.3f): the paired bootstrap has no spread, so the difference has no interval; McNemar's exact test (p = %.4g) is the evidence",
-				x.d.Cases, strings.TrimPrefix(name, "mean "), x.d.Diff, rep.McNemar.PValue))
+			what := fmt.Sprintf("changed its %s by the same amount (%+.3f)", strings.TrimPrefix(name, "mean "), x.d.Diff)
+			if x.d.Diff == 0 {
+				what = fmt.Sprintf("has the same %s in both runs", strings.TrimPrefix(name, "mean "))
+			}
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("every one of the %d cases %s: the paired bootstrap has no spread, so the difference has no interval; McNemar's exact test (p = %.4g) is the evidence",
+				x.d.Cases, what, rep.McNemar.PValue))
 		}
 	}
 	return rep
