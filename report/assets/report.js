@@ -401,7 +401,7 @@
       }
       var n = HT.step(s);
       if (state.hidden[s.type]) n.style.display = "none";
-      traj.appendChild(n);
+      HT.placeStep(traj, n, s, null);
     });
     if (!steps.length) traj.appendChild(el("p", { class: "note", text: "no steps" }));
     frag.appendChild(traj);

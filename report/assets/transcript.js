@@ -325,9 +325,29 @@
     return steps;
   }
 
+  // toolCallOf is the tool call a step belongs to (a tool call's own id,
+  // the one a permission request gated), "" for none.
+  function toolCallOf(s) {
+    return s.toolCallId || (s.toolCall && s.toolCall.toolCallId) || "";
+  }
+
+  // placeStep adds a step's node to box before `end` (null: at the end);
+  // a permission request goes before the tool call it gated, which the
+  // agent announced first, so the request reads before what it allowed.
+  function placeStep(box, n, s, end) {
+    var id = s.type === "permission" ? toolCallOf(s) : "";
+    if (id) {
+      var calls = box.querySelectorAll(".step.tool_call");
+      for (var i = 0; i < calls.length; i++) {
+        if (calls[i].getAttribute("data-tcid") === id) { box.insertBefore(n, calls[i]); return; }
+      }
+    }
+    box.insertBefore(n, end || null);
+  }
+
   // step renders one trajectory step. Thoughts are folded.
   function step(s) {
-    var n = el("div", { class: "step " + s.type, "data-step": s.stepId || "" });
+    var n = el("div", { class: "step " + s.type, "data-step": s.stepId || "", "data-tcid": toolCallOf(s) || null });
     var h = el("div", { class: "sh" }, el("span", { class: "ts", title: "ms since the turn started", text: "+" + ms(s.timestamp || 0) }), el("span", { class: "ty", text: s.type }));
     if (s.turn && s.turn > 1) h.appendChild(tag("turn " + s.turn));
     if (s.phase) h.appendChild(tag(s.phase, "phase"));
@@ -415,6 +435,6 @@
   global.HarnessTranscript = {
     el: el, add: add, pre: pre, pct: pct, ms: ms, usd: usd, iso: iso, json: json, kvList: kvList,
     checksList: checksList, outputBlock: outputBlock, graderBlock: graderBlock, errorBlock: errorBlock, verdict: verdict,
-    timingBar: timingBar, timingTotal: timingTotal, changes: changes, recordHead: recordHead, diffPre: diffPre, sortSteps: sortSteps, step: step
+    timingBar: timingBar, timingTotal: timingTotal, placeStep: placeStep, changes: changes, recordHead: recordHead, diffPre: diffPre, sortSteps: sortSteps, step: step
   };
 })(this);

@@ -171,9 +171,18 @@
     return q;
   }
 
-  function cell(c, r) {
+  // midCut shortens s to n characters by cutting its middle, so both the
+  // start and the end of a long case name (where its number is) show.
+  function midCut(s, n) {
+    s = String(s);
+    if (n < 8 || s.length <= n) return s;
+    var head = Math.ceil((n - 1) / 2), tail = n - 1 - head;
+    return s.slice(0, head) + "…" + s.slice(s.length - tail);
+  }
+
+  function cell(c, r, fit) {
     switch (c.key) {
-      case "id": return el("span", { class: "id", title: r.id, text: r.id });
+      case "id": return el("span", { class: "id", title: r.id, "aria-label": r.id, text: midCut(r.id, fit && fit.id) });
       case "trial": return el("span", { class: "num", text: r.trial });
       case "status": return el("span", null, pill(r.status));
       case "case": return el("span", { class: "num", title: "case " + r.caseStatus }, el("span", { class: "dot st-" + r.caseStatus }), " " + r.caseC + "/" + r.caseN);
@@ -196,6 +205,10 @@
     var v = { kind: "run", src: params.get("src"), pages: {}, matched: 0, loading: {}, focus: focus };
     var query = gridQuery(params);
     var head, list, rowsBox, count, summary, statusEl, filterBox, filterSig;
+    // cur is the position of the row the keys move (j/k, arrows) and open
+    // (Enter); fit how many characters of a case name its column shows.
+    v.cur = 0;
+    var fit = {};
 
     function paramsWith(k, val) {
       var p = new URLSearchParams(params.toString());
@@ -204,11 +217,13 @@
     }
 
     function build(src) {
-      crumbs([{ text: "runs", href: "#/" }, { text: src.run.name, href: link("run", new URLSearchParams({ src: src.src })) }, { text: src.name }]);
+      // A lone results file is its own run: its name once.
+      var lone = src.run.name === src.name;
+      crumbs(lone ? [{ text: "runs", href: "#/" }, { text: src.name }] : [{ text: "runs", href: "#/" }, { text: src.run.name, href: link("run", new URLSearchParams({ src: src.src })) }, { text: src.name }]);
       main.textContent = "";
       document.body.setAttribute("data-view", "run");
       var top = el("div", { class: "bar" });
-      top.appendChild(el("h2", null, src.run.name + " · ", el("span", { class: "srcname", text: src.name })));
+      top.appendChild(el("h2", { id: "run-title" }, lone ? null : src.run.name + " · ", el("span", { class: "srcname", text: src.name })));
       statusEl = el("span", { class: "status s-" + src.run.status, id: "run-status", text: src.run.status });
       top.appendChild(statusEl);
       summary = el("span", { class: "summary", id: "summary" });
@@ -260,11 +275,20 @@
       rowsBox.addEventListener("click", function (ev) {
         var row = ev.target.closest(".grow");
         if (!row) return;
-        var p = new URLSearchParams(params.toString());
-        p.set("id", row.getAttribute("data-id"));
-        p.set("trial", row.getAttribute("data-trial"));
-        setHash("trial", p);
+        openRow(row);
       });
+      // Tab reaches the current row; a focused row is the current one.
+      rowsBox.addEventListener("focusin", function (ev) {
+        var row = ev.target.closest(".grow");
+        if (row) v.cur = +row.getAttribute("data-pos");
+      });
+      // How many characters of a case name its column shows (monospace).
+      var idHead = head.firstChild;
+      var probe = el("span", { class: "id", style: "position:absolute;visibility:hidden", text: "0000000000" });
+      rowsBox.appendChild(probe);
+      var cw = probe.getBoundingClientRect().width / 10 || 7.5;
+      probe.remove();
+      fit.id = Math.floor((idHead.getBoundingClientRect().width || 110) / cw);
     }
 
     function filters(src) {
@@ -367,13 +391,38 @@
         if (!rows) { fetchPage(pg); continue; }
         var r = rows[i - pg * PAGE];
         if (!r) continue;
-        var row = el("div", { class: "grow st-row-" + r.status, "data-id": r.id, "data-trial": r.trial, "data-pos": i, role: "button", style: "top:" + i * ROW + "px" });
-        COLS.forEach(function (c) { row.appendChild(cell(c, r)); });
+        var row = el("div", { class: "grow st-row-" + r.status + (i === v.cur ? " cur" : ""), "data-id": r.id, "data-trial": r.trial, "data-pos": i, role: "button",
+          tabindex: i === v.cur ? "0" : "-1", "aria-label": "case " + r.id + " trial " + r.trial + ": " + r.status, style: "top:" + i * ROW + "px" });
+        COLS.forEach(function (c) { row.appendChild(cell(c, r, fit)); });
         frag.appendChild(row);
       }
+      var refocus = document.activeElement && rowsBox.contains(document.activeElement);
       rowsBox.textContent = "";
       rowsBox.appendChild(frag);
+      if (refocus || v.wantFocus) {
+        var c = rowsBox.querySelector('.grow[data-pos="' + v.cur + '"]');
+        if (c) { c.focus({ preventScroll: true }); v.wantFocus = false; }
+      }
       document.body.setAttribute("data-ready", "1");
+    }
+
+    // moveTo makes the row at position i the current one, scrolled into
+    // view and focused.
+    function moveTo(i) {
+      if (!v.matched) return;
+      v.cur = Math.max(0, Math.min(v.matched - 1, i));
+      var top = v.cur * ROW;
+      if (top < list.scrollTop) list.scrollTop = top;
+      else if (top + ROW > list.scrollTop + list.clientHeight) list.scrollTop = top + ROW - list.clientHeight;
+      v.wantFocus = true;
+      renderRows();
+    }
+
+    function openRow(row) {
+      var p = new URLSearchParams(params.toString());
+      p.set("id", row.getAttribute("data-id"));
+      p.set("trial", row.getAttribute("data-trial"));
+      setHash("trial", p);
     }
 
     // filterSignature is what the filter bar offers: rebuilt when a live
@@ -441,7 +490,15 @@
       schedule(v.refreshHead, 500);
     };
     v.keys = function (ev) {
-      if (ev.key === "/") { ev.preventDefault(); $("#f-text").focus(); }
+      var k = ev.key;
+      if (k === "/") { ev.preventDefault(); $("#f-text").focus(); return; }
+      var inGrid = document.activeElement && list && list.contains(document.activeElement);
+      if (k === "j" || (k === "ArrowDown" && inGrid)) { ev.preventDefault(); moveTo(v.cur + 1); }
+      else if (k === "k" || (k === "ArrowUp" && inGrid)) { ev.preventDefault(); moveTo(v.cur - 1); }
+      else if (k === "Enter" && inGrid) {
+        var row = rowsBox.querySelector('.grow[data-pos="' + v.cur + '"]');
+        if (row) { ev.preventDefault(); openRow(row); }
+      }
     };
     v.refresh();
     return v;
@@ -565,7 +622,7 @@
           }
           var n = HT.step(s);
           if (mark != null && loaded + i === mark) n.classList.add("diffmark");
-          box.insertBefore(n, more);
+          HT.placeStep(box, n, s, more);
         });
         loaded += page.steps.length;
         if (detail) detail.setAttribute("data-steps", loaded);
