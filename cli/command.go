@@ -50,7 +50,10 @@ type Command struct {
 	Usage string // after "harness ": "capture PROMPTS -- AGENT..."
 	Short string
 	Long  string // description, examples; exit codes are added for all
-	Agent bool   // takes an agent command after --
+	// Exits, when set, is the exit status section of a command to which
+	// not every status applies (default ExitCodesHelp).
+	Exits string
+	Agent bool // takes an agent command after --
 	// OptionalAgent: the agent command after -- may be left out.
 	OptionalAgent bool
 	Flags         *pflag.FlagSet

@@ -106,5 +106,9 @@ func PrintCommandHelp(w io.Writer, c *Command) {
 	if c.Flags.HasFlags() {
 		PrintFlags(w, c.Flags)
 	}
+	if c.Exits != "" {
+		fmt.Fprint(w, "\n"+c.Exits)
+		return
+	}
 	fmt.Fprint(w, "\n"+ExitCodesHelp)
 }

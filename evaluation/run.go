@@ -141,6 +141,9 @@ type runState struct {
 	unwritten map[results.UnitKey]*schemas.CaptureRecord
 	mu        sync.Mutex
 	reported  float64 // of the run's dollars, those the agent reported itself
+	// unpriced and priced count the records with prices given that got no
+	// cost (the agent reported no usage) and those that got one.
+	unpriced, priced int
 	// finished counts the units that ran to the end (not interrupted): a
 	// budget spent by the last of them stopped nothing.
 	finished atomic.Int64
@@ -172,6 +175,15 @@ func (s *runState) emit(rec *schemas.CaptureRecord) error {
 		s.shared.see(rec)
 	}
 	rec.Cost = s.price(rec)
+	if len(s.opts.Prices) > 0 {
+		s.mu.Lock()
+		if rec.Cost == nil {
+			s.unpriced++
+		} else {
+			s.priced++
+		}
+		s.mu.Unlock()
+	}
 	s.ctl.Record(rec)
 	if rec.Cost != nil && rec.Cost.USD != nil {
 		s.mu.Lock()
@@ -361,6 +373,9 @@ func run(ctx context.Context, opts *Options, ev *emitter, h hooks) (*Result, err
 	// spent.
 	res.Spent = s.ctl.Spent()
 	res.AgentReportedUSD = s.reported
+	s.mu.Lock()
+	res.Unpriced, res.Priced = s.unpriced, s.priced
+	s.mu.Unlock()
 	res.SharedWrites, res.SharedPath = s.shared.seen()
 	res.Counts = s.counts
 	if h.counts != nil {

@@ -163,14 +163,16 @@ type page struct {
 }
 
 type runView struct {
-	Label, Name, Kind                    string
-	Agent, Harness, Graders              string
-	Started, Wall                        string
-	Cases, Trials, Graded, Passes        int
-	ScoredCases, GraderErrors            int
-	Unscored                             string
-	Ungraded, Missing, ErrorTrials       int
-	PassRate, PassRateCI                 string
+	Label, Name, Kind              string
+	Agent, Harness, Graders        string
+	Started, Wall                  string
+	Cases, Trials, Graded, Passes  int
+	ScoredCases, GraderErrors      int
+	Unscored                       string
+	Ungraded, Missing, ErrorTrials int
+	PassRate, PassRateCI           string
+	// Method names how the intervals of the run's summary are had.
+	Method                               string
 	Cost                                 string
 	K                                    int
 	PassAtK, PassExpK                    string
@@ -201,11 +203,11 @@ type caseRef struct {
 }
 
 type curveRow struct {
-	K                    int
-	At, AtLow, AtHigh    float64
-	Exp, ExpLow, ExpHigh float64
-	Cases                int
-	Asked                bool
+	K           int
+	At, Exp     float64
+	AtCI, ExpCI string
+	Cases       int
+	Asked       bool
 }
 
 type compareView struct {
@@ -292,15 +294,16 @@ func buildRunView(r *Run, label string, opt Options) runView {
 	if sum.PassRate != nil {
 		v.PassRate = pct(*sum.PassRate)
 		if sum.PassRateCI != nil {
-			v.PassRateCI = fmt.Sprintf("[%s, %s]", pct(sum.PassRateCI.Low), pct(sum.PassRateCI.High))
+			v.PassRateCI = trials.FormatInterval(sum.PassRateCI.Low, sum.PassRateCI.High, sum.PassRateCI.Method, pct)
 		}
 	}
 	if e := sum.PassAtK; e != nil {
-		v.PassAtK = fmt.Sprintf("%s [%s, %s]", pct(e.Mean), pct(e.Low), pct(e.High))
+		v.PassAtK = pct(e.Mean) + " " + trials.FormatInterval(e.Low, e.High, e.Method, pct)
 	}
 	if e := sum.PassExpK; e != nil {
-		v.PassExpK = fmt.Sprintf("%s [%s, %s]", pct(e.Mean), pct(e.Low), pct(e.High))
+		v.PassExpK = pct(e.Mean) + " " + trials.FormatInterval(e.Low, e.High, e.Method, pct)
 	}
+	v.Method = trials.MethodNote(sum.Confidence, sum.Resamples, sum.Seed)
 	for _, class := range slices.Sorted(maps.Keys(sum.Errors)) {
 		v.ErrorClasses = append(v.ErrorClasses, classCount{class, sum.Errors[class]})
 		v.ErrorTrials += sum.Errors[class]
@@ -340,8 +343,8 @@ func buildRunView(r *Run, label string, opt Options) runView {
 	at, exp := curve(sum.PassAt), curve(sum.PassExp)
 	for i := range at {
 		v.PassAtRows = append(v.PassAtRows, curveRow{
-			K: at[i].K, At: at[i].Mean, AtLow: at[i].Low, AtHigh: at[i].High,
-			Exp: exp[i].Mean, ExpLow: exp[i].Low, ExpHigh: exp[i].High,
+			K: at[i].K, At: at[i].Mean, AtCI: trials.FormatInterval(at[i].Low, at[i].High, at[i].Method, pct),
+			Exp: exp[i].Mean, ExpCI: trials.FormatInterval(exp[i].Low, exp[i].High, exp[i].Method, pct),
 			Cases: at[i].Cases, Asked: at[i].K == sum.K,
 		})
 	}
@@ -354,6 +357,26 @@ func firstReason(c *Case, status string) string {
 	for _, t := range c.Trials {
 		if t.Status == status && t.Reasoning != "" {
 			return shorten(oneLine(t.Reasoning), 200)
+		}
+	}
+	return ""
+}
+
+// firstFailedCheck is the first failed check of the case's trials with
+// the given status, as "text: reason" ("" when none).
+func firstFailedCheck(c *Case, status string) string {
+	for _, t := range c.Trials {
+		if t.Status != status {
+			continue
+		}
+		for _, ch := range t.Checks {
+			if !ch.Pass {
+				s := ch.Text
+				if ch.Reason != "" {
+					s += ": " + ch.Reason
+				}
+				return shorten(oneLine(s), 200)
+			}
 		}
 	}
 	return ""
@@ -521,6 +544,7 @@ type indexTrial struct {
 	Reasoning string             `json:"r,omitempty"`
 	Checks    []schemas.Check    `json:"ck,omitempty"`
 	Grader    string             `json:"g,omitempty"`
+	GraderOut string             `json:"go,omitempty"`
 	Error     *schemas.ErrorInfo `json:"e,omitempty"`
 	Stop      string             `json:"stop,omitempty"`
 	Output    string             `json:"out,omitempty"`
@@ -578,7 +602,7 @@ func buildSide(c *Case) *indexSide {
 	for _, t := range c.Trials {
 		it := indexTrial{Num: t.Num, Status: t.Status, Excluded: t.Excluded, Score: t.Score,
 			Duration: t.Duration, Start: t.Start, Reasoning: t.Reasoning, Checks: t.Checks,
-			Grader: t.Grader, Error: t.Error, Stop: t.StopReason, Output: t.Output, Cost: t.Cost, Steps: t.Steps, Tools: t.ToolCalls}
+			Grader: t.Grader, GraderOut: t.GraderOutput, Error: t.Error, Stop: t.StopReason, Output: t.Output, Cost: t.Cost, Steps: t.Steps, Tools: t.ToolCalls}
 		if t.chunk >= 0 {
 			it.Ref = []int{t.chunk, t.pos}
 		}

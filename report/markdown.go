@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"harness/cost"
+	"harness/schemas"
 	"harness/trials"
 )
 
@@ -46,6 +47,7 @@ func WriteMarkdownSummary(w io.Writer, opt MarkdownOptions, runs ...*Run) error 
 	var b strings.Builder
 	fmt.Fprintf(&b, "### %s\n\n", mdText(title))
 	hopt := Options{Seed: opt.Seed, Resamples: opt.Resamples}
+	fmt.Fprintf(&b, "%s.\n\n", mdText(upperFirst(trials.MethodNote(trials.DefaultConfidence, hopt.resamples(), hopt.Seed))))
 	for i, r := range runs {
 		label := ""
 		if len(runs) > 1 {
@@ -82,8 +84,10 @@ func writeRunMarkdown(b *strings.Builder, r *Run, label string, rule CaseRule, o
 	b.WriteString("\n\n")
 	if sum.PassRate != nil {
 		fmt.Fprintf(b, "**Pass rate %s**", pct(*sum.PassRate))
-		if sum.PassRateCI != nil {
-			fmt.Fprintf(b, " (95%% CI %s–%s)", pct(sum.PassRateCI.Low), pct(sum.PassRateCI.High))
+		if ci := sum.PassRateCI; ci != nil && ci.Method == trials.IntervalNone {
+			b.WriteString(" (no interval: every case has the same pass rate)")
+		} else if ci != nil {
+			fmt.Fprintf(b, " (95%% CI %s–%s%s)", pct(ci.Low), pct(ci.High), map[bool]string{true: ", exact"}[ci.Method == trials.IntervalExact])
 		}
 		if sum.Adaptive != nil {
 			// Not passes/graded, which the stopping rule biases.
@@ -126,9 +130,8 @@ func writeRunMarkdown(b *strings.Builder, r *Run, label string, rule CaseRule, o
 			if at[i].K == sum.K {
 				k = "**" + k + "**"
 			}
-			fmt.Fprintf(b, "| %s | %s | %s–%s | %s | %s–%s | %d |\n", k,
-				pct(at[i].Mean), pct(at[i].Low), pct(at[i].High),
-				pct(exp[i].Mean), pct(exp[i].Low), pct(exp[i].High), at[i].Cases)
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %d |\n", k,
+				pct(at[i].Mean), mdInterval(at[i]), pct(exp[i].Mean), mdInterval(exp[i]), at[i].Cases)
 		}
 		b.WriteString("\n")
 	}
@@ -143,6 +146,9 @@ func writeRunMarkdown(b *strings.Builder, r *Run, label string, rule CaseRule, o
 				ref.Note = fmt.Sprintf("%d/%d", c.Count.C, c.Count.N)
 				if reason := firstReason(c, StatusFail); reason != "" {
 					ref.Note += ": " + reason
+				}
+				if ck := firstFailedCheck(c, StatusFail); ck != "" {
+					ref.Note += "; first failed check " + ck
 				}
 				failing = append(failing, ref)
 			}
@@ -182,7 +188,7 @@ func writeRefs(b *strings.Builder, title string, refs []caseRef, total int) {
 	for _, r := range refs {
 		fmt.Fprintf(b, "- `%s`", codeText(r.ID))
 		if r.Note != "" {
-			fmt.Fprintf(b, " — %s", mdText(shorten(oneLine(r.Note), 200)))
+			fmt.Fprintf(b, " — %s", mdText(shorten(oneLine(r.Note), 320)))
 		}
 		b.WriteString("\n")
 	}
@@ -220,4 +226,22 @@ func mdText(s string) string {
 func codeText(s string) string {
 	s = strings.ReplaceAll(oneLine(s), "`", "'")
 	return s
+}
+
+// mdInterval is an estimate's interval in the markdown table.
+func mdInterval(e schemas.Estimate) string {
+	switch e.Method {
+	case trials.IntervalNone:
+		return "none"
+	case trials.IntervalExact:
+		return pct(e.Low) + "–" + pct(e.High) + " exact"
+	}
+	return pct(e.Low) + "–" + pct(e.High)
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }

@@ -23,7 +23,7 @@ func TestWriteMarkdownSummary(t *testing.T) {
 		"⚠️ 9 trials left out of n for infrastructure errors: agent\\_crash 4, grader\\_error 1, timeout 4",
 		"| k | pass@k | 95% CI | pass^k | 95% CI | cases |",
 		"| **4** | 90.9% |",
-		"Failing (1):\n- `wrong-answer` — 0/4: output lacks '42' (trial 1)\n",
+		"Failing (1):\n- `wrong-answer` — 0/4: output lacks '42' (trial 1); first failed check output contains the expected text: looked for '42'\n",
 		"Flaky (0 &lt; c &lt; n) (1):\n- `flaky-echo` — 2/4 passed\n",
 		"No verdict (infrastructure errors) (2):\n- `crash` — agent\\_crash 4: the agent exited",
 	} {

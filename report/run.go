@@ -49,6 +49,9 @@ const (
 	maxReasoning = 2000
 	maxMessage   = 1000
 	maxInput     = 300
+	// maxGraderOutput bounds the tail of a grader's command output (a
+	// verifier's test.sh) kept for a trial that did not pass.
+	maxGraderOutput = 8000
 )
 
 // RunOptions says how to read a run.
@@ -139,6 +142,9 @@ type Trial struct {
 	Checks []schemas.Check
 	// Grader names the grader.
 	Grader string
+	// GraderOutput is the tail of the grader's command output (a Harbor
+	// verifier's test.sh, outcome.output) of a trial that did not pass.
+	GraderOutput string
 	// Error is the infrastructure error of the trial (message shortened),
 	// from the record or from its grader.
 	Error *schemas.ErrorInfo
@@ -382,6 +388,9 @@ func (r *Run) addTrial(c *Case, rec *schemas.CaptureRecord, entry *schemas.Trial
 			ch.Text = shorten(ch.Text, maxMessage)
 			ch.Evidence = evidenceText(ch.Evidence)
 			t.Checks = append(t.Checks, ch)
+		}
+		if out, ok := g.Outcome["output"].(string); ok && t.Status != StatusPass {
+			t.GraderOutput = tail(out, maxGraderOutput)
 		}
 	}
 	var e *schemas.ErrorInfo

@@ -64,6 +64,12 @@ type TrialsRecord struct {
 type Interval struct {
 	Low  float64 `json:"low"`
 	High float64 `json:"high"`
+	// Method is set where the interval is not the kind its field names:
+	// "exact" (Clopper–Pearson over the cases, when every case passed or
+	// every case failed, so a bootstrap over cases has no spread) or
+	// "none" (every case has the same value otherwise: the interval is
+	// the point).
+	Method string `json:"method,omitempty"`
 }
 
 // TrialEntry is one trial inside a TrialsRecord: the capture record of that
@@ -333,4 +339,7 @@ type Estimate struct {
 	Low   float64 `json:"low"`
 	High  float64 `json:"high"`
 	Cases int     `json:"cases"`
+	// Method is "exact" or "none" where the interval is not the bootstrap
+	// (see Interval.Method).
+	Method string `json:"method,omitempty"`
 }

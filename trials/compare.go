@@ -108,6 +108,25 @@ func Compare(a, b *Run, opt CompareOptions) schemas.CompareReport {
 	}
 	if opt.Resamples < 1 {
 		rep.Warnings = append(rep.Warnings, "bootstrap disabled (resamples < 1): intervals have zero width")
+	} else {
+		for _, x := range []struct {
+			d    *schemas.DiffEstimate
+			a, b []float64
+		}{{rep.PassRate, rateA, rateB}, {rep.PassAtK, atA, atB}} {
+			if x.d == nil || (x.d == rep.PassAtK && x.d.K == 1) || !sameChange(x.a, x.b) {
+				continue
+			}
+			name := "mean pass rate"
+			if x.d == rep.PassAtK {
+				name = fmt.Sprintf("mean pass@%d", x.d.K)
+			}
+			what := fmt.Sprintf("changed its %s by the same amount (%+.3f)", strings.TrimPrefix(name, "mean "), x.d.Diff)
+			if x.d.Diff == 0 {
+				what = fmt.Sprintf("has the same %s in both runs", strings.TrimPrefix(name, "mean "))
+			}
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("every one of the %d cases %s: the paired bootstrap has no spread, so the difference has no interval; McNemar's exact test (p = %.4g) is the evidence",
+				x.d.Cases, what, rep.McNemar.PValue))
+		}
 	}
 	return rep
 }
@@ -164,6 +183,24 @@ func diffEstimate(k int, a, b []float64, opt CompareOptions) *schemas.DiffEstima
 	return d
 }
 
+// sameChange reports whether every case's value moved by the same amount
+// from a to b: then resampling the cases has no spread, and the paired
+// bootstrap gives no interval of the difference.
+func sameChange(a, b []float64) bool {
+	d := make([]float64, len(a))
+	for i := range a {
+		d[i] = b[i] - a[i]
+	}
+	return alike(d)
+}
+
+// NoInterval reports whether a difference's interval could not be
+// estimated: the bootstrap ran, and every case changed by the same amount
+// (the interval is the point).
+func NoInterval(d *schemas.DiffEstimate) bool {
+	return d != nil && d.Resamples >= 1 && d.Cases > 0 && d.Low == d.High
+}
+
 // WriteCompareText writes a comparison for people: the two runs, the paired
 // statistics, the cases that changed, and the cases in one run only.
 func WriteCompareText(w io.Writer, r schemas.CompareReport) error {
@@ -191,6 +228,11 @@ func WriteCompareText(w io.Writer, r schemas.CompareReport) error {
 		name := fmt.Sprintf("mean pass@%d", d.K)
 		if d == r.PassRate {
 			name = "mean pass rate"
+		}
+		if NoInterval(d) {
+			fmt.Fprintf(&b, "%s: A %.3f  B %.3f  B−A %+.3f (no interval: every one of the %d cases changed by the same amount, so the paired bootstrap has no spread)\n",
+				name, d.MeanA, d.MeanB, d.Diff, d.Cases)
+			continue
 		}
 		fmt.Fprintf(&b, "%s: A %.3f  B %.3f  B−A %+.3f [%+.3f, %+.3f] (%.0f%% paired bootstrap over %d cases, %d resamples, seed %d)\n",
 			name, d.MeanA, d.MeanB, d.Diff, d.Low, d.High, 100*d.Confidence, d.Cases, d.Resamples, d.Seed)

@@ -77,10 +77,14 @@ func WriteCompareCSV(out io.Writer, rep schemas.CompareReport) error {
 // WriteRankingCSV writes a ranking as CSV, one row per run.
 func WriteRankingCSV(out io.Writer, rk Ranking) error {
 	w := csv.NewWriter(out)
-	w.Write([]string{"rank", "run", "meanPassRate", "low", "high"})
+	w.Write([]string{"rank", "run", "meanPassRate", "low", "high", "interval"})
 	g := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
 	for _, r := range rk.Runs {
-		w.Write([]string{strconv.Itoa(r.Rank), r.File, g(r.MeanPassRate), g(r.Low), g(r.High)})
+		method := r.Method
+		if method == "" {
+			method = IntervalBootstrap
+		}
+		w.Write([]string{strconv.Itoa(r.Rank), r.File, g(r.MeanPassRate), g(r.Low), g(r.High), method})
 	}
 	w.Flush()
 	return w.Error()

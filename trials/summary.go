@@ -226,19 +226,31 @@ func (s *Summary) Result(seed uint64, resamples int) schemas.TrialsSummary {
 	// first makes the intervals independent of the order cases finished in
 	// (a run with -j, or shards merged).
 	ns, cs := canonical(s.n, s.c)
+	var notes intervalNotes
+	rateMethod := IntervalBootstrap
 	if s.adaptive != nil && len(s.rates) > 0 {
 		rates := slices.Sorted(slices.Values(s.rates))
 		rate = mean(rates)
-		lo, hi = rate, rate
-		if l, h, ok := BootstrapMean(rates, seed, resamples, DefaultConfidence); ok {
+		lo, hi, rateMethod = casesInterval(rates, seed, resamples)
+		notes.add("the pass rate", rateMethod, len(rates))
+	} else {
+		rates := make([]float64, len(ns))
+		for i := range ns {
+			rates[i] = float64(cs[i]) / float64(ns[i])
+		}
+		if alike(rates) && resamples >= 1 {
+			// Σc/Σn is then the common rate: the same interval as the
+			// mean's.
+			lo, hi, rateMethod = casesInterval(rates, seed, resamples)
+			notes.add("the pass rate", rateMethod, len(rates))
+		} else if l, h, ok := bootstrapRatio(cs, ns, seed, resamples, DefaultConfidence); ok {
 			lo, hi = l, h
 		}
-	} else if l, h, ok := bootstrapRatio(cs, ns, seed, resamples, DefaultConfidence); ok {
-		lo, hi = l, h
 	}
 	out.PassRate = &rate
-	out.PassRateCI = &schemas.Interval{Low: lo, High: hi}
+	out.PassRateCI = &schemas.Interval{Low: lo, High: hi, Method: methodField(rateMethod)}
 	if len(ns) == 0 {
+		out.Warnings = append(out.Warnings, notes.warnings()...)
 		s.last = &out
 		return out
 	}
@@ -256,8 +268,8 @@ func (s *Summary) Result(seed uint64, resamples int) schemas.TrialsSummary {
 			exp = append(exp, e)
 		}
 		key := strconv.Itoa(k)
-		out.PassAt[key] = estimate(k, at, seed, resamples)
-		out.PassExp[key] = estimate(k, exp, seed, resamples)
+		out.PassAt[key] = estimate(k, at, seed, resamples, &notes, "pass@"+key)
+		out.PassExp[key] = estimate(k, exp, seed, resamples, &notes, "pass^"+key)
 	}
 	if s.k >= 1 {
 		if e, ok := out.PassAt[strconv.Itoa(s.k)]; ok {
@@ -277,6 +289,7 @@ func (s *Summary) Result(seed uint64, resamples int) schemas.TrialsSummary {
 		out.Warnings = append(out.Warnings, fmt.Sprintf(
 			"cases have between %d and %d graded trials: curve points above k=%d average fewer cases (see cases)", minN, maxN, minN))
 	}
+	out.Warnings = append(out.Warnings, notes.warnings()...)
 	s.last = &out
 	return out
 }
@@ -300,12 +313,12 @@ func canonical(n, c []int) (ns, cs []int) {
 	return ns, cs
 }
 
-func estimate(k int, values []float64, seed uint64, resamples int) schemas.Estimate {
+func estimate(k int, values []float64, seed uint64, resamples int, notes *intervalNotes, name string) schemas.Estimate {
 	e := schemas.Estimate{K: k, Cases: len(values), Mean: mean(values)}
-	e.Low, e.High = e.Mean, e.Mean
-	if lo, hi, ok := BootstrapMean(values, seed, resamples, DefaultConfidence); ok {
-		e.Low, e.High = lo, hi
-	}
+	var method string
+	e.Low, e.High, method = casesInterval(values, seed, resamples)
+	e.Method = methodField(method)
+	notes.add(name, method, len(values))
 	return e
 }
 
@@ -398,7 +411,18 @@ func WriteSummaryTable(w io.Writer, r schemas.TrialsSummary) error {
 	if r.Cost != nil {
 		fmt.Fprintf(&b, "cost: %s\n", cost.Format(r.Cost))
 	}
-	if r.PassRate != nil {
+	f3 := func(x float64) string { return fmt.Sprintf("%.3f", x) }
+	if r.PassRate != nil && r.PassRateCI != nil && r.PassRateCI.Method != "" {
+		ci := r.PassRateCI
+		fmt.Fprintf(&b, "pass rate: %.3f %s (%d/%d graded trials; ", *r.PassRate, FormatInterval(ci.Low, ci.High, ci.Method, f3), r.Passes, r.Graded)
+		if ci.Method == IntervalExact {
+			fmt.Fprintf(&b, "%.0f%% exact Clopper–Pearson over the %d cases, as every case had the same verdict; other intervals: %.0f%% bootstrap over cases, %d resamples, seed %d)\n",
+				100*r.Confidence, r.ScoredCases, 100*r.Confidence, r.Resamples, r.Seed)
+		} else {
+			fmt.Fprintf(&b, "every case has the same pass rate, so a bootstrap over cases has no spread; other intervals: %.0f%% bootstrap over cases, %d resamples, seed %d)\n",
+				100*r.Confidence, r.Resamples, r.Seed)
+		}
+	} else if r.PassRate != nil {
 		fmt.Fprintf(&b, "pass rate: %.3f", *r.PassRate)
 		if r.PassRateCI != nil {
 			fmt.Fprintf(&b, " [%.3f, %.3f]", r.PassRateCI.Low, r.PassRateCI.High)
@@ -432,8 +456,8 @@ func WriteSummaryTable(w io.Writer, r schemas.TrialsSummary) error {
 			if k == r.K {
 				mark = " *"
 			}
-			fmt.Fprintf(tw, "%d%s\t%.3f\t[%.3f, %.3f]\t%.3f\t[%.3f, %.3f]\t%d\n",
-				k, mark, a.Mean, a.Low, a.High, e.Mean, e.Low, e.High, a.Cases)
+			fmt.Fprintf(tw, "%d%s\t%.3f\t%s\t%.3f\t%s\t%d\n",
+				k, mark, a.Mean, FormatInterval(a.Low, a.High, a.Method, f3), e.Mean, FormatInterval(e.Low, e.High, e.Method, f3), a.Cases)
 		}
 		tw.Flush()
 		if r.PassAtK != nil {

@@ -65,6 +65,9 @@ type Row struct {
 	pass     bool
 	agent    string
 	cost     *schemas.Cost
+	// metaItems holds, for a metadata key whose value is a list (tags),
+	// its items as text: the filter offers and matches each.
+	metaItems map[string][]string
 	// hay is the lower-cased input and output, for the text filter.
 	hay string
 	loc location
@@ -407,6 +410,16 @@ func (f *recordFields) row(input schemas.Turns, meta map[string]any) *Row {
 		r.Meta = make(map[string]string, len(meta))
 		for k, v := range meta {
 			r.Meta[excerpt(k, metaLen)] = excerpt(metaText(v), metaLen)
+			if list, ok := v.([]any); ok {
+				if r.metaItems == nil {
+					r.metaItems = map[string][]string{}
+				}
+				items := make([]string, 0, len(list))
+				for _, x := range list {
+					items = append(items, excerpt(metaText(x), metaLen))
+				}
+				r.metaItems[excerpt(k, metaLen)] = items
+			}
 		}
 		r.Category = r.Meta["category"]
 	}

@@ -85,11 +85,24 @@ func (n runNotes) Finished(res *evaluation.Result) []string {
 	if res.Spent != nil {
 		lines = append(lines, "cost: "+costLine(res.Spent, res.AgentReportedUSD, n.v.f.prices))
 	}
+	if len(n.v.f.prices) > 0 && res.Unpriced > 0 {
+		lines = append(lines, noUsageLine(res.Unpriced, res.Priced))
+	}
 	if res.SharedWrites > 0 {
 		lines = append(lines, fmt.Sprintf("warning: %s of %d wrote files in the working directory they share, %s (%s, ...): what one writes, the next sees; give --workspace DIR for a fresh copy per unit",
 			cli.Plural(res.SharedWrites, "unit"), n.v.planned, n.v.setup.cfg.Cwd, res.SharedPath))
 	}
 	return lines
+}
+
+// noUsageLine says, once per run, that --prices priced nothing of the
+// records whose agent reported no usage.
+func noUsageLine(unpriced, priced int) string {
+	which := "its " + cli.Plural(unpriced, "record")
+	if priced > 0 {
+		which = fmt.Sprintf("%d of its %d records", unpriced, unpriced+priced)
+	}
+	return fmt.Sprintf("note: the agent reported no usage (tokens or cost) for %s, so --prices gave them no cost: their cost and tokens are blank", which)
 }
 
 // outcome turns what a run did into its status and the command's error

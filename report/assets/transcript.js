@@ -102,8 +102,39 @@
     return box;
   }
 
+  var TAIL_LINES = 40;   // lines of a command's output shown before "show all"
+
+  // outputBlock shows the output of a grader's command (a verifier's
+  // test.sh), folded: the failing tests pytest's summary names first, then
+  // the output's tail, the whole of it a click away.
+  function outputBlock(g) {
+    var text = String(g.outcome.output).replace(/\s+$/, "");
+    if (!text) return null;
+    var lines = text.split("\n");
+    var failing = lines.filter(function (l) { return /^(FAILED|ERROR) \S/.test(l); });
+    var label = (g.grader === "harbor-verifier" ? "verifier output" : "grader output") + " (" + lines.length + " line" + (lines.length === 1 ? "" : "s");
+    if (g.outcome.exitCode != null) label += ", exit " + g.outcome.exitCode;
+    if (failing.length) label += ", " + failing.length + " failing test" + (failing.length === 1 ? "" : "s");
+    var d = el("details", { class: "gout" }, el("summary", { text: label + ")" }));
+    if (failing.length) {
+      d.appendChild(el("div", { class: "note", text: "failing tests" }));
+      d.appendChild(el("pre", { class: "gfail err", text: failing.join("\n") }));
+    }
+    var cut = lines.length > TAIL_LINES;
+    if (failing.length || cut) d.appendChild(el("div", { class: "note", text: cut ? "last " + TAIL_LINES + " of " + lines.length + " lines" : "output" }));
+    var p = el("pre", { class: "gtail", text: (cut ? lines.slice(-TAIL_LINES) : lines).join("\n") });
+    d.appendChild(p);
+    if (cut) {
+      var b = el("button", { class: "showall", type: "button", text: "show all " + lines.length + " lines" });
+      b.addEventListener("click", function () { p.textContent = text; b.remove(); });
+      d.appendChild(b);
+    }
+    return d;
+  }
+
   // graderBlock shows one grader's result: verdict, score, reasoning,
-  // checks with evidence, or its error.
+  // checks with evidence, the output of its command (folded), or its
+  // error.
   function graderBlock(g) {
     var ok = g.error ? "error" : g.pass ? "pass" : "fail";
     var box = el("div", { class: "grader " + ok });
@@ -113,6 +144,7 @@
     box.appendChild(el("div", { class: "gline", text: head }));
     if (g.reasoning) box.appendChild(el("div", { class: "reason", text: g.reasoning }));
     if (g.checks && g.checks.length) box.appendChild(checksList(g.checks));
+    if (g.outcome && typeof g.outcome.output === "string") add(box, outputBlock(g));
     if (g.error) box.appendChild(errorBlock(g.error, "grader error"));
     return box;
   }
@@ -132,9 +164,10 @@
     return v;
   }
 
-  // timingBar draws where a trial's time went: the session's creation,
-  // the wait for the first response, the rest of the turns, and grading.
-  function timingBar(rec) {
+  // timingSegments are where a trial's time went: the session's creation,
+  // the wait for the first response, the rest of the turns, and grading,
+  // as [class, label, ms].
+  function timingSegments(rec) {
     var tm = rec.timing || {};
     var total = tm.total || Math.max(0, (tm.end || 0) - (tm.start || 0));
     var grading = 0;
@@ -147,18 +180,83 @@
     if (first && first <= turns) { segs.push(["first", "first response", first]); turns -= first; }
     if (turns) segs.push(["turns", "turns", turns]);
     if (grading) segs.push(["grading", "grading", grading]);
+    return segs;
+  }
+
+  // timingTotal is the length of a trial's timing bar, in ms.
+  function timingTotal(rec) {
+    return timingSegments(rec).reduce(function (a, s) { return a + s[2]; }, 0);
+  }
+
+  // timingBar draws where a trial's time went. With scale (ms), bars of
+  // several trials share it: the bar is as long as its trial against
+  // scale, so a 14 s trial and a 2 s one look their lengths.
+  function timingBar(rec, scale) {
+    var segs = timingSegments(rec);
     var sum = segs.reduce(function (a, s) { return a + s[2]; }, 0);
     var box = el("div", { class: "timing" });
     if (!sum) return box;
     var bar = el("div", { class: "tbar", role: "img", "aria-label": "timing" });
+    if (scale > 0) {
+      box.classList.add("scaled");
+      setStyle(bar, "width:" + Math.max(1, 100 * Math.min(1, sum / scale)).toFixed(2) + "%");
+      bar.setAttribute("data-scale", scale);
+    }
     var legend = el("div", { class: "tlegend" });
     segs.forEach(function (s) {
       bar.appendChild(el("span", { class: "tseg " + s[0], style: "flex-grow:" + Math.max(s[2] / sum, 0.01), title: s[1] + " " + ms(s[2]) }));
       legend.appendChild(el("span", { class: "tkey " + s[0] }, el("i"), s[1] + " " + ms(s[2])));
     });
     box.appendChild(bar);
+    if (scale > 0) legend.appendChild(el("span", { class: "note", text: "· total " + ms(sum) + " of " + ms(scale) + " (one scale for the trials side by side)" }));
     box.appendChild(legend);
     return box;
+  }
+
+  var OUTSIDE_SHOWN = 500; // paths listed before "show all"
+
+  // changes shows what a trial changed: the workspace's files with their
+  // diffs, what changed inside .git (folded) and, in an image, the paths
+  // outside the working directory (folded, with their count by status).
+  function changes(rec) {
+    var frag = el("div", { class: "changes" });
+    var ws = rec.workspace;
+    if (ws && ws.fileChanges && ws.fileChanges.length) {
+      var fc = el("details", { open: "", class: "filechanges" }, el("summary", { text: ws.fileChanges.length + " file change(s) in the workspace" }));
+      ws.fileChanges.forEach(function (f) {
+        fc.appendChild(el("div", { class: "mono", text: f.status + " " + f.path + (f.binary ? " (binary)" : "") + " · " + f.size + " bytes" }));
+        if (f.diff) fc.appendChild(diffPre(f.diff));
+      });
+      frag.appendChild(fc);
+    }
+    // What changed inside the repository's .git (a commit's refs, an
+    // edited config or hook), apart from the work tree's changes.
+    if (ws && ws.gitChanges && ws.gitChanges.length) {
+      var gc = el("details", { class: "gitchanges" }, el("summary", { text: ws.gitChanges.length + " change(s) inside .git" }));
+      ws.gitChanges.forEach(function (f) {
+        gc.appendChild(el("div", { class: "mono", text: f.status + " " + f.path + (f.binary ? " (binary)" : "") + " · " + f.size + " bytes" }));
+        if (f.diff) gc.appendChild(diffPre(f.diff));
+      });
+      frag.appendChild(gc);
+    }
+    if (ws && ws.outsideChanges && ws.outsideChanges.length) {
+      var by = {};
+      ws.outsideChanges.forEach(function (c) { by[c.status] = (by[c.status] || 0) + 1; });
+      var n = ws.outsideChanges.length;
+      var oc = el("details", { class: "outsidechanges" }, el("summary", { text: n + " path" + (n === 1 ? "" : "s") + " changed outside the working directory (" +
+        Object.keys(by).sort().map(function (k) { return by[k] + " " + k; }).join(", ") + ")" }));
+      var list = el("pre", { class: "mono outside" });
+      var show = function (upTo) { list.textContent = ws.outsideChanges.slice(0, upTo).map(function (c) { return c.status + " " + c.path; }).join("\n"); };
+      show(OUTSIDE_SHOWN);
+      oc.appendChild(list);
+      if (n > OUTSIDE_SHOWN) {
+        var b = el("button", { class: "showall", type: "button", text: "show all " + n + " paths" });
+        b.addEventListener("click", function () { show(n); b.remove(); });
+        oc.appendChild(b);
+      }
+      frag.appendChild(oc);
+    }
+    return frag;
   }
 
   // recordHead shows a record's facts before its steps: timing, usage,
@@ -179,25 +277,7 @@
     frag.appendChild(kv);
     frag.appendChild(el("h4", { text: "output" }));
     frag.appendChild(pre(rec.output || ""));
-    var ws = rec.workspace;
-    if (ws && ws.fileChanges && ws.fileChanges.length) {
-      var fc = el("details", { open: "", class: "filechanges" }, el("summary", { text: ws.fileChanges.length + " file change(s) in the workspace" }));
-      ws.fileChanges.forEach(function (f) {
-        fc.appendChild(el("div", { class: "mono", text: f.status + " " + f.path + (f.binary ? " (binary)" : "") + " · " + f.size + " bytes" }));
-        if (f.diff) fc.appendChild(diffPre(f.diff));
-      });
-      frag.appendChild(fc);
-    }
-    // What changed inside the repository's .git (a commit's refs, an
-    // edited config or hook), apart from the work tree's changes.
-    if (ws && ws.gitChanges && ws.gitChanges.length) {
-      var gc = el("details", { class: "gitchanges" }, el("summary", { text: ws.gitChanges.length + " change(s) inside .git" }));
-      ws.gitChanges.forEach(function (f) {
-        gc.appendChild(el("div", { class: "mono", text: f.status + " " + f.path + (f.binary ? " (binary)" : "") + " · " + f.size + " bytes" }));
-        if (f.diff) gc.appendChild(diffPre(f.diff));
-      });
-      frag.appendChild(gc);
-    }
+    frag.appendChild(changes(rec));
     if (rec.agentStderr) frag.appendChild(el("details", null, el("summary", { text: "agent stderr" }), pre(rec.agentStderr, "err")));
     return frag;
   }
@@ -245,9 +325,29 @@
     return steps;
   }
 
+  // toolCallOf is the tool call a step belongs to (a tool call's own id,
+  // the one a permission request gated), "" for none.
+  function toolCallOf(s) {
+    return s.toolCallId || (s.toolCall && s.toolCall.toolCallId) || "";
+  }
+
+  // placeStep adds a step's node to box before `end` (null: at the end);
+  // a permission request goes before the tool call it gated, which the
+  // agent announced first, so the request reads before what it allowed.
+  function placeStep(box, n, s, end) {
+    var id = s.type === "permission" ? toolCallOf(s) : "";
+    if (id) {
+      var calls = box.querySelectorAll(".step.tool_call");
+      for (var i = 0; i < calls.length; i++) {
+        if (calls[i].getAttribute("data-tcid") === id) { box.insertBefore(n, calls[i]); return; }
+      }
+    }
+    box.insertBefore(n, end || null);
+  }
+
   // step renders one trajectory step. Thoughts are folded.
   function step(s) {
-    var n = el("div", { class: "step " + s.type, "data-step": s.stepId || "" });
+    var n = el("div", { class: "step " + s.type, "data-step": s.stepId || "", "data-tcid": toolCallOf(s) || null });
     var h = el("div", { class: "sh" }, el("span", { class: "ts", title: "ms since the turn started", text: "+" + ms(s.timestamp || 0) }), el("span", { class: "ty", text: s.type }));
     if (s.turn && s.turn > 1) h.appendChild(tag("turn " + s.turn));
     if (s.phase) h.appendChild(tag(s.phase, "phase"));
@@ -334,7 +434,7 @@
 
   global.HarnessTranscript = {
     el: el, add: add, pre: pre, pct: pct, ms: ms, usd: usd, iso: iso, json: json, kvList: kvList,
-    checksList: checksList, graderBlock: graderBlock, errorBlock: errorBlock, verdict: verdict,
-    timingBar: timingBar, recordHead: recordHead, diffPre: diffPre, sortSteps: sortSteps, step: step
+    checksList: checksList, outputBlock: outputBlock, graderBlock: graderBlock, errorBlock: errorBlock, verdict: verdict,
+    timingBar: timingBar, timingTotal: timingTotal, placeStep: placeStep, changes: changes, recordHead: recordHead, diffPre: diffPre, sortSteps: sortSteps, step: step
   };
 })(this);
