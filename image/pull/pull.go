@@ -40,7 +40,7 @@ const (
 	Invalid
 )
 
-// Error is a failed pull.
+// Error is a failed pull. Its message does not repeat the reference.
 type Error struct {
 	// Ref is the reference that was pulled.
 	Ref string
@@ -57,16 +57,16 @@ type Error struct {
 func (e *Error) Error() string {
 	switch e.Kind {
 	case NotFound:
-		return fmt.Sprintf("%s: not found in registry %s: %v", e.Ref, e.Registry, e.Err)
+		return fmt.Sprintf("not found in registry %s: %v", e.Registry, e.Err)
 	case Unauthorized:
 		if e.Anonymous {
-			return fmt.Sprintf("%s: registry %s wants credentials and none are stored for it (docker login or podman login first): %v", e.Ref, e.Registry, e.Err)
+			return fmt.Sprintf("registry %s wants credentials and none are stored for it (docker login or podman login first): %v", e.Registry, e.Err)
 		}
-		return fmt.Sprintf("%s: registry %s refused the stored credentials (wrong user name or password, or no access to the repository): %v", e.Ref, e.Registry, e.Err)
+		return fmt.Sprintf("registry %s refused the stored credentials (wrong user name or password, or no access to the repository): %v", e.Registry, e.Err)
 	case Invalid:
-		return fmt.Sprintf("%s: %v", e.Ref, e.Err)
+		return e.Err.Error()
 	}
-	return fmt.Sprintf("%s: registry %s cannot be reached: %v", e.Ref, e.Registry, e.Err)
+	return fmt.Sprintf("registry %s cannot be reached: %v", e.Registry, e.Err)
 }
 
 func (e *Error) Unwrap() error { return e.Err }

@@ -145,7 +145,7 @@ func TestMissingTagIsNotFound(t *testing.T) {
 	c := newClient(t, reg)
 	_, err := c.Pull(context.Background(), reg.Host+"/tasks/hello:nope")
 	var pe *Error
-	if !errors.As(err, &pe) || pe.Kind != NotFound || !strings.Contains(err.Error(), "tasks/hello:nope: not found in registry") {
+	if !errors.As(err, &pe) || pe.Kind != NotFound || !strings.Contains(err.Error(), "not found in registry "+reg.Host) {
 		t.Fatalf("missing tag: %v", err)
 	}
 }
