@@ -94,8 +94,8 @@ func (s *Store) pullNow(ctx context.Context, ref string) (*Image, error) {
 // says, without unpacking it: what a run does for every image before its
 // first agent starts. It reports whether it pulled. A reference that is
 // a file or directory, or that podman's local storage has, is left to
-// Resolve.
-func (s *Store) Fetch(ctx context.Context, ref string) (bool, error) {
+// Resolve. onProgress, when set, is told of each layer.
+func (s *Store) Fetch(ctx context.Context, ref string, onProgress func(pull.Progress)) (bool, error) {
 	if Kind(ref) != "local" || !s.pullsOn() {
 		return false, nil
 	}
@@ -106,6 +106,9 @@ func (s *Store) Fetch(ctx context.Context, ref string) (bool, error) {
 	}
 	c := *s.Registry
 	c.Store = s.Pulls()
+	if onProgress != nil {
+		c.OnProgress = onProgress
+	}
 	if _, err := c.Pull(ctx, ref); err != nil {
 		return false, fmt.Errorf("image %s: %w", ref, err)
 	}
