@@ -15,7 +15,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -348,19 +347,4 @@ func manifestSize(m *v1.Manifest) int64 {
 		n += l.Size
 	}
 	return n
-}
-
-// copyBlob copies a stored blob to w.
-func (s *Store) copyBlob(digest string, w io.Writer) error {
-	p, err := s.BlobPath(digest)
-	if err != nil {
-		return err
-	}
-	f, err := os.Open(p)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	_, err = io.Copy(w, f)
-	return err
 }
