@@ -49,8 +49,11 @@ func (s *Store) Pulls() *pull.Store {
 	return &pull.Store{Dir: filepath.Join(s.Dir, "registry")}
 }
 
-// pulls says whether the store may pull.
-func (s *Store) pullsOn() bool { return s.Registry != nil && s.Policy != PullNever }
+// pullsOn says whether the store may pull ref: pulls are on, and ref
+// names a registry (podman's localhost/ names are its local images').
+func (s *Store) pullsOn(ref string) bool {
+	return s.Registry != nil && s.Policy != PullNever && pull.Pullable(ref)
+}
 
 // fromPulls returns ref's image from the pulled blobs (unpacked once),
 // or nil when the store has not pulled it.
@@ -96,7 +99,7 @@ func (s *Store) pullNow(ctx context.Context, ref string) (*Image, error) {
 // a file or directory, or that podman's local storage has, is left to
 // Resolve. onProgress, when set, is told of each layer.
 func (s *Store) Fetch(ctx context.Context, ref string, onProgress func(pull.Progress)) (bool, error) {
-	if Kind(ref) != "local" || !s.pullsOn() {
+	if Kind(ref) != "local" || !s.pullsOn(ref) {
 		return false, nil
 	}
 	if s.Policy != PullAlways {

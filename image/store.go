@@ -448,7 +448,7 @@ func (s *Store) runTool(ctx context.Context, bin string, args ...string) error {
 // (podman save, or buildah push to oci:) and unpacks it, once per image
 // ID.
 func (s *Store) local(ctx context.Context, ref, kind string) (*Image, error) {
-	if kind == "local" && s.Registry != nil {
+	if kind == "local" && s.Registry != nil && pull.Pullable(ref) {
 		if s.Policy == PullAlways && !s.CacheFirst {
 			return s.pullNow(ctx, ref)
 		}
@@ -467,7 +467,7 @@ func (s *Store) local(ctx context.Context, ref, kind string) (*Image, error) {
 		if img := s.fromRefIndex(ref, kind); img != nil {
 			return img, nil
 		}
-		if kind == "local" && s.pullsOn() {
+		if kind == "local" && s.pullsOn(ref) {
 			return s.pullNow(ctx, ref)
 		}
 		return nil, fmt.Errorf("not a file or directory, and no local image store: %w", err)
@@ -481,10 +481,10 @@ func (s *Store) local(ctx context.Context, ref, kind string) (*Image, error) {
 			if img := s.fromRefIndex(ref, kind); img != nil {
 				return img, nil
 			}
-			if kind == "local" && s.pullsOn() {
+			if kind == "local" && s.pullsOn(ref) {
 				return s.pullNow(ctx, ref)
 			}
-			if kind == "local" && s.Registry != nil {
+			if kind == "local" && s.Registry != nil && pull.Pullable(ref) {
 				return nil, fmt.Errorf("not a file or directory, nor an image in the image store or %s's local storage, and pulls are off", name)
 			}
 			return nil, fmt.Errorf("not a file or directory, nor an image in %s's local storage (pull or build it first)", name)

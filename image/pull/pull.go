@@ -250,6 +250,14 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// Pullable says whether ref names an image in a registry: a reference
+// whose registry is podman's "localhost" (without a port) names an image
+// of podman's local storage, which no registry serves.
+func Pullable(ref string) bool {
+	r, err := name.ParseReference(ref)
+	return err == nil && r.Context().RegistryStr() != "localhost"
+}
+
 // Resolve returns the digest ref names now (a tag asked of its registry;
 // a digest as it is) without fetching the image.
 func (c *Client) Resolve(ctx context.Context, ref string) (string, error) {

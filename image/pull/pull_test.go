@@ -249,3 +249,11 @@ func TestRetryAfterForms(t *testing.T) {
 		t.Errorf("a Retry-After past MaxWait waits %v, want 4s", got)
 	}
 }
+
+func TestPullable(t *testing.T) {
+	for ref, want := range map[string]bool{"localhost/harness-base:bookworm": false, "localhost:5000/x:1": true, "alexgshaw/regex-log:20251031": true, "::bad": false} {
+		if got := Pullable(ref); got != want {
+			t.Errorf("Pullable(%q) = %v, want %v", ref, got, want)
+		}
+	}
+}
