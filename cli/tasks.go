@@ -12,16 +12,20 @@ import (
 
 	"harness/harbor"
 	"harness/image"
+	"harness/image/pull"
 	"harness/results"
+	"harness/sandbox/limits"
 	"harness/taskset"
 )
 
 // TaskFlags are the flags of the commands that run Harbor task
 // directories in images.
 type TaskFlags struct {
-	CacheDir   string
-	Keep       bool
-	ForceBuild bool
+	CacheDir    string
+	Keep        bool
+	ForceBuild  bool
+	ImagePolicy string
+	CacheMax    string
 }
 
 // Add defines the flags on fs.
@@ -29,6 +33,8 @@ func (f *TaskFlags) Add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.CacheDir, "cache-dir", "", "where task images are unpacked, once each (default $XDG_CACHE_HOME/harness/images)")
 	fs.BoolVar(&f.Keep, "keep-layers", false, "leave each trial's image layer (its changes) on disk")
 	fs.BoolVar(&f.ForceBuild, "force-build", false, "build each task's environment/Dockerfile even when its task.toml names a prebuilt docker_image")
+	fs.StringVar(&f.ImagePolicy, "image-policy", "pull-if-missing", "when to pull an image from its registry: pull-if-missing, always (resolve every tag again) or never")
+	fs.StringVar(&f.CacheMax, "image-cache-max", "", "budget of the unpacked images in the cache (`size`: 20G, 500M); the least recently used that no run holds are removed past it")
 }
 
 // Store opens the image cache.
@@ -41,7 +47,17 @@ func (f *TaskFlags) Store(log io.Writer) (*image.Store, error) {
 		}
 		dir = d
 	}
-	return &image.Store{Dir: dir, Log: log}, nil
+	policy, err := image.ParsePolicy(f.ImagePolicy)
+	if err != nil {
+		return nil, Usagef("--image-policy: %v", err)
+	}
+	var max int64
+	if f.CacheMax != "" {
+		if max, err = limits.ParseSize(f.CacheMax); err != nil || max <= 0 {
+			return nil, Usagef("--image-cache-max %q: want a size such as 20G or 500M", f.CacheMax)
+		}
+	}
+	return &image.Store{Dir: dir, Log: log, Registry: &pull.Client{}, Policy: policy, MaxBytes: max}, nil
 }
 
 // IsTaskDir says whether path is a Harbor task directory or a dataset of
@@ -90,6 +106,23 @@ func ResolveTaskImages(ctx context.Context, e *Env, store *image.Store, set *tas
 				fmt.Fprintf(e.Stderr, "image for %s: %s (--force-build: the task has no environment/Dockerfile to build)\n", c.Task, c.Ref)
 			default:
 				fmt.Fprintf(e.Stderr, "image for %s: %s\n", c.Task, c.Ref)
+			}
+		}
+	}
+	if !quiet && store.Registry != nil {
+		store.Registry.OnRetry = func(ref string, wait time.Duration, why string) {
+			fmt.Fprintf(e.Stderr, "pull %s: %s; trying again in %s\n", ref, why, wait.Round(time.Millisecond))
+		}
+		o.OnFetch = func(f taskset.Fetched) {
+			switch {
+			case f.Err != nil:
+			case f.Pulled:
+				fmt.Fprintf(e.Stderr, "pulled %s: %d layers, %s fetched of %s\n", f.Ref, f.Layers, image.Bytes(f.Fetched), image.Bytes(f.Total))
+			}
+		}
+		o.OnLayer = func(p pull.Progress) {
+			if p.Layer > 0 {
+				fmt.Fprintf(e.Stderr, "pull %s: layer %d/%d, %s of %s\n", p.Ref, p.Layer, p.Layers, image.Bytes(p.Bytes), image.Bytes(p.Total))
 			}
 		}
 	}

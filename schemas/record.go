@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // Error classes put on a record's Error, one per failure kind.
@@ -187,15 +188,40 @@ type Workspace struct {
 	// hooks, refs, HEAD; not objects, logs or the index): text files with
 	// their diffs, binary files without their content.
 	GitChanges []FileChange `json:"gitChanges,omitempty"`
-	// Image names the image the case ran in (its reference and ID), when
-	// it ran in one; FileChanges then covers its working directory.
-	Image string `json:"image,omitempty"`
+	// Image names the image the case ran in, when it ran in one;
+	// FileChanges then covers its working directory.
+	Image *ImageInfo `json:"image,omitempty"`
 	// ImageSource says, for a Harbor task, where its image came from:
 	// ImagePrebuilt or ImageBuilt.
 	ImageSource string `json:"imageSource,omitempty"`
 	// OutsideChanges lists what the case changed in the image outside its
 	// working directory (with an image).
 	OutsideChanges []PathChange `json:"outsideChanges,omitempty"`
+}
+
+// ImageInfo names the image a case ran in.
+type ImageInfo struct {
+	// Ref is the reference as the run named it.
+	Ref string `json:"ref"`
+	// Digest identifies its content: the registry's manifest digest of
+	// a pulled image, else the image ID or content hash ("" for a root
+	// filesystem directory used in place).
+	Digest string `json:"digest,omitempty"`
+	// Source says where it came from: pulled, built or local.
+	Source string `json:"source,omitempty"`
+}
+
+// UnmarshalJSON reads the object, and the "REF@ID" string records
+// written before the image was an object.
+func (i *ImageInfo) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		ref, id, _ := strings.Cut(s, "@")
+		*i = ImageInfo{Ref: ref, Digest: id}
+		return nil
+	}
+	type plain ImageInfo
+	return json.Unmarshal(b, (*plain)(i))
 }
 
 // Where a Harbor task's image came from (Workspace.ImageSource).

@@ -36,7 +36,7 @@ type imageFlags struct {
 }
 
 func (f *imageFlags) add(fs *pflag.FlagSet) {
-	fs.StringVar(&f.ref, "image", "", "run every case in a fresh layer over `image`: a root filesystem directory or tar, an OCI layout, a local podman image, or a build context with a Dockerfile (docs/tasks.md)")
+	fs.StringVar(&f.ref, "image", "", "run every case in a fresh layer over `image`: a root filesystem directory or tar, an OCI layout, a local podman image, an image in a registry (pulled once), or a build context with a Dockerfile (docs/tasks.md)")
 	fs.StringVar(&f.tasks, "tasks", "", "run the Harbor task `dir` (or dataset of tasks) instead of a prompts file: each task in its image, graded by its tests/test.sh (docs/tasks.md)")
 	fs.BoolVar(&f.agentInImage, "agent-in-image", false, "with --image or --tasks, run the agent command as the image has it instead of binding the host's program in")
 	fs.BoolVar(&f.noNetwork, "image-no-network", false, "with --image or --tasks, give the agent loopback only")

@@ -25,6 +25,7 @@ import (
 	"harness/cli/comparecmd"
 	"harness/cli/exportcmd"
 	"harness/cli/gradecmd"
+	"harness/cli/imagescmd"
 	"harness/cli/mergecmd"
 	"harness/cli/neededcmd"
 	"harness/cli/replaycmd"
@@ -54,6 +55,7 @@ func commands() []*cli.Command {
 		calibratecmd.NewCmd(),
 		validaterefscmd.NewCmd(),
 		balancecmd.NewCmd(),
+		imagescmd.NewCmd(),
 		comparecmd.NewCmd(),
 		neededcmd.NewCmd(),
 		reportcmd.NewCmd(),
