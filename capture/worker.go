@@ -965,6 +965,7 @@ func newRecord(cfg *Config, u Unit, start time.Time) *schemas.CaptureRecord {
 		Trajectory:        []schemas.Step{},
 		Metadata:          meta,
 		Timing:            schemas.Timing{Start: start.UnixMilli()},
+		CaseHash:          c.ContentHash(),
 		Provenance: schemas.Provenance{
 			Harness:         cfg.Build.Version,
 			HarnessRevision: cfg.Build.Revision,

@@ -67,6 +67,9 @@ type CaptureRecord struct {
 	// Cost is what the record spent: agent and judge tokens, and USD
 	// when priced.
 	Cost *Cost `json:"cost,omitempty"`
+	// CaseHash is the content hash of the case the record ran
+	// (PromptCase.ContentHash); empty in records of older runs.
+	CaseHash string `json:"caseHash,omitempty"`
 }
 
 // Session is an ACP session: its id and the _meta the agent returned

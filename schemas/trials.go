@@ -58,6 +58,9 @@ type TrialsRecord struct {
 	// Adaptive is set by an adaptive run: why the case stopped and its
 	// estimates that stay unbiased under the stopping rule.
 	Adaptive *AdaptiveCase `json:"adaptive,omitempty"`
+	// CaseHash is the content hash of the case (PromptCase.ContentHash);
+	// empty in records of older runs.
+	CaseHash string `json:"caseHash,omitempty"`
 }
 
 // Interval is a confidence interval.

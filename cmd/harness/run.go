@@ -37,6 +37,7 @@ type runCmdFlags struct {
 	maxTokens                   int64
 	k                           int
 	suiteChanged, quiet         bool
+	rerunChanged                bool
 	image                       imageRunFlags
 	flags                       *pflag.FlagSet
 }
@@ -54,6 +55,7 @@ func (f *runCmdFlags) addFlags(fs *pflag.FlagSet) {
 	fs.IntVarP(&f.k, "k", "k", 0, "trials per case (overrides the suite's k)")
 	fs.BoolVar(&f.suiteChanged, "allow-suite-change", false, "with --resume: continue although the suite file changed")
 	cli.DeprecatedAlias(fs, "force", "", "allow-suite-change")
+	fs.BoolVar(&f.rerunChanged, "rerun-changed", false, "with --resume: run again the cases whose content changed since the run began (their trials are replaced), instead of refusing to resume")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors on stderr")
 	f.image.add(fs)
 }
@@ -199,7 +201,39 @@ func (f *runCmdFlags) load(e *cli.Env, args, agentCmd []string) (*suiteRun, erro
 	if r.budget, err = suiterun.SuiteBudget(s, f.maxCost, f.maxTokens); err != nil {
 		return nil, cli.Input(err)
 	}
+	if err := r.checkCases(); err != nil {
+		return nil, err
+	}
 	return r, nil
+}
+
+// checkCases refuses to resume a run whose cases changed since it began
+// (its agents' trials of the old and the new version would be mixed, and
+// compared), naming them, unless they are to run again.
+func (r *suiteRun) checkCases() error {
+	if r.m == nil {
+		if r.f.rerunChanged {
+			return cli.Usagef("--rerun-changed needs --resume")
+		}
+		return nil
+	}
+	changed, err := rundir.ChangedCases(r.dir, r.cases.List)
+	if err != nil {
+		return cli.Input(err)
+	}
+	if len(changed) == 0 || r.f.rerunChanged {
+		return nil
+	}
+	quoted := make([]string, len(changed))
+	for i, id := range changed {
+		quoted[i] = fmt.Sprintf("%q", id)
+	}
+	what := "case "
+	if len(changed) > 1 {
+		what = "cases "
+	}
+	return cli.Input(fmt.Errorf("%s changed since the run in %s began (their content hash differs from %s's): resuming would mix two versions of a case in its trials and comparison; start a new run, or run the changed cases again with --rerun-changed",
+		what+strings.Join(quoted, ", "), r.dir, rundir.CasesName))
 }
 
 // suitePrices is the suite's price table with --prices's added.

@@ -15,7 +15,7 @@ import (
 // runFlagsNotRecorded are the flags of harness run that are not the run's
 // settings: where it goes, how it is told, resuming itself; k is the
 // manifest's own field.
-var runFlagsNotRecorded = []string{"resume", "output", "runs", "quiet", "allow-suite-change", "force", "k"}
+var runFlagsNotRecorded = []string{"resume", "output", "runs", "quiet", "allow-suite-change", "force", "k", "rerun-changed"}
 
 // runFlagsFreeOnResume are the settings a resumed run may change: how many
 // trials run at once, what is kept on disk and what the run may spend, not
