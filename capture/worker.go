@@ -62,6 +62,9 @@ type caseRun struct {
 	changeErr  error
 	// verdict is a Harbor task's verifier result.
 	verdict *schemas.GraderResult
+	// concludedAt is when the agent's part ended and what it left was
+	// taken (and a task's verifier ran).
+	concludedAt time.Time
 	// judged is closed once the unit is graded and its record is out.
 	judged chan struct{}
 }
@@ -883,6 +886,7 @@ func (w *worker) conclude(run *caseRun) {
 		return
 	}
 	run.concluded = true
+	defer func() { run.concludedAt = time.Now() }()
 	switch {
 	case run.ws != nil:
 		run.changes, run.gitChanges, run.changeErr = run.ws.Changes()

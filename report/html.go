@@ -517,6 +517,7 @@ type indexTrial struct {
 	Excluded  string             `json:"x,omitempty"`
 	Score     *float64           `json:"sc,omitempty"`
 	Duration  int64              `json:"d"`
+	Agent     int64              `json:"ad,omitempty"`
 	Start     int64              `json:"st,omitempty"`
 	Reasoning string             `json:"r,omitempty"`
 	Checks    []schemas.Check    `json:"ck,omitempty"`
@@ -577,7 +578,7 @@ func buildSide(c *Case) *indexSide {
 	}
 	for _, t := range c.Trials {
 		it := indexTrial{Num: t.Num, Status: t.Status, Excluded: t.Excluded, Score: t.Score,
-			Duration: t.Duration, Start: t.Start, Reasoning: t.Reasoning, Checks: t.Checks,
+			Duration: t.Duration, Agent: t.Agent, Start: t.Start, Reasoning: t.Reasoning, Checks: t.Checks,
 			Grader: t.Grader, Error: t.Error, Stop: t.StopReason, Output: t.Output, Cost: t.Cost, Steps: t.Steps, Tools: t.ToolCalls}
 		if t.chunk >= 0 {
 			it.Ref = []int{t.chunk, t.pos}

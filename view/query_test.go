@@ -105,3 +105,27 @@ func TestQuery(t *testing.T) {
 		t.Errorf("find tools/2: at %d offset %d", p.At, p.Offset)
 	}
 }
+
+// A trial's duration is the trial's, its verification included (the agent's
+// part beside it): the grid shows it and the duration filter reads it. A
+// record of an older run, with the agent's time only, keeps it.
+func TestQueryDurationIsTheTrials(t *testing.T) {
+	dir := t.TempDir()
+	verified := synthRecord("verified", 1, false, 1, 10)
+	verified.Timing.Total, verified.Timing.Trial = 147, 140_000
+	old := synthRecord("old", 1, true, 1, 10)
+	old.Timing.Total = 2000
+	writeRecords(t, dir+"/task.jsonl", verified, old)
+	ix := newIndex(t, dir)
+
+	ids, p := queryIDs(t, ix, "task.jsonl", "dmin=100000")
+	if fmt.Sprint(ids) != "[verified]" {
+		t.Fatalf("dmin=100000: %v, want the verified trial (140 s with its verifier)", ids)
+	}
+	if r := p.Rows[0]; r.Duration != 140_000 || r.AgentDuration != 147 {
+		t.Errorf("verified trial: duration %d, agent %d; want 140000 and 147", r.Duration, r.AgentDuration)
+	}
+	if _, p := queryIDs(t, ix, "task.jsonl", "dmax=5000"); len(p.Rows) != 1 || p.Rows[0].ID != "old" || p.Rows[0].Duration != 2000 {
+		t.Errorf("dmax=5000: %+v, want the older record at its 2000 ms", p.Rows)
+	}
+}
