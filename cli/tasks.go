@@ -2,9 +2,11 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 
 	"harness/harbor"
 	"harness/image"
+	"harness/internal/suggest"
 	"harness/results"
 	"harness/taskset"
 )
@@ -60,6 +63,33 @@ func NotTaskDir(path string) error {
 		return nil
 	}
 	return Input(harbor.NotATaskError(path))
+}
+
+// Missing is the error for an input path that does not exist, naming it
+// and what it may have been meant to be (a neighbour of a close name, as
+// "tasks/regex-log" for "tasks/regex-lo"); nil when it exists. what says
+// what the path was to be ("a prompts file, or a Harbor task directory or
+// dataset").
+func Missing(path, what string) error {
+	_, err := os.Lstat(path)
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	msg := fmt.Sprintf("%s: no such file or directory (want %s)", path, what)
+	dir, base := filepath.Split(filepath.Clean(path))
+	if dir == "" {
+		dir = "."
+	}
+	if entries, rerr := os.ReadDir(dir); rerr == nil {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		if best := suggest.Nearest(base, names); best != "" {
+			msg += fmt.Sprintf("; did you mean %s?", filepath.Join(filepath.Dir(path), best))
+		}
+	}
+	return Input(errors.New(msg))
 }
 
 // LoadTasks reads a task or dataset directory and says, once for the
