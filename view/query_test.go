@@ -1,11 +1,15 @@
 package view
 
 import (
+	"bytes"
 	"fmt"
 	"net/url"
+	"os"
 	"slices"
 	"sort"
 	"testing"
+
+	"harness/schemas"
 )
 
 // queryIDs runs a grid query given as URL parameters and returns the
@@ -127,5 +131,32 @@ func TestQueryDurationIsTheTrials(t *testing.T) {
 	}
 	if _, p := queryIDs(t, ix, "task.jsonl", "dmax=5000"); len(p.Rows) != 1 || p.Rows[0].ID != "old" || p.Rows[0].Duration != 2000 {
 		t.Errorf("dmax=5000: %+v, want the older record at its 2000 ms", p.Rows)
+	}
+}
+
+// A line that is not JSON in the middle of a results file is said to be
+// not JSON, among the problems the run's grid shows above its rows.
+func TestNotJSONLineIsAProblemOfTheGrid(t *testing.T) {
+	dir := t.TempDir()
+	writeRecords(t, dir+"/a.jsonl", synthRecord("x", 1, true, 1, 10), synthRecord("y", 1, true, 1, 10))
+	b, err := os.ReadFile(dir + "/a.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.IndexByte(b, '\n')
+	damaged := slices.Concat(b[:i+1], []byte("this is not json\n"), b[i+1:])
+	if err := os.WriteFile(dir+"/a.jsonl", damaged, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ix := newIndex(t, dir)
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	s := ix.sources["a.jsonl"]
+	if s == nil {
+		t.Fatal("a.jsonl is not indexed")
+	}
+	want := "a.jsonl:2: " + schemas.NotJSONLine
+	if p := s.problems(); len(p) != 1 || p[0] != want {
+		t.Errorf("problems %q, want [%q]", p, want)
 	}
 }

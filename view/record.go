@@ -422,6 +422,9 @@ func (f *recordFields) row(input schemas.Turns, meta map[string]any) *Row {
 func parseLine(b []byte, off int64, fl *file) (parsedLine, error) {
 	b = bytes.TrimRight(b, " \t\r")
 	if len(b) == 0 || b[0] != '{' {
+		if !json.Valid(b) {
+			return parsedLine{}, &schemas.InputError{Msg: schemas.NotJSONLine}
+		}
 		return parsedLine{}, &schemas.InputError{Msg: "not a JSON object"}
 	}
 	f, err := walkRecord(b)
