@@ -52,6 +52,11 @@ type Image struct {
 	Rootfs string `json:"rootfs"`
 	// Config is the image's configuration.
 	Config Config `json:"config"`
+	// Made says this resolve made the image's cache entry (built it, or
+	// unpacked it from a tar, an OCI layout or podman's storage); false
+	// when the entry was in the cache already, or for a directory used
+	// in place.
+	Made bool `json:"-"`
 }
 
 // Workdir is the directory commands start in: the image's WORKDIR, or /.
