@@ -209,9 +209,11 @@ type curveRow struct {
 }
 
 type compareView struct {
-	A, B                   string
-	Both, OnlyA, OnlyB     int
-	Gained, Lost, Same     int
+	A, B               string
+	Both, OnlyA, OnlyB int
+	Gained, Lost, Same int
+	// Changed counts the cases whose content differs between the runs.
+	Changed                int
 	GainedCases, LostCases []caseRef
 	GainedMore, LostMore   int
 	StatusTable            [][]int // [status of A][status of B]
@@ -407,13 +409,16 @@ func outcome(c *Case) string {
 }
 
 // change classifies a case from run A to run B: gained, lost, same,
-// no-verdict (no graded trial in one of the runs), only-a or only-b.
+// no-verdict (no graded trial in one of the runs), only-a, only-b, or
+// case-changed (the case itself differs: its records' content hashes).
 func change(a, b *Case) string {
 	switch {
 	case a == nil:
 		return "only-b"
 	case b == nil:
 		return "only-a"
+	case a.Count.Hash != "" && b.Count.Hash != "" && a.Count.Hash != b.Count.Hash:
+		return "case-changed"
 	}
 	oa, ob := outcome(a), outcome(b)
 	switch {
@@ -461,6 +466,8 @@ func buildCompare(a, b *Run) *compareView {
 			}
 		case "same":
 			cv.Same++
+		case "case-changed":
+			cv.Changed++
 		}
 	}
 	for _, cb := range b.Cases {

@@ -339,6 +339,9 @@ func (r *Run) addTrial(c *Case, rec *schemas.CaptureRecord, entry *schemas.Trial
 	} else {
 		pass, excluded = c.Count.Add(rec)
 	}
+	if c.Count.Hash == "" {
+		c.Count.Hash = rec.CaseHash
+	}
 	t := &Trial{
 		Num:        rec.Trial,
 		Excluded:   excluded,
