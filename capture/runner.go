@@ -364,6 +364,7 @@ func (r *Runner) Run(ctx context.Context, units iter.Seq[Unit], emit func(*schem
 			for run := range graded {
 				rec := run.record
 				r.grade(gradeCtx, rec, run.unit.Case)
+				r.timeTrial(run)
 				r.settleStop(ctx, gradeCtx, rec)
 				r.cleanup(run)
 				close(run.judged)
@@ -676,6 +677,20 @@ func authHint(ag *agent) string {
 		ids = append(ids, m.ID)
 	}
 	return fmt.Sprintf("; the agent offers auth methods %s (authenticate with one of them)", strings.Join(ids, ", "))
+}
+
+// timeTrial sets how long a unit's trial took as -j counts it: its agent's
+// part and what ran after it in the worker's slot, a task's verification,
+// and its grading when grading is part of the trial.
+func (r *Runner) timeTrial(run *caseRun) {
+	if run.start.IsZero() || run.concludedAt.IsZero() {
+		return
+	}
+	end := run.concludedAt
+	if r.cfg.GradeInTrial && r.cfg.Grade != nil {
+		end = time.Now()
+	}
+	run.record.Timing.Trial = max(end.Sub(run.start).Milliseconds(), run.record.Timing.Total)
 }
 
 // grade puts the graders' verdict on a record whose run got far enough to

@@ -60,6 +60,9 @@ type caseRun struct {
 	changeErr  error
 	// verdict is a Harbor task's verifier result.
 	verdict *schemas.GraderResult
+	// concludedAt is when the agent's part ended and what it left was
+	// taken (and a task's verifier ran).
+	concludedAt time.Time
 	// judged is closed once the unit is graded and its record is out.
 	judged chan struct{}
 }
@@ -853,6 +856,7 @@ func (w *worker) conclude(run *caseRun) {
 		return
 	}
 	run.concluded = true
+	defer func() { run.concludedAt = time.Now() }()
 	switch {
 	case run.ws != nil:
 		run.changes, run.gitChanges, run.changeErr = run.ws.Changes()
@@ -935,6 +939,7 @@ func newRecord(cfg *Config, u Unit, start time.Time) *schemas.CaptureRecord {
 		Trajectory:        []schemas.Step{},
 		Metadata:          meta,
 		Timing:            schemas.Timing{Start: start.UnixMilli()},
+		CaseHash:          c.ContentHash(),
 		Provenance: schemas.Provenance{
 			Harness:         cfg.Build.Version,
 			HarnessRevision: cfg.Build.Revision,

@@ -2,9 +2,11 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"harness/harbor"
 	"harness/image"
 	"harness/image/pull"
+	"harness/internal/suggest"
 	"harness/results"
 	"harness/sandbox/limits"
 	"harness/taskset"
@@ -78,6 +81,33 @@ func NotTaskDir(path string) error {
 	return Input(harbor.NotATaskError(path))
 }
 
+// Missing is the error for an input path that does not exist, naming it
+// and what it may have been meant to be (a neighbour of a close name, as
+// "tasks/regex-log" for "tasks/regex-lo"); nil when it exists. what says
+// what the path was to be ("a prompts file, or a Harbor task directory or
+// dataset").
+func Missing(path, what string) error {
+	_, err := os.Lstat(path)
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	msg := fmt.Sprintf("%s: no such file or directory (want %s)", path, what)
+	dir, base := filepath.Split(filepath.Clean(path))
+	if dir == "" {
+		dir = "."
+	}
+	if entries, rerr := os.ReadDir(dir); rerr == nil {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		if best := suggest.Nearest(base, names); best != "" {
+			msg += fmt.Sprintf("; did you mean %s?", filepath.Join(filepath.Dir(path), best))
+		}
+	}
+	return Input(errors.New(msg))
+}
+
 // LoadTasks reads a task or dataset directory and says, once for the
 // run, which task.toml fields its tasks set that are not honoured.
 func LoadTasks(e *Env, dir string, quiet bool) (*taskset.Set, error) {
@@ -92,23 +122,14 @@ func LoadTasks(e *Env, dir string, quiet bool) (*taskset.Set, error) {
 }
 
 // ResolveTaskImages builds or unpacks each task's image once, before any
-// trial runs, saying which image each task gets. A task whose image cannot
-// be made is an input error.
+// trial runs, and says in one line how the run's images were had: built,
+// unpacked, found in the cache, used in place, and the tasks whose
+// prebuilt image was not here and was built instead. A task whose image
+// cannot be made is an input error.
 func ResolveTaskImages(ctx context.Context, e *Env, store *image.Store, set *taskset.Set, forceBuild, quiet bool) (map[string]*image.Image, error) {
 	o := taskset.ResolveOptions{ForceBuild: forceBuild}
-	if !quiet {
-		o.OnImage = func(c taskset.ImageChoice) {
-			switch {
-			case c.Failed != nil:
-				msg, _, _ := strings.Cut(c.Failed.Error(), "\n")
-				fmt.Fprintf(e.Stderr, "image for %s: %s; building %s instead\n", c.Task, msg, c.Ref)
-			case c.Unbuildable:
-				fmt.Fprintf(e.Stderr, "image for %s: %s (--force-build: the task has no environment/Dockerfile to build)\n", c.Task, c.Ref)
-			default:
-				fmt.Fprintf(e.Stderr, "image for %s: %s\n", c.Task, c.Ref)
-			}
-		}
-	}
+	var choices []taskset.ImageChoice
+	o.OnImage = func(c taskset.ImageChoice) { choices = append(choices, c) }
 	if !quiet && store.Registry != nil {
 		store.Registry.OnRetry = func(ref string, wait time.Duration, why string) {
 			fmt.Fprintf(e.Stderr, "pull %s: %s; trying again in %s\n", ref, why, wait.Round(time.Millisecond))
@@ -133,7 +154,78 @@ func ResolveTaskImages(ctx context.Context, e *Env, store *image.Store, set *tas
 		}
 		return nil, Input(err)
 	}
+	if !quiet {
+		fmt.Fprintln(e.Stderr, ImagesLine(set, imgs, choices))
+	}
 	return imgs, nil
+}
+
+// ImagesLine says in one line how the images of a set's tasks were had
+// ("images of 9 tasks: 2 built (fix-shout, quiet-bench), 7 from the
+// cache"), then the tasks whose prebuilt image was not here and was built
+// instead, and those --force-build could not build, from the choices
+// ResolveImages told.
+func ImagesLine(set *taskset.Set, imgs map[string]*image.Image, choices []taskset.ImageChoice) string {
+	groups := map[string][]string{}
+	var order []string
+	add := func(how, task string) {
+		if groups[how] == nil {
+			order = append(order, how)
+		}
+		groups[how] = append(groups[how], task)
+	}
+	for _, t := range set.Tasks {
+		img := imgs[t.Name]
+		switch {
+		case img == nil:
+			continue
+		case img.Kind == "dir":
+			add("used in place", t.Name)
+		case !img.Made:
+			add("from the cache", t.Name)
+		case img.Kind == "build":
+			add("built", t.Name)
+		case img.Kind == "local":
+			add("unpacked from the local image storage", t.Name)
+		default:
+			add("unpacked", t.Name)
+		}
+	}
+	var parts []string
+	for _, how := range order {
+		parts = append(parts, fmt.Sprintf("%d %s%s", len(groups[how]), how, names(groups[how])))
+	}
+	line := fmt.Sprintf("images of %s: %s", Plural(len(set.Tasks), "task"), strings.Join(parts, ", "))
+	var fellBack, unbuildable []string
+	why := ""
+	for _, c := range choices {
+		switch {
+		case c.Failed != nil:
+			fellBack = append(fellBack, c.Task)
+			if why == "" {
+				why, _, _ = strings.Cut(c.Failed.Error(), "\n")
+			}
+		case c.Unbuildable:
+			unbuildable = append(unbuildable, c.Task)
+		}
+	}
+	if len(fellBack) > 0 {
+		line += fmt.Sprintf("; the prebuilt image (docker_image) of %s was not here, its environment was built instead%s (%s)",
+			Plural(len(fellBack), "task"), names(fellBack), why)
+	}
+	if len(unbuildable) > 0 {
+		line += fmt.Sprintf("; --force-build: %s no environment/Dockerfile to build, its docker_image was used%s",
+			Plural(len(unbuildable), "task")+map[bool]string{true: " has", false: " have"}[len(unbuildable) == 1], names(unbuildable))
+	}
+	return line
+}
+
+// names lists a few task names in parentheses ("" for more than five).
+func names(tasks []string) string {
+	if len(tasks) == 0 || len(tasks) > 5 {
+		return ""
+	}
+	return " (" + strings.Join(tasks, ", ") + ")"
 }
 
 // ValidateTaskRefs runs each task of a Harbor task directory or dataset

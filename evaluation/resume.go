@@ -1,6 +1,7 @@
 package evaluation
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -17,7 +18,11 @@ import (
 // graded), counting the records it keeps into
 // counts and refusing records graded by other graders than graders (this
 // run's), whose verdicts would be mixed with this run's.
-func resumeCapture(out *results.Output, retryErrors bool, graders []string, counts *trials.Counts) (map[results.UnitKey]bool, map[results.UnitKey]*schemas.CaptureRecord, error) {
+//
+// A record of a case whose content changed since it was written is
+// refused (a *ChangedCasesError naming the cases, the output left with
+// them), or with versions.rerun taken out, its unit run again.
+func resumeCapture(out *results.Output, retryErrors bool, graders []string, versions *caseVersions, counts *trials.Counts) (map[results.UnitKey]bool, map[results.UnitKey]*schemas.CaptureRecord, error) {
 	done := map[results.UnitKey]bool{}
 	ungraded := map[results.UnitKey]*schemas.CaptureRecord{}
 	check := graderCheck{file: out.Name(), want: graders}
@@ -26,6 +31,13 @@ func resumeCapture(out *results.Output, retryErrors bool, graders []string, coun
 		key, class, ok := results.RecordKey(line)
 		if !ok || done[key] {
 			return false
+		}
+		if versions.stale(key.ID, lineCaseHash(line)) {
+			if versions.rerun {
+				return false
+			}
+			versions.note(key.ID)
+			return true // left as it was: the resume is refused
 		}
 		if rec := results.UngradedRecord(line, class); rec != nil {
 			if ungraded[key] == nil {
@@ -45,7 +57,7 @@ func resumeCapture(out *results.Output, retryErrors bool, graders []string, coun
 		return true
 	})
 	if err == nil {
-		err = check.err
+		err = cmp.Or(versions.err(out.Name()), check.err)
 	}
 	if err != nil {
 		return nil, nil, err

@@ -246,7 +246,11 @@ func run(ctx context.Context, opts *Options, ev *emitter, h hooks) (*Result, err
 		resume := h.resume
 		if resume == nil {
 			resume = func(out *results.Output) (map[results.UnitKey]bool, map[results.UnitKey]*schemas.CaptureRecord, error) {
-				return resumeCapture(out, opts.RetryErrors, opts.Config.GraderNames, &kept)
+				versions, err := newCaseVersions(opts.Prompts, opts.RerunChanged)
+				if err != nil {
+					return nil, nil, err
+				}
+				return resumeCapture(out, opts.RetryErrors, opts.Config.GraderNames, versions, &kept)
 			}
 		}
 		if done, ungraded, err = resume(out); err != nil {

@@ -267,13 +267,18 @@ func (t *Task) findImage(lookup func(string) (string, bool)) error {
 }
 
 // UnhonouredSummary names the task.toml fields of tasks that are not
-// honoured, each with the task that sets it or how many do
-// ("environment.healthcheck (in 2 tasks), verifier.user (in fix-x)"); ""
-// when there are none.
+// honoured, each with the task that sets it or how many do, and for a key
+// Harbor's schema does not have the one probably meant
+// ("environment.healthcheck (in 2 tasks), agent.timout_sec (in fix-x; did
+// you mean agent.timeout_sec?)"); "" when there are none.
 func UnhonouredSummary(tasks []*Task) string {
 	by := map[string][]string{}
+	meant := map[string]string{}
 	for _, t := range tasks {
 		for _, u := range t.Unhonoured {
+			if u.Suggest != "" {
+				meant[u.Field] = "; did you mean " + u.Suggest + "?"
+			}
 			if names := by[u.Field]; len(names) == 0 || names[len(names)-1] != t.Name {
 				by[u.Field] = append(names, t.Name)
 			}
@@ -282,9 +287,9 @@ func UnhonouredSummary(tasks []*Task) string {
 	var parts []string
 	for _, f := range slices.Sorted(maps.Keys(by)) {
 		if names := by[f]; len(names) == 1 {
-			parts = append(parts, fmt.Sprintf("%s (in %s)", f, names[0]))
+			parts = append(parts, fmt.Sprintf("%s (in %s%s)", f, names[0], meant[f]))
 		} else {
-			parts = append(parts, fmt.Sprintf("%s (in %d tasks)", f, len(names)))
+			parts = append(parts, fmt.Sprintf("%s (in %d tasks%s)", f, len(names), meant[f]))
 		}
 	}
 	return strings.Join(parts, ", ")

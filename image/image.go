@@ -61,6 +61,11 @@ type Image struct {
 	Rootfs string `json:"rootfs"`
 	// Config is the image's configuration.
 	Config Config `json:"config"`
+	// Made says this resolve made the image's cache entry (built it, or
+	// unpacked it from a tar, an OCI layout or podman's storage); false
+	// when the entry was in the cache already, or for a directory used
+	// in place.
+	Made bool `json:"-"`
 }
 
 // Where an image came from (Image.Source).

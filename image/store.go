@@ -232,7 +232,12 @@ func (s *Store) entry(key string, fill func(img *Image, rootfs string) error) (*
 	}
 	s.used(final)
 	s.trim()
-	return readMeta(final)
+	made, err := readMeta(final)
+	if err != nil {
+		return nil, err
+	}
+	made.Made = true
+	return made, nil
 }
 
 // removeTree removes dir even where it holds read-only directories.

@@ -211,9 +211,11 @@ type curveRow struct {
 }
 
 type compareView struct {
-	A, B                   string
-	Both, OnlyA, OnlyB     int
-	Gained, Lost, Same     int
+	A, B               string
+	Both, OnlyA, OnlyB int
+	Gained, Lost, Same int
+	// Changed counts the cases whose content differs between the runs.
+	Changed                int
 	GainedCases, LostCases []caseRef
 	GainedMore, LostMore   int
 	StatusTable            [][]int // [status of A][status of B]
@@ -430,13 +432,16 @@ func outcome(c *Case) string {
 }
 
 // change classifies a case from run A to run B: gained, lost, same,
-// no-verdict (no graded trial in one of the runs), only-a or only-b.
+// no-verdict (no graded trial in one of the runs), only-a, only-b, or
+// case-changed (the case itself differs: its records' content hashes).
 func change(a, b *Case) string {
 	switch {
 	case a == nil:
 		return "only-b"
 	case b == nil:
 		return "only-a"
+	case a.Count.Hash != "" && b.Count.Hash != "" && a.Count.Hash != b.Count.Hash:
+		return "case-changed"
 	}
 	oa, ob := outcome(a), outcome(b)
 	switch {
@@ -484,6 +489,8 @@ func buildCompare(a, b *Run) *compareView {
 			}
 		case "same":
 			cv.Same++
+		case "case-changed":
+			cv.Changed++
 		}
 	}
 	for _, cb := range b.Cases {
@@ -540,6 +547,7 @@ type indexTrial struct {
 	Excluded  string             `json:"x,omitempty"`
 	Score     *float64           `json:"sc,omitempty"`
 	Duration  int64              `json:"d"`
+	Agent     int64              `json:"ad,omitempty"`
 	Start     int64              `json:"st,omitempty"`
 	Reasoning string             `json:"r,omitempty"`
 	Checks    []schemas.Check    `json:"ck,omitempty"`
@@ -601,7 +609,7 @@ func buildSide(c *Case) *indexSide {
 	}
 	for _, t := range c.Trials {
 		it := indexTrial{Num: t.Num, Status: t.Status, Excluded: t.Excluded, Score: t.Score,
-			Duration: t.Duration, Start: t.Start, Reasoning: t.Reasoning, Checks: t.Checks,
+			Duration: t.Duration, Agent: t.Agent, Start: t.Start, Reasoning: t.Reasoning, Checks: t.Checks,
 			Grader: t.Grader, GraderOut: t.GraderOutput, Error: t.Error, Stop: t.StopReason, Output: t.Output, Cost: t.Cost, Steps: t.Steps, Tools: t.ToolCalls}
 		if t.chunk >= 0 {
 			it.Ref = []int{t.chunk, t.pos}

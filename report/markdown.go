@@ -64,7 +64,11 @@ func WriteMarkdownSummary(w io.Writer, opt MarkdownOptions, runs ...*Run) error 
 		if cv.OnlyB > 0 {
 			fmt.Fprintf(&b, ", %d only in B", cv.OnlyB)
 		}
-		fmt.Fprintf(&b, ". A case passes when more than half of its graded trials pass: **%d gained, %d lost**, %d same.\n\n", cv.Gained, cv.Lost, cv.Same)
+		fmt.Fprintf(&b, ". A case passes when more than half of its graded trials pass: **%d gained, %d lost**, %d same", cv.Gained, cv.Lost, cv.Same)
+		if cv.Changed > 0 {
+			fmt.Fprintf(&b, "; %d changed between the runs (another prompts line under the same id), not compared", cv.Changed)
+		}
+		b.WriteString(".\n\n")
 		writeRefs(&b, "Lost", cv.LostCases, cv.Lost)
 		writeRefs(&b, "Gained", cv.GainedCases, cv.Gained)
 	}

@@ -82,3 +82,39 @@ func TestMarkdownEscaping(t *testing.T) {
 		t.Errorf("codeText = %q", got)
 	}
 }
+
+// A case whose content differs between the two runs (another prompts line
+// under the same id, by its records' content hash) is neither gained, lost
+// nor the same: it is counted apart.
+func TestCompareCountsChangedCasesApart(t *testing.T) {
+	side := func(name, editedHash string, editedPass bool) *Run {
+		run, err := NewRun(name, RunOptions{TempDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { run.Close() })
+		for _, c := range []struct {
+			id, hash string
+			pass     bool
+		}{{"kept", strings.Repeat("1", 64), true}, {"edited", editedHash, editedPass}} {
+			rec := synthRecord(c.id, 1, c.pass, 1, "")
+			rec.CaseHash = c.hash
+			if err := run.AddCapture(&rec); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return run
+	}
+	a := side("a.jsonl", strings.Repeat("2", 64), true)
+	b := side("b.jsonl", strings.Repeat("3", 64), false)
+	if got := change(a.Case("edited"), b.Case("edited")); got != "case-changed" {
+		t.Errorf("edited case: %q, want case-changed", got)
+	}
+	var buf bytes.Buffer
+	if err := WriteMarkdownSummary(&buf, MarkdownOptions{Rule: RuleMajority}, a, b); err != nil {
+		t.Fatal(err)
+	}
+	if want := "**0 gained, 0 lost**, 1 same; 1 changed between the runs (another prompts line under the same id), not compared."; !strings.Contains(buf.String(), want) {
+		t.Errorf("markdown lacks %q:\n%s", want, buf.String())
+	}
+}

@@ -148,9 +148,10 @@ type Trial struct {
 	// Error is the infrastructure error of the trial (message shortened),
 	// from the record or from its grader.
 	Error *schemas.ErrorInfo
-	// Duration is the trial's duration in milliseconds; Start its start,
-	// epoch milliseconds.
-	Duration, Start int64
+	// Duration is the trial's duration in milliseconds (its agent, a
+	// task's verification and the graders in its slot); Agent the
+	// agent's part of it; Start its start, epoch milliseconds.
+	Duration, Agent, Start int64
 	// StopReason is the agent's stop reason.
 	StopReason string
 	// Output is the start of the agent's final output.
@@ -344,10 +345,14 @@ func (r *Run) addTrial(c *Case, rec *schemas.CaptureRecord, entry *schemas.Trial
 	} else {
 		pass, excluded = c.Count.Add(rec)
 	}
+	if c.Count.Hash == "" {
+		c.Count.Hash = rec.CaseHash
+	}
 	t := &Trial{
 		Num:        rec.Trial,
 		Excluded:   excluded,
 		Duration:   schemas.RecordDuration(rec),
+		Agent:      schemas.AgentDuration(rec),
 		Start:      rec.Timing.Start,
 		StopReason: rec.StopReason,
 		Output:     shorten(rec.Output, maxInput),

@@ -93,7 +93,11 @@ func WriteMarkdown(w io.Writer, rec *schemas.CaptureRecord) error {
 	}
 	fmt.Fprintf(&b, "**Metadata:** %s\n", strings.Join(meta, ", "))
 	fmt.Fprintf(&b, "**Tool Errors:** %t\n", rec.ToolErrors)
-	fmt.Fprintf(&b, "**Duration:** %dms\n", schemas.RecordDuration(rec))
+	if d, a := schemas.RecordDuration(rec), schemas.AgentDuration(rec); d != a {
+		fmt.Fprintf(&b, "**Duration:** %dms (agent %dms)\n", d, a)
+	} else {
+		fmt.Fprintf(&b, "**Duration:** %dms\n", d)
+	}
 	if rec.Error != nil {
 		fmt.Fprintf(&b, "**Error:** %s: %s\n", rec.Error.Class, rec.Error.Message)
 	}

@@ -31,6 +31,11 @@ type Manifest struct {
 	K      int     `json:"k"`
 	Cases  int     `json:"cases"`
 	Agents []Agent `json:"agents"`
+	// Flags are the flags the run was started with, by long name, each
+	// with its values as given (k, the run directory and the output
+	// options aside): continuing the run applies them again. Nil in the
+	// manifest of a run that did not record them.
+	Flags map[string][]string `json:"flags"`
 	// Cost sums the agents' costs.
 	Cost *schemas.Cost `json:"cost,omitempty"`
 	// Compare and Report name the comparison and the HTML page, when made.
@@ -45,6 +50,10 @@ type Suite struct {
 	// Path is the file's absolute path, for --resume.
 	Path string `json:"path"`
 	Hash string `json:"sha256"`
+	// Tasks is the absolute path of the Harbor task directory or dataset
+	// the suite was made of (harness run DIR), "" for a suite file: a
+	// resumed run makes its suite again from it.
+	Tasks string `json:"tasks,omitempty"`
 }
 
 // Harness identifies the harness build that ran.

@@ -19,6 +19,9 @@ type CompareReport struct {
 	OnlyInB []string `json:"onlyInB"`
 	// NotComparable lists common cases without a graded trial in a run.
 	NotComparable []string `json:"notComparable"`
+	// ChangedCases lists common cases whose content (the prompts line,
+	// by its hash) differs between the runs: they enter no statistic.
+	ChangedCases []string `json:"changedCases,omitempty"`
 	// Cases holds the per-case comparison of the common cases, in A's order.
 	Cases []CaseDelta `json:"cases"`
 	// McNemar is the exact test on per-case outcomes.
@@ -57,7 +60,8 @@ type CaseSide struct {
 
 // CaseDelta compares one case across the runs. Pass is the case's outcome
 // for McNemar (a strict majority of its graded trials passed); Change is
-// "gained" (fail in A, pass in B), "lost", "same" or "not comparable".
+// "gained" (fail in A, pass in B), "lost", "same", "not comparable", or
+// "changed" (the case itself differs between the runs).
 type CaseDelta struct {
 	ID     string   `json:"id"`
 	A      CaseSide `json:"a"`

@@ -68,6 +68,9 @@ type CaptureRecord struct {
 	// Cost is what the record spent: agent and judge tokens, and USD
 	// when priced.
 	Cost *Cost `json:"cost,omitempty"`
+	// CaseHash is the content hash of the case the record ran
+	// (PromptCase.ContentHash); empty in records of older runs.
+	CaseHash string `json:"caseHash,omitempty"`
 }
 
 // Session is an ACP session: its id and the _meta the agent returned
@@ -91,7 +94,10 @@ type Truncation struct {
 // Timing holds the wall-clock facts of a record. Start, End and Written
 // are epoch milliseconds; the others are durations in milliseconds. End is
 // when the agent answered the case's last turn; Written when the run
-// wrote the record, grading done (0 in records of older runs).
+// wrote the record, grading done (0 in records of older runs). Total is
+// the agent's part of the trial (Start to End); Trial the whole trial, as
+// -j counts it: the agent's part, then a task's verification and the
+// graders that run in the trial's slot (0 in records of older runs).
 type Timing struct {
 	Start           int64  `json:"start"`
 	End             int64  `json:"end"`
@@ -99,6 +105,7 @@ type Timing struct {
 	FirstResponse   *int64 `json:"firstResponse,omitempty"`
 	SessionCreation int64  `json:"sessionCreation"`
 	Total           int64  `json:"total"`
+	Trial           int64  `json:"trial,omitempty"`
 }
 
 // Usage is the token and context usage the agent reported: the latest

@@ -58,6 +58,9 @@ type TrialsRecord struct {
 	// Adaptive is set by an adaptive run: why the case stopped and its
 	// estimates that stay unbiased under the stopping rule.
 	Adaptive *AdaptiveCase `json:"adaptive,omitempty"`
+	// CaseHash is the content hash of the case (PromptCase.ContentHash);
+	// empty in records of older runs.
+	CaseHash string `json:"caseHash,omitempty"`
 }
 
 // Interval is a confidence interval.
@@ -109,9 +112,20 @@ func NewTrialEntry(rec CaptureRecord, excluded string) TrialEntry {
 	return e
 }
 
-// RecordDuration is how long a record took in milliseconds: timing.total
-// when set, else end − start.
+// RecordDuration is how long a record's trial took in milliseconds: the
+// whole trial (timing.trial: the agent, a task's verification and the
+// graders in the trial's slot) when set, else the agent's part
+// (AgentDuration), which is all a record of an older run has.
 func RecordDuration(r *CaptureRecord) int64 {
+	if r.Timing.Trial > 0 {
+		return r.Timing.Trial
+	}
+	return AgentDuration(r)
+}
+
+// AgentDuration is the agent's part of a record's trial in milliseconds:
+// timing.total when set, else end − start.
+func AgentDuration(r *CaptureRecord) int64 {
 	if r.Timing.Total > 0 {
 		return r.Timing.Total
 	}

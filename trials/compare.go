@@ -23,7 +23,10 @@ type CompareOptions struct {
 // passes when a strict majority of its graded trials passed; with one trial
 // that trial's verdict), and paired bootstrap intervals of the differences
 // of mean pass rate and mean pass@K. Cases present in one run only are
-// listed apart; cases without a graded trial in a run are "not comparable".
+// listed apart; cases without a graded trial in a run are "not comparable";
+// cases whose content hash differs between the runs (the same id, another
+// prompts line) are "changed", listed apart in ChangedCases, and enter no
+// statistic.
 func Compare(a, b *Run, opt CompareOptions) schemas.CompareReport {
 	k := max(opt.K, 1)
 	rep := schemas.CompareReport{
@@ -51,6 +54,14 @@ func Compare(a, b *Run, opt CompareOptions) schemas.CompareReport {
 		}
 		rep.CommonCases++
 		d := schemas.CaseDelta{ID: ca.ID, A: side(ca, k), B: side(cb, k), Change: "not comparable"}
+		if ca.Hash != "" && cb.Hash != "" && ca.Hash != cb.Hash {
+			// The same id, another case: a difference of the case,
+			// not of the agent.
+			d.Change = "changed"
+			rep.ChangedCases = append(rep.ChangedCases, ca.ID)
+			rep.Cases = append(rep.Cases, d)
+			continue
+		}
 		if ca.N == 0 || cb.N == 0 {
 			rep.NotComparable = append(rep.NotComparable, ca.ID)
 			rep.Cases = append(rep.Cases, d)
@@ -91,6 +102,10 @@ func Compare(a, b *Run, opt CompareOptions) schemas.CompareReport {
 	if n := len(rep.OnlyInA) + len(rep.OnlyInB); n > 0 {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d case(s) are in one run only and enter no statistic (%d only in A, %d only in B)",
 			n, len(rep.OnlyInA), len(rep.OnlyInB)))
+	}
+	if len(rep.ChangedCases) > 0 {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d common case(s) changed between the runs (their prompts lines differ: content hash) and enter no statistic: %s",
+			len(rep.ChangedCases), idList(rep.ChangedCases, 10)))
 	}
 	if len(rep.NotComparable) > 0 {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d common case(s) have no graded trial in a run and enter no statistic: %s",
@@ -258,6 +273,9 @@ func WriteCompareText(w io.Writer, r schemas.CompareReport) error {
 			fmt.Fprintf(tw, "  %s\t%s\t%d/%d\t%d/%d\t%s\n", c.ID, c.Change, c.A.C, c.A.N, c.B.C, c.B.N, delta)
 		}
 		tw.Flush()
+	}
+	if len(r.ChangedCases) > 0 {
+		fmt.Fprintf(&b, "\ncases that changed between the runs, not compared (%d): %s\n", len(r.ChangedCases), strings.Join(r.ChangedCases, ", "))
 	}
 	if len(r.OnlyInA) > 0 {
 		fmt.Fprintf(&b, "\nonly in A (%d): %s\n", len(r.OnlyInA), strings.Join(r.OnlyInA, ", "))

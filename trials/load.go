@@ -18,6 +18,9 @@ type CaseCount struct {
 	// Estimate, for a case of an adaptive trials run, is its unbiased
 	// pass rate: there C/N is biased by the stopping rule.
 	Estimate *float64
+	// Hash is the content hash of the case as its records ran it ("" for
+	// records of older runs).
+	Hash string
 }
 
 // Add counts one trial of the case (as Counts.Add does) and returns how
@@ -98,7 +101,11 @@ func ReadRun(name string, r io.Reader) (*Run, error) {
 					"case %q trial %d appears twice (first on line %d)", l.Capture.ID, l.Capture.Trial, first)}
 			}
 			seenTrial[k] = l.Line
-			get(l.Capture.ID).Add(l.Capture)
+			cc := get(l.Capture.ID)
+			cc.Add(l.Capture)
+			if cc.Hash == "" {
+				cc.Hash = l.Capture.CaseHash
+			}
 		case schemas.KindTrials:
 			if first, dup := seenCase[l.Trials.ID]; dup {
 				return &schemas.InputError{File: name, Line: l.Line, Field: "id", Msg: fmt.Sprintf(
@@ -106,6 +113,7 @@ func ReadRun(name string, r io.Reader) (*Run, error) {
 			}
 			seenCase[l.Trials.ID] = l.Line
 			cc := get(l.Trials.ID)
+			cc.Hash = l.Trials.CaseHash
 			for i := range l.Trials.Trials {
 				cc.AddEntry(&l.Trials.Trials[i])
 			}

@@ -55,6 +55,24 @@ func BuildRecord(c schemas.PromptCase, k int, recs []schemas.CaptureRecord) sche
 	return BuildRecordFailing(c, k, recs, nil)
 }
 
+// caseHash is the content hash of the case the trials ran: the one their
+// records carry (made from the case as it ran, where c may have been
+// rebuilt from a record), "" when none does (records of older runs), c's
+// own when they disagree.
+func caseHash(c schemas.PromptCase, recs []schemas.CaptureRecord) string {
+	h := ""
+	for i := range recs {
+		switch r := recs[i].CaseHash; {
+		case r == "" || r == h:
+		case h == "":
+			h = r
+		default:
+			return c.ContentHash()
+		}
+	}
+	return h
+}
+
 // BuildRecordFailing is BuildRecord, but trials whose error class is in
 // failOn count in n as failures instead of being left out (a CI policy:
 // a timeout is the agent's failure, not the harness's).
@@ -72,6 +90,7 @@ func BuildRecordFailing(c schemas.PromptCase, k int, recs []schemas.CaptureRecor
 		Metadata: c.Metadata,
 		K:        k,
 		Trials:   make([]schemas.TrialEntry, 0, len(sorted)),
+		CaseHash: caseHash(c, sorted),
 	}
 	counted := map[string]int{}
 	var cnt Counts

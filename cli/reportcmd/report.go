@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -115,9 +117,9 @@ func runReport(e *cli.Env, o reportOptions, args []string) error {
 				return reportRunsDir(e, args[0], o.title, o.output, o.junit, o.markdown, o.force)
 			}
 			// One run directory: its agents side by side.
-			files, suite, err := report.RunDirInputs(args[0])
+			files, suite, err := runDirInputs(e, args[0])
 			if err != nil {
-				return cli.Input(err)
+				return err
 			}
 			if len(files) == 0 || len(files) > report.MaxRuns {
 				return cli.Usagef("%s holds %d agent outputs; a report shows 1 to %d side by side: name the files", args[0], len(files), report.MaxRuns)
@@ -136,6 +138,67 @@ func runReport(e *cli.Env, o reportOptions, args []string) error {
 	out := report.Outputs{HTML: o.output, JUnit: o.junit, Markdown: o.markdown}
 	opts := report.BuildOptions{Title: o.title, Rule: cr, Seed: sd, Resamples: resamplesOpt(o.resamples)}
 	return report.Build(runs, out, opts, func(path string) (report.Sink, error) { return cli.ReviewOutput(e, path, o.force) })
+}
+
+// runDirInputs are the agent outputs of a run directory that hold
+// records, and its suite's name. Of a run still running (or killed before
+// it ended) it says so: the outputs with records are reported, with a note
+// naming the agents that have none yet; with none, it is an error that
+// points to the live viewer.
+func runDirInputs(e *cli.Env, dir string) ([]string, string, error) {
+	files, suite, err := report.RunDirInputs(dir)
+	if err != nil {
+		return nil, "", cli.Input(err)
+	}
+	m, err := rundir.Read(dir)
+	if err != nil {
+		return nil, "", cli.Input(err)
+	}
+	if m.Status != "running" {
+		return files, suite, nil
+	}
+	var have []string
+	var waiting []string
+	for _, a := range m.Agents {
+		p := filepath.Join(dir, a.Output)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Size() > 0 && slices.Contains(files, p) {
+			have = append(have, p)
+			continue
+		}
+		what := a.Name + " (no case finished yet"
+		if n := countLines(p + ".partial"); n > 0 {
+			what += fmt.Sprintf("; %s of unfinished cases in %s.partial", cli.Plural(n, "finished trial"), a.Output)
+		}
+		waiting = append(waiting, what+")")
+	}
+	running := fmt.Sprintf("%s is still running (its %s says so, or its run was killed before it ended)", dir, rundir.ManifestName)
+	if len(have) == 0 {
+		return nil, "", cli.Input(fmt.Errorf("%s: nothing to report yet: %s; watch it live with: harness view %s",
+			running, strings.Join(waiting, ", "), dir))
+	}
+	if len(waiting) > 0 {
+		fmt.Fprintf(e.Stderr, "harness report: note: %s: the report holds what its agents wrote so far; not yet: %s; watch it live with: harness view %s\n",
+			running, strings.Join(waiting, ", "), dir)
+	} else {
+		fmt.Fprintf(e.Stderr, "harness report: note: %s: the report holds what its agents wrote so far; watch it live with: harness view %s\n", running, dir)
+	}
+	return have, suite, nil
+}
+
+// countLines counts the non-empty lines of a file (0 when it cannot be
+// read).
+func countLines(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for line := range strings.Lines(string(b)) {
+		if strings.TrimSpace(line) != "" {
+			n++
+		}
+	}
+	return n
 }
 
 // countStdout counts the outputs that go to stdout ("-").

@@ -46,7 +46,7 @@ Examples:
 		Flags: pflag.NewFlagSet("validate-refs", pflag.ContinueOnError),
 	}
 	var o refsOptions
-	c.Flags.StringVarP(&o.grader, "grader", "g", "", "the `grader` to check (executable, .js/.ts module, or .json/.yaml config); required")
+	c.Flags.StringVarP(&o.grader, "grader", "g", "", "the `grader` to check (executable, .js/.ts module, or .json/.yaml config); required with a prompts file, not given with task directories")
 	cli.GraderTimeoutVar(c.Flags, &o.graderTO)
 	c.Flags.StringVarP(&o.output, "output", "o", "", "write results to `file` (default stdout); a .zst or .gz suffix compresses")
 	c.Flags.BoolVar(&o.force, "force", false, "overwrite an existing output file")
@@ -58,6 +58,9 @@ Examples:
 		if len(args) != 1 {
 			return cli.Usagef("want one prompts file, got %d arguments", len(args))
 		}
+		if err := cli.Missing(args[0], "a prompts file, or a Harbor task directory or dataset"); err != nil {
+			return err
+		}
 		if cli.IsTaskDir(args[0]) {
 			if o.grader != "" {
 				return cli.Usagef("--grader does not apply to task directories: their tests/test.sh is the verifier")
@@ -68,7 +71,7 @@ Examples:
 			return err
 		}
 		if o.grader == "" {
-			return cli.Usagef("--grader (-g) is required")
+			return cli.Usagef("--grader (-g) is required with a prompts file (a task directory needs none: its tests/test.sh is the verifier)")
 		}
 		return validatePromptRefs(ctx, e, args[0], o)
 	}

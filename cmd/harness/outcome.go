@@ -204,7 +204,10 @@ func limitText(l runctl.Limits) string {
 // resumeError words an output that could not be continued.
 func resumeError(err error) error {
 	var rm *evaluation.RuleMismatchError
+	var cc *evaluation.ChangedCasesError
 	switch {
+	case errors.As(err, &cc):
+		return cli.Input(fmt.Errorf("--resume: %w; to run them again, resume with --rerun-changed", err))
 	case errors.As(err, &rm):
 		switch {
 		case rm.Want == nil:

@@ -37,6 +37,7 @@ type runCmdFlags struct {
 	maxTokens                   int64
 	k                           int
 	suiteChanged, quiet         bool
+	rerunChanged                bool
 	image                       imageRunFlags
 	flags                       *pflag.FlagSet
 }
@@ -54,6 +55,7 @@ func (f *runCmdFlags) addFlags(fs *pflag.FlagSet) {
 	fs.IntVarP(&f.k, "k", "k", 0, "trials per case (overrides the suite's k)")
 	fs.BoolVar(&f.suiteChanged, "allow-suite-change", false, "with --resume: continue although the suite file changed")
 	cli.DeprecatedAlias(fs, "force", "", "allow-suite-change")
+	fs.BoolVar(&f.rerunChanged, "rerun-changed", false, "with --resume: run again the cases whose content changed since the run began (their trials are replaced), instead of refusing to resume")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors on stderr")
 	f.image.add(fs)
 }
@@ -71,7 +73,8 @@ k times, as 'harness trials' would, into a new directory
 RUNS/<time>-<name>/:
 
   run.json          the manifest: suite file and hash, harness version,
-                    start and end, each agent's status, pass rate and cost
+                    start and end, k and flags, each agent's status,
+                    pass rate and cost
   cases.jsonl       the cases run
   <agent>.jsonl     each agent's trials records (and <agent>.summary.json)
   compare.json      with several agents: the ranking (mean pass rate with
@@ -84,8 +87,10 @@ eval YAML runs as written: workspace.template, tests[].id/input/assert,
 plain-string asserts judged by an LLM against the rubric, type: script
 asserts, target.
 
---resume RUNDIR continues a run where it stopped (the suite must be
-unchanged, or --allow-suite-change). -j, -t and --sandbox apply to every
+--resume RUNDIR continues a run where it stopped, with the k, agents and
+flags it was started with (run.json); a flag that contradicts them is
+refused, but -j, --keep-layers, --max-cost and --max-tokens. The suite
+must be unchanged, or --allow-suite-change. -j, -t and --sandbox apply to every
 agent, over the suite's run flags. --max-cost and --max-tokens (or the suite's gates) bound the
 whole run: once spent, no new work starts, and the exit status is 4.
 
@@ -127,15 +132,18 @@ type suiteRun struct {
 	f         *runCmdFlags
 	s         *suite.Suite
 	suiteFile string
-	m         *rundir.Manifest // nil until the directory is made, unless resumed
-	dir       string
-	agents    []suite.Agent
-	cases     *suiterun.Cases
-	prices    cost.Table
-	budget    suiterun.Budget
-	spent     *schemas.Cost
-	errs      []error
-	stopped   bool
+	// tasksDir is the task directory the suite was made of ("" for a
+	// suite file).
+	tasksDir string
+	m        *rundir.Manifest // nil until the directory is made, unless resumed
+	dir      string
+	agents   []suite.Agent
+	cases    *suiterun.Cases
+	prices   cost.Table
+	budget   suiterun.Budget
+	spent    *schemas.Cost
+	errs     []error
+	stopped  bool
 }
 
 func (r *suiteRun) logf(format string, a ...any) {
@@ -161,11 +169,22 @@ func (f *runCmdFlags) load(e *cli.Env, args, agentCmd []string) (*suiteRun, erro
 		return nil, cli.Usagef("%s changed since the run in %s began (sha256 %.12s, now %.12s): start a new run, or continue with the new suite with --allow-suite-change",
 			r.suiteFile, r.dir, r.m.Suite.Hash, s.Hash)
 	}
+	k := f.k
+	if r.m != nil {
+		// A resumed run is the run that was started: its agent
+		// command and k.
+		if agentCmd, err = resumeAgentCommand(s, agentCmd, r.m, r.dir); err != nil {
+			return nil, err
+		}
+		if k, err = resumeK(k, r.m, r.dir); err != nil {
+			return nil, err
+		}
+	}
 	if r.agents, err = suiteAgents(s, agentCmd, f.only); err != nil {
 		return nil, err
 	}
-	if f.k > 0 {
-		s.K = f.k
+	if k > 0 {
+		s.K = k
 	}
 	if s.K == 0 {
 		s.K = 1
@@ -182,7 +201,39 @@ func (f *runCmdFlags) load(e *cli.Env, args, agentCmd []string) (*suiteRun, erro
 	if r.budget, err = suiterun.SuiteBudget(s, f.maxCost, f.maxTokens); err != nil {
 		return nil, cli.Input(err)
 	}
+	if err := r.checkCases(); err != nil {
+		return nil, err
+	}
 	return r, nil
+}
+
+// checkCases refuses to resume a run whose cases changed since it began
+// (its agents' trials of the old and the new version would be mixed, and
+// compared), naming them, unless they are to run again.
+func (r *suiteRun) checkCases() error {
+	if r.m == nil {
+		if r.f.rerunChanged {
+			return cli.Usagef("--rerun-changed needs --resume")
+		}
+		return nil
+	}
+	changed, err := rundir.ChangedCases(r.dir, r.cases.List)
+	if err != nil {
+		return cli.Input(err)
+	}
+	if len(changed) == 0 || r.f.rerunChanged {
+		return nil
+	}
+	quoted := make([]string, len(changed))
+	for i, id := range changed {
+		quoted[i] = fmt.Sprintf("%q", id)
+	}
+	what := "case "
+	if len(changed) > 1 {
+		what = "cases "
+	}
+	return cli.Input(fmt.Errorf("%s changed since the run in %s began (their content hash differs from %s's): resuming would mix two versions of a case in its trials and comparison; start a new run, or run the changed cases again with --rerun-changed",
+		what+strings.Join(quoted, ", "), r.dir, rundir.CasesName))
 }
 
 // suitePrices is the suite's price table with --prices's added.
@@ -212,11 +263,15 @@ func (r *suiteRun) locate(args []string) error {
 	case len(args) == 1 && cli.IsTaskDir(args[0]):
 		// A Harbor task directory or dataset: its tasks are the cases,
 		// each in its image (docs/tasks.md).
-		p, err := taskSuite(r.e, args[0], f.image.timeoutScale, f.image.cacheDir)
+		abs, err := filepath.Abs(args[0])
 		if err != nil {
 			return err
 		}
-		r.suiteFile = p
+		p, err := taskSuite(r.e, abs, f.image.timeoutScale, f.image.cacheDir)
+		if err != nil {
+			return err
+		}
+		r.suiteFile, r.tasksDir = p, abs
 	case len(args) == 1:
 		if err := cli.NotTaskDir(args[0]); err != nil {
 			return err
@@ -245,7 +300,19 @@ func (r *suiteRun) locateResumed(args []string) error {
 	if err != nil {
 		return cli.Input(err)
 	}
-	r.m, r.dir, r.suiteFile = m, resumeDir, m.Suite.Path
+	r.m, r.dir, r.suiteFile, r.tasksDir = m, resumeDir, m.Suite.Path, m.Suite.Tasks
+	// The settings the run was started with, from its manifest: its
+	// image cache and timeout scale first, which its suite is made with.
+	if err := resumeFlags(r.f.flags, m, resumeDir); err != nil {
+		return err
+	}
+	if r.tasksDir != "" {
+		// The suite of a task directory is made again, as at the start
+		// (the cache it went to may have been cleared since).
+		if r.suiteFile, err = taskSuite(r.e, r.tasksDir, r.f.image.timeoutScale, r.f.image.cacheDir); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -277,13 +344,14 @@ func (r *suiteRun) makeDir() error {
 		bi := r.e.Build()
 		r.dir = dir
 		r.m = &rundir.Manifest{
-			Suite:   rundir.Suite{Name: r.s.Name, File: r.suiteFile, Path: abs, Hash: r.s.Hash},
+			Suite:   rundir.Suite{Name: r.s.Name, File: r.suiteFile, Path: abs, Hash: r.s.Hash, Tasks: r.tasksDir},
 			Harness: rundir.Harness{Version: bi.Version, Revision: bi.Revision, Dirty: bi.Dirty},
 			Started: time.Now().UTC().Format(time.RFC3339),
 		}
 	}
 	m := r.m
 	m.Status, m.Ended, m.K, m.Cases = "running", "", r.s.K, len(r.cases.List)
+	m.Flags = givenFlags(r.f.flags)
 	m.Agents = m.Agents[:0]
 	for _, a := range r.agents {
 		m.Agents = append(m.Agents, rundir.Agent{Name: a.Name, Command: a.Command, Output: a.Name + ".jsonl", Summary: a.Name + ".summary.json", Status: "pending"})

@@ -39,6 +39,7 @@ type runFlags struct {
 	wsPrepare      string
 	resume         bool
 	retryErrors    bool
+	rerunChanged   bool
 	force          bool
 	permission     string
 	fs             bool
@@ -101,6 +102,7 @@ func (f *runFlags) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.wsPrepare, "workspace-prepare", "", "run shell `command` once in a copy of each template, which the case copies are made from (agentv's before_all)")
 	fs.BoolVar(&f.resume, "resume", false, "append to an existing output and run only the units it does not hold yet")
 	fs.BoolVar(&f.retryErrors, "retry-errors", false, "with --resume, also rerun units whose record has an error")
+	fs.BoolVar(&f.rerunChanged, "rerun-changed", false, "with --resume, run again the cases whose prompts line changed since their records were written (their records are replaced), instead of refusing to resume")
 	fs.BoolVar(&f.force, "force", false, "overwrite an existing output file")
 	fs.StringVar(&f.permission, "permission", "allow", "answer permission requests by `policy`: allow (allow_once, else allow_always), deny (reject_once, else reject_always), or cancel")
 	fs.BoolVar(&f.fs, "fs", false, "serve fs/read_text_file and fs/write_text_file inside the session's workspace")
@@ -494,6 +496,9 @@ func (f *runFlags) checkOutput() error {
 	}
 	if f.retryErrors && !f.resume {
 		return cli.Usagef("--retry-errors needs --resume")
+	}
+	if f.rerunChanged && !f.resume {
+		return cli.Usagef("--rerun-changed needs --resume")
 	}
 	if f.output == "" || f.output == "-" {
 		if f.resume {

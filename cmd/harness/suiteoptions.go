@@ -16,7 +16,7 @@ import (
 )
 
 // runFlagsSetByRun are the run flags harness run decides itself.
-var runFlagsSetByRun = []string{"output", "resume", "force", "summary", "shard", "junit", "markdown", "k"}
+var runFlagsSetByRun = []string{"output", "resume", "force", "summary", "shard", "junit", "markdown", "k", "rerun-changed"}
 
 // trialsCmd is the trials command of agent a of the suite, writing to out
 // ("" to check the flags only): its flags are the agent's trials options
@@ -34,6 +34,7 @@ func (r *suiteRun) trialsCmd(a *suite.Agent, out string, quiet bool) (*cli.Comma
 		}
 	} else {
 		setTrialsOptions(tf, t, quiet)
+		f.rerunChanged = t.Resume && r.f.rerunChanged
 	}
 	if err := applySuiteFlags(tc, r.s, a); err != nil {
 		return nil, nil, err

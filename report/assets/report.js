@@ -356,7 +356,7 @@
     if (vrec.score && t.e && t.s === "error" && !rec) { vrec.score.error = t.e; vrec.error = null; }
     box.appendChild(HT.verdict({ status: t.s, trial: t.t, score: t.sc }, vrec));
     var kv = HT.kvList();
-    kv.row("duration", ms(t.d));
+    kv.row("duration", ms(t.d) + (t.ad != null && t.ad !== t.d ? " (agent " + ms(t.ad) + ")" : ""));
     kv.row("started", iso(t.st));
     kv.row("stop reason", t.stop);
     kv.row("steps", t.n ? t.n + (t.tools ? " (" + t.tools + " tool calls)" : "") : "");

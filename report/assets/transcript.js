@@ -179,7 +179,10 @@
     if (setup) segs.push(["setup", "session", setup]);
     if (first && first <= turns) { segs.push(["first", "first response", first]); turns -= first; }
     if (turns) segs.push(["turns", "turns", turns]);
-    if (grading) segs.push(["grading", "grading", grading]);
+    // A trial's own time after its agent's: a task's verification and
+    // the graders in its slot; else the graders' own times.
+    if (tm.trial && tm.trial > total) segs.push(["grading", "verification and grading", tm.trial - total]);
+    else if (grading) segs.push(["grading", "grading", grading]);
     return segs;
   }
 
@@ -265,7 +268,7 @@
     var frag = el("div", { class: "record" });
     var kv = kvList();
     var tm = rec.timing || {};
-    kv.row("timing", [tm.total != null ? "total " + ms(tm.total) : "", tm.firstResponse != null ? "first response " + ms(tm.firstResponse) : "", tm.sessionCreation != null ? "session " + ms(tm.sessionCreation) : ""].filter(Boolean).join(" · "));
+    kv.row("timing", [tm.trial ? "trial " + ms(tm.trial) : "", tm.total != null ? (tm.trial ? "agent " : "total ") + ms(tm.total) : "", tm.firstResponse != null ? "first response " + ms(tm.firstResponse) : "", tm.sessionCreation != null ? "session " + ms(tm.sessionCreation) : ""].filter(Boolean).join(" · "));
     kv.row("started", iso(tm.start));
     if (rec.usage) kv.row("usage", JSON.stringify(rec.usage));
     if (rec.cost) kv.row("cost", [rec.cost.usd != null ? usd(rec.cost.usd) : "", (rec.cost.inputTokens || 0) + " in / " + (rec.cost.outputTokens || 0) + " out tokens"].filter(Boolean).join(" · "));

@@ -192,7 +192,7 @@
       case "score": return el("span", { class: "num", text: r.score == null ? "" : (+r.score).toFixed(2) });
       case "checks": return el("span", { class: "txt" + (r.failed ? " bad" : ""), title: r.firstFailed || "", text: r.checks ? (r.failed ? "✗ " + r.failed + "/" + r.checks + (r.firstFailed ? " " + r.firstFailed : "") : "✓ " + r.checks) : "" });
       case "error": return el("span", { class: "txt errc", title: r.errorMessage || "", text: r.error || "" });
-      case "duration": return el("span", { class: "num", text: ms(r.duration) });
+      case "duration": return el("span", { class: "num", title: r.agentDuration != null && r.agentDuration !== r.duration ? "agent " + ms(r.agentDuration) + " of the trial's " + ms(r.duration) : "", text: ms(r.duration) });
       case "tokens": return el("span", { class: "num", text: r.tokens || "" });
       case "cost": return el("span", { class: "num", text: r.cost == null ? "" : usd(r.cost) });
       case "steps": return el("span", { class: "num", text: r.steps });
