@@ -60,6 +60,8 @@ type caseRun struct {
 	changeErr  error
 	// verdict is a Harbor task's verifier result.
 	verdict *schemas.GraderResult
+	// taskSteps plays a multi-step task's steps (nil for other units).
+	taskSteps *taskSteps
 	// judged is closed once the unit is graded and its record is out.
 	judged chan struct{}
 }
@@ -638,7 +640,19 @@ func (w *worker) play(ctx context.Context, run *caseRun) (retry bool) {
 		timeout = time.Duration(c.Timeout)
 	}
 	w.r.turning.Add(1)
-	for i, text := range c.Input.List {
+	turns := c.Input.List
+	steps := w.taskStepsOf(run)
+	if steps != nil {
+		turns = steps.prompts(turns)
+	}
+	for i, text := range turns {
+		if steps != nil {
+			var info *schemas.ErrorInfo
+			if timeout, info = steps.begin(ctx, i); info != nil {
+				run.err = info
+				break
+			}
+		}
 		run.rec.BeginTurn(i+1, time.Now())
 		resp, info := w.turn(ctx, run, i+1, text, timeout)
 		if i == 0 && run.prefetched && info != nil && info.Class == schemas.ErrAgentCrash && !run.rec.Responded() && ctx.Err() == nil {
@@ -654,6 +668,9 @@ func (w *worker) play(ctx context.Context, run *caseRun) (retry bool) {
 		w.answered(run, info)
 		if resp != nil {
 			run.stops = append(run.stops, resp.StopReason)
+		}
+		if steps != nil && !steps.end(i, info) && info == nil {
+			break
 		}
 		if info != nil {
 			run.err = info
@@ -792,7 +809,7 @@ func (w *worker) finish(run *caseRun) {
 	rec.ToolErrors = res.ToolErrors
 	if len(run.stops) > 0 {
 		rec.StopReason = run.stops[len(run.stops)-1]
-		if len(run.unit.Case.Input.List) > 1 {
+		if len(run.unit.Case.Input.List) > 1 || run.taskSteps != nil {
 			rec.StopReasons = run.stops
 		}
 	}
@@ -860,7 +877,14 @@ func (w *worker) conclude(run *caseRun) {
 		run.ws.DropBaseline()
 	case run.layer != nil:
 		run.changes, run.gitChanges, run.outside, run.changeErr = workspace.LayerChanges(run.layer.layer, run.layer.workdir, isVerifierPath)
-		if run.layer.task != nil && (run.err == nil || run.err.Class != schemas.ErrInterrupted) {
+		switch {
+		case run.taskSteps != nil:
+			// Each step's tests ran after its turn; a trial the run's
+			// stop cut short has no verdict.
+			if run.err == nil || run.err.Class != schemas.ErrInterrupted {
+				run.verdict = run.taskSteps.verdict()
+			}
+		case run.layer.task != nil && (run.err == nil || run.err.Class != schemas.ErrInterrupted):
 			run.verdict = w.verify(run.layer)
 		}
 	}

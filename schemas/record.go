@@ -67,6 +67,9 @@ type CaptureRecord struct {
 	// Cost is what the record spent: agent and judge tokens, and USD
 	// when priced.
 	Cost *Cost `json:"cost,omitempty"`
+	// TaskSteps are the steps of a multi-step task the trial reached, in
+	// order; Score is then their combined verdict.
+	TaskSteps []TaskStep `json:"taskSteps,omitempty"`
 }
 
 // Session is an ACP session: its id and the _meta the agent returned
