@@ -296,7 +296,7 @@ func (w *worker) newSession(ctx context.Context, p *prepared, cwd string, attach
 	run := p.run
 	sctx, cancel := context.WithTimeout(ctx, w.r.cfg.StartupTimeout)
 	defer cancel()
-	sess, err := p.ag.client.NewSessionMeta(sctx, cwd, w.r.cfg.MCPServers, unitMeta(p.ag, run.unit))
+	sess, err := p.ag.client.NewSessionMeta(sctx, cwd, w.mcpServers(run, p.ag), unitMeta(p.ag, run.unit))
 	if err != nil {
 		p.err = err
 		return
@@ -568,7 +568,7 @@ func (w *worker) setup(ctx context.Context, u Unit) *caseRun {
 	}
 
 	sctx, cancel := context.WithTimeout(ctx, cfg.StartupTimeout)
-	sess, err := w.ag.client.NewSessionMeta(sctx, cwd, cfg.MCPServers, unitMeta(w.ag, u))
+	sess, err := w.ag.client.NewSessionMeta(sctx, cwd, w.mcpServers(run, w.ag), unitMeta(w.ag, u))
 	cancel()
 	if errors.Is(err, acp.ErrConnectionClosed) {
 		// The agent died before this case began (it may exit after its
@@ -589,7 +589,7 @@ func (w *worker) setup(ctx context.Context, u Unit) *caseRun {
 		w.ag, run.ag = ag, ag
 		setProvenance(run.record, ag)
 		sctx, cancel := context.WithTimeout(ctx, cfg.StartupTimeout)
-		sess, err = w.ag.client.NewSessionMeta(sctx, cwd, cfg.MCPServers, unitMeta(w.ag, u))
+		sess, err = w.ag.client.NewSessionMeta(sctx, cwd, w.mcpServers(run, w.ag), unitMeta(w.ag, u))
 		cancel()
 	}
 	run.sessionDur = time.Since(run.start)

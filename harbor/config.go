@@ -48,6 +48,9 @@ type Config struct {
 	VerifierEnv    map[string]string
 	SolutionEnv    map[string]string
 	AgentEnv       map[string]string
+	// MCPServers are [[environment.mcp_servers]]: given to the agent in
+	// session/new.
+	MCPServers []MCPServer
 	// Steps are the [[steps]] of a multi-step task, in order (none for a
 	// task of one instruction).
 	Steps []StepConfig
@@ -84,7 +87,7 @@ var (
 		"environment.cpus": true, "environment.memory_mb": true, "environment.memory": true,
 		"environment.storage_mb": true, "environment.storage": true,
 		"environment.allow_internet": true, "environment.workdir": true, "environment.os": true,
-		"multi_step_reward_strategy": true,
+		"multi_step_reward_strategy": true, "environment.mcp_servers": true,
 	}
 	// tables whose content is free-form or all honoured.
 	freeTables = []string{"metadata", "task", "verifier.env", "agent.env", "environment.env", "solution.env"}
@@ -93,7 +96,7 @@ var (
 	// in Harbor's schema, not acted on here (when set to a non-empty value).
 	notHonouredFields = map[string]bool{
 		"environment.healthcheck": true, "environment.skills_dir": true, "environment.gpu_types": true,
-		"environment.tpu": true, "environment.allowed_hosts": true, "environment.mcp_servers": true,
+		"environment.tpu": true, "environment.allowed_hosts": true,
 		"agent.user": true, "agent.network_mode": true, "agent.allowed_hosts": true,
 		"verifier.user": true, "verifier.network_mode": true, "verifier.allowed_hosts": true,
 		"verifier.environment": true, "verifier.collect": true,
@@ -131,6 +134,7 @@ func (t *Task) parseConfig(file, src string, lookup func(string) (string, bool))
 	c.VerifierTimeout = r.seconds(raw, "verifier.timeout_sec", c.VerifierTimeout)
 	c.AgentTimeout = r.seconds(raw, "agent.timeout_sec", c.AgentTimeout)
 	c.Steps = r.steps(raw, src, c.AgentTimeout, c.VerifierTimeout)
+	c.MCPServers = r.mcpServers(raw)
 	switch c.RewardStrategy = r.str(raw, "multi_step_reward_strategy"); c.RewardStrategy {
 	case "":
 		c.RewardStrategy = StrategyMean
@@ -216,7 +220,7 @@ func unreadKeys(md toml.MetaData, raw map[string]any, lines map[string]int) []Un
 		switch {
 		case honouredFields[key], containerTables[key], honouredStepField(key), key == "environment.gpus",
 			key == "environment.network_mode", key == "verifier.environment_mode",
-			under(key, freeTables...), seen[key], underSeen(seen, key):
+			under(key, freeTables...), under(key, "environment.mcp_servers"), seen[key], underSeen(seen, key):
 			continue
 		}
 		field := key

@@ -200,7 +200,7 @@ command = "true"
 	want := []string{
 		"agent.allowed_hosts", "agent.network_mode", "agent.user", "artifacts",
 		"environment.allowed_hosts", "environment.gpu_types", "environment.healthcheck",
-		"environment.mcp_servers", "environment.skills_dir", "environment.tpu",
+		"environment.skills_dir", "environment.tpu",
 		"verifier.collect", "verifier.environment",
 		"verifier.environment_mode", "verifier.network_mode", "verifier.user",
 	}
@@ -209,7 +209,7 @@ command = "true"
 	}
 }
 
-func TestMCPServersAndOtherListsCountWhenNotEmpty(t *testing.T) {
+func TestListsCountWhenNotEmpty(t *testing.T) {
 	task, err := Load(writeTask(t, `version = "1.0"
 artifacts = ["/app/out.txt"]
 
@@ -225,7 +225,7 @@ url = "http://localhost:1"
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Unhonoured{{"artifacts", 2}, {"environment.mcp_servers", 4}}
+	want := []Unhonoured{{"artifacts", 2}}
 	if !reflect.DeepEqual(task.Unhonoured, want) {
 		t.Fatalf("unhonoured:\n got %v\nwant %v", task.Unhonoured, want)
 	}
