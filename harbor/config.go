@@ -134,7 +134,7 @@ func (t *Task) parseConfig(file, src string, lookup func(string) (string, bool))
 	c.VerifierTimeout = r.seconds(raw, "verifier.timeout_sec", c.VerifierTimeout)
 	c.AgentTimeout = r.seconds(raw, "agent.timeout_sec", c.AgentTimeout)
 	c.Steps = r.steps(raw, src, c.AgentTimeout, c.VerifierTimeout)
-	c.MCPServers = r.mcpServers(raw)
+	c.MCPServers = r.mcpServers(raw, src)
 	switch c.RewardStrategy = r.str(raw, "multi_step_reward_strategy"); c.RewardStrategy {
 	case "":
 		c.RewardStrategy = StrategyMean

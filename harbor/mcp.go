@@ -3,6 +3,7 @@ package harbor
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 // MCPServer is one [[environment.mcp_servers]] table: an MCP server the
@@ -20,7 +21,7 @@ type MCPServer struct {
 }
 
 // mcpServers reads [[environment.mcp_servers]].
-func (r *reader) mcpServers(raw map[string]any) []MCPServer {
+func (r *reader) mcpServers(raw map[string]any, src string) []MCPServer {
 	v, ok := r.get(raw, "environment.mcp_servers")
 	if !ok {
 		return nil
@@ -40,9 +41,24 @@ func (r *reader) mcpServers(raw map[string]any) []MCPServer {
 		r.fail("environment.mcp_servers", "must be an array of tables ([[environment.mcp_servers]])")
 		return nil
 	}
+	var headers []int
+	for i, l := range strings.Split(src, "\n") {
+		if t := strings.TrimSpace(l); strings.HasPrefix(t, "[[") && tableName(t) == "environment.mcp_servers" {
+			headers = append(headers, i+1)
+		}
+	}
 	var out []MCPServer
 	for i, m := range list {
 		field := fmt.Sprintf("environment.mcp_servers[%d]", i+1)
+		line := lineOf(r.lines, "environment.mcp_servers")
+		if i < len(headers) {
+			line = headers[i]
+		}
+		fail := func(f, format string, args ...any) {
+			if r.err == nil {
+				r.err = fieldError(r.file, line, f, format, args...)
+			}
+		}
 		s := MCPServer{}
 		s.Name, _ = m["name"].(string)
 		s.Transport, _ = m["transport"].(string)
@@ -52,7 +68,7 @@ func (r *reader) mcpServers(raw map[string]any) []MCPServer {
 			for _, x := range a {
 				str, isStr := x.(string)
 				if !isStr {
-					r.fail(field+".args", "must be a list of strings")
+					fail(field+".args", "must be a list of strings")
 				}
 				s.Args = append(s.Args, str)
 			}
@@ -65,13 +81,13 @@ func (r *reader) mcpServers(raw map[string]any) []MCPServer {
 		}
 		switch {
 		case s.Name == "":
-			r.fail(field+".name", "every MCP server needs a name")
+			fail(field+".name", "every MCP server needs a name")
 		case s.Transport == "stdio" && s.Command == "":
-			r.fail(field+".command", "a stdio MCP server needs a command")
+			fail(field+".command", "a stdio MCP server needs a command")
 		case s.Transport != "stdio" && s.Transport != "sse" && s.Transport != "streamable-http":
-			r.fail(field+".transport", "must be stdio, sse or streamable-http, not %q", s.Transport)
+			fail(field+".transport", "must be stdio, sse or streamable-http, not %q", s.Transport)
 		case s.Transport != "stdio" && s.URL == "":
-			r.fail(field+".url", "an %s MCP server needs a url", s.Transport)
+			fail(field+".url", "an %s MCP server needs a url", s.Transport)
 		}
 		out = append(out, s)
 	}
