@@ -356,6 +356,9 @@ func agentVars(env []string) []string {
 func (w *worker) finishLayer(run *caseRun, rec *schemas.CaptureRecord) {
 	cl := run.layer
 	img := cl.layer.Image
+	if run.taskSteps != nil {
+		rec.TaskSteps = run.taskSteps.steps
+	}
 	if run.verdict != nil {
 		rec.Score = run.verdict
 		if rec.Score.Error == nil && len(rec.Score.Outcome) > 0 {

@@ -63,6 +63,8 @@ type caseRun struct {
 	// concludedAt is when the agent's part ended and what it left was
 	// taken (and a task's verifier ran).
 	concludedAt time.Time
+	// taskSteps plays a multi-step task's steps (nil for other units).
+	taskSteps *taskSteps
 	// judged is closed once the unit is graded and its record is out.
 	judged chan struct{}
 }
@@ -297,7 +299,7 @@ func (w *worker) newSession(ctx context.Context, p *prepared, cwd string, attach
 	run := p.run
 	sctx, cancel := context.WithTimeout(ctx, w.r.cfg.StartupTimeout)
 	defer cancel()
-	sess, err := p.ag.client.NewSessionMeta(sctx, cwd, w.r.cfg.MCPServers, unitMeta(p.ag, run.unit))
+	sess, err := p.ag.client.NewSessionMeta(sctx, cwd, w.mcpServers(run, p.ag), unitMeta(p.ag, run.unit))
 	if err != nil {
 		p.err = err
 		return
@@ -569,7 +571,7 @@ func (w *worker) setup(ctx context.Context, u Unit) *caseRun {
 	}
 
 	sctx, cancel := context.WithTimeout(ctx, cfg.StartupTimeout)
-	sess, err := w.ag.client.NewSessionMeta(sctx, cwd, cfg.MCPServers, unitMeta(w.ag, u))
+	sess, err := w.ag.client.NewSessionMeta(sctx, cwd, w.mcpServers(run, w.ag), unitMeta(w.ag, u))
 	cancel()
 	if errors.Is(err, acp.ErrConnectionClosed) {
 		// The agent died before this case began (it may exit after its
@@ -590,7 +592,7 @@ func (w *worker) setup(ctx context.Context, u Unit) *caseRun {
 		w.ag, run.ag = ag, ag
 		setProvenance(run.record, ag)
 		sctx, cancel := context.WithTimeout(ctx, cfg.StartupTimeout)
-		sess, err = w.ag.client.NewSessionMeta(sctx, cwd, cfg.MCPServers, unitMeta(w.ag, u))
+		sess, err = w.ag.client.NewSessionMeta(sctx, cwd, w.mcpServers(run, w.ag), unitMeta(w.ag, u))
 		cancel()
 	}
 	run.sessionDur = time.Since(run.start)
@@ -641,7 +643,19 @@ func (w *worker) play(ctx context.Context, run *caseRun) (retry bool) {
 		timeout = time.Duration(c.Timeout)
 	}
 	w.r.turning.Add(1)
-	for i, text := range c.Input.List {
+	turns := c.Input.List
+	steps := w.taskStepsOf(run)
+	if steps != nil {
+		turns = steps.prompts(turns)
+	}
+	for i, text := range turns {
+		if steps != nil {
+			var info *schemas.ErrorInfo
+			if timeout, info = steps.begin(ctx, i); info != nil {
+				run.err = info
+				break
+			}
+		}
 		run.rec.BeginTurn(i+1, time.Now())
 		resp, info := w.turn(ctx, run, i+1, text, timeout)
 		if i == 0 && run.prefetched && info != nil && info.Class == schemas.ErrAgentCrash && !run.rec.Responded() && ctx.Err() == nil {
@@ -657,6 +671,9 @@ func (w *worker) play(ctx context.Context, run *caseRun) (retry bool) {
 		w.answered(run, info)
 		if resp != nil {
 			run.stops = append(run.stops, resp.StopReason)
+		}
+		if steps != nil && !steps.end(i, info) && info == nil {
+			break
 		}
 		if info != nil {
 			run.err = info
@@ -795,7 +812,7 @@ func (w *worker) finish(run *caseRun) {
 	rec.ToolErrors = res.ToolErrors
 	if len(run.stops) > 0 {
 		rec.StopReason = run.stops[len(run.stops)-1]
-		if len(run.unit.Case.Input.List) > 1 {
+		if len(run.unit.Case.Input.List) > 1 || run.taskSteps != nil {
 			rec.StopReasons = run.stops
 		}
 	}
@@ -864,7 +881,14 @@ func (w *worker) conclude(run *caseRun) {
 		run.ws.DropBaseline()
 	case run.layer != nil:
 		run.changes, run.gitChanges, run.outside, run.changeErr = workspace.LayerChanges(run.layer.layer, run.layer.workdir, isVerifierPath)
-		if run.layer.task != nil && (run.err == nil || run.err.Class != schemas.ErrInterrupted) {
+		switch {
+		case run.taskSteps != nil:
+			// Each step's tests ran after its turn; a trial the run's
+			// stop cut short has no verdict.
+			if run.err == nil || run.err.Class != schemas.ErrInterrupted {
+				run.verdict = run.taskSteps.verdict()
+			}
+		case run.layer.task != nil && (run.err == nil || run.err.Class != schemas.ErrInterrupted):
 			run.verdict = w.verify(run.layer)
 		}
 	}

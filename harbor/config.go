@@ -52,6 +52,16 @@ type Config struct {
 	VerifierEnv    map[string]string
 	SolutionEnv    map[string]string
 	AgentEnv       map[string]string
+	// MCPServers are [[environment.mcp_servers]]: given to the agent in
+	// session/new.
+	MCPServers []MCPServer
+	// Steps are the [[steps]] of a multi-step task, in order (none for a
+	// task of one instruction).
+	Steps []StepConfig
+	// RewardStrategy is multi_step_reward_strategy: how the steps'
+	// rewards make the trial's (StrategyMean, the default, or
+	// StrategyFinal).
+	RewardStrategy string
 }
 
 // Unhonoured is a task.toml field (or compose key) that is read but not
@@ -91,6 +101,7 @@ var (
 		"environment.cpus": true, "environment.memory_mb": true, "environment.memory": true,
 		"environment.storage_mb": true, "environment.storage": true,
 		"environment.allow_internet": true, "environment.workdir": true, "environment.os": true,
+		"multi_step_reward_strategy": true, "environment.mcp_servers": true,
 	}
 	// tables whose content is free-form or all honoured.
 	freeTables = []string{"metadata", "task", "verifier.env", "agent.env", "environment.env", "solution.env"}
@@ -99,11 +110,11 @@ var (
 	// in Harbor's schema, not acted on here (when set to a non-empty value).
 	notHonouredFields = map[string]bool{
 		"environment.healthcheck": true, "environment.skills_dir": true, "environment.gpu_types": true,
-		"environment.tpu": true, "environment.allowed_hosts": true, "environment.mcp_servers": true,
+		"environment.tpu": true, "environment.allowed_hosts": true,
 		"agent.user": true, "agent.network_mode": true, "agent.allowed_hosts": true,
 		"verifier.user": true, "verifier.network_mode": true, "verifier.allowed_hosts": true,
 		"verifier.environment": true, "verifier.collect": true,
-		"artifacts": true, "multi_step_reward_strategy": true, "multi_step_reward_mode": true,
+		"artifacts": true, "multi_step_reward_mode": true,
 	}
 )
 
@@ -200,11 +211,17 @@ func (t *Task) parseConfig(file, src string, lookup func(string) (string, bool))
 	} else if _, has := raw["metadata"]; has {
 		return r.errf("metadata", "must be a table")
 	}
-	if v, ok := r.get(raw, "steps"); ok && !isEmpty(v) {
-		return r.errf("steps", "a multi-step task ([[steps]]: each step's instruction and tests in turn) cannot run here yet; run it with Harbor")
-	}
 	c.VerifierTimeout = r.seconds(raw, "verifier.timeout_sec", c.VerifierTimeout)
 	c.AgentTimeout = r.seconds(raw, "agent.timeout_sec", c.AgentTimeout)
+	c.Steps = r.steps(raw, src, c.AgentTimeout, c.VerifierTimeout)
+	c.MCPServers = r.mcpServers(raw, src)
+	switch c.RewardStrategy = r.str(raw, "multi_step_reward_strategy"); c.RewardStrategy {
+	case "":
+		c.RewardStrategy = StrategyMean
+	case StrategyMean, StrategyFinal:
+	default:
+		r.fail("multi_step_reward_strategy", "must be mean or final, not %q", c.RewardStrategy)
+	}
 	c.BuildTimeout = r.seconds(raw, "environment.build_timeout_sec", c.BuildTimeout)
 	if v, ok := r.get(raw, "environment.cpus"); ok {
 		c.CPUs = r.number(v, "environment.cpus", true)
@@ -282,8 +299,8 @@ func unreadKeys(md toml.MetaData, raw map[string]any, lines map[string]int) []Un
 	for _, k := range md.Keys() {
 		key := k.String()
 		switch {
-		case honouredFields[key], containerTables[key], slices.Contains(specialFields, key),
-			under(key, freeTables...), seen[key], underSeen(seen, key):
+		case honouredFields[key], containerTables[key], slices.Contains(specialFields, key), honouredStepField(key),
+			under(key, freeTables...), under(key, "environment.mcp_servers"), seen[key], underSeen(seen, key):
 			continue
 		}
 		field := key

@@ -202,16 +202,27 @@ func (ld *Loader) Load(dir string) (*Task, error) {
 	if err := t.parseConfig(tomlPath, string(src), lookup); err != nil {
 		return nil, err
 	}
-	instr, err := os.ReadFile(filepath.Join(abs, "instruction.md"))
-	if err != nil {
-		return nil, fmt.Errorf("task %s: instruction.md: %w", dir, err)
-	}
-	t.Instruction = string(instr)
-	if strings.TrimSpace(t.Instruction) == "" {
-		return nil, fmt.Errorf("task %s: instruction.md is empty", dir)
-	}
-	if fi, err := os.Stat(filepath.Join(t.TestsDir(), "test.sh")); err != nil || !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("task %s: tests/test.sh is missing", dir)
+	if t.MultiStep() {
+		// Each step has its own instruction and tests; the task's
+		// instruction.md and tests/ (helpers the steps share) are optional.
+		if err := t.loadSteps(); err != nil {
+			return nil, err
+		}
+		if instr, err := os.ReadFile(filepath.Join(abs, "instruction.md")); err == nil {
+			t.Instruction = string(instr)
+		}
+	} else {
+		instr, err := os.ReadFile(filepath.Join(abs, "instruction.md"))
+		if err != nil {
+			return nil, fmt.Errorf("task %s: instruction.md: %w", dir, err)
+		}
+		t.Instruction = string(instr)
+		if strings.TrimSpace(t.Instruction) == "" {
+			return nil, fmt.Errorf("task %s: instruction.md is empty", dir)
+		}
+		if fi, err := os.Stat(filepath.Join(t.TestsDir(), "test.sh")); err != nil || !fi.Mode().IsRegular() {
+			return nil, fmt.Errorf("task %s: tests/test.sh is missing", dir)
+		}
 	}
 	if err := t.findImage(lookup); err != nil {
 		return nil, err

@@ -200,8 +200,8 @@ command = "true"
 	want := []string{
 		"agent.allowed_hosts", "agent.network_mode", "agent.user", "artifacts",
 		"environment.allowed_hosts", "environment.gpu_types", "environment.healthcheck",
-		"environment.mcp_servers", "environment.skills_dir", "environment.tpu",
-		"multi_step_reward_strategy", "verifier.collect", "verifier.environment",
+		"environment.skills_dir", "environment.tpu",
+		"verifier.collect", "verifier.environment",
 		"verifier.environment_mode", "verifier.network_mode", "verifier.user",
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -209,7 +209,7 @@ command = "true"
 	}
 }
 
-func TestMCPServersAndOtherListsCountWhenNotEmpty(t *testing.T) {
+func TestListsCountWhenNotEmpty(t *testing.T) {
 	task, err := Load(writeTask(t, `version = "1.0"
 artifacts = ["/app/out.txt"]
 
@@ -225,7 +225,7 @@ url = "http://localhost:1"
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Unhonoured{{Field: "artifacts", Line: 2}, {Field: "environment.mcp_servers", Line: 4}}
+	want := []Unhonoured{{Field: "artifacts", Line: 2}}
 	if !reflect.DeepEqual(task.Unhonoured, want) {
 		t.Fatalf("unhonoured:\n got %v\nwant %v", task.Unhonoured, want)
 	}
@@ -347,7 +347,6 @@ func TestNetworkModeSaysWhatAllowInternetSaid(t *testing.T) {
 
 func TestWhatCannotRunIsRefused(t *testing.T) {
 	for _, tc := range []struct{ toml, want string }{
-		{"version = \"1.0\"\n\n[[steps]]\nname = \"one\"\n", "task.toml:3: steps: a multi-step task"},
 		{"[environment]\nos = \"windows\"\n", "task.toml:2: environment.os: \"windows\": only Linux images run here"},
 		{"[environment]\nnetwork_mode = \"none\"\n", "task.toml:2: environment.network_mode: must be public, no-network or allowlist"},
 	} {

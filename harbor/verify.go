@@ -157,13 +157,18 @@ func Solve(ctx context.Context, l *image.Layer, t *Task, s Step) (Ran, error) {
 // output is in Outcome["output"].
 func Verify(ctx context.Context, l *image.Layer, t *Task, s Step) schemas.GraderResult {
 	start := time.Now()
-	res := verify(ctx, l, t, s)
+	if s.Timeout == 0 {
+		s.Timeout = t.Config.VerifierTimeout
+	}
+	res := verify(ctx, l, t, []string{t.TestsDir()}, s)
 	res.Grader = GraderName
 	res.DurationMs = time.Since(start).Milliseconds()
 	return res
 }
 
-func verify(ctx context.Context, l *image.Layer, t *Task, s Step) schemas.GraderResult {
+// verify copies tests (each directory over the ones before) to /tests
+// and runs test.sh with s.Timeout.
+func verify(ctx context.Context, l *image.Layer, t *Task, tests []string, s Step) schemas.GraderResult {
 	fail := func(class, format string, args ...any) schemas.GraderResult {
 		return schemas.GraderResult{Error: &schemas.ErrorInfo{Class: class, Message: fmt.Sprintf(format, args...)}}
 	}
@@ -178,13 +183,12 @@ func verify(ctx context.Context, l *image.Layer, t *Task, s Step) schemas.Grader
 			return fail(schemas.ErrGraderError, "make %s: %v", d, err)
 		}
 	}
-	if err := l.CopyIn(t.TestsDir(), TestsPath); err != nil {
-		return fail(schemas.ErrGraderError, "copy tests/ to %s: %v", TestsPath, err)
+	for _, dir := range tests {
+		if err := l.CopyIn(dir, TestsPath); err != nil {
+			return fail(schemas.ErrGraderError, "copy %s to %s: %v", dir, TestsPath, err)
+		}
 	}
 	timeout := s.Timeout
-	if timeout == 0 {
-		timeout = t.Config.VerifierTimeout
-	}
 	ran, err := run(ctx, l, []string{"bash", testScript}, t.Workdir(l.Image), env(l.Image, t.VerifierEnv(), s.Env), timeout, s)
 	if err != nil {
 		return fail(schemas.ErrGraderError, "run tests/test.sh: %v", err)
@@ -203,11 +207,11 @@ func verify(ctx context.Context, l *image.Layer, t *Task, s Step) schemas.Grader
 		return res
 	}
 	outcome["reward"] = res.Score
-	tests, err := readCTRF(l)
+	ctrf, err := readCTRF(l)
 	if err != nil {
 		res.Reasoning += fmt.Sprintf("; %s unreadable: %v", CTRFReport, err)
 	}
-	addTests(&res, tests, ran.Output)
+	addTests(&res, ctrf, ran.Output)
 	return res
 }
 

@@ -60,6 +60,7 @@ var goTypes = map[string]reflect.Type{
 	"Interval":          reflect.TypeFor[Interval](),
 	"PromptCase":        reflect.TypeFor[PromptCase](),
 	"Session":           reflect.TypeFor[Session](),
+	"TaskStep":          reflect.TypeFor[TaskStep](),
 	"SummaryResult":     reflect.TypeFor[SummaryResult](),
 	"TrajectoryStep":    reflect.TypeFor[Step](),
 	"TrialEntry":        reflect.TypeFor[entryFields](),

@@ -124,6 +124,7 @@ func TestFilesConform(t *testing.T) {
 	}{
 		{"capture_a.jsonl", "CaptureRecord", nil},
 		{"capture_b.jsonl", "CaptureRecord", nil},
+		{"capture_steps.jsonl", "CaptureRecord", nil},
 		{"ungraded.jsonl", "CaptureRecord", nil},
 		{"trials_a.jsonl", "TrialsRecord", map[string]*jsonschema.Schema{schemas.SummaryType: sum}},
 		{"acp_trials.jsonl", "TrialsRecord", nil},

@@ -71,6 +71,9 @@ type CaptureRecord struct {
 	// CaseHash is the content hash of the case the record ran
 	// (PromptCase.ContentHash); empty in records of older runs.
 	CaseHash string `json:"caseHash,omitempty"`
+	// TaskSteps are the steps of a multi-step task the trial reached, in
+	// order; Score is then their combined verdict.
+	TaskSteps []TaskStep `json:"taskSteps,omitempty"`
 }
 
 // Session is an ACP session: its id and the _meta the agent returned
