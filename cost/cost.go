@@ -39,7 +39,8 @@ func (t Table) Lookup(model string) (Price, bool) {
 }
 
 // LoadTable reads a price table file (YAML or JSON): model name to
-// {input, output, cacheRead, cacheWrite}, USD per million tokens.
+// {input, output, cacheRead, cacheWrite}, USD per million tokens; a
+// top-level "date" string (when the prices were taken) is skipped.
 func LoadTable(name string) (Table, error) {
 	b, err := os.ReadFile(name)
 	if err != nil {
@@ -56,6 +57,9 @@ func LoadTable(name string) (Table, error) {
 	root := doc.Content[0]
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := root.Content[i], root.Content[i+1]
+		if k.Value == "date" && v.Kind == yaml.ScalarNode {
+			continue // when the prices were taken, as in the shipped table
+		}
 		p, err := ParsePrice(v)
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: field %q: %v", name, v.Line, k.Value, err)

@@ -67,6 +67,16 @@ type CaptureRecord struct {
 	// Cost is what the record spent: agent and judge tokens, and USD
 	// when priced.
 	Cost *Cost `json:"cost,omitempty"`
+	// ModelCalls is the ledger of the agent's model calls, as the run's
+	// model gateway saw them; with it, Usage holds the ledger's sums and
+	// AgentUsage what the agent reported itself.
+	ModelCalls []ModelCall `json:"modelCalls,omitempty"`
+	// AgentUsage is the usage the agent reported, kept beside Usage when
+	// Usage holds the ledger's sums.
+	AgentUsage *Usage `json:"agentUsage,omitempty"`
+	// ProviderFailure says the trial ended on failed model calls the
+	// agent could not get past: the provider's fault, not the agent's.
+	ProviderFailure *ProviderFailure `json:"providerFailure,omitempty"`
 }
 
 // Session is an ACP session: its id and the _meta the agent returned

@@ -1,0 +1,158 @@
+package ledger
+
+import (
+	"sort"
+	"time"
+
+	"harness/cost"
+	"harness/schemas"
+)
+
+// Annotate finishes a trial's calls, in place and sorted by start: the turn
+// each was made in (turnStarts are the epoch ms each turn's prompt was
+// sent), how many failed calls with the same request came before it in the
+// trial (the agent's retries), and its cost from prices (absent when its
+// model has no price: unknown, never 0). Replayed calls cost nothing.
+func Annotate(calls []schemas.ModelCall, turnStarts []int64, prices cost.Table) {
+	sort.SliceStable(calls, func(i, j int) bool { return calls[i].Start < calls[j].Start })
+	failed := map[string]int{}
+	for i := range calls {
+		c := &calls[i]
+		c.Turn = 0
+		for t, at := range turnStarts {
+			if c.Start >= at {
+				c.Turn = t + 1
+			}
+		}
+		if c.Turn == 0 && len(turnStarts) > 0 {
+			c.Turn = 1 // made while the session started
+		}
+		c.Retry = failed[c.RequestHash]
+		if c.Error != nil {
+			failed[c.RequestHash]++
+		}
+		c.USD = Price(c, prices)
+	}
+}
+
+// Price is a call's cost in USD from a price table, nil when its model has
+// no price or it reported no tokens.
+func Price(c *schemas.ModelCall, prices cost.Table) *float64 {
+	if c.Replayed {
+		zero := 0.0
+		return &zero
+	}
+	if c.InputTokens == nil && c.OutputTokens == nil {
+		return nil
+	}
+	p, ok := prices.Lookup(c.Model)
+	if !ok || c.Model == "" {
+		return nil
+	}
+	v := func(p *int64) float64 {
+		if p == nil {
+			return 0
+		}
+		return float64(*p)
+	}
+	usd := (v(c.InputTokens)*p.Input + v(c.CachedTokens)*p.CacheRead + v(c.CacheWriteTokens)*p.CacheWrite + v(c.OutputTokens)*p.Output) / 1e6
+	usd = schemas.RoundUSD(usd)
+	return &usd
+}
+
+// Cost sums a trial's calls into a Cost: their tokens, the USD of the
+// priced ones, and the models that had no price.
+func Cost(calls []schemas.ModelCall) *schemas.Cost {
+	c := &schemas.Cost{}
+	var usd float64
+	priced := false
+	for i := range calls {
+		k := &calls[i]
+		tokens := int64(0)
+		for _, p := range []*int64{k.InputTokens, k.OutputTokens, k.CachedTokens, k.CacheWriteTokens} {
+			if p != nil {
+				tokens += *p
+			}
+		}
+		if k.InputTokens != nil {
+			c.InputTokens += *k.InputTokens
+		}
+		if k.OutputTokens != nil {
+			c.OutputTokens += *k.OutputTokens
+		}
+		if k.CachedTokens != nil {
+			c.CacheReadTokens += *k.CachedTokens
+		}
+		if k.CacheWriteTokens != nil {
+			c.CacheWriteTokens += *k.CacheWriteTokens
+		}
+		switch {
+		case k.USD != nil:
+			usd += *k.USD
+			priced = true
+		case tokens > 0:
+			name := k.Model
+			if name == "" {
+				name = k.Provider
+			}
+			if !contains(c.Unpriced, name) {
+				c.Unpriced = append(c.Unpriced, name)
+			}
+		}
+	}
+	if priced {
+		usd = schemas.RoundUSD(usd)
+		c.USD = &usd
+	}
+	sort.Strings(c.Unpriced)
+	return c
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Failure says whether a trial ended on calls the provider failed: its
+// last call failed (rate limit, overload, server or connection error, or a
+// replay with no recording) and the agent made no successful call after
+// it. A refused request (another 4xx) is the agent's, not the provider's.
+func Failure(calls []schemas.ModelCall) *schemas.ProviderFailure {
+	if len(calls) == 0 {
+		return nil
+	}
+	last := calls[len(calls)-1]
+	if last.Error == nil || last.Error.Kind == schemas.ModelErrClient {
+		return nil
+	}
+	n := 0
+	for _, c := range calls {
+		if c.Error != nil {
+			n++
+		}
+	}
+	return &schemas.ProviderFailure{Kind: last.Error.Kind, Message: last.Error.Message, Status: last.Status, Calls: n}
+}
+
+// Waited is the time a trial's calls spent on failed calls and the pauses
+// after them before the agent's next call: time spent waiting on the
+// provider, not working.
+func Waited(calls []schemas.ModelCall) time.Duration {
+	var ms int64
+	for i, c := range calls {
+		if c.Error == nil || c.Error.Kind == schemas.ModelErrClient {
+			continue
+		}
+		ms += c.Duration
+		if i+1 < len(calls) {
+			if gap := calls[i+1].Start - (c.Start + c.Duration); gap > 0 {
+				ms += gap
+			}
+		}
+	}
+	return time.Duration(ms) * time.Millisecond
+}
