@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"harness/acp"
+	"harness/ledger"
 	"harness/sandbox"
 	"harness/schemas"
 	"harness/workspace"
@@ -37,15 +38,17 @@ type worker struct {
 
 // caseRun is one unit in progress.
 type caseRun struct {
-	unit       Unit
-	rec        *Recorder
-	record     *schemas.CaptureRecord
-	start      time.Time
-	end        time.Time
-	sessionID  string
-	ws         *workspace.Workspace
-	layer      *caseLayer // with an image: the case's layer
-	ag         *agent
+	unit      Unit
+	rec       *Recorder
+	record    *schemas.CaptureRecord
+	start     time.Time
+	end       time.Time
+	sessionID string
+	ws        *workspace.Workspace
+	layer     *caseLayer // with an image: the case's layer
+	ag        *agent
+	// turnStarts are when each turn's prompt was sent (epoch ms).
+	turnStarts []int64
 	stops      []string
 	prefetched bool // its session was made while the case before it ran
 	err        *schemas.ErrorInfo
@@ -715,6 +718,7 @@ func (w *worker) turn(ctx context.Context, run *caseRun, n int, text string, tim
 		err  error
 	}
 	ag := w.ag
+	run.turnStarts = append(run.turnStarts, time.Now().UnixMilli())
 	done := make(chan result, 1)
 	go func() {
 		resp, err := ag.client.Prompt(context.Background(), run.sessionID, []acp.ContentBlock{acp.TextBlock(text)})
@@ -810,6 +814,11 @@ func (w *worker) finish(run *caseRun) {
 	if run.ag != nil && run.ag.client != nil {
 		run.rec.Network(run.ag.connectionsUntil(run.end))
 	}
+	var calls []schemas.ModelCall
+	if run.ag != nil && run.ag.route != nil {
+		calls = run.ag.route.Take(run.end)
+		ledger.Annotate(calls, run.turnStarts, w.r.prices())
+	}
 	res := run.rec.Seal(fmt.Sprintf("%s-t%d", run.unit.Case.ID, run.unit.Trial))
 	netCounts := countNetwork(res.Steps)
 	rec := run.record
@@ -819,6 +828,11 @@ func (w *worker) finish(run *caseRun) {
 	rec.Output = res.Output
 	rec.Plan = res.Plan
 	rec.Usage = res.Usage
+	if run.ag != nil && run.ag.route != nil {
+		rec.ModelCalls, rec.AgentUsage = calls, res.Usage
+		rec.Usage = schemas.ModelCallsUsage(calls)
+		rec.ProviderFailure = ledger.Failure(calls)
+	}
 	rec.ToolErrors = res.ToolErrors
 	if len(run.stops) > 0 {
 		rec.StopReason = run.stops[len(run.stops)-1]

@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -30,6 +32,10 @@ type SandboxFlags struct {
 	// imageRun says the agents run in images, where the network and caps
 	// flags apply without --sandbox bwrap.
 	ImageRun bool
+	// ModelEndpoint, when set, is the run's model gateway (http://HOST:PORT):
+	// the one model endpoint the agent may reach by default, and reachable
+	// beside an explicit allowlist.
+	ModelEndpoint string
 }
 
 // AddFlags defines the flags on fs; usage is --sandbox's help.
@@ -67,6 +73,13 @@ func (f *SandboxFlags) Runner(env, secretEnv, agent []string) (sandbox.Runner, e
 	}
 	if spec.Network, spec.Allow, err = f.ParseNetwork(); err != nil {
 		return nil, err
+	}
+	if f.ModelEndpoint != "" && (spec.Network == "" || spec.Network == "allow") {
+		rule, err := egress.ParseAllow(strings.TrimPrefix(f.ModelEndpoint, "http://"))
+		if err != nil {
+			return nil, fmt.Errorf("model gateway %s: %w", f.ModelEndpoint, err)
+		}
+		spec.Network, spec.Allow = "allow", append(spec.Allow, rule...)
 	}
 	if key, err := results.KeyPath(os.Getenv); err == nil {
 		spec.Secrets = append(spec.Secrets, key) // what would let the agent sign a record

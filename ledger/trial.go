@@ -60,63 +60,6 @@ func Price(c *schemas.ModelCall, prices cost.Table) *float64 {
 	return &usd
 }
 
-// Cost sums a trial's calls into a Cost: their tokens, the USD of the
-// priced ones, and the models that had no price.
-func Cost(calls []schemas.ModelCall) *schemas.Cost {
-	c := &schemas.Cost{}
-	var usd float64
-	priced := false
-	for i := range calls {
-		k := &calls[i]
-		tokens := int64(0)
-		for _, p := range []*int64{k.InputTokens, k.OutputTokens, k.CachedTokens, k.CacheWriteTokens} {
-			if p != nil {
-				tokens += *p
-			}
-		}
-		if k.InputTokens != nil {
-			c.InputTokens += *k.InputTokens
-		}
-		if k.OutputTokens != nil {
-			c.OutputTokens += *k.OutputTokens
-		}
-		if k.CachedTokens != nil {
-			c.CacheReadTokens += *k.CachedTokens
-		}
-		if k.CacheWriteTokens != nil {
-			c.CacheWriteTokens += *k.CacheWriteTokens
-		}
-		switch {
-		case k.USD != nil:
-			usd += *k.USD
-			priced = true
-		case tokens > 0:
-			name := k.Model
-			if name == "" {
-				name = k.Provider
-			}
-			if !contains(c.Unpriced, name) {
-				c.Unpriced = append(c.Unpriced, name)
-			}
-		}
-	}
-	if priced {
-		usd = schemas.RoundUSD(usd)
-		c.USD = &usd
-	}
-	sort.Strings(c.Unpriced)
-	return c
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // Failure says whether a trial ended on calls the provider failed: its
 // last call failed (rate limit, overload, server or connection error, or a
 // replay with no recording) and the agent made no successful call after

@@ -32,7 +32,7 @@ func TestAnnotateTurnsRetriesAndPrices(t *testing.T) {
 	if calls[3].USD != nil {
 		t.Errorf("a model with no price costs %v, want unknown", *calls[3].USD)
 	}
-	c := ledger.Cost(calls)
+	c := cost.Of(&schemas.CaptureRecord{ModelCalls: calls}, nil, "")
 	if c.USD == nil || *c.USD != 0.0131 || len(c.Unpriced) != 1 || c.Unpriced[0] != "mystery" || c.InputTokens != 1005 {
 		t.Errorf("cost %+v", c)
 	}

@@ -227,6 +227,13 @@ func (r *Route) Take(until time.Time) []schemas.ModelCall {
 	return mine
 }
 
+// Peek returns a copy of the calls of the route not taken yet.
+func (r *Route) Peek() []schemas.ModelCall {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]schemas.ModelCall(nil), r.calls...)
+}
+
 func (r *Route) add(c schemas.ModelCall) {
 	r.mu.Lock()
 	r.calls = append(r.calls, c)

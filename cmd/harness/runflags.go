@@ -22,6 +22,7 @@ import (
 	"harness/headless"
 	"harness/internal/buildinfo"
 	"harness/internal/redact"
+	"harness/modelgateway"
 	"harness/sandbox"
 	"harness/schemas"
 )
@@ -74,6 +75,7 @@ type runFlags struct {
 	agentModel     string
 	maxCost        float64
 	maxTokens      int64
+	modelGateway   bool
 	// prices is the price table (from --prices, or set by harness run).
 	prices cost.Table
 	// moreGraders, when set, builds graders besides -g's with the same
@@ -133,6 +135,7 @@ func (f *runFlags) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.markdown, "markdown", "", "after the run, write a markdown summary of the output to `file`, for pull-request comments")
 	fs.StringVar(&f.pricesFile, "prices", "", "price table `file` (YAML or JSON: model -> {input, output, cacheRead, cacheWrite} in USD per million tokens) for the cost of each record")
 	fs.StringVar(&f.agentModel, "agent-model", "", "the `model` whose price applies to the agent's tokens (default: the table's \"*\" row, else the cost the agent reports)")
+	fs.BoolVar(&f.modelGateway, "model-gateway", false, "route the agent's model calls through a local gateway that puts each call on the record (modelCalls: tokens, cost, time to first token, provider errors); usage and cost become the ledger's sums")
 	fs.Float64Var(&f.maxCost, "max-cost", 0, "start no new work once the run has cost `usd` (needs prices, or an agent that reports its cost); exit 4")
 	fs.Int64Var(&f.maxTokens, "max-tokens", 0, "start no new work once the run has used `n` tokens (agent and judge); exit 4")
 	f.slurm.addFlags(fs)
@@ -328,6 +331,15 @@ func (f *runFlags) configure(ctx context.Context, e *cli.Env, s *runSetup, v *va
 		return err
 	}
 	f.sandbox.ImageRun = f.image.active() || s.casesWithImage > 0
+	var gw *modelgateway.Gateway
+	if f.modelGateway {
+		if gw, err = modelgateway.Start(modelgateway.Options{}); err != nil {
+			return err
+		}
+		prev := s.cleanup
+		s.cleanup = func() { gw.Close(); prev() }
+		f.sandbox.ModelEndpoint = gw.URL
+	}
 	sb, err := f.sandbox.Runner(f.env, f.secretEnv, agent)
 	if err != nil {
 		return err
@@ -359,6 +371,7 @@ func (f *runFlags) configure(ctx context.Context, e *cli.Env, s *runSetup, v *va
 		a.Stderr = e.Stderr
 	}
 	s.cfg = evaluation.CaptureConfig(a)
+	s.cfg.Gateway, s.cfg.Prices = gw, f.prices
 	f.protect(e, s, sb, gopts)
 	return f.image.configure(ctx, e, f, s)
 }

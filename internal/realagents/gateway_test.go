@@ -1,0 +1,113 @@
+package realagents
+
+import (
+	"testing"
+
+	"harness/cost"
+	"harness/modelgateway"
+	"harness/schemas"
+	"harness/testkit/fakemodel"
+)
+
+// gatewayUsage is what the fake model servers bill for every answer in
+// the gateway tests: counts no default would give.
+var gatewayUsage = fakemodel.Usage{Input: 31, Cached: 7, CacheWrite: 3, Output: 17, Reasoning: 4}
+
+// startGateway starts a model gateway for one test.
+func startGateway(t *testing.T) *modelgateway.Gateway {
+	t.Helper()
+	g, err := modelgateway.Start(modelgateway.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	return g
+}
+
+// checkLedger compares a record's model calls with what the fake server
+// answered: one call on the ledger for each model request it served, with
+// its exact token counts (as the provider words them: in, cached, cache
+// write, out, reasoning), and the record's usage their sums.
+func checkLedger(t *testing.T, rec *schemas.CaptureRecord, srv *fakemodel.Server, want [5]int64) {
+	t.Helper()
+	served := 0
+	for _, r := range srv.Requests() {
+		if r.Reply != "count_tokens" && r.Reply != "other" {
+			served++
+		}
+	}
+	var model []schemas.ModelCall
+	for _, c := range rec.ModelCalls {
+		if c.API != "countTokens" && c.Provider != "other" {
+			model = append(model, c)
+		}
+	}
+	if served == 0 || len(model) != served {
+		t.Fatalf("the fake server answered %d model requests, the ledger has %d: %+v", served, len(model), rec.ModelCalls)
+	}
+	v := func(p *int64) int64 {
+		if p == nil {
+			return -1
+		}
+		return *p
+	}
+	for i, c := range model {
+		got := [5]int64{v(c.InputTokens), v(c.CachedTokens), v(c.CacheWriteTokens), v(c.OutputTokens), v(c.ReasoningTokens)}
+		if got != want || c.Status != 200 || c.Error != nil {
+			t.Errorf("call %d (%s %s %s): tokens %v, status %d, error %+v; want tokens %v", i, c.Provider, c.API, c.Model, got, c.Status, c.Error, want)
+		}
+		if c.FirstToken == nil || *c.FirstToken > c.Duration || c.Turn != 1 {
+			t.Errorf("call %d: firstToken %v, duration %d, turn %d", i, c.FirstToken, c.Duration, c.Turn)
+		}
+	}
+	if rec.Usage == nil || v(rec.Usage.OutputTokens) != want[3]*int64(len(model)) {
+		t.Errorf("usage %+v is not the ledger's sum", rec.Usage)
+	}
+}
+
+func TestClaudeCodeThroughGateway(t *testing.T) {
+	t.Parallel()
+	sb, srv, agent := claudeSetup(t, fakemodel.Options{Usage: &gatewayUsage})
+	cfg, _ := baseConfig(t, sb, agent)
+	cfg.Gateway = startGateway(t)
+	recs := runCases(t, cfg, "bash echo through-the-gateway")
+	rec := recs[0]
+	checkTurn(t, rec, true, true, "through-the-gateway")
+	checkLedger(t, rec, srv, [5]int64{31, 7, 3, 17, -1})
+	// Claude Code's models are in the shipped price table: the calls
+	// are priced, and the record's cost is theirs.
+	for _, c := range rec.ModelCalls {
+		if c.Model != "" && c.USD == nil && c.InputTokens != nil {
+			t.Errorf("call to %s has no price", c.Model)
+		}
+	}
+	if c := cost.Of(rec, nil, ""); c.USD == nil || *c.USD <= 0 || len(c.Unpriced) > 0 {
+		t.Errorf("cost %+v", c)
+	}
+}
+
+func TestGeminiCLIThroughGateway(t *testing.T) {
+	t.Parallel()
+	sb, srv, agent := geminiSetup(t, fakemodel.Options{Usage: &gatewayUsage})
+	cfg, _ := baseConfig(t, sb, agent)
+	cfg.Auth = "gemini-api-key"
+	cfg.Gateway = startGateway(t)
+	recs := runCases(t, cfg, "bash echo through-the-gateway")
+	checkTurn(t, recs[0], true, true, "through-the-gateway")
+	// Gemini bills thoughts as output: 13 candidates + 4 thoughts.
+	checkLedger(t, recs[0], srv, [5]int64{31, 7, -1, 17, 4})
+}
+
+func TestCodexThroughGateway(t *testing.T) {
+	t.Parallel()
+	sb, srv, agent := codexSetup(t, fakemodel.Options{Usage: &gatewayUsage})
+	cfg, _ := baseConfig(t, sb, agent)
+	cfg.Gateway = startGateway(t)
+	recs := runCases(t, cfg, "bash echo through-the-gateway")
+	checkTurn(t, recs[0], false, true, "through-the-gateway")
+	checkLedger(t, recs[0], srv, [5]int64{31, 7, -1, 17, 4})
+	// gpt-5.3-codex is not in the shipped table: unknown cost, not 0.
+	if c := cost.Of(recs[0], nil, ""); c.USD != nil || len(c.Unpriced) != 1 {
+		t.Errorf("cost %+v, want unpriced", c)
+	}
+}
