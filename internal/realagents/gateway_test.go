@@ -111,3 +111,39 @@ func TestCodexThroughGateway(t *testing.T) {
 		t.Errorf("cost %+v, want unpriced", c)
 	}
 }
+
+// TestProviderErrorsThroughGateway: a 429 and a 503 the agent retries past
+// are on the ledger as failed calls; a provider that keeps failing ends the
+// trial owned by the provider.
+func TestProviderErrorsThroughGateway(t *testing.T) {
+	t.Parallel()
+	sb, _, agent := claudeSetup(t, fakemodel.Options{Fail: []int{429, 503}})
+	cfg, _ := baseConfig(t, sb, agent)
+	cfg.Gateway = startGateway(t)
+	rec := runCases(t, cfg, "bash echo after-retries")[0]
+	checkTurn(t, rec, true, true, "after-retries")
+	var kinds []string
+	for _, c := range rec.ModelCalls {
+		if c.Error != nil {
+			kinds = append(kinds, c.Error.Kind)
+		}
+	}
+	if len(kinds) != 2 || kinds[0] != schemas.ModelErrRateLimit || kinds[1] != schemas.ModelErrServer {
+		t.Errorf("failed calls %v, want rate_limit then server", kinds)
+	}
+	if rec.ProviderFailure != nil {
+		t.Errorf("the agent got past the errors, yet the provider owns the trial: %+v", rec.ProviderFailure)
+	}
+
+	fails := make([]int, 1000)
+	for i := range fails {
+		fails[i] = 529
+	}
+	sb, _, agent = claudeSetup(t, fakemodel.Options{Fail: fails})
+	cfg, _ = baseConfig(t, sb, agent)
+	cfg.Gateway = startGateway(t)
+	rec = runCases(t, cfg, "bash echo never")[0]
+	if f := rec.ProviderFailure; f == nil || f.Kind != schemas.ModelErrOverloaded || f.Status != 529 || f.Calls < 2 {
+		t.Fatalf("providerFailure %+v after %d calls; error %+v", rec.ProviderFailure, len(rec.ModelCalls), rec.Error)
+	}
+}
