@@ -17,7 +17,7 @@ import (
 
 // through starts a gateway and a route whose upstream for envVar is the
 // fake server.
-func through(t *testing.T, envVar, upstream string) (*modelgateway.Gateway, *modelgateway.Route, string) {
+func through(t testing.TB, envVar, upstream string) (*modelgateway.Gateway, *modelgateway.Route, string) {
 	t.Helper()
 	g, err := modelgateway.Start(modelgateway.Options{})
 	if err != nil {
