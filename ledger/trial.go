@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"sort"
-	"time"
 
 	"harness/cost"
 	"harness/schemas"
@@ -79,23 +78,4 @@ func Failure(calls []schemas.ModelCall) *schemas.ProviderFailure {
 		}
 	}
 	return &schemas.ProviderFailure{Kind: last.Error.Kind, Message: last.Error.Message, Status: last.Status, Calls: n}
-}
-
-// Waited is the time a trial's calls spent on failed calls and the pauses
-// after them before the agent's next call: time spent waiting on the
-// provider, not working.
-func Waited(calls []schemas.ModelCall) time.Duration {
-	var ms int64
-	for i, c := range calls {
-		if c.Error == nil || c.Error.Kind == schemas.ModelErrClient {
-			continue
-		}
-		ms += c.Duration
-		if i+1 < len(calls) {
-			if gap := calls[i+1].Start - (c.Start + c.Duration); gap > 0 {
-				ms += gap
-			}
-		}
-	}
-	return time.Duration(ms) * time.Millisecond
 }
