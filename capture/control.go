@@ -37,11 +37,13 @@ func (w *worker) answered(run *caseRun, info *schemas.ErrorInfo) {
 		return
 	}
 	rec := &schemas.CaptureRecord{ID: run.unit.Case.ID, Trial: run.unit.Trial, Usage: run.rec.usageSoFar(), Error: info}
-	if run.ag != nil && run.ag.route != nil {
+	if route := run.modelRoute(); route != nil {
 		// The budget is decided from the ledger: the calls so far.
-		rec.ModelCalls = run.ag.route.Peek()
-		ledger.Annotate(rec.ModelCalls, run.turnStarts, w.r.prices())
-		rec.AgentUsage, rec.Usage = rec.Usage, schemas.ModelCallsUsage(rec.ModelCalls)
+		if calls := route.Peek(); len(calls) > 0 {
+			rec.ModelCalls = calls
+			ledger.Annotate(rec.ModelCalls, run.turnStarts, w.r.prices())
+			rec.AgentUsage, rec.Usage = rec.Usage, schemas.ModelCallsUsage(rec.ModelCalls)
+		}
 	}
 	ctl.Answered(rec)
 }

@@ -14,6 +14,7 @@ import (
 
 	"harness/acp"
 	"harness/ledger"
+	"harness/modelgateway"
 	"harness/sandbox"
 	"harness/schemas"
 	"harness/workspace"
@@ -49,6 +50,9 @@ type caseRun struct {
 	ag        *agent
 	// turnStarts are when each turn's prompt was sent (epoch ms).
 	turnStarts []int64
+	// route is a headless unit's way through the model gateway (an ACP
+	// unit's is its agent's).
+	route      *modelgateway.Route
 	stops      []string
 	prefetched bool // its session was made while the case before it ran
 	err        *schemas.ErrorInfo
@@ -815,8 +819,8 @@ func (w *worker) finish(run *caseRun) {
 		run.rec.Network(run.ag.connectionsUntil(run.end))
 	}
 	var calls []schemas.ModelCall
-	if run.ag != nil && run.ag.route != nil {
-		calls = run.ag.route.Take(run.end)
+	if route := run.modelRoute(); route != nil {
+		calls = route.Take(run.end)
 		ledger.Annotate(calls, run.turnStarts, w.r.prices())
 	}
 	res := run.rec.Seal(fmt.Sprintf("%s-t%d", run.unit.Case.ID, run.unit.Trial))
@@ -828,7 +832,9 @@ func (w *worker) finish(run *caseRun) {
 	rec.Output = res.Output
 	rec.Plan = res.Plan
 	rec.Usage = res.Usage
-	if run.ag != nil && run.ag.route != nil {
+	if len(calls) > 0 {
+		// An agent that made no call through the gateway keeps its own
+		// report as its usage.
 		rec.ModelCalls, rec.AgentUsage = calls, res.Usage
 		rec.Usage = schemas.ModelCallsUsage(calls)
 		rec.ProviderFailure = ledger.Failure(calls)
@@ -1033,4 +1039,15 @@ func workspaceErr(err error) *schemas.ErrorInfo {
 		}
 	}
 	return info
+}
+
+// modelRoute is the unit's way through the run's model gateway (nil: none).
+func (run *caseRun) modelRoute() *modelgateway.Route {
+	if run.route != nil {
+		return run.route
+	}
+	if run.ag != nil {
+		return run.ag.route
+	}
+	return nil
 }

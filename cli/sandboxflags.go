@@ -42,7 +42,7 @@ type SandboxFlags struct {
 func (f *SandboxFlags) AddFlags(fs *pflag.FlagSet, usage string) {
 	fs.StringVar(&f.Backend, "sandbox", "none", usage)
 	fs.StringVar(&f.Home, "sandbox-home", "", "with --sandbox bwrap, copy `dir` into each fresh HOME (agent config such as ~/.claude)")
-	fs.StringVar(&f.Network, "sandbox-network", "", "with --sandbox bwrap or in an image, the agent's `network`: allow:HOST[:PORT],... (only those, through a proxy; default: the hosts of its model endpoints), none, or host")
+	fs.StringVar(&f.Network, "sandbox-network", "", "with --sandbox bwrap or in an image, the agent's `network`: allow:HOST[:PORT],... (only those, through a proxy; default: the run's model gateway, else the hosts of its model endpoints), none, or host")
 	fs.StringArrayVar(&f.RO, "sandbox-ro", nil, "with --sandbox bwrap, also bind `path` read-only; repeatable")
 	fs.StringArrayVar(&f.RW, "sandbox-rw", nil, "with --sandbox bwrap, also bind `path` read-write; repeatable")
 	f.Set = fs

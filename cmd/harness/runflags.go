@@ -75,7 +75,7 @@ type runFlags struct {
 	agentModel     string
 	maxCost        float64
 	maxTokens      int64
-	modelGateway   bool
+	noModelGateway bool
 	// prices is the price table (from --prices, or set by harness run).
 	prices cost.Table
 	// moreGraders, when set, builds graders besides -g's with the same
@@ -135,7 +135,7 @@ func (f *runFlags) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.markdown, "markdown", "", "after the run, write a markdown summary of the output to `file`, for pull-request comments")
 	fs.StringVar(&f.pricesFile, "prices", "", "price table `file` (YAML or JSON: model -> {input, output, cacheRead, cacheWrite} in USD per million tokens) for the cost of each record")
 	fs.StringVar(&f.agentModel, "agent-model", "", "the `model` whose price applies to the agent's tokens (default: the table's \"*\" row, else the cost the agent reports)")
-	fs.BoolVar(&f.modelGateway, "model-gateway", false, "route the agent's model calls through a local gateway that puts each call on the record (modelCalls: tokens, cost, time to first token, provider errors); usage and cost become the ledger's sums")
+	fs.BoolVar(&f.noModelGateway, "no-model-gateway", false, "let the agent reach its model provider directly, not through the run's model gateway (which puts each model call on the record: modelCalls, with usage and cost their sums)")
 	fs.Float64Var(&f.maxCost, "max-cost", 0, "start no new work once the run has cost `usd` (needs prices, or an agent that reports its cost); exit 4")
 	fs.Int64Var(&f.maxTokens, "max-tokens", 0, "start no new work once the run has used `n` tokens (agent and judge); exit 4")
 	f.slurm.addFlags(fs)
@@ -332,7 +332,7 @@ func (f *runFlags) configure(ctx context.Context, e *cli.Env, s *runSetup, v *va
 	}
 	f.sandbox.ImageRun = f.image.active() || s.casesWithImage > 0
 	var gw *modelgateway.Gateway
-	if f.modelGateway {
+	if !f.noModelGateway {
 		if gw, err = modelgateway.Start(modelgateway.Options{}); err != nil {
 			return err
 		}

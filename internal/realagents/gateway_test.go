@@ -1,9 +1,12 @@
 package realagents
 
 import (
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"harness/cost"
+	"harness/headless"
 	"harness/modelgateway"
 	"harness/schemas"
 	"harness/testkit/fakemodel"
@@ -145,5 +148,45 @@ func TestProviderErrorsThroughGateway(t *testing.T) {
 	rec = runCases(t, cfg, "bash echo never")[0]
 	if f := rec.ProviderFailure; f == nil || f.Kind != schemas.ModelErrOverloaded || f.Status != 529 || f.Calls < 2 {
 		t.Fatalf("providerFailure %+v after %d calls; error %+v", rec.ProviderFailure, len(rec.ModelCalls), rec.Error)
+	}
+}
+
+// TestClaudeHeadlessThroughGateway: an agent run through an adapter (claude
+// -p, a process a turn) goes through the gateway too: each turn's process
+// gets the unit's route, and every call of both turns is on the record's
+// ledger with its turn.
+func TestClaudeHeadlessThroughGateway(t *testing.T) {
+	t.Parallel()
+	script := nodeAgent(t, "@anthropic-ai/claude-agent-sdk/cli.js")
+	srv := startModel(t, fakemodel.Anthropic, fakemodel.Options{Usage: &gatewayUsage})
+	sb := newSandbox(t,
+		"ANTHROPIC_BASE_URL="+srv.URL, "ANTHROPIC_API_KEY=dummy",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1", "DISABLE_ERROR_REPORTING=1",
+	)
+	sb.Env = append(sb.Env, "CLAUDE_CONFIG_DIR="+filepath.Join(sb.Home, ".claude"))
+	cfg, _ := baseConfig(t, sb, []string{"node", script})
+	cfg.Gateway = startGateway(t)
+	rec := runHeadless(t, cfg, headless.ClaudeStreamJSON, multi("two", "bash echo gateway-turn-one", "bash echo gateway-turn-two"))[0]
+	checkTurn(t, rec, true, true, "gateway-turn-two")
+	served := 0
+	for _, r := range srv.Requests() {
+		if strings.Contains(r.Path, "/messages") && !strings.Contains(r.Path, "count_tokens") {
+			served++
+		}
+	}
+	turns := map[int]int{}
+	for _, c := range rec.ModelCalls {
+		if c.API == "messages" {
+			turns[c.Turn]++
+			if c.OutputTokens == nil || *c.OutputTokens != gatewayUsage.Output {
+				t.Errorf("call %+v: want %d output tokens", c, gatewayUsage.Output)
+			}
+		}
+	}
+	if served == 0 || turns[1]+turns[2] != served || turns[1] == 0 || turns[2] == 0 {
+		t.Fatalf("the fake served %d model requests; the ledger's messages calls by turn: %v", served, turns)
+	}
+	if rec.AgentUsage == nil {
+		t.Errorf("the agent's own report (its result event's usage) is not kept beside the ledger's sums")
 	}
 }
