@@ -68,6 +68,7 @@ func (w *worker) playHeadless(ctx context.Context, u Unit) *caseRun {
 	if cfg.Gateway != nil {
 		// One route for the unit: every turn's process goes through it.
 		run.route = cfg.Gateway.NewRoute(cfg.Agent, cfg.AgentEnv)
+		run.route.Begin(unitName(u), []string{cwd})
 		defer cfg.Gateway.Remove(run.route)
 		agentArgv, agentEnv = run.route.Argv, run.route.Env
 	}

@@ -722,6 +722,9 @@ func (w *worker) turn(ctx context.Context, run *caseRun, n int, text string, tim
 		err  error
 	}
 	ag := w.ag
+	if route := run.modelRoute(); route != nil && n == 1 {
+		route.Begin(unitName(run.unit), []string{run.record.Cwd})
+	}
 	run.turnStarts = append(run.turnStarts, time.Now().UnixMilli())
 	done := make(chan result, 1)
 	go func() {
@@ -838,6 +841,13 @@ func (w *worker) finish(run *caseRun) {
 		rec.ModelCalls, rec.AgentUsage = calls, res.Usage
 		rec.Usage = schemas.ModelCallsUsage(calls)
 		rec.ProviderFailure = ledger.Failure(calls)
+		if i := ledger.Miss(calls); i >= 0 {
+			// A replay without the call's recording: not the agent's
+			// failure, whatever it made of the refusal.
+			c := calls[i]
+			run.err = &schemas.ErrorInfo{Class: schemas.ErrReplayMiss,
+				Message: fmt.Sprintf("model call %d (turn %d, %s %s): %s\n%s", i+1, c.Turn, c.Provider, c.API, c.Error.Message, c.Error.Diff)}
+		}
 	}
 	rec.ToolErrors = res.ToolErrors
 	if len(run.stops) > 0 {
@@ -1050,4 +1060,10 @@ func (run *caseRun) modelRoute() *modelgateway.Route {
 		return run.ag.route
 	}
 	return nil
+}
+
+// unitName names a unit to the model gateway: its case id and trial,
+// "ID-tN".
+func unitName(u Unit) string {
+	return fmt.Sprintf("%s-t%d", u.Case.ID, u.Trial)
 }

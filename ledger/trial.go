@@ -60,15 +60,16 @@ func Price(c *schemas.ModelCall, prices cost.Table) *float64 {
 }
 
 // Failure says whether a trial ended on calls the provider failed: its
-// last call failed (rate limit, overload, server or connection error, or a
-// replay with no recording) and the agent made no successful call after
-// it. A refused request (another 4xx) is the agent's, not the provider's.
+// last call failed (rate limit, overload, server or connection error) and
+// the agent made no successful call after it. A refused request (another
+// 4xx) is the agent's, not the provider's, and a replay's missing
+// recording is the recording's (see Miss).
 func Failure(calls []schemas.ModelCall) *schemas.ProviderFailure {
 	if len(calls) == 0 {
 		return nil
 	}
 	last := calls[len(calls)-1]
-	if last.Error == nil || last.Error.Kind == schemas.ModelErrClient {
+	if last.Error == nil || last.Error.Kind == schemas.ModelErrClient || last.Error.Kind == schemas.ModelErrNoRecord {
 		return nil
 	}
 	n := 0
@@ -78,4 +79,15 @@ func Failure(calls []schemas.ModelCall) *schemas.ProviderFailure {
 		}
 	}
 	return &schemas.ProviderFailure{Kind: last.Error.Kind, Message: last.Error.Message, Status: last.Status, Calls: n}
+}
+
+// Miss returns the index of the first call a replay had no recording of,
+// or -1.
+func Miss(calls []schemas.ModelCall) int {
+	for i, c := range calls {
+		if c.Error != nil && c.Error.Kind == schemas.ModelErrNoRecord {
+			return i
+		}
+	}
+	return -1
 }

@@ -52,7 +52,13 @@ var baseURLSetting = regexp.MustCompile(`(base_url\s*=\s*["']?)([a-zA-Z][a-zA-Z0
 
 // Exchange is one call as a Tape sees it.
 type Exchange struct {
-	// Route is the route's upstream base URL the call went to.
+	// Trial names the unit the route serves when the call was made (see
+	// Route.Begin; "" before any).
+	Trial string
+	// Paths are the unit's directories (its workspace) whose names change
+	// from run to run.
+	Paths []string
+	// Upstream is the route's upstream base URL the call went to.
 	Upstream string
 	// Method, Path (below the upstream base) and Query of the request.
 	Method, Path, Query string
@@ -71,11 +77,11 @@ type Answer struct {
 
 // Tape records and replays calls. Serve may answer a request itself
 // (served true); when it returns an error, the call fails with it as a
-// replay miss and the agent gets a 599 with the error. Record is told of
+// replay miss and the agent gets a 400 with the error. Record is told of
 // every answer the provider gave.
 type Tape interface {
-	Serve(ctx context.Context, route string, x *Exchange) (a *Answer, served bool, err error)
-	Record(route string, x *Exchange, a *Answer)
+	Serve(ctx context.Context, x *Exchange) (a *Answer, served bool, err error)
+	Record(x *Exchange, a *Answer)
 }
 
 // Options configure a Gateway.
@@ -139,6 +145,17 @@ type Route struct {
 
 	mu    sync.Mutex
 	calls []schemas.ModelCall
+	trial string
+	paths []string
+}
+
+// Begin says which unit the route's agent serves from now on: trial names
+// it (a case and trial), paths are its directories. A Tape sees both on
+// every later call.
+func (r *Route) Begin(trial string, paths []string) {
+	r.mu.Lock()
+	r.trial, r.paths = trial, paths
+	r.mu.Unlock()
 }
 
 // NewRoute makes the route of an agent started with argv and env: every
@@ -273,7 +290,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	up := r.upstreams[n]
 	meter := ledger.NewMeter(rest, body, start, g.opts.Now)
-	x := &Exchange{Upstream: up, Method: req.Method, Path: rest, Query: req.URL.RawQuery, Header: req.Header.Clone(), Body: body}
+	r.mu.Lock()
+	trial, paths := r.trial, r.paths
+	r.mu.Unlock()
+	x := &Exchange{Trial: trial, Paths: paths, Upstream: up, Method: req.Method, Path: rest, Query: req.URL.RawQuery, Header: req.Header.Clone(), Body: body}
 	call := g.forward(w, req, r, x, meter)
 	r.add(call)
 }
@@ -282,18 +302,21 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 // the call as the meter read it.
 func (g *Gateway) forward(w http.ResponseWriter, req *http.Request, r *Route, x *Exchange, meter *ledger.Meter) schemas.ModelCall {
 	if t := g.opts.Tape; t != nil {
-		a, served, err := t.Serve(req.Context(), r.ID, x)
+		a, served, err := t.Serve(req.Context(), x)
 		if err != nil {
-			meter.Response(599, http.Header{})
-			msg := fmt.Sprintf(`{"error":{"type":"replay_miss","message":%q}}`, err.Error())
+			// A 400, which agents do not retry, worded so that the
+			// Anthropic, OpenAI and Gemini clients all read its message.
+			meter.Response(http.StatusBadRequest, http.Header{})
+			msg := fmt.Sprintf(`{"type":"error","error":{"type":"invalid_request_error","code":400,"status":"INVALID_ARGUMENT","message":%q}}`,
+				"model replay: "+err.Error())
 			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(599)
+			w.WriteHeader(http.StatusBadRequest)
 			io.WriteString(w, msg)
 			call := meter.End(nil)
-			call.Error = &schemas.ModelCallError{Kind: schemas.ModelErrNoRecord, Message: "no recorded answer matches the request"}
+			call.Error = &schemas.ModelCallError{Kind: schemas.ModelErrNoRecord, Message: err.Error()}
 			var miss *MissError
 			if errors.As(err, &miss) {
-				call.Error.Diff = miss.Diff
+				call.Error.Message, call.Error.Diff = miss.Reason, miss.Diff
 			}
 			return call
 		}
@@ -375,7 +398,7 @@ func (g *Gateway) forward(w http.ResponseWriter, req *http.Request, r *Route, x 
 	}
 	call := meter.End(readErr)
 	if keep && readErr == nil {
-		g.opts.Tape.Record(r.ID, x, &Answer{Status: resp.StatusCode, Header: resp.Header.Clone(), Body: rec.Bytes()})
+		g.opts.Tape.Record(x, &Answer{Status: resp.StatusCode, Header: resp.Header.Clone(), Body: rec.Bytes()})
 	}
 	if readErr != nil {
 		// Let the agent see the stream break, as it did.
@@ -388,11 +411,19 @@ func (g *Gateway) forward(w http.ResponseWriter, req *http.Request, r *Route, x 
 // MissError is a Tape's error for a request it has no recording of; Diff
 // says how it differs from the nearest recorded request.
 type MissError struct {
+	// Reason says what was missing ("no recorded request of trial x
+	// matches").
+	Reason string
+	// Diff is the difference between the nearest recorded request and
+	// this one ("" when there was none to compare with).
 	Diff string
 }
 
 func (e *MissError) Error() string {
-	return "no recorded answer matches the request; nearest recording differs:\n" + e.Diff
+	if e.Diff == "" {
+		return e.Reason
+	}
+	return e.Reason + "; the nearest recorded request differs:\n" + e.Diff
 }
 
 func copyHeader(dst, src http.Header) {

@@ -20,6 +20,7 @@ const (
 	ErrGraderInvalid  = "grader_invalid"  // the grader's output was not a valid result
 	ErrInterrupted    = "interrupted"     // the run was interrupted by a signal
 	ErrResourceLimit  = "resource_limit"  // the agent hit a resource cap of its sandbox (memory, pids, disk)
+	ErrReplayMiss     = "replay_miss"     // a model call had no recorded answer to replay (infrastructure)
 	// ErrUnclassified is the class counted for an error that has none.
 	ErrUnclassified = "unclassified"
 )

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"harness/cli"
@@ -105,6 +106,7 @@ func TestScripts(t *testing.T) {
 			"fakejudge":  fakeJudge,
 			"httpserver": httpServer,
 			"fakemodel":  fakeModel,
+			"zstdcat":    zstdCat,
 			"sign":       signLines,
 		},
 		Condition: func(cond string) (bool, error) {
@@ -250,6 +252,22 @@ func fakeModel(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Setenv("ANTHROPIC_BASE_URL", srv.URL)
 	_, port, _ := strings.Cut(strings.TrimPrefix(srv.URL, "http://"), ":")
 	ts.Setenv("FAKEMODEL_PORT", port)
+}
+
+// zstdCat writes the decompressed content of a zstd file (its frames one
+// after another) to the script's stdout: "zstdcat FILE".
+func zstdCat(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: zstdcat FILE")
+	}
+	f, err := os.Open(ts.MkAbs(args[0]))
+	ts.Check(err)
+	defer f.Close()
+	zr, err := zstd.NewReader(f)
+	ts.Check(err)
+	defer zr.Close()
+	_, err = io.Copy(ts.Stdout(), zr)
+	ts.Check(err)
 }
 
 // signLines signs every JSON line of each file in place with the record
