@@ -358,10 +358,11 @@ func (g *Gateway) forward(w http.ResponseWriter, req *http.Request, r *Route, x 
 		return meter.End(err)
 	}
 	defer resp.Body.Close()
-	if resp.Uncompressed || resp.Header.Get("Content-Encoding") != "" {
-		resp.Header.Del("Content-Length")
-	}
 	copyHeader(w.Header(), resp.Header)
+	// No Content-Length: the answer's end reaches the agent when the
+	// handler returns, after the call is on the ledger, so whoever the
+	// answer lets go on (the turn's end) finds the call there.
+	w.Header().Del("Content-Length")
 	for _, h := range hopHeaders {
 		w.Header().Del(h)
 	}
