@@ -1,5 +1,7 @@
 package schemas
 
+import "slices"
+
 // Model call error kinds: what went wrong with a call to the model
 // provider, as the gateway saw it.
 const (
@@ -106,4 +108,92 @@ func ModelCallsUsage(calls []ModelCall) *Usage {
 	total := in + cached + write + out
 	return &Usage{InputTokens: &in, OutputTokens: &out, TotalTokens: &total, ThoughtTokens: &reason,
 		CachedReadTokens: &cached, CachedWriteTokens: &write}
+}
+
+// ModelCallsSummary sums a ledger (or one turn of it): calls, failed
+// calls, token counts and cost.
+type ModelCallsSummary struct {
+	// Turn is the prompt turn summed (0: every turn).
+	Turn int `json:"turn,omitempty"`
+	// Calls and Failed count the calls, and those with an error.
+	Calls  int `json:"calls"`
+	Failed int `json:"failed,omitempty"`
+	// Token sums, as in ModelCall.
+	InputTokens      int64 `json:"inputTokens"`
+	CachedTokens     int64 `json:"cachedTokens"`
+	CacheWriteTokens int64 `json:"cacheWriteTokens"`
+	OutputTokens     int64 `json:"outputTokens"`
+	ReasoningTokens  int64 `json:"reasoningTokens,omitempty"`
+	// USD sums the priced calls; absent when a call with tokens had no
+	// price (the cost is unknown, not the priced part).
+	USD *float64 `json:"usd,omitempty"`
+	// Unpriced counts the calls with tokens and no price.
+	Unpriced int `json:"unpriced,omitempty"`
+}
+
+// SumModelCalls sums the calls of turn (0: all of them).
+func SumModelCalls(calls []ModelCall, turn int) ModelCallsSummary {
+	s := ModelCallsSummary{Turn: turn}
+	var usd float64
+	for i := range calls {
+		c := &calls[i]
+		if turn != 0 && c.Turn != turn {
+			continue
+		}
+		s.Calls++
+		if c.Error != nil {
+			s.Failed++
+		}
+		v := func(p *int64) int64 {
+			if p == nil || *p < 0 {
+				return 0
+			}
+			return *p
+		}
+		in, cached, write, out := v(c.InputTokens), v(c.CachedTokens), v(c.CacheWriteTokens), v(c.OutputTokens)
+		s.InputTokens += in
+		s.CachedTokens += cached
+		s.CacheWriteTokens += write
+		s.OutputTokens += out
+		s.ReasoningTokens += v(c.ReasoningTokens)
+		if c.USD != nil {
+			usd += *c.USD
+		} else if in+cached+write+out > 0 {
+			s.Unpriced++
+		}
+	}
+	if s.Unpriced == 0 {
+		s.USD = &usd
+	}
+	return s
+}
+
+// ModelCallsByTurn sums a ledger turn by turn, in turn order (calls of no
+// turn, made before the first prompt, are turn 0's, first).
+func ModelCallsByTurn(calls []ModelCall) []ModelCallsSummary {
+	seen := map[int]bool{}
+	var turns []int
+	for _, c := range calls {
+		if !seen[c.Turn] {
+			seen[c.Turn] = true
+			turns = append(turns, c.Turn)
+		}
+	}
+	slices.Sort(turns)
+	var out []ModelCallsSummary
+	for _, t := range turns {
+		if t != 0 {
+			out = append(out, SumModelCalls(calls, t))
+			continue
+		}
+		// Only the calls of no turn (SumModelCalls' 0 is all of them).
+		var none []ModelCall
+		for _, c := range calls {
+			if c.Turn == 0 {
+				none = append(none, c)
+			}
+		}
+		out = append(out, SumModelCalls(none, 0))
+	}
+	return out
 }
