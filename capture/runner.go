@@ -16,8 +16,10 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"harness/acp"
+	"harness/cost"
 	"harness/headless"
 	"harness/internal/buildinfo"
+	"harness/modelgateway"
 	"harness/sandbox"
 	"harness/sandbox/egress"
 	"harness/schemas"
@@ -128,6 +130,15 @@ type Config struct {
 	// Control, when set, is told of every turn's answer as it arrives and
 	// can stop the run (see Control).
 	Control Control
+	// Gateway, when set, is the run's model gateway: every agent process
+	// gets a route through it (its base URL variables and base_url
+	// settings pointing there), and each record the ledger of its model
+	// calls (ModelCalls), with Usage their sums (what the agent reported
+	// kept in AgentUsage) and ProviderFailure when the trial ended on
+	// calls the provider failed.
+	Gateway *modelgateway.Gateway
+	// Prices price the model calls (nil: cost.Builtin).
+	Prices cost.Table
 }
 
 func (c *Config) defaults() {
@@ -447,6 +458,10 @@ type agent struct {
 
 	netMu   sync.Mutex
 	netLeft []egress.Connection // taken, but made after the case that took them
+
+	// route is the agent's way through the run's model gateway (nil:
+	// none).
+	route *modelgateway.Route
 }
 
 // connectionsUntil returns the agent's network connections made up to end
@@ -599,13 +614,19 @@ func (r *Runner) startAgentWith(ctx context.Context, dir string, sb sandbox.Runn
 	if dir != r.cfg.AgentDir {
 		disk = []string{dir} // a copy or scratch directory, not the user's
 	}
-	proc, err := acp.StartProcess(r.cfg.Agent, acp.ProcessOptions{
-		Dir: dir, Env: r.cfg.AgentEnv, StderrCopy: r.cfg.StderrCopy, Sandbox: sb, RW: []string{dir}, Disk: disk,
+	argv, env := r.cfg.Agent, r.cfg.AgentEnv
+	var route *modelgateway.Route
+	if r.cfg.Gateway != nil {
+		route = r.cfg.Gateway.NewRoute(argv, env)
+		argv, env = route.Argv, route.Env
+	}
+	proc, err := acp.StartProcess(argv, acp.ProcessOptions{
+		Dir: dir, Env: env, StderrCopy: r.cfg.StderrCopy, Sandbox: sb, RW: []string{dir}, Disk: disk,
 	})
 	if err != nil {
 		return nil, &schemas.ErrorInfo{Class: schemas.ErrAgentStart, Message: err.Error()}
 	}
-	ag := &agent{proc: proc, client: acp.Connect(context.Background(), proc.Stdout(), proc.Stdin(), copts), gone: make(chan struct{})}
+	ag := &agent{proc: proc, client: acp.Connect(context.Background(), proc.Stdout(), proc.Stdin(), copts), gone: make(chan struct{}), route: route}
 	ictx, cancel := context.WithTimeout(ctx, r.cfg.StartupTimeout)
 	defer cancel()
 	init, err := ag.client.Initialize(ictx)

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"harness/acp"
+	"harness/ledger"
+	"harness/modelgateway"
 	"harness/sandbox"
 	"harness/schemas"
 	"harness/workspace"
@@ -35,15 +37,20 @@ type worker struct {
 
 // caseRun is one unit in progress.
 type caseRun struct {
-	unit       Unit
-	rec        *Recorder
-	record     *schemas.CaptureRecord
-	start      time.Time
-	end        time.Time
-	sessionID  string
-	ws         *workspace.Workspace
-	layer      *caseLayer // with an image: the case's layer
-	ag         *agent
+	unit      Unit
+	rec       *Recorder
+	record    *schemas.CaptureRecord
+	start     time.Time
+	end       time.Time
+	sessionID string
+	ws        *workspace.Workspace
+	layer     *caseLayer // with an image: the case's layer
+	ag        *agent
+	// turnStarts are when each turn's prompt was sent (epoch ms).
+	turnStarts []int64
+	// route is a headless unit's way through the model gateway (an ACP
+	// unit's is its agent's).
+	route      *modelgateway.Route
 	stops      []string
 	prefetched bool // its session was made while the case before it ran
 	err        *schemas.ErrorInfo
@@ -705,6 +712,10 @@ func (w *worker) turn(ctx context.Context, run *caseRun, n int, text string, tim
 		err  error
 	}
 	ag := w.ag
+	if route := run.modelRoute(); route != nil && n == 1 {
+		route.Begin(unitName(run.unit), []string{run.record.Cwd})
+	}
+	run.turnStarts = append(run.turnStarts, time.Now().UnixMilli())
 	done := make(chan result, 1)
 	go func() {
 		resp, err := ag.client.Prompt(context.Background(), run.sessionID, []acp.ContentBlock{acp.TextBlock(text)})
@@ -800,6 +811,11 @@ func (w *worker) finish(run *caseRun) {
 	if run.ag != nil && run.ag.client != nil {
 		run.rec.Network(run.ag.connectionsUntil(run.end))
 	}
+	var calls []schemas.ModelCall
+	if route := run.modelRoute(); route != nil {
+		calls = route.Take(run.end)
+		ledger.Annotate(calls, run.turnStarts, w.r.prices())
+	}
 	res := run.rec.Seal(fmt.Sprintf("%s-t%d", run.unit.Case.ID, run.unit.Trial))
 	netCounts := countNetwork(res.Steps)
 	rec := run.record
@@ -809,6 +825,20 @@ func (w *worker) finish(run *caseRun) {
 	rec.Output = res.Output
 	rec.Plan = res.Plan
 	rec.Usage = res.Usage
+	if len(calls) > 0 {
+		// An agent that made no call through the gateway keeps its own
+		// report as its usage.
+		rec.ModelCalls, rec.AgentUsage = calls, res.Usage
+		rec.Usage = schemas.ModelCallsUsage(calls)
+		rec.ProviderFailure = ledger.Failure(calls)
+		if i := ledger.Miss(calls); i >= 0 {
+			// A replay without the call's recording: not the agent's
+			// failure, whatever it made of the refusal.
+			c := calls[i]
+			run.err = &schemas.ErrorInfo{Class: schemas.ErrReplayMiss,
+				Message: fmt.Sprintf("model call %d (turn %d, %s %s): %s\n%s", i+1, c.Turn, c.Provider, c.API, c.Error.Message, c.Error.Diff)}
+		}
+	}
 	rec.ToolErrors = res.ToolErrors
 	if len(run.stops) > 0 {
 		rec.StopReason = run.stops[len(run.stops)-1]
@@ -1018,4 +1048,21 @@ func workspaceErr(err error) *schemas.ErrorInfo {
 		}
 	}
 	return info
+}
+
+// modelRoute is the unit's way through the run's model gateway (nil: none).
+func (run *caseRun) modelRoute() *modelgateway.Route {
+	if run.route != nil {
+		return run.route
+	}
+	if run.ag != nil {
+		return run.ag.route
+	}
+	return nil
+}
+
+// unitName names a unit to the model gateway: its case id and trial,
+// "ID-tN".
+func unitName(u Unit) string {
+	return fmt.Sprintf("%s-t%d", u.Case.ID, u.Trial)
 }

@@ -34,6 +34,10 @@ func Summarize(rec *schemas.CaptureRecord) schemas.SummaryResult {
 			s.ToolCalls = append(s.ToolCalls, st.Name)
 		}
 	}
+	if len(rec.ModelCalls) > 0 {
+		m := schemas.SumModelCalls(rec.ModelCalls, 0)
+		s.ModelCalls = &m
+	}
 	pass, excluded := trials.Outcome(rec)
 	s.Excluded = excluded
 	if excluded == "" {
@@ -97,6 +101,14 @@ func WriteMarkdown(w io.Writer, rec *schemas.CaptureRecord) error {
 		fmt.Fprintf(&b, "**Duration:** %dms (agent %dms)\n", d, a)
 	} else {
 		fmt.Fprintf(&b, "**Duration:** %dms\n", d)
+	}
+	if len(rec.ModelCalls) > 0 {
+		fmt.Fprintf(&b, "**Model Calls:** %s\n", ModelCallsLine(schemas.SumModelCalls(rec.ModelCalls, 0)))
+		if turns := schemas.ModelCallsByTurn(rec.ModelCalls); len(turns) > 1 {
+			for _, t := range turns {
+				fmt.Fprintf(&b, "- turn %d: %s\n", t.Turn, ModelCallsLine(t))
+			}
+		}
 	}
 	if rec.Error != nil {
 		fmt.Fprintf(&b, "**Error:** %s: %s\n", rec.Error.Class, rec.Error.Message)
@@ -351,4 +363,28 @@ func WriteAggregate(w io.Writer, rows []*CaseRow, sum schemas.TrialsSummary) err
 		return err
 	}
 	return trials.WriteSummaryTable(w, sum)
+}
+
+// ModelCallsLine words a ledger's sums: "3 calls (1 failed), 1200 in +
+// 800 cached + 20 cache write, 310 out (40 reasoning), $0.0123"; an
+// unknown cost is "cost unknown (N unpriced)".
+func ModelCallsLine(m schemas.ModelCallsSummary) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d call", m.Calls)
+	if m.Calls != 1 {
+		b.WriteString("s")
+	}
+	if m.Failed > 0 {
+		fmt.Fprintf(&b, " (%d failed)", m.Failed)
+	}
+	fmt.Fprintf(&b, ", %d in + %d cached + %d cache write, %d out", m.InputTokens, m.CachedTokens, m.CacheWriteTokens, m.OutputTokens)
+	if m.ReasoningTokens > 0 {
+		fmt.Fprintf(&b, " (%d reasoning)", m.ReasoningTokens)
+	}
+	if m.USD != nil {
+		fmt.Fprintf(&b, ", $%.4f", *m.USD)
+	} else {
+		fmt.Fprintf(&b, ", cost unknown (%d unpriced)", m.Unpriced)
+	}
+	return b.String()
 }

@@ -55,6 +55,7 @@ var goTypes = map[string]reflect.Type{
 	"CaptureRecord":     reflect.TypeFor[signedRecord](),
 	"CompareReport":     reflect.TypeFor[CompareReport](),
 	"Cost":              reflect.TypeFor[Cost](),
+	"ModelCall":         reflect.TypeFor[ModelCall](),
 	"ErrorInfo":         reflect.TypeFor[ErrorInfo](),
 	"GraderResult":      reflect.TypeFor[GraderResult](),
 	"Interval":          reflect.TypeFor[Interval](),

@@ -21,6 +21,7 @@ const (
 	ErrGraderInvalid  = "grader_invalid"  // the grader's output was not a valid result
 	ErrInterrupted    = "interrupted"     // the run was interrupted by a signal
 	ErrResourceLimit  = "resource_limit"  // the agent hit a resource cap of its sandbox (memory, pids, disk)
+	ErrReplayMiss     = "replay_miss"     // a model call had no recorded answer to replay (infrastructure)
 	// ErrUnclassified is the class counted for an error that has none.
 	ErrUnclassified = "unclassified"
 )
@@ -74,6 +75,16 @@ type CaptureRecord struct {
 	// TaskSteps are the steps of a multi-step task the trial reached, in
 	// order; Score is then their combined verdict.
 	TaskSteps []TaskStep `json:"taskSteps,omitempty"`
+	// ModelCalls is the ledger of the agent's model calls, as the run's
+	// model gateway saw them; with it, Usage holds the ledger's sums and
+	// AgentUsage what the agent reported itself.
+	ModelCalls []ModelCall `json:"modelCalls,omitempty"`
+	// AgentUsage is the usage the agent reported, kept beside Usage when
+	// Usage holds the ledger's sums.
+	AgentUsage *Usage `json:"agentUsage,omitempty"`
+	// ProviderFailure says the trial ended on failed model calls the
+	// agent could not get past: the provider's fault, not the agent's.
+	ProviderFailure *ProviderFailure `json:"providerFailure,omitempty"`
 }
 
 // Session is an ACP session: its id and the _meta the agent returned

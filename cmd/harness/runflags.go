@@ -22,6 +22,8 @@ import (
 	"harness/headless"
 	"harness/internal/buildinfo"
 	"harness/internal/redact"
+	"harness/modelgateway"
+	"harness/modelrecord"
 	"harness/sandbox"
 	"harness/schemas"
 )
@@ -75,6 +77,9 @@ type runFlags struct {
 	agentModel     string
 	maxCost        float64
 	maxTokens      int64
+	noModelGateway bool
+	modelRecord    string
+	modelReplay    string
 	// prices is the price table (from --prices, or set by harness run).
 	prices cost.Table
 	// moreGraders, when set, builds graders besides -g's with the same
@@ -135,6 +140,9 @@ func (f *runFlags) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.markdown, "markdown", "", "after the run, write a markdown summary of the output to `file`, for pull-request comments")
 	fs.StringVar(&f.pricesFile, "prices", "", "price table `file` (YAML or JSON: model -> {input, output, cacheRead, cacheWrite} in USD per million tokens) for the cost of each record")
 	fs.StringVar(&f.agentModel, "agent-model", "", "the `model` whose price applies to the agent's tokens (default: the table's \"*\" row, else the cost the agent reports)")
+	fs.StringVar(&f.modelRecord, "model-record", "", "record every model call of the run (redacted, zstd) into `dir`, a file per trial, for --model-replay")
+	fs.StringVar(&f.modelReplay, "model-replay", "", "answer the agent's model calls from the recording in `dir` (--model-record), reaching no provider; a call with no recording fails its trial as replay_miss")
+	fs.BoolVar(&f.noModelGateway, "no-model-gateway", false, "let the agent reach its model provider directly, not through the run's model gateway (which puts each model call on the record: modelCalls, with usage and cost their sums)")
 	fs.Float64Var(&f.maxCost, "max-cost", 0, "start no new work once the run has cost `usd` (needs prices, or an agent that reports its cost); exit 4")
 	fs.Int64Var(&f.maxTokens, "max-tokens", 0, "start no new work once the run has used `n` tokens (agent and judge); exit 4")
 	f.slurm.addFlags(fs)
@@ -207,6 +215,10 @@ func (f *runFlags) validate() (*validFlags, error) {
 		return nil, cli.Usagef("--max-agent-requests, --max-agent-bytes and --request-timeout must be positive")
 	case f.maxRecordBytes < 0:
 		return nil, cli.Usagef("--max-record-bytes must not be negative")
+	case f.modelRecord != "" && f.modelReplay != "":
+		return nil, cli.Usagef("--model-record and --model-replay: choose one")
+	case f.noModelGateway && (f.modelRecord != "" || f.modelReplay != ""):
+		return nil, cli.Usagef("--model-record and --model-replay need the model gateway: drop --no-model-gateway")
 	}
 	if err := checkClasses("--stop-on", f.stopOn); err != nil {
 		return nil, err
@@ -330,6 +342,39 @@ func (f *runFlags) configure(ctx context.Context, e *cli.Env, s *runSetup, v *va
 		return err
 	}
 	f.sandbox.ImageRun = f.image.active() || s.casesWithImage > 0
+	var gw *modelgateway.Gateway
+	tapeRedact := &lateRedactor{}
+	if !f.noModelGateway {
+		var opts modelgateway.Options
+		var recorder *modelrecord.Recorder
+		switch {
+		case f.modelRecord != "":
+			if recorder, err = modelrecord.NewRecorder(f.modelRecord, tapeRedact); err != nil {
+				return cli.Input(fmt.Errorf("--model-record: %w", err))
+			}
+			opts.Tape = recorder
+		case f.modelReplay != "":
+			player, err := modelrecord.NewPlayer(f.modelReplay, tapeRedact)
+			if err != nil {
+				return cli.Input(fmt.Errorf("--model-replay: %w", err))
+			}
+			opts.Tape = player
+		}
+		if gw, err = modelgateway.Start(opts); err != nil {
+			return err
+		}
+		prev := s.cleanup
+		s.cleanup = func() {
+			gw.Close()
+			if recorder != nil {
+				if err := recorder.Err(); err != nil {
+					fmt.Fprintf(e.Stderr, "harness: --model-record: %v\n", err)
+				}
+			}
+			prev()
+		}
+		f.sandbox.ModelEndpoint = gw.URL
+	}
 	sb, err := f.sandbox.Runner(f.env, f.secretEnv, agent)
 	if err != nil {
 		return err
@@ -354,6 +399,7 @@ func (f *runFlags) configure(ctx context.Context, e *cli.Env, s *runSetup, v *va
 		return cli.Usagef("--env %v", err)
 	}
 	s.redact = redact.New(secrets, agentEnv)
+	tapeRedact.r = s.redact
 	v.build = e.Build()
 	a := f.agentOptions(v, agent, agentEnv, cwd, workspace, sb)
 	a.AnyCaseWorkspace, a.Graders, a.Redact = s.anyCaseWorkspace, s.graders, s.redact
@@ -361,6 +407,7 @@ func (f *runFlags) configure(ctx context.Context, e *cli.Env, s *runSetup, v *va
 		a.Stderr = e.Stderr
 	}
 	s.cfg = evaluation.CaptureConfig(a)
+	s.cfg.Gateway, s.cfg.Prices = gw, f.prices
 	f.protect(e, s, sb, gopts)
 	return f.image.configure(ctx, e, f, s)
 }
@@ -539,4 +586,16 @@ func checkClasses(flag string, classes []string) error {
 		}
 	}
 	return nil
+}
+
+// lateRedactor redacts with the run's redactor once it is made (the
+// model gateway starts before it, for the sandbox to allow it).
+type lateRedactor struct{ r *redact.Redactor }
+
+// Bytes redacts b.
+func (l *lateRedactor) Bytes(b []byte) []byte {
+	if l.r == nil {
+		return b
+	}
+	return l.r.Bytes(b)
 }

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"harness/cli"
@@ -24,6 +25,7 @@ import (
 	"harness/results"
 	"harness/sandbox"
 	"harness/testkit/fakeagent"
+	"harness/testkit/fakemodel"
 	"harness/testkit/testagents"
 )
 
@@ -103,6 +105,8 @@ func TestScripts(t *testing.T) {
 			"waitfile":   waitFile,
 			"fakejudge":  fakeJudge,
 			"httpserver": httpServer,
+			"fakemodel":  fakeModel,
+			"zstdcat":    zstdCat,
 			"sign":       signLines,
 		},
 		Condition: func(cond string) (bool, error) {
@@ -223,6 +227,47 @@ func httpServer(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Defer(srv.Close)
 	_, port, _ := strings.Cut(strings.TrimPrefix(srv.URL, "http://"), ":")
 	ts.Setenv(strings.ToUpper(name)+"_PORT", port)
+}
+
+// fakeModel starts the fake Anthropic Messages server of the real-agent
+// tests for the script, every answer reporting 111 input, 7 cached, 3
+// cache-write and 22 output tokens, and points ANTHROPIC_BASE_URL at it:
+// "fakemodel" sets FAKEMODEL_PORT to its port. The number of requests it has served is in the file
+// fakemodel.count of the script's directory.
+func fakeModel(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: fakemodel")
+	}
+	count := ts.MkAbs("fakemodel.count")
+	os.WriteFile(count, []byte("0"), 0o644)
+	counted := func(log *fakemodel.Log, opts fakemodel.Options, done <-chan struct{}) http.Handler {
+		h := fakemodel.Anthropic(log, opts, done)
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h.ServeHTTP(w, r)
+			os.WriteFile(count, []byte(fmt.Sprint(len(log.Requests()))), 0o644)
+		})
+	}
+	srv := fakemodel.Start(counted, fakemodel.Options{Usage: &fakemodel.Usage{Input: 111, Cached: 7, CacheWrite: 3, Output: 22}})
+	ts.Defer(srv.Close)
+	ts.Setenv("ANTHROPIC_BASE_URL", srv.URL)
+	_, port, _ := strings.Cut(strings.TrimPrefix(srv.URL, "http://"), ":")
+	ts.Setenv("FAKEMODEL_PORT", port)
+}
+
+// zstdCat writes the decompressed content of a zstd file (its frames one
+// after another) to the script's stdout: "zstdcat FILE".
+func zstdCat(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: zstdcat FILE")
+	}
+	f, err := os.Open(ts.MkAbs(args[0]))
+	ts.Check(err)
+	defer f.Close()
+	zr, err := zstd.NewReader(f)
+	ts.Check(err)
+	defer zr.Close()
+	_, err = io.Copy(ts.Stdout(), zr)
+	ts.Check(err)
 }
 
 // signLines signs every JSON line of each file in place with the record

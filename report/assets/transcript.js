@@ -211,9 +211,65 @@
       legend.appendChild(el("span", { class: "tkey " + s[0] }, el("i"), s[1] + " " + ms(s[2])));
     });
     box.appendChild(bar);
+    var calls = rec.modelCalls || [];
+    if (calls.length && tm.start) {
+      // The model calls of the ledger on the same time axis, a lane under
+      // the bar: each call from its start for its duration.
+      var lane = el("div", { class: "tcalls", role: "img", "aria-label": "model calls" });
+      calls.forEach(function (c) {
+        var left = Math.max(0, Math.min(1, (c.start - tm.start) / sum));
+        var width = Math.max((c.duration || 0) / sum, 0.004);
+        lane.appendChild(el("span", { class: "tcall" + (c.error ? " err" : ""),
+          style: "left:" + (100 * left).toFixed(2) + "%;width:" + (100 * Math.min(width, 1 - left)).toFixed(2) + "%",
+          title: callTitle(c) }));
+      });
+      box.appendChild(lane);
+      legend.appendChild(el("span", { class: "tkey calls" }, el("i"), calls.length + " model call" + (calls.length === 1 ? "" : "s")));
+    }
     if (scale > 0) legend.appendChild(el("span", { class: "note", text: "· total " + ms(sum) + " of " + ms(scale) + " (one scale for the trials side by side)" }));
     box.appendChild(legend);
     return box;
+  }
+
+  // callTitle words one model call of the ledger.
+  function callTitle(c) {
+    var parts = [c.model || c.provider + " " + c.api, "turn " + (c.turn || "-"), "status " + c.status];
+    if (c.firstToken != null) parts.push("first token " + ms(c.firstToken));
+    parts.push(ms(c.duration || 0));
+    parts.push((c.inputTokens || 0) + " in / " + (c.cachedTokens || 0) + " cached / " + (c.outputTokens || 0) + " out");
+    parts.push(c.usd != null ? usd(c.usd) : "cost unknown");
+    if (c.retry) parts.push("retry " + c.retry);
+    if (c.error) parts.push(c.error.kind + ": " + c.error.message);
+    return parts.join(" · ");
+  }
+
+  // callSums sums a ledger's calls by turn: [{turn, calls, failed, in,
+  // cached, write, out, usd (null when a call with tokens has no price)}],
+  // in turn order, then the whole ledger as turn "all".
+  function callSums(calls) {
+    var by = {}, order = [];
+    function add(key, c) {
+      var s = by[key];
+      if (!s) { s = by[key] = { turn: key, calls: 0, failed: 0, in: 0, cached: 0, write: 0, out: 0, usd: 0 }; order.push(key); }
+      s.calls++;
+      if (c.error) s.failed++;
+      s.in += c.inputTokens || 0; s.cached += c.cachedTokens || 0; s.write += c.cacheWriteTokens || 0; s.out += c.outputTokens || 0;
+      var tokens = (c.inputTokens || 0) + (c.cachedTokens || 0) + (c.cacheWriteTokens || 0) + (c.outputTokens || 0);
+      if (c.usd != null && s.usd != null) s.usd += c.usd;
+      else if (c.usd == null && tokens > 0) s.usd = null;
+    }
+    calls.forEach(function (c) { add(c.turn || 0, c); });
+    order.sort(function (a, b) { return a - b; });
+    var out = order.map(function (k) { return by[k]; });
+    calls.forEach(function (c) { add("all", c); });
+    out.push(by.all);
+    return out;
+  }
+
+  function callSumText(s) {
+    return s.calls + " call" + (s.calls === 1 ? "" : "s") + (s.failed ? " (" + s.failed + " failed)" : "") + " · " +
+      s.in + " in / " + s.cached + " cached / " + s.write + " cache write / " + s.out + " out tokens · " +
+      (s.usd != null ? usd(s.usd) : "cost unknown");
   }
 
   var OUTSIDE_SHOWN = 500; // paths listed before "show all"
@@ -272,6 +328,12 @@
     kv.row("started", iso(tm.start));
     if (rec.usage) kv.row("usage", JSON.stringify(rec.usage));
     if (rec.cost) kv.row("cost", [rec.cost.usd != null ? usd(rec.cost.usd) : "", (rec.cost.inputTokens || 0) + " in / " + (rec.cost.outputTokens || 0) + " out tokens"].filter(Boolean).join(" · "));
+    if (rec.modelCalls && rec.modelCalls.length) {
+      var sums = callSums(rec.modelCalls);
+      kv.row("model calls", callSumText(sums[sums.length - 1]));
+      if (sums.length > 2) sums.slice(0, -1).forEach(function (s) { kv.row("turn " + (s.turn || "-"), callSumText(s)); });
+      if (rec.agentUsage) kv.row("agent's usage", JSON.stringify(rec.agentUsage));
+    }
     if (rec.toolErrors) kv.row("tool errors", "yes");
     var p = rec.provenance || {};
     kv.row("agent", [p.agentName, p.agentVersion].filter(Boolean).join(" "));
