@@ -1,0 +1,93 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// docBlock returns the first fenced block of the given language after the
+// heading in the markdown file.
+func docBlock(t *testing.T, file, heading, lang string) string {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "\n"+heading+"\n")
+	if !ok {
+		t.Fatalf("%s: no heading %q", file, heading)
+	}
+	_, rest, ok = strings.Cut(rest, "```"+lang+"\n")
+	if !ok {
+		t.Fatalf("%s: no %s block under %q", file, lang, heading)
+	}
+	block, _, ok := strings.Cut(rest, "```")
+	if !ok {
+		t.Fatalf("%s: the %s block under %q does not end", file, lang, heading)
+	}
+	return block
+}
+
+// TestCIMatrixRecipeSharesKey checks the GitHub Actions recipe of
+// scale-out.md: every job writes the shared record key from the
+// repository's secret before its harness step, and that step (and only a
+// harness step) names the file, so the shards of different runners merge.
+// testdata/script/ci_matrix.txtar runs the same commands.
+func TestCIMatrixRecipeSharesKey(t *testing.T) {
+	var wf struct {
+		Jobs map[string]struct {
+			Steps []struct {
+				Uses string            `yaml:"uses"`
+				Run  string            `yaml:"run"`
+				Env  map[string]string `yaml:"env"`
+			} `yaml:"steps"`
+		} `yaml:"jobs"`
+	}
+	block := docBlock(t, "../../docs/scale-out.md", "## A CI matrix", "yaml")
+	if err := yaml.Unmarshal([]byte(block), &wf); err != nil {
+		t.Fatalf("scale-out.md, A CI matrix: %v", err)
+	}
+	const writeKey = `umask 077 && printf '%s\n' "$HARNESS_RECORD_KEY" > "$RUNNER_TEMP/record.key"`
+	for _, name := range []string{"shard", "merge"} {
+		job, ok := wf.Jobs[name]
+		if !ok {
+			t.Fatalf("no job %q in the recipe", name)
+		}
+		wrote, ran := false, false
+		for i, st := range job.Steps {
+			run := strings.TrimSpace(st.Run)
+			switch {
+			case run == writeKey:
+				if st.Env["HARNESS_RECORD_KEY"] != "${{ secrets.HARNESS_RECORD_KEY }}" {
+					t.Errorf("job %s step %d writes the key but its env gives it %q", name, i+1, st.Env["HARNESS_RECORD_KEY"])
+				}
+				wrote = true
+			case strings.HasPrefix(run, "harness trials") || strings.HasPrefix(run, "harness merge"):
+				ran = true
+				if !wrote {
+					t.Errorf("job %s step %d runs harness before the key is written", name, i+1)
+				}
+				if got := st.Env["HARNESS_RECORD_KEY_FILE"]; got != "${{ runner.temp }}/record.key" {
+					t.Errorf("job %s step %d: HARNESS_RECORD_KEY_FILE = %q, want the file the key step writes", name, i+1, got)
+				}
+				if _, ok := st.Env["HARNESS_RECORD_KEY"]; ok {
+					t.Errorf("job %s step %d hands the secret itself to harness (and its agent)", name, i+1)
+				}
+			}
+		}
+		if !ran {
+			t.Errorf("job %s runs no harness step", name)
+		}
+	}
+	script, err := os.ReadFile("../../testdata/script/ci_matrix.txtar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "exec sh -c '" + strings.ReplaceAll(writeKey, "'", "''") + "'"
+	if n := strings.Count(string(script), want); n != 3 {
+		t.Errorf("ci_matrix.txtar runs the recipe's key step %d times, want 3 (two shard runners and the merge)", n)
+	}
+}
