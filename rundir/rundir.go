@@ -14,6 +14,7 @@ import (
 
 	"harness/results"
 	"harness/schemas"
+	"harness/trials"
 )
 
 // ManifestName is the manifest's file name in a run directory.
@@ -36,6 +37,11 @@ type Manifest struct {
 	// Compare and Report name the comparison and the HTML page, when made.
 	Compare string `json:"compare,omitempty"`
 	Report  string `json:"report,omitempty"`
+	// Gates are the suite's comparison gate's verdicts, one per agent but
+	// the baseline, when the suite has one and the run finished.
+	Gates []trials.RegressionVerdict `json:"gates,omitempty"`
+	// Stopped says what stopped the run early and what did not run.
+	Stopped string `json:"stopped,omitempty"`
 }
 
 // Suite identifies the suite file a run came from.

@@ -26,6 +26,7 @@ import (
 	"harness/schemas"
 	"harness/suite"
 	"harness/suiterun"
+	"harness/trials"
 )
 
 // runCmdFlags are the flags of harness run.
@@ -163,6 +164,9 @@ func (f *runCmdFlags) load(e *cli.Env, args, agentCmd []string) (*suiteRun, erro
 	}
 	if r.agents, err = suiteAgents(s, agentCmd, f.only); err != nil {
 		return nil, err
+	}
+	if g := s.Regression; g != nil && !slices.ContainsFunc(r.agents, func(a suite.Agent) bool { return a.Name == g.Baseline }) {
+		return nil, cli.Usagef("%s:%d: gates.baseline is %s, which --agent leaves out: the comparison gate needs it (add --agent %s)", s.File, g.Line, g.Baseline, g.Baseline)
 	}
 	if f.k > 0 {
 		s.K = f.k
@@ -392,7 +396,23 @@ func (r *suiteRun) reports() (compareName, reportName string) {
 	if !r.f.quiet {
 		opt.Text = r.e.Stderr
 	}
+	if g := r.s.Regression; g != nil {
+		opt.Regression = &trials.RegressionGate{Baseline: g.Baseline, MaxDrop: g.MaxDrop, Alpha: g.Alpha}
+	}
 	rep := report.WriteSuite(r.dir, r.m, opt)
+	r.m.Gates = rep.Gates
+	for _, v := range rep.Gates {
+		if !v.Failed {
+			continue
+		}
+		err := cli.WithCode(cli.ExitGateFailed, fmt.Errorf("comparison gate (%s line %d) failed: %s", r.suiteFile, r.s.Regression.Line, v.Reason))
+		r.errs = append(r.errs, fmt.Errorf("agent %s: %w", v.Run, err))
+		for i := range r.m.Agents {
+			if ma := &r.m.Agents[i]; ma.Name == v.Run && (ma.Status == statusOK || ma.Status == statusInfraErrors) {
+				ma.Status, ma.Message = statusGateFailed, err.Error()
+			}
+		}
+	}
 	return rep.Compare, rep.Report
 }
 
