@@ -94,7 +94,10 @@ func (s *Suite) Line(field string) int {
 
 // Agent is one agent of the matrix.
 type Agent struct {
-	Name    string
+	Name string
+	// Line is the line of the agent's name in the suite (0 for the
+	// command given after --).
+	Line    int
 	Command []string
 	// Env holds KEY=VALUE pairs added to the agent's environment.
 	Env []string
@@ -738,7 +741,7 @@ func (p *parser) agents(v *yaml.Node) error {
 		if k.Value == "" || strings.ContainsAny(k.Value, "/\\ ") {
 			return p.errf(k, field, "an agent name must be a word (it names files)")
 		}
-		ag := Agent{Name: k.Value}
+		ag := Agent{Name: k.Value, Line: k.Line}
 		var err error
 		switch a.Kind {
 		case yaml.ScalarNode, yaml.SequenceNode:

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -110,31 +111,40 @@ func runReport(e *cli.Env, o reportOptions, args []string) error {
 		return cli.Usagef("only one of -o, --junit and --markdown can write to stdout")
 	}
 	if len(args) == 1 {
-		if st, err := os.Stat(args[0]); err == nil && st.IsDir() {
-			if !rundir.Is(args[0]) {
-				return reportRunsDir(e, args[0], o.title, o.output, o.junit, o.markdown, o.force)
-			}
-			// One run directory: its agents side by side.
-			files, suite, err := report.RunDirInputs(args[0])
-			if err != nil {
-				return cli.Input(err)
-			}
-			if len(files) == 0 || len(files) > report.MaxRuns {
-				return cli.Usagef("%s holds %d agent outputs; a report shows 1 to %d side by side: name the files", args[0], len(files), report.MaxRuns)
-			}
-			args = files
-			if o.title == "" {
-				o.title = suite
-			}
+		if st, err := os.Stat(args[0]); err == nil && st.IsDir() && !rundir.Is(args[0]) {
+			return reportRunsDir(e, args[0], o.title, o.output, o.junit, o.markdown, o.force)
 		}
 	}
+	// A run directory stands for its agents, DIR:AGENT for one of them.
+	inputs, err := rundir.ExpandAll(args)
+	if err != nil {
+		return cli.Input(err)
+	}
+	if len(inputs) > report.MaxRuns {
+		return cli.Usagef("%s name %d agent outputs; a report shows 1 to %d side by side: name the agents (RUNDIR:AGENT)", strings.Join(args, " "), len(inputs), report.MaxRuns)
+	}
+	var stopped string
+	var gates []trials.RegressionVerdict
+	if len(args) == 1 && len(inputs) > 0 && inputs[0].Dir == args[0] {
+		// One whole run directory: its suite's name, and what its
+		// manifest says of the run (stopped early, the comparison gate).
+		m, err := rundir.Read(args[0])
+		if err != nil {
+			return cli.Input(err)
+		}
+		if o.title == "" {
+			o.title = m.Suite.Name
+		}
+		stopped, gates = m.Stopped, m.Gates
+	}
+	args = rundir.Files(inputs)
 	runs, err := report.ReadRuns(args, func(name string) (io.ReadCloser, error) { return cli.ReviewInput(e, name) }, o.output != "")
 	if err != nil {
 		return cli.ReviewInputErr(err)
 	}
 	defer report.CloseRuns(runs)
 	out := report.Outputs{HTML: o.output, JUnit: o.junit, Markdown: o.markdown}
-	opts := report.BuildOptions{Title: o.title, Rule: cr, Seed: sd, Resamples: resamplesOpt(o.resamples)}
+	opts := report.BuildOptions{Title: o.title, Rule: cr, Seed: sd, Resamples: resamplesOpt(o.resamples), Gates: gates, Stopped: stopped}
 	return report.Build(runs, out, opts, func(path string) (report.Sink, error) { return cli.ReviewOutput(e, path, o.force) })
 }
 

@@ -91,3 +91,96 @@ func TestCIMatrixRecipeSharesKey(t *testing.T) {
 		t.Errorf("ci_matrix.txtar runs the recipe's key step %d times, want 3 (two shard runners and the merge)", n)
 	}
 }
+
+// docBlocks returns the fenced blocks of the given language in the
+// section of the markdown file under heading (up to the next "## ").
+func docBlocks(t *testing.T, file, heading, lang string) []string {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "\n"+heading+"\n")
+	if !ok {
+		t.Fatalf("%s: no heading %q", file, heading)
+	}
+	rest, _, _ = strings.Cut(rest, "\n## ")
+	var blocks []string
+	for {
+		var block string
+		_, rest, ok = strings.Cut(rest, "```"+lang+"\n")
+		if !ok {
+			return blocks
+		}
+		block, rest, ok = strings.Cut(rest, "```")
+		if !ok {
+			t.Fatalf("%s: a %s block under %q does not end", file, lang, heading)
+		}
+		blocks = append(blocks, block)
+	}
+}
+
+// TestPRRecipeRunsAsDocumented checks that testdata/script/pr_recipe.txtar
+// runs the harness commands of the pull-request recipe in suite.md, and
+// that its suite has the recipe's baseline and gate.
+func TestPRRecipeRunsAsDocumented(t *testing.T) {
+	blocks := docBlocks(t, "../../docs/suite.md", "## The pull-request recipe", "yaml")
+	if len(blocks) != 2 {
+		t.Fatalf("the recipe has %d yaml blocks, want the suite and the workflow", len(blocks))
+	}
+	script, err := os.ReadFile("../../testdata/script/pr_recipe.txtar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Agents map[string]any `yaml:"agents"`
+		Gates  map[string]any `yaml:"gates"`
+	}
+	var tested struct {
+		Agents map[string]any `yaml:"agents"`
+		Gates  map[string]any `yaml:"gates"`
+	}
+	if err := yaml.Unmarshal([]byte(blocks[0]), &doc); err != nil {
+		t.Fatalf("the recipe's suite: %v", err)
+	}
+	_, suiteText, _ := strings.Cut(string(script), "-- evals/suite.yaml --\n")
+	if err := yaml.Unmarshal([]byte(suiteText), &tested); err != nil {
+		t.Fatalf("pr_recipe.txtar's suite: %v", err)
+	}
+	if doc.Agents["main"] != tested.Agents["main"] {
+		t.Errorf("the baseline agent: recipe %v, test %v", doc.Agents["main"], tested.Agents["main"])
+	}
+	for _, k := range []string{"baseline", "max-regression"} {
+		if doc.Gates[k] != tested.Gates[k] {
+			t.Errorf("gates.%s: recipe %v, test %v", k, doc.Gates[k], tested.Gates[k])
+		}
+	}
+	var wf struct {
+		Jobs map[string]struct {
+			Steps []struct {
+				Run string `yaml:"run"`
+			} `yaml:"steps"`
+		} `yaml:"jobs"`
+	}
+	if err := yaml.Unmarshal([]byte(blocks[1]), &wf); err != nil {
+		t.Fatalf("the recipe's workflow: %v", err)
+	}
+	n := 0
+	for _, job := range wf.Jobs {
+		for _, st := range job.Steps {
+			for _, line := range strings.Split(st.Run, "\n") {
+				line = strings.TrimSpace(line)
+				if !strings.HasPrefix(line, "harness ") || strings.HasPrefix(line, "harness install") {
+					continue
+				}
+				n++
+				if !strings.Contains(string(script), "exec "+line+"\n") {
+					t.Errorf("pr_recipe.txtar does not run the recipe's %q", line)
+				}
+			}
+		}
+	}
+	if n != 3 {
+		t.Errorf("the recipe runs %d harness commands, want 3 (main's run, the pull request's, its JUnit)", n)
+	}
+}

@@ -23,8 +23,8 @@ var runFlagsSetByRun = []string{"output", "resume", "force", "summary", "shard",
 // (suiterun.AgentTrials), then the suite's run flags, then the agent's,
 // then those given to harness run, each over the one before.
 func (r *suiteRun) trialsCmd(a *suite.Agent, out string, quiet bool) (*cli.Command, *trialsFlags, error) {
-	t := suiterun.AgentTrials(r.s, a, out, r.budget, r.spent)
-	f := &runFlags{moreGraders: suiterun.Graders(r.s, r.cases), prices: r.prices}
+	t := suiterun.AgentTrials(r.s, a, out, r.budget, r.spent, r.sharing(a))
+	f := &runFlags{moreGraders: suiterun.Graders(r.s, r.cases), prices: r.prices, budgetName: r.budgetName(a)}
 	tc, tf := newTrialsCmdWith(f)
 	onSlurm := out != "" && suiterun.OnSlurm(r.s, a)
 	if onSlurm {
