@@ -77,7 +77,7 @@ type runFlags struct {
 	// --max-cost and --max-tokens with their values: a suite's agent runs
 	// under its share of the run's budget, a number nobody typed.
 	budgetName string
-	maxTokens      int64
+	maxTokens  int64
 	// prices is the price table (from --prices, or set by harness run).
 	prices cost.Table
 	// moreGraders, when set, builds graders besides -g's with the same
