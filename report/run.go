@@ -142,9 +142,10 @@ type Trial struct {
 	// Error is the infrastructure error of the trial (message shortened),
 	// from the record or from its grader.
 	Error *schemas.ErrorInfo
-	// Duration is the trial's duration in milliseconds; Start its start,
-	// epoch milliseconds.
-	Duration, Start int64
+	// Duration is the trial's duration in milliseconds; Start its start
+	// and Written when its record was written (grading done), epoch
+	// milliseconds (0 when unknown).
+	Duration, Start, Written int64
 	// StopReason is the agent's stop reason.
 	StopReason string
 	// Output is the start of the agent's final output.
@@ -343,6 +344,7 @@ func (r *Run) addTrial(c *Case, rec *schemas.CaptureRecord, entry *schemas.Trial
 		Excluded:   excluded,
 		Duration:   schemas.RecordDuration(rec),
 		Start:      rec.Timing.Start,
+		Written:    max(rec.Timing.Written, rec.Timing.End),
 		StopReason: rec.StopReason,
 		Output:     shorten(rec.Output, maxInput),
 		Steps:      len(rec.Trajectory),

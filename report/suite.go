@@ -19,6 +19,7 @@ const (
 	CompareName  = "compare.json"
 	ReportName   = "report.html"
 	SummaryName  = "summary.md"
+	JUnitName    = "junit.xml"
 	reportPrefix = "report-"
 )
 
@@ -60,6 +61,9 @@ type SuiteReports struct {
 	// Gates are the comparison gate's verdicts, one per agent other than
 	// the baseline, in the manifest's order.
 	Gates []trials.RegressionVerdict
+	// JUnit is the JUnit XML of every agent (JUnitName), one testsuite
+	// each.
+	JUnit string
 }
 
 // WriteSuite writes the comparison and reports of a run of a suite in dir,
@@ -111,6 +115,11 @@ func WriteSuite(dir string, m *rundir.Manifest, opt SuiteOptions) SuiteReports {
 	}
 	ropt := opt
 	ropt.gates = rep.Gates
+	if err := writeSuiteJUnit(outs, filepath.Join(dir, JUnitName), opt); err != nil {
+		warn("junit", err)
+	} else {
+		rep.JUnit = JUnitName
+	}
 	if len(outs) <= MaxRuns {
 		if err := WriteRunReport(outs, filepath.Join(dir, ReportName), filepath.Join(dir, SummaryName), ropt); err != nil {
 			warn("report", err)
@@ -126,6 +135,39 @@ func WriteSuite(dir string, m *rundir.Manifest, opt SuiteOptions) SuiteReports {
 		}
 	}
 	return rep
+}
+
+// writeSuiteJUnit writes the JUnit XML of the agents' outputs outs to
+// path: one testsuite per agent (named after its output), cases passing
+// when every graded trial passes.
+func writeSuiteJUnit(outs []string, path string, opt SuiteOptions) error {
+	var runs []*Run
+	defer func() { CloseRuns(runs) }()
+	for _, name := range outs {
+		in, err := results.Open(name, nil)
+		if err != nil {
+			return err
+		}
+		r, err := ReadRun(name, in, RunOptions{})
+		in.Close()
+		if err != nil {
+			return err
+		}
+		runs = append(runs, r)
+	}
+	create := opt.Create
+	if create == nil {
+		create = func(path string) (*results.File, error) { return results.CreateFile(path, nil, true) }
+	}
+	out, err := create(path)
+	if err != nil {
+		return err
+	}
+	if err := WriteJUnit(out, JUnitOptions{Name: opt.Title}, runs...); err != nil {
+		out.Abort()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return out.Commit()
 }
 
 // WriteRunReport writes the HTML report of the trials outputs outs side by

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"encoding/xml"
 	"errors"
 	"os"
 	"path/filepath"
@@ -51,7 +52,7 @@ func TestWriteSuiteTwoAgents(t *testing.T) {
 	if len(warned) > 0 {
 		t.Fatalf("warnings: %v", warned)
 	}
-	if !reflect.DeepEqual(rep, SuiteReports{Compare: CompareName, Report: ReportName}) {
+	if !reflect.DeepEqual(rep, SuiteReports{Compare: CompareName, Report: ReportName, JUnit: JUnitName}) {
 		t.Errorf("reports %+v", rep)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, CompareName))
@@ -78,7 +79,7 @@ func TestWriteSuiteTwoAgents(t *testing.T) {
 func TestWriteSuiteOneAgentNoComparison(t *testing.T) {
 	dir, m := suiteDir(t, map[string]string{"a": "trials_a.jsonl"})
 	rep := WriteSuite(dir, m, SuiteOptions{})
-	if !reflect.DeepEqual(rep, SuiteReports{Report: ReportName}) {
+	if !reflect.DeepEqual(rep, SuiteReports{Report: ReportName, JUnit: JUnitName}) {
 		t.Errorf("reports %+v", rep)
 	}
 	if _, err := os.Stat(filepath.Join(dir, CompareName)); err == nil {
@@ -94,11 +95,11 @@ func TestWriteSuiteWarnsAndGoesOn(t *testing.T) {
 		Create: func(string) (*results.File, error) { return nil, refused },
 		Warn:   func(what string, err error) { warned = append(warned, what) },
 	})
-	if rep.Compare != CompareName || rep.Report != "" {
+	if rep.Compare != CompareName || rep.Report != "" || rep.JUnit != "" {
 		t.Errorf("reports %+v: want the comparison only", rep)
 	}
-	if strings.Join(warned, ",") != "report" {
-		t.Errorf("warnings %v, want report", warned)
+	if strings.Join(warned, ",") != "junit,report" {
+		t.Errorf("warnings %v, want junit,report", warned)
 	}
 	if got := WriteSuite(t.TempDir(), &rundir.Manifest{Agents: []rundir.Agent{{Output: "none.jsonl"}}}, SuiteOptions{}); !reflect.DeepEqual(got, SuiteReports{}) {
 		t.Errorf("no outputs: %+v", got)
@@ -132,6 +133,13 @@ func TestWriteSuiteGates(t *testing.T) {
 	gi, si := strings.Index(string(html), `<section id="gates">`), strings.Index(string(html), `<section id="summary">`)
 	if gi < 0 || gi > si || !strings.Contains(string(html), "<h2>Gates: passed</h2>") {
 		t.Errorf("report.html has no gates section before the summary")
+	}
+
+	// junit.xml: one testsuite per agent.
+	var junit xSuites
+	jb, _ := os.ReadFile(filepath.Join(dir, JUnitName))
+	if err := xml.Unmarshal(jb, &junit); err != nil || len(junit.Suites) != 2 || junit.Suites[0].Name != "a" || junit.Suites[1].Name != "b" {
+		t.Errorf("junit.xml: %v, suites %+v", err, junit.Suites)
 	}
 
 	// A baseline that wrote nothing fails every agent.

@@ -38,6 +38,8 @@ type Manifest struct {
 	// Compare and Report name the comparison and the HTML page, when made.
 	Compare string `json:"compare,omitempty"`
 	Report  string `json:"report,omitempty"`
+	// JUnit names the JUnit XML of the agents, when made.
+	JUnit string `json:"junit,omitempty"`
 	// Gates are the suite's comparison gate's verdicts, one per agent but
 	// the baseline, when the suite has one and the run finished.
 	Gates []trials.RegressionVerdict `json:"gates,omitempty"`

@@ -498,7 +498,7 @@ func (r *suiteRun) finish() error {
 	m := r.m
 	m.Cost = r.spent
 	m.Stopped = r.stoppedText()
-	m.Compare, m.Report = r.reports()
+	m.Compare, m.Report, m.JUnit = r.reports()
 	m.Ended = time.Now().UTC().Format(time.RFC3339)
 	m.Status = "done"
 	switch {
@@ -552,10 +552,10 @@ func (r *suiteRun) stoppedText() string {
 	return text + " Continue with harness run --resume " + r.dir
 }
 
-// reports writes compare.json (several agents) and the HTML report and
-// markdown of the run's outputs, and returns their names ("" when not
-// made). Problems are told, never fatal: the records are safe.
-func (r *suiteRun) reports() (compareName, reportName string) {
+// reports writes compare.json (several agents), the HTML report and
+// markdown of the run's outputs and their JUnit XML, and returns the names
+// of the comparison, the report and the JUnit file ("" when not made). Problems are told, never fatal: the records are safe.
+func (r *suiteRun) reports() (compareName, reportName, junitName string) {
 	opt := report.SuiteOptions{
 		Title:   r.s.Name,
 		Stopped: r.m.Stopped,
@@ -582,7 +582,7 @@ func (r *suiteRun) reports() (compareName, reportName string) {
 			}
 		}
 	}
-	return rep.Compare, rep.Report
+	return rep.Compare, rep.Report, rep.JUnit
 }
 
 // suiteAgents picks the agents to run: the suite's (its target, or those
