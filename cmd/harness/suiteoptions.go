@@ -99,6 +99,11 @@ func suiteFlagProblem(tc *cli.Command) suite.FlagCheck {
 		if slices.Contains(runFlagsSetByRun, f.Name) {
 			return "harness run sets this itself"
 		}
+		if f.Name == "grader" {
+			// The run flag would take paths from the current directory:
+			// a suite's graders are relative to the suite.
+			return "did you mean graders? (a list of grader files relative to the suite, or grader configs)"
+		}
 		fl := tc.Flags.Lookup(f.Name)
 		if fl == nil {
 			msg := "not a suite key or a run flag (keys: " + strings.Join(suite.RootKeys, ", ") + ")"
