@@ -59,6 +59,7 @@ var goTypes = map[string]reflect.Type{
 	"GraderResult":      reflect.TypeFor[GraderResult](),
 	"Interval":          reflect.TypeFor[Interval](),
 	"PromptCase":        reflect.TypeFor[PromptCase](),
+	"Ranking":           reflect.TypeFor[Ranking](),
 	"Session":           reflect.TypeFor[Session](),
 	"SummaryResult":     reflect.TypeFor[SummaryResult](),
 	"TrajectoryStep":    reflect.TypeFor[Step](),

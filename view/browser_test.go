@@ -301,6 +301,10 @@ func TestBrowserView(t *testing.T) {
 	if n := evalJS[int](tb, `document.querySelectorAll("#cmp-pairs tr").length`); n != 4 {
 		t.Errorf("pairs table has %d rows, want 1 + 3 pairs", n)
 	}
+	// Each pair names its two runs and counts the cases each passes alone.
+	if row := evalJS[string](tb, `document.querySelectorAll("#cmp-pairs tr")[1].textContent`); strings.Contains(row, "undefined") || !strings.Contains(row, " vs ") {
+		t.Errorf("first pair row %q", row)
+	}
 	tb.clean()
 }
 

@@ -609,7 +609,7 @@
         var pr = el("table", { class: "num cmp", id: "cmp-pairs" });
         pr.appendChild(el("tr", null, ["pair", "only first passes", "only second passes", "McNemar p", "p (Holm)", ""].map(function (h) { return el("th", { text: h }); })));
         c.ranking.pairs.forEach(function (p) {
-          pr.appendChild(el("tr", null, el("td", { text: names[p.A] + " vs " + names[p.B] }), el("td", { text: p.OnlyA }), el("td", { text: p.OnlyB }), el("td", { text: p.pValue.toPrecision(3) }), el("td", { text: p.pHolm.toPrecision(3) }), el("td", { text: p.significant ? "significant at " + c.ranking.alpha : "" })));
+          pr.appendChild(el("tr", null, el("td", { text: names[p.a] + " vs " + names[p.b] }), el("td", { text: p.onlyA }), el("td", { text: p.onlyB }), el("td", { text: p.pValue.toPrecision(3) }), el("td", { text: p.pHolm.toPrecision(3) }), el("td", { text: p.significant ? "significant at " + c.ranking.alpha : "" })));
         });
         main.appendChild(pr);
       }
