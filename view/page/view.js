@@ -571,9 +571,9 @@
     srcs.forEach(function (s) { q.append("src", s); });
     q.set("k", params.get("k") || "1");
 
-    function d3(d, asPct) {
+    function d3(d, asPct, digits) {
       if (!d) return "n/a";
-      var f = asPct ? function (x) { return signed(100 * x, 1) + " pts"; } : function (x) { return signed(x, 2); };
+      var f = asPct ? function (x) { return signed(100 * x, 1) + " pts"; } : function (x) { return signed(x, digits || 2); };
       return f(d.diff) + " [" + f(d.low) + ", " + f(d.high) + "]";
     }
 
@@ -621,7 +621,7 @@
         kv.row("McNemar (" + m.method + ")", "both pass " + m.bothPass + ", only " + A + " " + m.onlyA + ", only " + B + " " + m.onlyB + ", both fail " + m.bothFail + "; p = " + m.pValue.toPrecision(3));
         if (r.passRate) kv.row("mean pass rate " + B + "−" + A, d3({ diff: r.passRate.diff, low: r.passRate.low, high: r.passRate.high }, true) + " (paired bootstrap, " + r.passRate.cases + " cases)");
         if (r.passAtK && r.passAtK.k > 1) kv.row("mean pass@" + r.passAtK.k + " " + B + "−" + A, d3({ diff: r.passAtK.diff, low: r.passAtK.low, high: r.passAtK.high }, true));
-        kv.row("cost per case " + B + "−" + A, vs.cost ? d3(vs.cost) + " USD (" + usd(vs.cost.a) + " → " + usd(vs.cost.b) + ")" : "n/a");
+        kv.row("cost per case " + B + "−" + A, vs.cost ? d3(vs.cost, false, 4) + " USD (" + usd(vs.cost.a) + " → " + usd(vs.cost.b) + ")" : "n/a");
         kv.row("mean trial time " + B + "−" + A, vs.time ? signed(vs.time.diff, 0) + " ms [" + signed(vs.time.low, 0) + ", " + signed(vs.time.high, 0) + "] (" + ms(vs.time.a) + " → " + ms(vs.time.b) + ")" : "n/a");
         (r.warnings || []).forEach(function (w) { kv.row("note", w); });
         sec.appendChild(kv);
