@@ -87,8 +87,8 @@ plain-string asserts judged by an LLM against the rubric, type: script
 asserts, target.
 
 --resume RUNDIR continues a run where it stopped (the suite must be
-unchanged, or --allow-suite-change). -j, -t and --sandbox apply to every
-agent, over the suite's run flags. --max-cost and --max-tokens (or the suite's gates) bound the
+unchanged, or --allow-suite-change). -j, -t, --sandbox and --slurm apply to
+every agent, over the suite's run flags. --max-cost and --max-tokens (or the suite's gates) bound the
 whole run: once spent, no new work starts, and the exit status is 4.
 
 Examples:

@@ -26,7 +26,7 @@ func (r *suiteRun) trialsCmd(a *suite.Agent, out string, quiet bool) (*cli.Comma
 	t := suiterun.AgentTrials(r.s, a, out, r.budget, r.spent, r.sharing(a))
 	f := &runFlags{moreGraders: suiterun.Graders(r.s, r.cases), prices: r.prices, budgetName: r.budgetName(a)}
 	tc, tf := newTrialsCmdWith(f)
-	onSlurm := out != "" && suiterun.OnSlurm(r.s, a)
+	onSlurm := out != "" && (suiterun.OnSlurm(r.s, a) || r.f.flags.Changed("slurm"))
 	if onSlurm {
 		// The tasks run harness trials with these options as arguments.
 		if err := r.slurmTrialsFlags(tc, f, t, quiet); err != nil {
@@ -173,6 +173,7 @@ func (f *imageRunFlags) add(fs *pflag.FlagSet) {
 	fs.Bool("image-no-network", false, "give the agents in images loopback only")
 	fs.Float64Var(&f.timeoutScale, "task-timeout-scale", 1, "multiply each task's agent and verifier timeouts by `factor` (a slower machine, a slower agent)")
 	fs.Bool("force-build", false, "build each task's environment/Dockerfile even when its task.toml names a prebuilt docker_image")
+	fs.Int("slurm", 0, "run every agent's trials as a Slurm array job of `n` tasks (over the suite's slurm)")
 }
 
 // passOn sets the image flags given to harness run on a trials run's
@@ -181,7 +182,7 @@ func (f *imageRunFlags) passOn(trials, run *pflag.FlagSet) error {
 	if f.timeoutScale <= 0 {
 		return cli.Usagef("--task-timeout-scale must be positive")
 	}
-	for _, name := range []string{"concurrency", "timeout", "sandbox", "cache-dir", "keep-layers", "agent-in-image", "image-no-network", "task-timeout-scale", "force-build"} {
+	for _, name := range []string{"concurrency", "timeout", "sandbox", "cache-dir", "keep-layers", "agent-in-image", "image-no-network", "task-timeout-scale", "force-build", "slurm"} {
 		fl := run.Lookup(name)
 		if fl == nil || !fl.Changed {
 			continue
