@@ -79,7 +79,13 @@ RUNS/<time>-<name>/:
   compare.json      with several agents: the ranking (mean pass rate with
                     intervals, pairwise McNemar with Holm correction)
   report.html       the agents side by side (up to 8; with more, one
-                    report-<agent>.html each), and summary.md
+                    report-<agent>.html each), and summary.md; first, the
+                    comparison gate's verdicts (gates.baseline) and, for
+                    a run stopped early, what did not run
+  junit.xml         JUnit XML, one testsuite per agent
+
+A run directory stands for its agents' outputs wherever a results file is
+taken, RUNDIR:AGENT for one of them (compare, report, replay...).
 
 A suite that names no agents takes the agent command after --. agentv's
 eval YAML runs as written: workspace.template, tests[].id/input/assert,
@@ -89,7 +95,10 @@ asserts, target.
 --resume RUNDIR continues a run where it stopped (the suite must be
 unchanged, or --allow-suite-change). -j, -t, --sandbox and --slurm apply to
 every agent, over the suite's run flags. --max-cost and --max-tokens (or the suite's gates) bound the
-whole run: once spent, no new work starts, and the exit status is 4.
+whole run, split between the agents (a replayed baseline takes no share):
+an agent that spent its share starts no new work, and the exit status is 4.
+A suite's comparison gate (gates.baseline, max-regression, significance)
+fails an agent significantly worse than the baseline: exit 1.
 
 Examples:
   harness run examples/suite/suite.yaml
