@@ -15,6 +15,7 @@ import (
 	"harness/judgecache"
 	"harness/results"
 	"harness/review"
+	"harness/rundir"
 	"harness/schemas"
 )
 
@@ -155,4 +156,32 @@ func AgentEnvironment(env, secretEnv []string, getenv func(string) string) (agen
 		return nil, nil, Usagef("--env %v", err)
 	}
 	return agentEnv, secrets, nil
+}
+
+// ResultsArgs resolves a command's results arguments: a run directory
+// stands for its agents' outputs, RUNDIR:AGENT for one of them
+// (rundir.Expand). What cannot be resolved is an input error.
+func ResultsArgs(args []string) ([]string, error) {
+	in, err := rundir.ExpandAll(args)
+	if err != nil {
+		return nil, Input(err)
+	}
+	return rundir.Files(in), nil
+}
+
+// OneResults is the one results file arg names for a command that reads
+// one: a run directory of several agents must be narrowed to one of them.
+func OneResults(arg string) (string, error) {
+	in, err := rundir.Expand(arg)
+	if err != nil {
+		return "", Input(err)
+	}
+	if len(in) > 1 {
+		var names []string
+		for _, x := range in {
+			names = append(names, x.Agent)
+		}
+		return "", Usagef("%s holds the outputs of %d agents (%s): name one, as in %s:%s", arg, len(in), strings.Join(names, ", "), arg, names[0])
+	}
+	return in[0].File, nil
 }

@@ -39,6 +39,11 @@ type Options struct {
 	// Generated is the time printed as the report's date (zero: none, which
 	// keeps the output reproducible).
 	Generated time.Time
+	// Gates are the comparison gates decided for the runs, shown first.
+	Gates []trials.RegressionVerdict
+	// Stopped, when not empty, says what stopped the run early and what
+	// did not run, shown first.
+	Stopped string
 }
 
 func (o Options) resamples() int {
@@ -160,6 +165,9 @@ type page struct {
 	AnyGraderErrors bool
 	Curves          []chart
 	Statuses        []string
+	Gates           []trials.RegressionVerdict
+	GatesFailed     int
+	Stopped         string
 }
 
 type runView struct {
@@ -230,6 +238,13 @@ func buildPage(opt Options, runs []*Run) page {
 		CSS:      template.CSS(pageCSS),
 		JS:       template.JS(pageJS),
 		Statuses: []string{StatusPass, StatusFail, StatusFlaky, StatusError, StatusUngraded},
+		Gates:    opt.Gates,
+		Stopped:  opt.Stopped,
+	}
+	for _, v := range opt.Gates {
+		if v.Failed {
+			p.GatesFailed++
+		}
 	}
 	if !opt.Generated.IsZero() {
 		p.Generated = opt.Generated.UTC().Format("2006-01-02 15:04 UTC")

@@ -23,6 +23,11 @@ type MarkdownOptions struct {
 	Resamples int
 	// MaxCases caps each list of cases (default 15).
 	MaxCases int
+	// Gates are the comparison gates decided for the runs, written first.
+	Gates []trials.RegressionVerdict
+	// Stopped, when not empty, says what stopped the run early and what
+	// did not run, written first.
+	Stopped string
 }
 
 // WriteMarkdownSummary writes a short markdown summary of the runs for a
@@ -46,6 +51,7 @@ func WriteMarkdownSummary(w io.Writer, opt MarkdownOptions, runs ...*Run) error 
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "### %s\n\n", mdText(title))
+	writeGatesMarkdown(&b, opt.Gates, opt.Stopped)
 	hopt := Options{Seed: opt.Seed, Resamples: opt.Resamples}
 	fmt.Fprintf(&b, "%s.\n\n", mdText(upperFirst(trials.MethodNote(trials.DefaultConfidence, hopt.resamples(), hopt.Seed))))
 	for i, r := range runs {
@@ -77,6 +83,41 @@ func WriteMarkdownSummary(w io.Writer, opt MarkdownOptions, runs ...*Run) error 
 		return fmt.Errorf("markdown: %w", err)
 	}
 	return nil
+}
+
+// writeGatesMarkdown writes what a pull request's reader needs first: that
+// the run stopped early, and the verdict of each comparison gate with its
+// reason.
+func writeGatesMarkdown(b *strings.Builder, gates []trials.RegressionVerdict, stopped string) {
+	if stopped != "" {
+		fmt.Fprintf(b, "**Stopped early:** %s\n\n", mdText(stopped))
+	}
+	if len(gates) == 0 {
+		return
+	}
+	failed := 0
+	for _, v := range gates {
+		if v.Failed {
+			failed++
+		}
+	}
+	comparisons := "comparisons"
+	if len(gates) == 1 {
+		comparisons = "comparison"
+	}
+	if failed > 0 {
+		fmt.Fprintf(b, "**Gate failed** (%d of %d %s with the baseline):\n\n", failed, len(gates), comparisons)
+	} else {
+		fmt.Fprintf(b, "**Gates passed** (%d %s with the baseline):\n\n", len(gates), comparisons)
+	}
+	for _, v := range gates {
+		verdict := "passed"
+		if v.Failed {
+			verdict = "**failed**"
+		}
+		fmt.Fprintf(b, "- %s, comparison with `%s`: %s\n", verdict, codeText(v.Baseline), mdText(v.Reason))
+	}
+	b.WriteString("\n")
 }
 
 func writeRunMarkdown(b *strings.Builder, r *Run, label string, rule CaseRule, opt Options, limit int) {

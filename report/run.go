@@ -150,8 +150,9 @@ type Trial struct {
 	Error *schemas.ErrorInfo
 	// Duration is the trial's duration in milliseconds (its agent, a
 	// task's verification and the graders in its slot); Agent the
-	// agent's part of it; Start its start, epoch milliseconds.
-	Duration, Agent, Start int64
+	// agent's part of it; Start its start and Written when its record was
+	// written (grading done), epoch milliseconds (0 when unknown).
+	Duration, Agent, Start, Written int64
 	// StopReason is the agent's stop reason.
 	StopReason string
 	// Output is the start of the agent's final output.
@@ -354,6 +355,7 @@ func (r *Run) addTrial(c *Case, rec *schemas.CaptureRecord, entry *schemas.Trial
 		Duration:   schemas.RecordDuration(rec),
 		Agent:      schemas.AgentDuration(rec),
 		Start:      rec.Timing.Start,
+		Written:    max(rec.Timing.Written, rec.Timing.End),
 		StopReason: rec.StopReason,
 		Output:     shorten(rec.Output, maxInput),
 		Steps:      len(rec.Trajectory),

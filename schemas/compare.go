@@ -97,3 +97,46 @@ type DiffEstimate struct {
 	Seed       uint64  `json:"seed"`
 	Resamples  int     `json:"resamples"`
 }
+
+// RankingType is the "type" of a Ranking.
+const RankingType = "ranking"
+
+// RankedRun is one run of a ranking.
+type RankedRun struct {
+	File string `json:"file"`
+	Rank int    `json:"rank"`
+	// MeanPassRate is the mean per-case pass rate over the cases every
+	// run graded; Low and High its bootstrap interval.
+	MeanPassRate float64 `json:"meanPassRate"`
+	Low          float64 `json:"low"`
+	High         float64 `json:"high"`
+	// Method is "exact" or "none" where the interval is not the
+	// bootstrap (every case alike; see Interval).
+	Method string `json:"method,omitempty"`
+}
+
+// RankPair is McNemar's exact test between two runs (A and B, files of
+// the ranking), with the p-value Holm-corrected for the number of pairs.
+type RankPair struct {
+	A     string `json:"a"`
+	B     string `json:"b"`
+	OnlyA int    `json:"onlyA"`
+	OnlyB int    `json:"onlyB"`
+	// P is McNemar's exact p-value, PHolm the same corrected.
+	P           float64 `json:"pValue"`
+	PHolm       float64 `json:"pHolm"`
+	Significant bool    `json:"significant"`
+}
+
+// Ranking compares N runs on the cases all of them graded (compare of
+// three runs or more, and compare.json of a suite of three agents or
+// more).
+type Ranking struct {
+	Type     string      `json:"type"`
+	Cases    int         `json:"cases"`
+	Runs     []RankedRun `json:"runs"`
+	Pairs    []RankPair  `json:"pairs"`
+	Alpha    float64     `json:"alpha"`
+	Seed     uint64      `json:"seed"`
+	Warnings []string    `json:"warnings,omitempty"`
+}

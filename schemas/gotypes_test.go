@@ -60,6 +60,7 @@ var goTypes = map[string]reflect.Type{
 	"GraderResult":      reflect.TypeFor[GraderResult](),
 	"Interval":          reflect.TypeFor[Interval](),
 	"PromptCase":        reflect.TypeFor[PromptCase](),
+	"Ranking":           reflect.TypeFor[Ranking](),
 	"Session":           reflect.TypeFor[Session](),
 	"TaskStep":          reflect.TypeFor[TaskStep](),
 	"SummaryResult":     reflect.TypeFor[SummaryResult](),

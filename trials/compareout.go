@@ -40,11 +40,17 @@ type Regression struct {
 // more than maxDrop and McNemar's exact test says the change is real
 // (p < 0.05); nil otherwise, or when the report has no pass rates.
 func Regressed(rep schemas.CompareReport, maxDrop float64) *Regression {
+	return RegressedAt(rep, maxDrop, 0.05)
+}
+
+// RegressedAt is Regressed at the significance level alpha: a regression
+// needs McNemar's p below alpha.
+func RegressedAt(rep schemas.CompareReport, maxDrop, alpha float64) *Regression {
 	if rep.PassRate == nil {
 		return nil
 	}
 	drop := -rep.PassRate.Diff
-	if drop <= maxDrop || rep.McNemar.PValue >= 0.05 {
+	if drop <= maxDrop || rep.McNemar.PValue >= alpha {
 		return nil
 	}
 	r := &Regression{Drop: drop, PValue: rep.McNemar.PValue}

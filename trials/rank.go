@@ -7,42 +7,17 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"harness/schemas"
 )
 
-// RankedRun is one run of a ranking.
-type RankedRun struct {
-	File string `json:"file"`
-	Rank int    `json:"rank"`
-	// MeanPassRate is the mean per-case pass rate over the cases every
-	// run graded; Low and High its bootstrap interval.
-	MeanPassRate float64 `json:"meanPassRate"`
-	Low          float64 `json:"low"`
-	High         float64 `json:"high"`
-	// Method is "exact" or "none" where the interval is not the
-	// bootstrap (every case alike; see schemas.Interval).
-	Method string `json:"method,omitempty"`
-}
-
-// RankPair is McNemar's exact test between two runs, with the p-value
-// Holm-corrected for the number of pairs.
-type RankPair struct {
-	A, B         string
-	OnlyA, OnlyB int
-	P            float64 `json:"pValue"`
-	PHolm        float64 `json:"pHolm"`
-	Significant  bool    `json:"significant"`
-}
-
-// Ranking compares N runs on the cases all of them graded.
-type Ranking struct {
-	Type     string      `json:"type"`
-	Cases    int         `json:"cases"`
-	Runs     []RankedRun `json:"runs"`
-	Pairs    []RankPair  `json:"pairs"`
-	Alpha    float64     `json:"alpha"`
-	Seed     uint64      `json:"seed"`
-	Warnings []string    `json:"warnings,omitempty"`
-}
+// RankedRun, RankPair and Ranking are the ranking's data format, kept
+// with the others in package schemas (harness schemas Ranking).
+type (
+	RankedRun = schemas.RankedRun
+	RankPair  = schemas.RankPair
+	Ranking   = schemas.Ranking
+)
 
 // Rank ranks runs by mean per-case pass rate over the cases every run has
 // with a graded trial (runs with the same mean share a rank), with seeded
@@ -50,7 +25,7 @@ type Ranking struct {
 // pair with McNemar's exact test (a case passes when a strict majority of
 // its graded trials passed), the p-values corrected with Holm's method.
 func Rank(runs []*Run, opt CompareOptions) Ranking {
-	rk := Ranking{Type: "ranking", Alpha: 0.05, Seed: opt.Seed}
+	rk := Ranking{Type: schemas.RankingType, Alpha: 0.05, Seed: opt.Seed}
 	var common []string
 	for _, c := range runs[0].Cases {
 		ok := c.N > 0

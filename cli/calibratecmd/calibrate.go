@@ -114,6 +114,11 @@ func runCalibrate(ctx context.Context, e *cli.Env, o *calibrateOptions, args []s
 		}
 		opt.Grade, opt.GraderName = drawCounter(fn), g.Name()
 	}
+	name, err := cli.OneResults(args[0])
+	if err != nil {
+		return err
+	}
+	args = []string{name}
 	in, err := cli.ReviewInput(e, args[0])
 	if err != nil {
 		return err

@@ -36,7 +36,11 @@ acp-harness's). Deltas are B − A.
 
 Examples:
   harness compare before.jsonl after.jsonl
-  harness compare before.jsonl after.jsonl --pass-at 5 --json | jq .passAtK`
+  harness compare before.jsonl after.jsonl --pass-at 5 --json | jq .passAtK
+  harness compare runs/main-last:main runs/pr:candidate --max-regression 0.05
+
+A run directory of harness run stands for its agents' outputs, and
+RUNDIR:AGENT for one of them.`
 
 // NewCmd returns the harness compare command.
 func NewCmd() *cli.Command {
@@ -77,8 +81,8 @@ func runCompare(e *cli.Env, o compareOptions, args []string) error {
 	default:
 		return cli.Usagef("--format %q: want text, json or csv", o.format)
 	}
-	if len(args) < 2 {
-		return cli.Usagef("want two or more results files (A B [C...]), got %d arguments", len(args))
+	if len(args) < 1 {
+		return cli.Usagef("want two or more results files (A B [C...]), got none")
 	}
 	if o.k < 1 {
 		return cli.Usagef("--pass-at %d: K must be at least 1", o.k)
@@ -86,6 +90,12 @@ func runCompare(e *cli.Env, o compareOptions, args []string) error {
 	sd, err := cli.ParseSeed(o.seed)
 	if err != nil {
 		return err
+	}
+	if args, err = cli.ResultsArgs(args); err != nil {
+		return err
+	}
+	if len(args) < 2 {
+		return cli.Usagef("want two or more results files (A B [C...]; a run directory stands for its agents), got %d", len(args))
 	}
 	runs, err := trials.ReadRuns(args, func(name string) (io.ReadCloser, error) { return cli.ReviewInput(e, name) })
 	if err != nil {

@@ -112,23 +112,53 @@ func runReport(e *cli.Env, o reportOptions, args []string) error {
 		return cli.Usagef("only one of -o, --junit and --markdown can write to stdout")
 	}
 	if len(args) == 1 {
-		if st, err := os.Stat(args[0]); err == nil && st.IsDir() {
-			if !rundir.Is(args[0]) {
-				return reportRunsDir(e, args[0], o.title, o.output, o.junit, o.markdown, o.force)
-			}
-			// One run directory: its agents side by side.
-			files, suite, err := runDirInputs(e, args[0])
-			if err != nil {
+		if st, err := os.Stat(args[0]); err == nil && st.IsDir() && !rundir.Is(args[0]) {
+			return reportRunsDir(e, args[0], o.title, o.output, o.junit, o.markdown, o.force)
+		}
+	}
+	// A run still running stands for what its agents wrote so far.
+	var running []string
+	if len(args) == 1 && rundir.Is(args[0]) {
+		m, err := rundir.Read(args[0])
+		if err != nil {
+			return cli.Input(err)
+		}
+		if m.Status == "running" {
+			if running, err = runningInputs(e, args[0], m); err != nil {
 				return err
 			}
-			if len(files) == 0 || len(files) > report.MaxRuns {
-				return cli.Usagef("%s holds %d agent outputs; a report shows 1 to %d side by side: name the files", args[0], len(files), report.MaxRuns)
-			}
-			args = files
-			if o.title == "" {
-				o.title = suite
-			}
 		}
+	}
+	// A run directory stands for its agents, DIR:AGENT for one of them.
+	var inputs []rundir.Input
+	if running == nil {
+		if inputs, err = rundir.ExpandAll(args); err != nil {
+			return cli.Input(err)
+		}
+	} else {
+		inputs = []rundir.Input{{Dir: args[0]}}
+	}
+	if len(inputs) > report.MaxRuns {
+		return cli.Usagef("%s name %d agent outputs; a report shows 1 to %d side by side: name the agents (RUNDIR:AGENT)", strings.Join(args, " "), len(inputs), report.MaxRuns)
+	}
+	var stopped string
+	var gates []trials.RegressionVerdict
+	if len(args) == 1 && len(inputs) > 0 && inputs[0].Dir == args[0] {
+		// One whole run directory: its suite's name, and what its
+		// manifest says of the run (stopped early, the comparison gate).
+		m, err := rundir.Read(args[0])
+		if err != nil {
+			return cli.Input(err)
+		}
+		if o.title == "" {
+			o.title = m.Suite.Name
+		}
+		stopped, gates = m.Stopped, m.Gates
+	}
+	if running != nil {
+		args = running
+	} else {
+		args = rundir.Files(inputs)
 	}
 	runs, err := report.ReadRuns(args, func(name string) (io.ReadCloser, error) { return cli.ReviewInput(e, name) }, o.output != "")
 	if err != nil {
@@ -136,32 +166,20 @@ func runReport(e *cli.Env, o reportOptions, args []string) error {
 	}
 	defer report.CloseRuns(runs)
 	out := report.Outputs{HTML: o.output, JUnit: o.junit, Markdown: o.markdown}
-	opts := report.BuildOptions{Title: o.title, Rule: cr, Seed: sd, Resamples: resamplesOpt(o.resamples)}
+	opts := report.BuildOptions{Title: o.title, Rule: cr, Seed: sd, Resamples: resamplesOpt(o.resamples), Gates: gates, Stopped: stopped}
 	return report.Build(runs, out, opts, func(path string) (report.Sink, error) { return cli.ReviewOutput(e, path, o.force) })
 }
 
-// runDirInputs are the agent outputs of a run directory that hold
-// records, and its suite's name. Of a run still running (or killed before
-// it ended) it says so: the outputs with records are reported, with a note
+// runningInputs are the agent outputs of a run still running (or killed
+// before it ended) that hold records: they are reported, with a note
 // naming the agents that have none yet; with none, it is an error that
 // points to the live viewer.
-func runDirInputs(e *cli.Env, dir string) ([]string, string, error) {
-	files, suite, err := report.RunDirInputs(dir)
-	if err != nil {
-		return nil, "", cli.Input(err)
-	}
-	m, err := rundir.Read(dir)
-	if err != nil {
-		return nil, "", cli.Input(err)
-	}
-	if m.Status != "running" {
-		return files, suite, nil
-	}
+func runningInputs(e *cli.Env, dir string, m *rundir.Manifest) ([]string, error) {
 	var have []string
 	var waiting []string
 	for _, a := range m.Agents {
 		p := filepath.Join(dir, a.Output)
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Size() > 0 && slices.Contains(files, p) {
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Size() > 0 {
 			have = append(have, p)
 			continue
 		}
@@ -173,7 +191,7 @@ func runDirInputs(e *cli.Env, dir string) ([]string, string, error) {
 	}
 	running := fmt.Sprintf("%s is still running (its %s says so, or its run was killed before it ended)", dir, rundir.ManifestName)
 	if len(have) == 0 {
-		return nil, "", cli.Input(fmt.Errorf("%s: nothing to report yet: %s; watch it live with: harness view %s",
+		return nil, cli.Input(fmt.Errorf("%s: nothing to report yet: %s; watch it live with: harness view %s",
 			running, strings.Join(waiting, ", "), dir))
 	}
 	if len(waiting) > 0 {
@@ -182,7 +200,7 @@ func runDirInputs(e *cli.Env, dir string) ([]string, string, error) {
 	} else {
 		fmt.Fprintf(e.Stderr, "harness report: note: %s: the report holds what its agents wrote so far; watch it live with: harness view %s\n", running, dir)
 	}
-	return have, suite, nil
+	return have, nil
 }
 
 // countLines counts the non-empty lines of a file (0 when it cannot be

@@ -82,6 +82,11 @@ func runSummarize(e *cli.Env, o summarizeOptions, args []string) error {
 	if err != nil {
 		return err
 	}
+	name, err := cli.OneResults(args[0])
+	if err != nil {
+		return err
+	}
+	args = []string{name}
 	in, err := cli.ReviewInput(e, args[0])
 	if err != nil {
 		return err

@@ -26,6 +26,7 @@ import (
 	"harness/cli/exportcmd"
 	"harness/cli/gradecmd"
 	"harness/cli/imagescmd"
+	"harness/cli/keycmd"
 	"harness/cli/mergecmd"
 	"harness/cli/neededcmd"
 	"harness/cli/replaycmd"
@@ -63,12 +64,13 @@ func commands() []*cli.Command {
 		mergecmd.NewCmd(),
 		checkcmd.NewCmd(),
 		schemascmd.NewCmd(),
+		keycmd.NewCmd(),
 		exportcmd.NewCmd(),
 		replaycmd.NewCmd(),
 		newRunCmd(),
 	}
 	for _, c := range cmds {
-		if !c.Agent && c.Name != "schemas" && c.Name != "balance" {
+		if !c.Agent && c.Name != "schemas" && c.Name != "balance" && c.Name != "key" {
 			c.Flags.StringArrayVar(&c.SecretEnv, "secret-env", nil, "redact the value of environment variable `NAME` from all output; repeatable (API key variables are redacted anyway)")
 		}
 	}

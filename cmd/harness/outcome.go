@@ -117,14 +117,14 @@ func (v *runView) outcome(ctx context.Context, res *evaluation.Result, err error
 			err = cli.OutputError(ee.Err)
 		case evaluation.KindForeign:
 			// The budget and the stop rule are said first.
-			if status, stop := runStopError(res); stop != nil && !res.Interrupted {
+			if status, stop := v.stopError(res); stop != nil && !res.Interrupted {
 				return status, stop
 			}
 			return statusError, cli.WithCode(cli.ExitForeign, ee.Err)
 		}
 	}
 	if err == nil && !res.Interrupted {
-		if status, stop := runStopError(res); stop != nil {
+		if status, stop := v.stopError(res); stop != nil {
 			return status, stop
 		}
 	}
@@ -173,15 +173,19 @@ func finishedOutcome(res *evaluation.Result, gates func(schemas.TrialsSummary) e
 	return statusOK, nil
 }
 
-// runStopError says why the budget or the stop rule ended a run.
-func runStopError(res *evaluation.Result) (string, error) {
+// stopError says why the budget or the stop rule ended a run.
+func (v *runView) stopError(res *evaluation.Result) (string, error) {
 	stop := res.Stop
 	switch {
 	case stop == nil:
 		return "", nil
 	case stop.Kind == runctl.KindBudget:
+		limit := limitText(stop.Limit)
+		if v.f.budgetName != "" {
+			limit = v.f.budgetName
+		}
 		return statusBudget, cli.WithCode(cli.ExitBudget, fmt.Errorf("budget spent (%s; %s): no new work was started, %s not run; the output holds every finished record, continue with --resume and a larger budget",
-			cost.Format(res.Spent), limitText(stop.Limit), cli.Plural(res.NotRun(), "unit")))
+			cost.Format(res.Spent), limit, cli.Plural(res.NotRun(), "unit")))
 	case stop.Kind == runctl.KindStopOn:
 		return statusInfraErrors, cli.WithCode(cli.ExitInfraErrors, fmt.Errorf("stopped at the first %s error (case %q trial %d): %s; %s not run; the output holds every finished record, continue with --resume",
 			stop.Error.Class, stop.ID, max(stop.Trial, 1), cli.FirstLine(stop.Error.Message), cli.Plural(res.NotRun(), "unit")))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -26,6 +27,7 @@ import (
 	"harness/schemas"
 	"harness/suite"
 	"harness/suiterun"
+	"harness/trials"
 )
 
 // runCmdFlags are the flags of harness run.
@@ -80,7 +82,13 @@ RUNS/<time>-<name>/:
   compare.json      with several agents: the ranking (mean pass rate with
                     intervals, pairwise McNemar with Holm correction)
   report.html       the agents side by side (up to 8; with more, one
-                    report-<agent>.html each), and summary.md
+                    report-<agent>.html each), and summary.md; first, the
+                    comparison gate's verdicts (gates.baseline) and, for
+                    a run stopped early, what did not run
+  junit.xml         JUnit XML, one testsuite per agent
+
+A run directory stands for its agents' outputs wherever a results file is
+taken, RUNDIR:AGENT for one of them (compare, report, replay...).
 
 A suite that names no agents takes the agent command after --. agentv's
 eval YAML runs as written: workspace.template, tests[].id/input/assert,
@@ -90,9 +98,13 @@ asserts, target.
 --resume RUNDIR continues a run where it stopped, with the k, agents and
 flags it was started with (run.json); a flag that contradicts them is
 refused, but -j, --keep-layers, --max-cost and --max-tokens. The suite
-must be unchanged, or --allow-suite-change. -j, -t and --sandbox apply to every
-agent, over the suite's run flags. --max-cost and --max-tokens (or the suite's gates) bound the
-whole run: once spent, no new work starts, and the exit status is 4.
+must be unchanged, or --allow-suite-change. -j, -t, --sandbox and --slurm
+apply to every agent, over the suite's run flags. --max-cost and
+--max-tokens (or the suite's gates) bound the whole run, split between the
+agents (a replayed baseline takes no share): an agent that spent its share
+starts no new work, and the exit status is 4. A suite's comparison gate
+(gates.baseline, max-regression, significance) fails an agent
+significantly worse than the baseline: exit 1.
 
 Examples:
   harness run examples/suite/suite.yaml
@@ -134,16 +146,20 @@ type suiteRun struct {
 	suiteFile string
 	// tasksDir is the task directory the suite was made of ("" for a
 	// suite file).
-	tasksDir string
-	m        *rundir.Manifest // nil until the directory is made, unless resumed
-	dir      string
-	agents   []suite.Agent
-	cases    *suiterun.Cases
-	prices   cost.Table
-	budget   suiterun.Budget
-	spent    *schemas.Cost
-	errs     []error
-	stopped  bool
+	tasksDir  string
+	m         *rundir.Manifest // nil until the directory is made, unless resumed
+	dir       string
+	agents    []suite.Agent
+	cases     *suiterun.Cases
+	prices    cost.Table
+	budget    suiterun.Budget
+	spent     *schemas.Cost
+	errs      []error
+	stopped   bool
+	// budgetHit says an agent spent its share of the budget; notRun
+	// counts, by agent, the units a budget stop left unrun.
+	budgetHit bool
+	notRun    map[string]int
 }
 
 func (r *suiteRun) logf(format string, a ...any) {
@@ -182,6 +198,12 @@ func (f *runCmdFlags) load(e *cli.Env, args, agentCmd []string) (*suiteRun, erro
 	}
 	if r.agents, err = suiteAgents(s, agentCmd, f.only); err != nil {
 		return nil, err
+	}
+	if g := s.Regression; g != nil && !slices.ContainsFunc(r.agents, func(a suite.Agent) bool { return a.Name == g.Baseline }) {
+		// A run of the other agents alone (the main branch's run, which
+		// later runs compare with) decides no comparison.
+		r.logf("harness run: the comparison gate (%s line %d) is not decided: --agent leaves out its baseline %s\n", s.File, g.Line, g.Baseline)
+		s.Regression = nil
 	}
 	if k > 0 {
 		s.K = k
@@ -316,9 +338,18 @@ func (r *suiteRun) locateResumed(args []string) error {
 	return nil
 }
 
-// check loads the graders and every agent's flags before anything is
-// made.
+// check loads the graders and every agent's flags, and checks that every
+// agent's command can be found and that a cost budget can be decided,
+// before anything is made.
 func (r *suiteRun) check() error {
+	for i := range r.agents {
+		if err := r.checkCommand(&r.agents[i]); err != nil {
+			return err
+		}
+	}
+	if err := r.checkPrices(); err != nil {
+		return err
+	}
 	if build := suiterun.Graders(r.s, r.cases); build != nil {
 		if _, err := build(graders.Options{Getenv: r.e.Getenv, Dir: r.s.Dir}); err != nil {
 			return cli.Input(err)
@@ -328,6 +359,62 @@ func (r *suiteRun) check() error {
 		if _, _, err := r.trialsCmd(&r.agents[i], "", true); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// checkCommand checks that agent a's program can be run: found on PATH,
+// or an executable file. An agent whose command is the image's is left
+// for the image to find.
+func (r *suiteRun) checkCommand(a *suite.Agent) error {
+	if len(a.Command) == 0 || setsFlag(r.s, a, "agent-in-image") || r.f.flags.Changed("agent-in-image") {
+		return nil
+	}
+	prog := a.Command[0]
+	if _, err := exec.LookPath(prog); err != nil {
+		where := r.s.File
+		if a.Line > 0 {
+			where = fmt.Sprintf("%s:%d", r.s.File, a.Line)
+		}
+		why := "not found on PATH"
+		if strings.Contains(prog, "/") {
+			why = "no executable file there"
+		}
+		return cli.Usagef("%s: agent %s: command %q: %s; no agent was started", where, a.Name, prog, why)
+	}
+	return nil
+}
+
+// setsFlag reports whether the suite or agent a sets the run flag name.
+func setsFlag(s *suite.Suite, a *suite.Agent, name string) bool {
+	for _, flags := range [][]suite.Flag{s.Flags, a.Flags} {
+		for _, f := range flags {
+			if f.Name == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// checkPrices refuses a cost budget that cannot be decided: an agent
+// (but a replayed one, which costs nothing) whose tokens no price row
+// prices would spend without counting.
+func (r *suiteRun) checkPrices() error {
+	if r.budget.Cost <= 0 {
+		return nil
+	}
+	for i := range r.agents {
+		a := &r.agents[i]
+		if suiterun.Replayed(a) || func() bool { _, ok := r.prices.Lookup(a.Model); return ok }() {
+			continue
+		}
+		model := "its tokens name no model (give the agent model: NAME)"
+		if a.Model != "" {
+			model = fmt.Sprintf("model %q has no row in prices", a.Model)
+		}
+		return cli.Usagef("%s: the cost budget cannot be decided: agent %s: %s, and no \"*\" row prices any model; add its price under prices: (USD per million tokens) or drop the cost budget; nothing was run",
+			r.budgetText(), a.Name, model)
 	}
 	return nil
 }
@@ -371,14 +458,14 @@ func (r *suiteRun) runAgent(ctx context.Context, i int) error {
 	if r.stopped {
 		return nil
 	}
-	if limit := r.budget.Reached(r.spent); limit != suiterun.NoLimit {
+	if limit := r.budget.Reached(r.spent); limit != suiterun.NoLimit && !suiterun.Replayed(a) {
 		// The agents before this one spent the run's budget: it does
 		// not start.
-		err := cli.WithCode(cli.ExitBudget, fmt.Errorf("budget spent (%s; %s) before it started; continue with --resume and a larger budget", cost.Format(r.spent), budgetLimitText(r.budget, limit)))
+		err := cli.WithCode(cli.ExitBudget, fmt.Errorf("budget spent (%s; %s) before it started; continue with --resume and a larger budget", cost.Format(r.spent), budgetLimitText(r.suiteFile, r.budget, limit)))
 		ma.Status, ma.Message = statusBudget, err.Error()
 		r.errs = append(r.errs, fmt.Errorf("agent %s: %w", a.Name, err))
 		r.logf("harness run: agent %s: %v\n", a.Name, err)
-		r.stopped = true
+		r.budgetHit = true
 		return rundir.Write(r.dir, r.m)
 	}
 	r.logf("\n== agent %s (%d of %d): %s\n", a.Name, i+1, len(r.agents), strings.Join(a.Command, " "))
@@ -389,25 +476,88 @@ func (r *suiteRun) runAgent(ctx context.Context, i int) error {
 	}
 	if sum := agentSummary(res, filepath.Join(r.dir, ma.Summary)); sum != nil {
 		ma.PassRate, ma.Cost = sum.PassRate, sum.Cost
-		r.spent = r.spent.Add(sum.Cost)
+		if !suiterun.Replayed(a) {
+			// A replayed agent serves recorded trials at no model
+			// cost: what they cost when recorded is not spent again.
+			r.spent = r.spent.Add(sum.Cost)
+		}
 	}
 	if err != nil {
 		r.errs = append(r.errs, fmt.Errorf("agent %s: %w", a.Name, err))
 		r.logf("harness run: agent %s: %v\n", a.Name, err)
 	}
-	if ma.Status == statusInterrupted || ma.Status == statusBudget {
+	switch ma.Status {
+	case statusInterrupted:
 		r.stopped = true
+	case statusBudget:
+		// The next agents still run on their shares of the budget.
+		r.budgetHit = true
+	}
+	if ma.Status == statusBudget || ma.Status == statusInterrupted {
+		if res != nil {
+			if r.notRun == nil {
+				r.notRun = map[string]int{}
+			}
+			r.notRun[a.Name] = res.NotRun()
+		}
 	}
 	return rundir.Write(r.dir, r.m)
 }
 
-// budgetLimitText names the limit of b that was reached by its flag
-// ("--max-tokens 30").
-func budgetLimitText(b suiterun.Budget, l suiterun.Limit) string {
+// budgetLimitText names the limit of b that was reached as the user set
+// it: the suite's key and line ("max-cost 0.5 (suite.yaml line 12)"), or
+// the flag ("--max-tokens 30").
+func budgetLimitText(file string, b suiterun.Budget, l suiterun.Limit) string {
 	if l == suiterun.CostLimit {
+		if b.CostLine > 0 {
+			return fmt.Sprintf("max-cost %g (%s line %d)", b.Cost, file, b.CostLine)
+		}
 		return fmt.Sprintf("--max-cost %g", b.Cost)
 	}
+	if b.TokensLine > 0 {
+		return fmt.Sprintf("max-tokens %d (%s line %d)", b.Tokens, file, b.TokensLine)
+	}
 	return fmt.Sprintf("--max-tokens %d", b.Tokens)
+}
+
+// budgetText names the run's budget as the user set it: each limit it
+// sets, by budgetLimitText ("" when there is none).
+func (r *suiteRun) budgetText() string {
+	var parts []string
+	if r.budget.Cost > 0 {
+		parts = append(parts, budgetLimitText(r.suiteFile, r.budget, suiterun.CostLimit))
+	}
+	if r.budget.Tokens > 0 {
+		parts = append(parts, budgetLimitText(r.suiteFile, r.budget, suiterun.TokensLimit))
+	}
+	return strings.Join(parts, " and ")
+}
+
+// sharing is the number of agents, a and those after it, that share what
+// is left of the budget: a replayed agent costs nothing and takes no share.
+func (r *suiteRun) sharing(a *suite.Agent) int {
+	n, after := 0, false
+	for i := range r.agents {
+		b := &r.agents[i]
+		after = after || b.Name == a.Name
+		if after && !suiterun.Replayed(b) {
+			n++
+		}
+	}
+	return max(n, 1)
+}
+
+// budgetName names the budget agent a runs under, in words the user
+// typed: its share of the run's budget is a number nobody typed.
+func (r *suiteRun) budgetName(a *suite.Agent) string {
+	run := r.budgetText()
+	if run == "" || suiterun.Replayed(a) {
+		return ""
+	}
+	if n := r.sharing(a); n > 1 {
+		return fmt.Sprintf("its share of the run's budget, %s, split between it and the %s after it", run, cli.Plural(n-1, "agent"))
+	}
+	return "what the agents before it left of the run's budget, " + run
 }
 
 // trials runs the trials of one agent into out, with the suite's graders,
@@ -425,13 +575,12 @@ func (r *suiteRun) trials(ctx context.Context, a *suite.Agent, out string) (*eva
 func (r *suiteRun) finish() error {
 	m := r.m
 	m.Cost = r.spent
-	if !r.stopped {
-		m.Compare, m.Report = r.reports()
-	}
+	m.Stopped = r.stoppedText()
+	m.Compare, m.Report, m.JUnit = r.reports()
 	m.Ended = time.Now().UTC().Format(time.RFC3339)
 	m.Status = "done"
 	switch {
-	case r.stopped:
+	case r.stopped || r.budgetHit:
 		m.Status = "stopped"
 	case slices.ContainsFunc(m.Agents, func(a rundir.Agent) bool { return a.Status == statusError }):
 		m.Status = "failed"
@@ -440,7 +589,10 @@ func (r *suiteRun) finish() error {
 		return err
 	}
 	r.logf("\nrun %s: %s in %s\n", m.Status, runLine(m), r.dir)
-	if r.stopped {
+	if m.Stopped != "" {
+		r.logf("stopped early: %s\n", m.Stopped)
+	}
+	if r.stopped || r.budgetHit {
 		r.logf("continue with: harness run --resume %s\n", r.dir)
 	}
 	// The agents' errors were told as they happened, their stderr with
@@ -448,20 +600,67 @@ func (r *suiteRun) finish() error {
 	return runExit(r.errs, !r.f.quiet)
 }
 
-// reports writes compare.json (several agents) and the HTML report and
-// markdown of the run's outputs, and returns their names ("" when not
-// made). Problems are told, never fatal: the records are safe.
-func (r *suiteRun) reports() (compareName, reportName string) {
+// stoppedText says what stopped the run early (the budget, an interrupt)
+// and what did not run, for the reports; "" when it ran to its end.
+func (r *suiteRun) stoppedText() string {
+	if !r.stopped && !r.budgetHit {
+		return ""
+	}
+	why := "it was interrupted"
+	if !r.stopped {
+		why = "the budget (" + r.budgetText() + ") was spent"
+	}
+	perAgent := r.s.K * len(r.cases.List)
+	var notRun []string
+	for _, a := range r.m.Agents {
+		switch n := r.notRun[a.Name]; {
+		case a.Status == "pending" || (a.Status == statusBudget && a.PassRate == nil && a.Cost == nil && n == 0):
+			notRun = append(notRun, fmt.Sprintf("%s (all %s)", a.Name, cli.Plural(perAgent, "trial")))
+		case n > 0:
+			notRun = append(notRun, fmt.Sprintf("%s (%s of %d)", a.Name, cli.Plural(n, "trial"), perAgent))
+		}
+	}
+	if len(notRun) == 0 {
+		return why + "; every agent's trials ran"
+	}
+	text := why + "; not run: " + strings.Join(notRun, ", ") + "."
+	if len(r.m.Agents) > 1 {
+		text += " The comparison covers the cases both agents ran."
+	}
+	return text + " Continue with harness run --resume " + r.dir
+}
+
+// reports writes compare.json (several agents), the HTML report and
+// markdown of the run's outputs and their JUnit XML, and returns the names
+// of the comparison, the report and the JUnit file ("" when not made). Problems are told, never fatal: the records are safe.
+func (r *suiteRun) reports() (compareName, reportName, junitName string) {
 	opt := report.SuiteOptions{
-		Title:  r.s.Name,
-		Create: func(path string) (*results.File, error) { return cli.ReviewOutput(r.e, path, true) },
-		Warn:   func(what string, err error) { r.logf("harness run: %s: %v\n", what, err) },
+		Title:   r.s.Name,
+		Stopped: r.m.Stopped,
+		Create:  func(path string) (*results.File, error) { return cli.ReviewOutput(r.e, path, true) },
+		Warn:    func(what string, err error) { r.logf("harness run: %s: %v\n", what, err) },
 	}
 	if !r.f.quiet {
 		opt.Text = r.e.Stderr
 	}
+	if g := r.s.Regression; g != nil {
+		opt.Regression = &trials.RegressionGate{Baseline: g.Baseline, MaxDrop: g.MaxDrop, Alpha: g.Alpha}
+	}
 	rep := report.WriteSuite(r.dir, r.m, opt)
-	return rep.Compare, rep.Report
+	r.m.Gates = rep.Gates
+	for _, v := range rep.Gates {
+		if !v.Failed {
+			continue
+		}
+		err := cli.WithCode(cli.ExitGateFailed, fmt.Errorf("comparison gate (%s line %d) failed: %s", r.suiteFile, r.s.Regression.Line, v.Reason))
+		r.errs = append(r.errs, fmt.Errorf("agent %s: %w", v.Run, err))
+		for i := range r.m.Agents {
+			if ma := &r.m.Agents[i]; ma.Name == v.Run && (ma.Status == statusOK || ma.Status == statusInfraErrors) {
+				ma.Status, ma.Message = statusGateFailed, err.Error()
+			}
+		}
+	}
+	return rep.Compare, rep.Report, rep.JUnit
 }
 
 // suiteAgents picks the agents to run: the suite's (its target, or those

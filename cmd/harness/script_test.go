@@ -108,6 +108,7 @@ func TestScripts(t *testing.T) {
 			"fakemodel":  fakeModel,
 			"zstdcat":    zstdCat,
 			"sign":       signLines,
+			"envfile":    envFile,
 		},
 		Condition: func(cond string) (bool, error) {
 			if cond == "taskimages" {
@@ -292,6 +293,18 @@ func signLines(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		ts.Check(os.WriteFile(ts.MkAbs(name), []byte(strings.Join(lines, "")), 0o644))
 	}
+}
+
+// envFile sets an environment variable of the script to the contents of
+// a file, less its final newline, as a CI system hands a secret to a step:
+// "envfile NAME FILE".
+func envFile(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: envfile NAME FILE")
+	}
+	b, err := os.ReadFile(ts.MkAbs(args[1]))
+	ts.Check(err)
+	ts.Setenv(args[0], strings.TrimSuffix(string(b), "\n"))
 }
 
 // RequireSlurmEnv, when set, turns a missing Slurm cluster into a failure

@@ -46,7 +46,9 @@
     if (v < 60000) return (v / 1000).toFixed(2) + " s";
     return Math.floor(v / 60000) + " min " + Math.round((v % 60000) / 1000) + " s";
   }
-  function usd(v) { return v == null ? "" : "$" + (v < 0.01 && v > 0 ? v.toFixed(4) : v.toFixed(2)); }
+  // usd writes dollars as every harness output does ($0.0154): four
+  // decimals, the cost of one trial being often under a cent.
+  function usd(v) { return v == null ? "" : "$" + v.toFixed(4); }
   function iso(epoch) { return epoch ? new Date(epoch).toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC") : ""; }
   function json(v) {
     if (typeof v === "string") return v;

@@ -657,9 +657,9 @@
     // d3 is a difference with its interval, or says there is none: when
     // every case changed by the same amount the paired bootstrap has no
     // spread.
-    function d3(d, asPct) {
+    function d3(d, asPct, digits) {
       if (!d) return "n/a";
-      var f = asPct ? function (x) { return signed(100 * x, 1) + " pts"; } : function (x) { return signed(x, 2); };
+      var f = asPct ? function (x) { return signed(100 * x, 1) + " pts"; } : function (x) { return signed(x, digits || 2); };
       if (d.none || (d.resamples >= 1 && d.low === d.high)) return f(d.diff) + " (no interval: every case changed by the same amount)";
       return f(d.diff) + " [" + f(d.low) + ", " + f(d.high) + "]";
     }
@@ -703,7 +703,7 @@
         var pr = el("table", { class: "num cmp", id: "cmp-pairs" });
         pr.appendChild(el("tr", null, ["pair", "only first passes", "only second passes", "McNemar p", "p (Holm)", ""].map(function (h) { return el("th", { text: h }); })));
         c.ranking.pairs.forEach(function (p) {
-          pr.appendChild(el("tr", null, el("td", { text: names[p.A] + " vs " + names[p.B] }), el("td", { text: p.OnlyA }), el("td", { text: p.OnlyB }), el("td", { text: p.pValue.toPrecision(3) }), el("td", { text: p.pHolm.toPrecision(3) }), el("td", { text: p.significant ? "significant at " + c.ranking.alpha : "" })));
+          pr.appendChild(el("tr", null, el("td", { text: names[p.a] + " vs " + names[p.b] }), el("td", { text: p.onlyA }), el("td", { text: p.onlyB }), el("td", { text: p.pValue.toPrecision(3) }), el("td", { text: p.pHolm.toPrecision(3) }), el("td", { text: p.significant ? "significant at " + c.ranking.alpha : "" })));
         });
         main.appendChild(pr);
       }
@@ -715,7 +715,7 @@
         kv.row("McNemar (" + m.method + ")", "both pass " + m.bothPass + ", only " + A + " " + m.onlyA + ", only " + B + " " + m.onlyB + ", both fail " + m.bothFail + "; p = " + m.pValue.toPrecision(3));
         if (r.passRate) kv.row("mean pass rate " + B + "−" + A, d3(r.passRate, true) + " (paired bootstrap, " + r.passRate.cases + " cases)");
         if (r.passAtK && r.passAtK.k > 1) kv.row("mean pass@" + r.passAtK.k + " " + B + "−" + A, d3(r.passAtK, true));
-        kv.row("cost per case " + B + "−" + A, vs.cost ? d3(vs.cost) + " USD (" + usd(vs.cost.a) + " → " + usd(vs.cost.b) + ")" : "n/a");
+        kv.row("cost per case " + B + "−" + A, vs.cost ? d3(vs.cost, false, 4) + " USD (" + usd(vs.cost.a) + " → " + usd(vs.cost.b) + ")" : "n/a");
         kv.row("mean trial time " + B + "−" + A, vs.time ? signed(vs.time.diff, 0) + " ms [" + signed(vs.time.low, 0) + ", " + signed(vs.time.high, 0) + "] (" + ms(vs.time.a) + " → " + ms(vs.time.b) + ")" : "n/a");
         (r.warnings || []).forEach(function (w) { kv.row("note", w); });
         sec.appendChild(kv);
