@@ -146,16 +146,16 @@ type suiteRun struct {
 	suiteFile string
 	// tasksDir is the task directory the suite was made of ("" for a
 	// suite file).
-	tasksDir  string
-	m         *rundir.Manifest // nil until the directory is made, unless resumed
-	dir       string
-	agents    []suite.Agent
-	cases     *suiterun.Cases
-	prices    cost.Table
-	budget    suiterun.Budget
-	spent     *schemas.Cost
-	errs      []error
-	stopped   bool
+	tasksDir string
+	m        *rundir.Manifest // nil until the directory is made, unless resumed
+	dir      string
+	agents   []suite.Agent
+	cases    *suiterun.Cases
+	prices   cost.Table
+	budget   suiterun.Budget
+	spent    *schemas.Cost
+	errs     []error
+	stopped  bool
 	// budgetHit says an agent spent its share of the budget; notRun
 	// counts, by agent, the units a budget stop left unrun.
 	budgetHit bool

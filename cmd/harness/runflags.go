@@ -79,7 +79,7 @@ type runFlags struct {
 	// budgetName, when not empty, names the budget in messages instead of
 	// --max-cost and --max-tokens with their values: a suite's agent runs
 	// under its share of the run's budget, a number nobody typed.
-	budgetName string
+	budgetName     string
 	maxTokens      int64
 	noModelGateway bool
 	modelRecord    string
