@@ -435,7 +435,15 @@ func spliceScores(j regradeJob, res schemas.GraderResult, n int, names, files js
 	} else {
 		set["scores"] = nil // drop stale per-grader results
 	}
-	set["score"] = mustMarshal(res)
+	// A grader error goes under "graderError", a verdict under "score";
+	// whichever the line held before goes.
+	set["score"], set["graderError"] = nil, nil
+	switch score, gerr := schemas.GraderOutcome(&res); {
+	case gerr != nil:
+		set["graderError"] = mustMarshal(gerr)
+	default:
+		set["score"] = mustMarshal(score)
+	}
 	// The outcome is also lifted to the top level, as acp-harness does;
 	// a stale one goes.
 	set["outcome"] = nil
