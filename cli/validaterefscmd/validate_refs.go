@@ -23,8 +23,10 @@ func NewCmd() *cli.Command {
 		Usage: "validate-refs PROMPTS -g GRADER [-o FILE] | validate-refs TASKS [-o FILE]",
 		Short: "check that reference answers pass and negative references fail",
 		Long: `Grades each case's reference answer (it must pass) and negativeReference
-(it must fail) with GRADER, as if the agent had answered it (output = the
-answer, an empty trajectory). Cases with neither are skipped.
+(it must fail) with GRADER, exactly as if the agent had answered it: the
+answer is the output, the final assistant message of the conversation
+(messages, {{messages}}) and the trajectory's one message step. Cases
+with neither are skipped.
 
 Writes one JSON line per answer, a superset of acp-harness's
 ValidationResult: id, reference (the answer graded), passes (the grader's
