@@ -176,10 +176,10 @@ func Calibrate(ctx context.Context, name string, r io.Reader, opt CalibrateOptio
 	fails := &reservoir{size: opt.Sample}
 	graded := &reservoir{size: opt.Sample}
 	var (
-		scores       welford
-		passes       int
-		above, below int
-		hist         [10]int
+		scores           welford
+		passes           int
+		above, below     int
+		hist             [10]int
 		stored, regraded *agreeing
 	)
 	if opt.Labels != nil {

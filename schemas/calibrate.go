@@ -31,7 +31,7 @@ type CalibrationReport struct {
 	// -g), the agreement of the verdicts stored in the results with the
 	// same labels, so the two graders' agreements sit side by side.
 	StoredAgreement *Agreement `json:"storedAgreement,omitempty"`
-	Warnings    []string            `json:"warnings,omitempty"`
+	Warnings        []string   `json:"warnings,omitempty"`
 }
 
 // CalibrationSample is one sampled failure, a superset of acp-harness's
