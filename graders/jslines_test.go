@@ -71,7 +71,7 @@ script: |
 		if !re.MatchString(res.Error.Message) {
 			t.Errorf("%s: error does not name %s:\n%s", name, f.want, res.Error.Message)
 		}
-		if bad := regexp.MustCompile(regexp.QuoteMeta(name) + `:(\d+)`).FindAllStringSubmatch(res.Error.Message, -1); len(bad) > 0 {
+		if bad := regexp.MustCompile(regexp.QuoteMeta(name)+`:(\d+)`).FindAllStringSubmatch(res.Error.Message, -1); len(bad) > 0 {
 			for _, m := range bad {
 				if name+":"+m[1] != f.want {
 					t.Errorf("%s: error names %s:%s as well:\n%s", name, name, m[1], res.Error.Message)
