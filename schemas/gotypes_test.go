@@ -56,6 +56,7 @@ var goTypes = map[string]reflect.Type{
 	"CompareReport":     reflect.TypeFor[CompareReport](),
 	"Cost":              reflect.TypeFor[Cost](),
 	"ErrorInfo":         reflect.TypeFor[ErrorInfo](),
+	"GraderAgreement":   reflect.TypeFor[GraderAgreement](),
 	"GraderResult":      reflect.TypeFor[GraderResult](),
 	"Interval":          reflect.TypeFor[Interval](),
 	"PromptCase":        reflect.TypeFor[PromptCase](),
