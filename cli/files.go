@@ -105,10 +105,10 @@ func ReviewOutput(e *Env, path string, force bool) (*results.File, error) {
 	return f, nil
 }
 
-// LoadReviewGrader loads -g for calibrate and validate-refs.
-func LoadReviewGrader(e *Env, spec string, to time.Duration, cache *judgecache.Cache) (graders.Grader, review.GradeFunc, error) {
+// LoadReviewGrader loads -g for calibrate and validate-refs (cmd).
+func LoadReviewGrader(e *Env, cmd, spec string, to time.Duration, cache *judgecache.Cache) (graders.Grader, review.GradeFunc, error) {
 	wd, _ := os.Getwd()
-	g, err := graders.Load(spec, graders.Options{Timeout: to, Getenv: e.Getenv, Dir: wd, JudgeCache: cache})
+	g, err := graders.Load(spec, graders.Options{Timeout: to, Getenv: e.Getenv, Dir: wd, JudgeCache: cache, Warn: e.GraderWarn(cmd)})
 	if err != nil {
 		return nil, nil, Input(err)
 	}

@@ -205,7 +205,7 @@ func FromConfig(m map[string]any, file, dir string, opts Options) (Grader, error
 	if err != nil || !top {
 		return g, err
 	}
-	return pin(g, opts.pins), nil
+	return pin(note(g, opts.Warn), opts.pins), nil
 }
 
 // jsonErrLine turns a JSON syntax error offset into a line number.

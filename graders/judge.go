@@ -402,7 +402,9 @@ func (j *judge) check(text string) (schemas.GraderResult, string) {
 	}
 	var obj map[string]any
 	_ = json.Unmarshal(b, &obj)
-	r.Outcome = obj
+	// Every key of the judge's answer is kept in the outcome: none is
+	// unknown.
+	r.Outcome, r.Notes = obj, nil
 	return r, ""
 }
 

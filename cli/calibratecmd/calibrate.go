@@ -113,7 +113,7 @@ func runCalibrate(ctx context.Context, e *cli.Env, o *calibrateOptions, args []s
 		if err != nil {
 			return err
 		}
-		g, fn, err := cli.LoadReviewGrader(e, o.grader, o.graderTO, cache)
+		g, fn, err := cli.LoadReviewGrader(e, "calibrate", o.grader, o.graderTO, cache)
 		if err != nil {
 			return err
 		}

@@ -129,7 +129,7 @@ func runGrade(ctx context.Context, e *cli.Env, fs *pflag.FlagSet, f *gradeFlags,
 	if err != nil {
 		return err
 	}
-	opts := graders.Options{Getenv: e.Getenv, JudgeCache: cache, Timeout: f.timeout}
+	opts := graders.Options{Getenv: e.Getenv, JudgeCache: cache, Timeout: f.timeout, Warn: e.GraderWarn("grade")}
 	if wd, err := os.Getwd(); err == nil {
 		opts.Dir = wd
 	}

@@ -114,7 +114,7 @@ func validatePromptRefs(ctx context.Context, e *cli.Env, file string, o refsOpti
 	if err != nil {
 		return err
 	}
-	_, grade, err := cli.LoadReviewGrader(e, o.grader, o.graderTO, cache)
+	_, grade, err := cli.LoadReviewGrader(e, "validate-refs", o.grader, o.graderTO, cache)
 	if err != nil {
 		return err
 	}

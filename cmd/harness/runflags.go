@@ -143,6 +143,7 @@ func (f *runFlags) addFlags(fs *pflag.FlagSet) {
 
 // runSetup is everything a run needs, checked before any agent starts.
 type runSetup struct {
+	cmd     string // the command: capture, trials, run
 	file    string // the prompts file as named on the command line
 	path    string // where to read it (a copy, for standard input)
 	cleanup func()
@@ -173,7 +174,7 @@ func (f *runFlags) prepare(ctx context.Context, e *cli.Env, args, agent []string
 	if err != nil {
 		return nil, err
 	}
-	s.shard = v.shard
+	s.shard, s.cmd = v.shard, cmdName
 	if err := f.configure(ctx, e, s, v, agent); err != nil {
 		s.cleanup()
 		return nil, err
@@ -383,7 +384,7 @@ func (f *runFlags) graderOptions(e *cli.Env, s *runSetup, wd string, sb sandbox.
 	}
 	secrets := new([]string)
 	return graders.Options{Timeout: f.graderTimeout, Getenv: e.Getenv, Dir: wd, Sandbox: gsb, JudgeCache: cache,
-		SecretEnv: func(name string) { *secrets = append(*secrets, name) }}, secrets, nil
+		SecretEnv: func(name string) { *secrets = append(*secrets, name) }, Warn: e.GraderWarn(s.cmd)}, secrets, nil
 }
 
 // loadGraders loads -g's graders and harness run's (moreGraders).
