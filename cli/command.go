@@ -3,9 +3,9 @@ package cli
 import (
 	"context"
 	"fmt"
-	"sync"
 	"io"
 	"os"
+	"sync"
 
 	"github.com/spf13/pflag"
 
