@@ -48,3 +48,16 @@ func TestNotesWarnedOnce(t *testing.T) {
 		t.Errorf("warned %q; want one warning naming the grader and the key", warned)
 	}
 }
+
+// A composite's check of a grader that gave no reasoning says its verdict,
+// not "weight 0.5: " with nothing after.
+func TestCompositeCheckReason(t *testing.T) {
+	p := writeConfig(t, "comp.yaml", `graders:
+  - {type: script, script: "function grade() { return 1; }", weight: 0.5}
+  - {type: script, script: "function grade() { return 0.25; }", weight: 0.5}
+`)
+	r := grade(t, load(t, p, Options{}), record("x", ""))
+	if len(r.Checks) != 2 || r.Checks[0].Reason != "weight 0.5: pass, score 1" || r.Checks[1].Reason != "weight 0.5: fail, score 0.25" {
+		t.Errorf("checks = %+v", r.Checks)
+	}
+}
