@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cbroglie/mustache"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"harness/internal/safefile"
@@ -110,12 +111,20 @@ func buildAssertion(m map[string]any, c cfgCtx) (assertion, error) {
 	output := func(in *Input) string { return in.Record.Output }
 	switch base {
 	case "equals", "contains", "icontains", "starts-with":
-		v, err := str("value")
+		tv, err := str("value")
 		if err != nil {
 			return a, err
 		}
-		a.text = fmt.Sprintf("output %s %q", base, v)
+		value, err := templated(tv, c.errf)
+		if err != nil {
+			return a, err
+		}
+		a.text = fmt.Sprintf("output %s %q", base, tv)
 		a.check = func(_ context.Context, in *Input) (bool, string) {
+			v, why := value(in)
+			if why != "" {
+				return negate, why // a failure, negated or not
+			}
 			o := output(in)
 			switch base {
 			case "equals":
@@ -178,10 +187,14 @@ func buildAssertion(m map[string]any, c cfgCtx) (assertion, error) {
 			return a, err
 		}
 		var want string
+		var wantOf func(*Input) (string, string)
 		var re *regexp.Regexp
 		switch base {
 		case "file-contains":
 			if want, err = str("value"); err != nil {
+				return a, err
+			}
+			if wantOf, err = templated(want, c.errf); err != nil {
 				return a, err
 			}
 			a.text = fmt.Sprintf("%s contains %q", p, want)
@@ -208,7 +221,11 @@ func buildAssertion(m map[string]any, c cfgCtx) (assertion, error) {
 			}
 			switch base {
 			case "file-contains":
-				return strings.Contains(string(b), want), ""
+				w, why := wantOf(in)
+				if why != "" {
+					return negate, why // a failure, negated or not
+				}
+				return strings.Contains(string(b), w), ""
 			case "file-matches":
 				return re.Match(b), ""
 			}
@@ -411,4 +428,32 @@ func (g *assertGrader) Grade(ctx context.Context, in *Input) schemas.GraderResul
 	}
 	res.Reasoning = fmt.Sprintf("%d of %d assertions hold", passed, len(res.Checks))
 	return finish(res, g.name, start)
+}
+
+// templated is an assertion's text value for each record: the text, or,
+// when it holds mustache tags ({{expected}}, as promptfoo writes it), the
+// text rendered with the judge prompt's variables. A template that
+// renders empty (a case without the expected answer) fails the check with
+// why; errf words an unknown variable as a config error of the field.
+func templated(v string, errf func(field, format string, args ...any) error) (func(*Input) (value, why string), error) {
+	if !strings.Contains(v, "{{") {
+		return func(*Input) (string, string) { return v, "" }, nil
+	}
+	tmpl, err := mustache.ParseStringRaw(v, true)
+	if err != nil {
+		return nil, errf("value", "invalid mustache template: %v", err)
+	}
+	if err := checkTags(tmpl.Tags()); err != nil {
+		return nil, errf("value", "%v", err)
+	}
+	return func(in *Input) (string, string) {
+		out, err := tmpl.Render(judgeContext(in))
+		switch {
+		case err != nil:
+			return "", fmt.Sprintf("value %s: %v", v, err)
+		case out == "":
+			return "", fmt.Sprintf("value %s is empty for this case", v)
+		}
+		return out, ""
+	}, nil
 }
