@@ -300,6 +300,10 @@ func gradeFiles(ctx context.Context, e *cli.Env, f *gradeFlags, files []string, 
 			msg += fmt.Sprintf(" (sample of %d from %d, seed %d)", f.sample, total, f.seed)
 		}
 		fmt.Fprintln(e.Stderr, "harness grade: "+msg)
+		// Each distinct grader error once, with where it happened.
+		for _, ge := range st.GraderErrors {
+			fmt.Fprintf(e.Stderr, "harness grade: grader error on %s: %s\n", cli.Plural(ge.Count, "record"), ge.Gist)
+		}
 	}
 	if interrupted {
 		return cli.WithCode(cli.ExitInterrupted, errors.New("interrupted; the output holds every finished record"))

@@ -52,6 +52,7 @@ type runFlags struct {
 	maxRecordBytes int64
 	sandbox        cli.SandboxFlags
 	stopOn         []string
+	sameGraderErr  int
 	env            []string
 	secretEnv      []string
 	mcpServers     []string
@@ -127,6 +128,7 @@ func (f *runFlags) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.progress, "progress", false, "print a line per finished record on stderr (default on a terminal)")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors on stderr")
 	fs.StringSliceVar(&f.stopOn, "stop-on", nil, "end the run at the first record with one of these error `classes` (auth_required,...) instead of failing every case the same way")
+	fs.IntVar(&f.sameGraderErr, "stop-on-same-grader-error", 3, "end the run when each of the first `n` graded records had the same grader error, rather than run the agent for a grader that fails every record (0: never)")
 	fs.StringVar(&f.shard, "shard", "", "run only share `I/N` of the units (1-based I), for spreading a run over machines")
 	fs.StringVar(&f.junit, "junit", "", "after the run, write a JUnit XML report of the output to `file` (one testcase per case)")
 	fs.StringVar(&f.events, "events", "", "write the run's events (planned, started, turn_answered, record_written, case_finished, stop_requested, summary_written, finished) to `file` as JSON lines, as they happen")
@@ -198,6 +200,8 @@ func (f *runFlags) validate() (*validFlags, error) {
 	switch {
 	case f.concurrency < 1:
 		return nil, cli.Usagef("--concurrency must be at least 1")
+	case f.sameGraderErr < 0:
+		return nil, cli.Usagef("--stop-on-same-grader-error %d: want a count of records, or 0 for never", f.sameGraderErr)
 	case f.timeout <= 0:
 		return nil, cli.Usagef("--timeout must be positive")
 	case f.maxCost < 0 || f.maxTokens < 0:
