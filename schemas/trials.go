@@ -45,6 +45,9 @@ type TrialsRecord struct {
 	PassExp map[string]float64 `json:"passExp"`
 	// PassRateCI is the Wilson 95% interval of PassRate; absent when N is 0.
 	PassRateCI *Interval `json:"passRateCI,omitempty"`
+	// MeanScore is the mean score of the N graded trials, for graders
+	// whose verdict is a score more than a pass (absent when N is 0).
+	MeanScore *float64 `json:"meanScore,omitempty"`
 	// Errors counts the trials left out of N, by error class.
 	Errors map[string]int `json:"errors,omitempty"`
 	// Ungraded counts trials that ran without a grader (also left out of N).
@@ -303,6 +306,10 @@ type TrialsSummary struct {
 	PassRate *float64 `json:"passRate,omitempty"`
 	// PassRateCI is a bootstrap interval of PassRate, resampling cases.
 	PassRateCI *Interval `json:"passRateCI,omitempty"`
+	// MeanScore is the mean over cases of their graded trials' mean
+	// score, with its bootstrap interval over cases; absent when nothing
+	// was graded or the records carry no scores.
+	MeanScore *Estimate `json:"meanScore,omitempty"`
 	// PassAtK and PassExpK are the means at the asked K, over the cases with
 	// n ≥ K; absent when no case has that many graded trials.
 	PassAtK  *Estimate `json:"passAtK,omitempty"`
