@@ -23,6 +23,7 @@ type calibrateOptions struct {
 	js, force                    bool
 	graderTO                     time.Duration
 	judgeCache                   cli.JudgeCacheFlags
+	threshold                    cli.Threshold
 }
 
 const calibrateLong = `Reads graded results (capture or trials file) and writes a markdown review
@@ -69,6 +70,7 @@ func NewCmd() *cli.Command {
 	c.Flags.StringVar(&o.seed, "seed", "1", "sampling `seed`")
 	c.Flags.StringVarP(&o.grader, "grader", "g", "", "re-score the samples with `grader`")
 	cli.GraderTimeoutVar(c.Flags, &o.graderTO)
+	o.threshold.Add(c.Flags)
 	c.Flags.IntVar(&o.repeat, "repeat", 0, "with -g: grade a sample of graded trials `m` times each and report the flip rate")
 	c.Flags.StringVar(&o.labels, "labels", "", "human labels `file` (JSONL) to compare with the grader's verdicts")
 	c.Flags.BoolVar(&o.js, "json", false, "write the report as JSON")
@@ -113,7 +115,11 @@ func runCalibrate(ctx context.Context, e *cli.Env, o *calibrateOptions, args []s
 		if err != nil {
 			return err
 		}
-		g, fn, err := cli.LoadReviewGrader(e, "calibrate", o.grader, o.graderTO, cache)
+		th, err := o.threshold.Value()
+		if err != nil {
+			return err
+		}
+		g, fn, err := cli.LoadReviewGrader(e, "calibrate", o.grader, o.graderTO, th, cache)
 		if err != nil {
 			return err
 		}

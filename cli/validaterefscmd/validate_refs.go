@@ -50,6 +50,7 @@ Examples:
 	var o refsOptions
 	c.Flags.StringVarP(&o.grader, "grader", "g", "", "the `grader` to check (executable, .js/.ts module, or .json/.yaml config); required")
 	cli.GraderTimeoutVar(c.Flags, &o.graderTO)
+	o.threshold.Add(c.Flags)
 	c.Flags.StringVarP(&o.output, "output", "o", "", "write results to `file` (default stdout); a .zst or .gz suffix compresses")
 	c.Flags.BoolVar(&o.force, "force", false, "overwrite an existing output file")
 	c.Flags.BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
@@ -63,6 +64,9 @@ Examples:
 		if cli.IsTaskDir(args[0]) {
 			if o.grader != "" {
 				return cli.Usagef("--grader does not apply to task directories: their tests/test.sh is the verifier")
+			}
+			if c.Flags.Changed("threshold") {
+				return cli.Usagef("--threshold does not apply to task directories: their tests/test.sh is the verifier")
 			}
 			return cli.ValidateTaskRefs(ctx, e, args[0], tf, o.output, o.force, o.quiet)
 		}
@@ -83,6 +87,7 @@ type refsOptions struct {
 	graderTO       time.Duration
 	force, quiet   bool
 	jc             cli.JudgeCacheFlags
+	threshold      cli.Threshold
 }
 
 // validatePromptRefs grades the reference and negativeReference answers of
@@ -114,7 +119,11 @@ func validatePromptRefs(ctx context.Context, e *cli.Env, file string, o refsOpti
 	if err != nil {
 		return err
 	}
-	_, grade, err := cli.LoadReviewGrader(e, "validate-refs", o.grader, o.graderTO, cache)
+	th, err := o.threshold.Value()
+	if err != nil {
+		return err
+	}
+	_, grade, err := cli.LoadReviewGrader(e, "validate-refs", o.grader, o.graderTO, th, cache)
 	if err != nil {
 		return err
 	}

@@ -53,6 +53,7 @@ type runFlags struct {
 	sandbox        cli.SandboxFlags
 	stopOn         []string
 	sameGraderErr  int
+	threshold      cli.Threshold
 	env            []string
 	secretEnv      []string
 	mcpServers     []string
@@ -124,6 +125,7 @@ func (f *runFlags) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.freshProcess, "fresh-process", false, "start a new agent process for every case and trial")
 	fs.IntVar(&f.warm, "warm", 0, "while a unit runs, prepare the next `n` units of each worker: workspace copy, agent (when each unit has its own) and session (0: none; default 2 with --sandbox bwrap and a workspace, else 1)")
 	cli.GraderTimeoutVar(fs, &f.graderTimeout)
+	f.threshold.Add(fs)
 	fs.BoolVar(&f.agentStderr, "agent-stderr", false, "copy the agent's stderr to harness's stderr")
 	fs.BoolVar(&f.progress, "progress", false, "print a line per finished record on stderr (default on a terminal)")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors on stderr")
@@ -196,6 +198,9 @@ type validFlags struct {
 // validate checks the run flags that need nothing from the outside world.
 func (f *runFlags) validate() (*validFlags, error) {
 	v := &validFlags{}
+	if _, err := f.threshold.Value(); err != nil {
+		return nil, err
+	}
 	var err error
 	switch {
 	case f.concurrency < 1:
@@ -387,7 +392,11 @@ func (f *runFlags) graderOptions(e *cli.Env, s *runSetup, wd string, sb sandbox.
 		s.cleanup = func() { bc.Remove(); prev() }
 	}
 	secrets := new([]string)
-	return graders.Options{Timeout: f.graderTimeout, Getenv: e.Getenv, Dir: wd, Sandbox: gsb, JudgeCache: cache,
+	threshold, err := f.threshold.Value()
+	if err != nil {
+		return graders.Options{}, nil, err
+	}
+	return graders.Options{Threshold: threshold, Timeout: f.graderTimeout, Getenv: e.Getenv, Dir: wd, Sandbox: gsb, JudgeCache: cache,
 		SecretEnv: func(name string) { *secrets = append(*secrets, name) }, Warn: e.GraderWarn(s.cmd)}, secrets, nil
 }
 
