@@ -33,10 +33,10 @@ var assertionTypes = []string{"equals", "contains", "icontains", "contains-any",
 // assertionInstead says, for assertion types of other tools harness does
 // not run, what to write instead.
 var assertionInstead = map[string]string{
-	"python": "Python does not run in-process: make it a script grader, {type: script, command: [python3, check.py]} (it reads the record as JSON on stdin and prints {\"pass\": ..., \"score\": ...})",
-	"similar": "use an llm-rubric assertion, or a grader {type: llm-judge, prompt: ...}",
+	"python":                "Python does not run in-process: make it a script grader, {type: script, command: [python3, check.py]} (it reads the record as JSON on stdin and prints {\"pass\": ..., \"score\": ...})",
+	"similar":               "use an llm-rubric assertion, or a grader {type: llm-judge, prompt: ...}",
 	"model-graded-closedqa": "use an llm-rubric assertion, or a grader {type: llm-judge, prompt: ...}",
-	"factuality": "use an llm-rubric assertion, or a grader {type: llm-judge, prompt: ...}",
+	"factuality":            "use an llm-rubric assertion, or a grader {type: llm-judge, prompt: ...}",
 }
 
 // orList lists words as "a, b or c".
