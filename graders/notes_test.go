@@ -61,3 +61,22 @@ func TestCompositeCheckReason(t *testing.T) {
 		t.Errorf("checks = %+v", r.Checks)
 	}
 }
+
+// A judge nobody answers at (connection refused) is a grader error that
+// says so, not a timeout, however long the retries waited.
+func TestJudgeUnreachable(t *testing.T) {
+	p := writeConfig(t, "judge.yaml", "type: llm-judge\nmodel: gpt-4o-mini\nbaseURL: http://127.0.0.1:1/v1\ntimeout: 300ms\nprompt: \"Rate {{response}}\"\n")
+	g, err := Load(p, Options{Getenv: func(k string) string {
+		if k == "OPENAI_API_KEY" {
+			return "sk-test"
+		}
+		return ""
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := g.Grade(context.Background(), &Input{Record: record("x", "")})
+	if r.Error == nil || r.Error.Class != "grader_error" || !strings.Contains(r.Error.Message, "judge unreachable") {
+		t.Errorf("error = %+v; want grader_error, judge unreachable", r.Error)
+	}
+}

@@ -40,9 +40,9 @@ type TrialsRecord struct {
 	// PassExpK is pass^K; absent when N < K.
 	PassExpK *float64 `json:"passExpK,omitempty"`
 	// PassAt holds pass@k for k = 1..N, keyed "1".."N".
-	PassAt map[string]float64 `json:"passAt"`
+	PassAt Curve `json:"passAt"`
 	// PassExp holds pass^k for k = 1..N, keyed "1".."N".
-	PassExp map[string]float64 `json:"passExp"`
+	PassExp Curve `json:"passExp"`
 	// PassRateCI is the Wilson 95% interval of PassRate; absent when N is 0.
 	PassRateCI *Interval `json:"passRateCI,omitempty"`
 	// MeanScore is the mean score of the N graded trials, for graders
@@ -316,8 +316,8 @@ type TrialsSummary struct {
 	PassExpK *Estimate `json:"passExpK,omitempty"`
 	// PassAt and PassExp hold the mean curves keyed "1".."max n"; each point
 	// averages the cases with n ≥ k (Cases says how many).
-	PassAt  map[string]Estimate `json:"passAt"`
-	PassExp map[string]Estimate `json:"passExp"`
+	PassAt  EstimateCurve `json:"passAt"`
+	PassExp EstimateCurve `json:"passExp"`
 	// Confidence, Seed and Resamples describe the bootstrap.
 	Confidence float64 `json:"confidence"`
 	Seed       uint64  `json:"seed"`
