@@ -106,10 +106,11 @@ func ReviewOutput(e *Env, path string, force bool) (*results.File, error) {
 	return f, nil
 }
 
-// LoadReviewGrader loads -g for calibrate and validate-refs.
-func LoadReviewGrader(e *Env, spec string, to time.Duration, cache *judgecache.Cache) (graders.Grader, review.GradeFunc, error) {
+// LoadReviewGrader loads -g for calibrate and validate-refs (cmd), with
+// the --threshold given (nil: each grader's own).
+func LoadReviewGrader(e *Env, cmd, spec string, to time.Duration, threshold *float64, cache *judgecache.Cache) (graders.Grader, review.GradeFunc, error) {
 	wd, _ := os.Getwd()
-	g, err := graders.Load(spec, graders.Options{Timeout: to, Getenv: e.Getenv, Dir: wd, JudgeCache: cache})
+	g, err := graders.Load(spec, graders.Options{Timeout: to, Getenv: e.Getenv, Dir: wd, JudgeCache: cache, Warn: e.GraderWarn(cmd), Threshold: threshold})
 	if err != nil {
 		return nil, nil, Input(err)
 	}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -17,7 +18,7 @@ func TestWriteMarkdownSummary(t *testing.T) {
 	for _, want := range []string{
 		"### PR \\#12 \\| eval\n",
 		"**`trials_a.jsonl`** · agent fakeagent 1.2.3",
-		"**Pass rate " + pct(*sum.PassRate) + "** (95% CI " + pct(sum.PassRateCI.Low) + "–" + pct(sum.PassRateCI.High) + "): 41 of 47 graded trials passed · 12 of 14 cases graded · 47 of 56 trials graded · k = 4",
+		"**Pass rate " + pct(*sum.PassRate) + "** (95% CI " + pct(sum.PassRateCI.Low) + "–" + pct(sum.PassRateCI.High) + "): 41 of 47 graded trials passed · mean score " + fmt.Sprintf("%.3f (95%% CI %.3f–%.3f)", sum.MeanScore.Mean, sum.MeanScore.Low, sum.MeanScore.High) + " · 12 of 14 cases graded · 47 of 56 trials graded · k = 4",
 		"⚠️ **1 trials hit grader errors**: the pass rate covers only the graded trials.",
 		"Not graded (every trial excluded): crash, hang",
 		"⚠️ 9 trials left out of n for infrastructure errors: agent\\_crash 4, grader\\_error 1, timeout 4",

@@ -321,6 +321,8 @@ func (row *CaseRow) add(rec *schemas.CaptureRecord) {
 		if pass {
 			c.C++
 		}
+		c.ScoreSum += rec.Score.Score
+		c.Scored++
 	case trials.Ungraded:
 		c.Ungraded++
 	default:
@@ -341,20 +343,23 @@ func (row *CaseRow) add(rec *schemas.CaptureRecord) {
 func WriteAggregate(w io.Writer, rows []*CaseRow, sum schemas.TrialsSummary) error {
 	var b strings.Builder
 	tw := newTable(&b)
-	fmt.Fprintln(tw, "id\ttrials\tgraded\tpassed\tpass rate\t95% CI (Wilson)\tmean ms\ttool calls\texcluded")
+	fmt.Fprintln(tw, "id\ttrials\tgraded\tpassed\tpass rate\t95% CI (Wilson)\tmean score\tmean ms\ttool calls\texcluded")
 	for _, r := range rows {
 		c := &r.Count
-		rate, ci := "n/a", "n/a"
+		rate, ci, score := "n/a", "n/a", "n/a"
 		if c.N > 0 {
 			rate = fmt.Sprintf("%.3f", float64(c.C)/float64(c.N))
 			lo, hi, _ := trials.Wilson(c.C, c.N, trials.Z95)
 			ci = fmt.Sprintf("[%.3f, %.3f]", lo, hi)
 		}
+		if m := c.MeanScore(); m != nil {
+			score = fmt.Sprintf("%.3f", *m)
+		}
 		excl := trials.ClassCounts(c.Errors)
 		if c.Ungraded > 0 {
 			excl = strings.TrimPrefix(excl+fmt.Sprintf(", ungraded %d", c.Ungraded), "-, ")
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%d\t%d\t%s\n", r.ID, c.Trials, c.N, c.C, rate, ci,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%s\t%d\t%d\t%s\n", r.ID, c.Trials, c.N, c.C, rate, ci, score,
 			r.Duration/int64(max(c.Trials, 1)), r.Tools, excl)
 	}
 	tw.Flush()

@@ -29,6 +29,11 @@ type Limits struct {
 	// of one of these classes: the agent's error, or the grader's (a
 	// grader class is known once the record is graded).
 	StopOn []string
+	// SameGraderError stops the run when each of the first
+	// SameGraderError graded records has the same grader error (the
+	// same class and gist): a grader broken for every record would fail
+	// the rest too, each after an agent run (0: never).
+	SameGraderError int
 }
 
 // Stop kinds.
@@ -37,6 +42,9 @@ const (
 	KindBudget = "budget"
 	// KindStopOn: a unit failed with an error class of StopOn.
 	KindStopOn = "stop-on"
+	// KindSameGraderError: the first SameGraderError graded records all
+	// had the same grader error; ID, Trial and Error are the last's.
+	KindSameGraderError = "same-grader-error"
 )
 
 // Stop says why a run stopped.
@@ -66,6 +74,10 @@ type Controller struct {
 	final   *schemas.Cost          // records that are in
 	pending map[unit]*schemas.Cost // units whose turns answered, record not in yet
 	stop    *Stop
+	// graded counts the records graded so far; sameErr is the error
+	// every one of them had ("" once one differs or passed).
+	graded  int
+	sameErr string
 }
 
 type unit struct {
@@ -100,6 +112,33 @@ func (c *Controller) Record(rec *schemas.CaptureRecord) {
 		return // a stop is not a verdict
 	}
 	c.check(rec)
+	c.checkGrader(rec)
+}
+
+// checkGrader stops the run when the first graded records all had the
+// same grader error; c.mu is held.
+func (c *Controller) checkGrader(rec *schemas.CaptureRecord) {
+	n := c.limits.SameGraderError
+	if n <= 0 || c.stop != nil || rec.Error != nil || rec.Score == nil || c.graded >= n {
+		return
+	}
+	c.graded++
+	e := rec.Score.Error
+	key := ""
+	if e != nil {
+		key = e.Class + "\x00" + e.Gist()
+	}
+	switch {
+	case key == "":
+		c.sameErr = ""
+	case c.graded == 1:
+		c.sameErr = key
+	case key != c.sameErr:
+		c.sameErr = ""
+	}
+	if c.graded == n && c.sameErr != "" {
+		c.halt(&Stop{Kind: KindSameGraderError, Limit: Limits{SameGraderError: n}, ID: rec.ID, Trial: rec.Trial, Error: e})
+	}
 }
 
 // check stops the run if rec's error or the spending reach a limit; c.mu

@@ -37,15 +37,18 @@ type CompareReport struct {
 
 // RunSummary describes one side of a comparison.
 type RunSummary struct {
-	File     string         `json:"file"`
-	Kind     string         `json:"kind"`
-	Cases    int            `json:"cases"`
-	Trials   int            `json:"trials"`
-	Graded   int            `json:"graded"`
-	Passes   int            `json:"passes"`
-	PassRate *float64       `json:"passRate,omitempty"`
-	Ungraded int            `json:"ungraded,omitempty"`
-	Errors   map[string]int `json:"errors,omitempty"`
+	File     string   `json:"file"`
+	Kind     string   `json:"kind"`
+	Cases    int      `json:"cases"`
+	Trials   int      `json:"trials"`
+	Graded   int      `json:"graded"`
+	Passes   int      `json:"passes"`
+	PassRate *float64 `json:"passRate,omitempty"`
+	// MeanScore is the mean over cases of their graded trials' mean
+	// score; absent when no trial has a score.
+	MeanScore *float64       `json:"meanScore,omitempty"`
+	Ungraded  int            `json:"ungraded,omitempty"`
+	Errors    map[string]int `json:"errors,omitempty"`
 }
 
 // CaseSide is one run's result on one case.

@@ -57,6 +57,7 @@ var goTypes = map[string]reflect.Type{
 	"Cost":              reflect.TypeFor[Cost](),
 	"ModelCall":         reflect.TypeFor[ModelCall](),
 	"ErrorInfo":         reflect.TypeFor[ErrorInfo](),
+	"GraderAgreement":   reflect.TypeFor[GraderAgreement](),
 	"GraderResult":      reflect.TypeFor[GraderResult](),
 	"Interval":          reflect.TypeFor[Interval](),
 	"PromptCase":        reflect.TypeFor[PromptCase](),

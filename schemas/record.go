@@ -361,6 +361,10 @@ type GraderResult struct {
 	DurationMs int64           `json:"durationMs,omitempty"`
 	Usage      json.RawMessage `json:"usage,omitempty"`
 	Error      *ErrorInfo      `json:"error,omitempty"`
+	// Notes say what the grader's reply held that harness did not read
+	// (a misspelt key), for the caller to tell the grader's author; they
+	// are not written.
+	Notes []string `json:"-"`
 }
 
 // Check is one aspect of a grader result.

@@ -190,12 +190,17 @@ type briefStep struct {
 func ParseResultLineBrief(line []byte) (ResultLine, error) {
 	var brief struct {
 		recordFields
-		Trajectory []briefStep `json:"trajectory"`
-		Events     []briefStep `json:"events"`
+		Trajectory  []briefStep   `json:"trajectory"`
+		Events      []briefStep   `json:"events"`
+		GraderError *GraderResult `json:"graderError"`
 	}
 	line = bytes.TrimSpace(line)
 	if len(line) > 0 && line[0] == '{' && fastjson.Unmarshal(line, &brief) == nil && brief.Trajectory != nil && brief.ID != "" {
 		cr := CaptureRecord(brief.recordFields)
+		if cr.Score == nil {
+			// A grader error is read back as the full reader reads it.
+			cr.Score = brief.GraderError
+		}
 		cr.Trajectory = make([]Step, len(brief.Trajectory))
 		for i, st := range brief.Trajectory {
 			cr.Trajectory[i] = Step{Type: st.Type, StepID: st.StepID, Name: st.Name}

@@ -40,11 +40,14 @@ type TrialsRecord struct {
 	// PassExpK is pass^K; absent when N < K.
 	PassExpK *float64 `json:"passExpK,omitempty"`
 	// PassAt holds pass@k for k = 1..N, keyed "1".."N".
-	PassAt map[string]float64 `json:"passAt"`
+	PassAt Curve `json:"passAt"`
 	// PassExp holds pass^k for k = 1..N, keyed "1".."N".
-	PassExp map[string]float64 `json:"passExp"`
+	PassExp Curve `json:"passExp"`
 	// PassRateCI is the Wilson 95% interval of PassRate; absent when N is 0.
 	PassRateCI *Interval `json:"passRateCI,omitempty"`
+	// MeanScore is the mean score of the N graded trials, for graders
+	// whose verdict is a score more than a pass (absent when N is 0).
+	MeanScore *float64 `json:"meanScore,omitempty"`
 	// Errors counts the trials left out of N, by error class.
 	Errors map[string]int `json:"errors,omitempty"`
 	// Ungraded counts trials that ran without a grader (also left out of N).
@@ -323,14 +326,18 @@ type TrialsSummary struct {
 	PassRate *float64 `json:"passRate,omitempty"`
 	// PassRateCI is a bootstrap interval of PassRate, resampling cases.
 	PassRateCI *Interval `json:"passRateCI,omitempty"`
+	// MeanScore is the mean over cases of their graded trials' mean
+	// score, with its bootstrap interval over cases; absent when nothing
+	// was graded or the records carry no scores.
+	MeanScore *Estimate `json:"meanScore,omitempty"`
 	// PassAtK and PassExpK are the means at the asked K, over the cases with
 	// n ≥ K; absent when no case has that many graded trials.
 	PassAtK  *Estimate `json:"passAtK,omitempty"`
 	PassExpK *Estimate `json:"passExpK,omitempty"`
 	// PassAt and PassExp hold the mean curves keyed "1".."max n"; each point
 	// averages the cases with n ≥ k (Cases says how many).
-	PassAt  map[string]Estimate `json:"passAt"`
-	PassExp map[string]Estimate `json:"passExp"`
+	PassAt  EstimateCurve `json:"passAt"`
+	PassExp EstimateCurve `json:"passExp"`
 	// Confidence, Seed and Resamples describe the bootstrap.
 	Confidence float64 `json:"confidence"`
 	Seed       uint64  `json:"seed"`

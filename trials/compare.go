@@ -148,7 +148,11 @@ func Compare(a, b *Run, opt CompareOptions) schemas.CompareReport {
 
 func runSummary(r *Run) schemas.RunSummary {
 	s := schemas.RunSummary{File: r.File, Kind: r.Kind, Cases: len(r.Cases)}
+	var scores []float64
 	for _, c := range r.Cases {
+		if m := c.MeanScore(); m != nil {
+			scores = append(scores, *m)
+		}
 		s.Trials += c.Trials
 		s.Graded += c.N
 		s.Passes += c.C
@@ -163,6 +167,10 @@ func runSummary(r *Run) schemas.RunSummary {
 	if s.Graded > 0 {
 		rate := float64(s.Passes) / float64(s.Graded)
 		s.PassRate = &rate
+	}
+	if len(scores) > 0 {
+		m := mean(scores)
+		s.MeanScore = &m
 	}
 	return s
 }
@@ -227,12 +235,12 @@ func WriteCompareText(w io.Writer, r schemas.CompareReport) error {
 		return fmt.Sprintf("%.3f", *p)
 	}
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "run\tfile\tcases\ttrials\tgraded\tpassed\tpass rate\terrors")
+	fmt.Fprintln(tw, "run\tfile\tcases\ttrials\tgraded\tpassed\tpass rate\tmean score\terrors")
 	for _, s := range []struct {
 		name string
 		r    schemas.RunSummary
 	}{{"A", r.A}, {"B", r.B}} {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", s.name, s.r.File, s.r.Cases, s.r.Trials, s.r.Graded, s.r.Passes, rate(s.r.PassRate), ClassCounts(s.r.Errors))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", s.name, s.r.File, s.r.Cases, s.r.Trials, s.r.Graded, s.r.Passes, rate(s.r.PassRate), rate(s.r.MeanScore), ClassCounts(s.r.Errors))
 	}
 	tw.Flush()
 	fmt.Fprintf(&b, "\ncommon cases: %d (comparable: %d)\n", r.CommonCases, r.McNemar.Cases)

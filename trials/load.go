@@ -15,6 +15,10 @@ type CaseCount struct {
 	N, C     int
 	Ungraded int
 	Errors   map[string]int
+	// ScoreSum sums the scores of the N graded trials; Scored counts those
+	// that had one.
+	ScoreSum float64
+	Scored   int
 	// Estimate, for a case of an adaptive trials run, is its unbiased
 	// pass rate: there C/N is biased by the stopping rule.
 	Estimate *float64
@@ -26,13 +30,32 @@ type CaseCount struct {
 // Add counts one trial of the case (as Counts.Add does) and returns how
 // it counted.
 func (cc *CaseCount) Add(r *schemas.CaptureRecord) (pass bool, excluded string) {
-	return cc.count(func(c *Counts) (bool, string) { return c.Add(r, nil) })
+	pass, excluded = cc.count(func(c *Counts) (bool, string) { return c.Add(r, nil) })
+	if excluded == "" && r.Score != nil {
+		cc.ScoreSum += r.Score.Score
+		cc.Scored++
+	}
+	return pass, excluded
+}
+
+// MeanScore is the mean score of the case's graded trials, or nil.
+func (cc *CaseCount) MeanScore() *float64 {
+	if cc.Scored == 0 {
+		return nil
+	}
+	m := cc.ScoreSum / float64(cc.Scored)
+	return &m
 }
 
 // AddEntry counts one trial of the case's trials record as the record
 // counted it (as Counts.AddEntry does) and returns how.
 func (cc *CaseCount) AddEntry(e *schemas.TrialEntry) (pass bool, excluded string) {
-	return cc.count(func(c *Counts) (bool, string) { return c.AddEntry(e) })
+	pass, excluded = cc.count(func(c *Counts) (bool, string) { return c.AddEntry(e) })
+	if excluded == "" && e.Score != nil {
+		cc.ScoreSum += *e.Score
+		cc.Scored++
+	}
+	return pass, excluded
 }
 
 func (cc *CaseCount) count(add func(*Counts) (bool, string)) (pass bool, excluded string) {

@@ -110,6 +110,7 @@ func BuildRecordFailing(c schemas.PromptCase, k int, recs []schemas.CaptureRecor
 		tr.Trials = append(tr.Trials, schemas.NewTrialEntry(r, excluded))
 	}
 	tr.N, tr.C, tr.Ungraded, tr.Errors = cnt.Graded, cnt.Passed, cnt.Ungraded, cnt.Errors
+	tr.MeanScore = EntriesMeanScore(tr.Trials)
 	for _, class := range slices.Sorted(maps.Keys(counted)) {
 		tr.Warnings = append(tr.Warnings, fmt.Sprintf("%d %s trials counted as failures", counted[class], class))
 	}
@@ -159,4 +160,21 @@ func FillMetrics(tr *schemas.TrialsRecord) {
 	tr.Warnings = append(tr.Warnings, fmt.Sprintf(
 		"passAtK and passExpK are absent: only n=%d of k=%d trials were graded (%d excluded), and the unbiased estimators need n ≥ k; passAt/passExp give k=1..%d",
 		tr.N, tr.K, excluded, tr.N))
+}
+
+// EntriesMeanScore is the mean score of the graded trials of a case (those
+// with a flat score), or nil when none has one.
+func EntriesMeanScore(es []schemas.TrialEntry) *float64 {
+	sum, n := 0.0, 0
+	for _, e := range es {
+		if e.Excluded == "" && e.Score != nil {
+			sum += *e.Score
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	m := sum / float64(n)
+	return &m
 }

@@ -43,6 +43,8 @@ type Summary struct {
 	adaptive   *schemas.AdaptiveSummary
 	rates      []float64
 	allN, allC int
+	// scores are the cases' mean scores.
+	scores []float64
 }
 
 // NewSummary returns an empty summary for a run that asked k trials per case
@@ -60,9 +62,21 @@ func (s *Summary) Add(r schemas.TrialsRecord) {
 	if a := r.Adaptive; a != nil {
 		s.addAdaptive(r)
 		s.add(r.ID, a.MinK, len(r.Trials), a.FirstN, a.FirstC, r.Ungraded, r.Missing, r.Errors)
+		s.addScore(r.MeanScore, r.Trials)
 		return
 	}
 	s.add(r.ID, r.K, len(r.Trials), r.N, r.C, r.Ungraded, r.Missing, r.Errors)
+	s.addScore(r.MeanScore, r.Trials)
+}
+
+// addScore counts a case's mean score: the record's, else its entries'.
+func (s *Summary) addScore(m *float64, es []schemas.TrialEntry) {
+	if m == nil {
+		m = EntriesMeanScore(es)
+	}
+	if m != nil {
+		s.scores = append(s.scores, *m)
+	}
 }
 
 func (s *Summary) addAdaptive(r schemas.TrialsRecord) {
@@ -249,6 +263,11 @@ func (s *Summary) Result(seed uint64, resamples int) schemas.TrialsSummary {
 	}
 	out.PassRate = &rate
 	out.PassRateCI = &schemas.Interval{Low: lo, High: hi, Method: methodField(rateMethod)}
+	if len(s.scores) > 0 {
+		ms := estimate(0, slices.Sorted(slices.Values(s.scores)), seed, resamples, &notes, "the mean score")
+		ms.Cases = len(s.scores)
+		out.MeanScore = &ms
+	}
 	if len(ns) == 0 {
 		out.Warnings = append(out.Warnings, notes.warnings()...)
 		s.last = &out
@@ -438,6 +457,10 @@ func WriteSummaryTable(w io.Writer, r schemas.TrialsSummary) error {
 	} else {
 		b.WriteString("pass rate: n/a (no graded trial)\n")
 	}
+	if m := r.MeanScore; m != nil {
+		fmt.Fprintf(&b, "mean score: %.3f [%.3f, %.3f] (mean over %s of their graded trials' scores; %.0f%% bootstrap over cases)\n",
+			m.Mean, m.Low, m.High, caseCount(m.Cases), 100*r.Confidence)
+	}
 	if a := r.Adaptive; a != nil {
 		writeAdaptive(&b, a, counts.Passed, counts.Graded)
 	}
@@ -476,6 +499,9 @@ func WriteSummaryTable(w io.Writer, r schemas.TrialsSummary) error {
 // trials asked for the case.
 func (s *Summary) AddCount(cc *CaseCount, k int) {
 	s.add(cc.ID, k, cc.Trials, cc.N, cc.C, cc.Ungraded, max(0, k-cc.Trials), cc.Errors)
+	if m := cc.MeanScore(); m != nil {
+		s.scores = append(s.scores, *m)
+	}
 }
 
 // GraderErrors counts the trials of a summary left out of n because their
@@ -497,4 +523,12 @@ func writeAdaptive(b *strings.Builder, a *schemas.AdaptiveSummary, passes, grade
 			passes, graded, *a.NaivePassRate)
 	}
 	fmt.Fprintf(b, "pass@k and pass^k below: from the first %d trials of every case, unbiased for k ≤ %d\n", a.MinK, a.MinK)
+}
+
+// caseCount is "1 case" or "n cases".
+func caseCount(n int) string {
+	if n == 1 {
+		return "1 case"
+	}
+	return fmt.Sprintf("%d cases", n)
 }

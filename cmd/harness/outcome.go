@@ -186,9 +186,12 @@ func (v *runView) stopError(res *evaluation.Result) (string, error) {
 		}
 		return statusBudget, cli.WithCode(cli.ExitBudget, fmt.Errorf("budget spent (%s; %s): no new work was started, %s not run; the output holds every finished record, continue with --resume and a larger budget",
 			cost.Format(res.Spent), limit, cli.Plural(res.NotRun(), "unit")))
+	case stop.Kind == runctl.KindSameGraderError:
+		return statusInfraErrors, cli.WithCode(cli.ExitInfraErrors, fmt.Errorf("stopped: the first %s all had the same grader error, so the grader is broken rather than the agent: %s; %s not run; fix the grader, then grade the kept records with harness grade and continue with --resume (--stop-on-same-grader-error 0 runs on)",
+			cli.Plural(stop.Limit.SameGraderError, "graded record"), stop.Error.Gist(), cli.Plural(res.NotRun(), "unit")))
 	case stop.Kind == runctl.KindStopOn:
 		return statusInfraErrors, cli.WithCode(cli.ExitInfraErrors, fmt.Errorf("stopped at the first %s error (case %q trial %d): %s; %s not run; the output holds every finished record, continue with --resume",
-			stop.Error.Class, stop.ID, max(stop.Trial, 1), cli.FirstLine(stop.Error.Message), cli.Plural(res.NotRun(), "unit")))
+			stop.Error.Class, stop.ID, max(stop.Trial, 1), stop.Error.Gist(), cli.Plural(res.NotRun(), "unit")))
 	}
 	return "", nil
 }

@@ -55,6 +55,8 @@ type runFlags struct {
 	maxRecordBytes int64
 	sandbox        cli.SandboxFlags
 	stopOn         []string
+	sameGraderErr  int
+	threshold      cli.Threshold
 	env            []string
 	secretEnv      []string
 	mcpServers     []string
@@ -134,10 +136,12 @@ func (f *runFlags) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.freshProcess, "fresh-process", false, "start a new agent process for every case and trial")
 	fs.IntVar(&f.warm, "warm", 0, "while a unit runs, prepare the next `n` units of each worker: workspace copy, agent (when each unit has its own) and session (0: none; default 2 with --sandbox bwrap and a workspace, else 1)")
 	cli.GraderTimeoutVar(fs, &f.graderTimeout)
+	f.threshold.Add(fs)
 	fs.BoolVar(&f.agentStderr, "agent-stderr", false, "copy the agent's stderr to harness's stderr")
 	fs.BoolVar(&f.progress, "progress", false, "print a line per finished record on stderr (default on a terminal)")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors on stderr")
 	fs.StringSliceVar(&f.stopOn, "stop-on", nil, "end the run at the first record with one of these error `classes` (auth_required,...) instead of failing every case the same way")
+	fs.IntVar(&f.sameGraderErr, "stop-on-same-grader-error", 3, "end the run when each of the first `n` graded records had the same grader error, rather than run the agent for a grader that fails every record (0: never)")
 	fs.StringVar(&f.shard, "shard", "", "run only share `I/N` of the units (1-based I), for spreading a run over machines")
 	fs.StringVar(&f.junit, "junit", "", "after the run, write a JUnit XML report of the output to `file` (one testcase per case)")
 	fs.StringVar(&f.events, "events", "", "write the run's events (planned, started, turn_answered, record_written, case_finished, stop_requested, summary_written, finished) to `file` as JSON lines, as they happen")
@@ -157,6 +161,7 @@ func (f *runFlags) addFlags(fs *pflag.FlagSet) {
 
 // runSetup is everything a run needs, checked before any agent starts.
 type runSetup struct {
+	cmd     string // the command: capture, trials, run
 	file    string // the prompts file as named on the command line
 	path    string // where to read it (a copy, for standard input)
 	cleanup func()
@@ -187,7 +192,7 @@ func (f *runFlags) prepare(ctx context.Context, e *cli.Env, args, agent []string
 	if err != nil {
 		return nil, err
 	}
-	s.shard = v.shard
+	s.shard, s.cmd = v.shard, cmdName
 	if err := f.configure(ctx, e, s, v, agent); err != nil {
 		s.cleanup()
 		return nil, err
@@ -207,10 +212,15 @@ type validFlags struct {
 // validate checks the run flags that need nothing from the outside world.
 func (f *runFlags) validate() (*validFlags, error) {
 	v := &validFlags{}
+	if _, err := f.threshold.Value(); err != nil {
+		return nil, err
+	}
 	var err error
 	switch {
 	case f.concurrency < 1:
 		return nil, cli.Usagef("--concurrency must be at least 1")
+	case f.sameGraderErr < 0:
+		return nil, cli.Usagef("--stop-on-same-grader-error %d: want a count of records, or 0 for never", f.sameGraderErr)
 	case f.timeout <= 0:
 		return nil, cli.Usagef("--timeout must be positive")
 	case f.maxCost < 0 || f.maxTokens < 0:
@@ -435,8 +445,12 @@ func (f *runFlags) graderOptions(e *cli.Env, s *runSetup, wd string, sb sandbox.
 		s.cleanup = func() { bc.Remove(); prev() }
 	}
 	secrets := new([]string)
-	return graders.Options{Timeout: f.graderTimeout, Getenv: e.Getenv, Dir: wd, Sandbox: gsb, JudgeCache: cache,
-		SecretEnv: func(name string) { *secrets = append(*secrets, name) }}, secrets, nil
+	threshold, err := f.threshold.Value()
+	if err != nil {
+		return graders.Options{}, nil, err
+	}
+	return graders.Options{Threshold: threshold, Timeout: f.graderTimeout, Getenv: e.Getenv, Dir: wd, Sandbox: gsb, JudgeCache: cache,
+		SecretEnv: func(name string) { *secrets = append(*secrets, name) }, Warn: e.GraderWarn(s.cmd)}, secrets, nil
 }
 
 // loadGraders loads -g's graders and harness run's (moreGraders).

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -177,7 +178,8 @@ func waitFile(ts *testscript.TestScript, neg bool, args []string) {
 // script and points OPENAI_BASE_URL and OPENAI_API_KEY at it: "fakejudge
 // VERDICT" answers every request with pass VERDICT (true or false), score 1
 // or 0, and 40 prompt and 8 completion tokens. The number of requests so far
-// is in the file judge.count of the script's directory.
+// is in the file judge.count of the script's directory, and every request's
+// body, one a line, in judge.requests.
 func fakeJudge(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 || (args[0] != "true" && args[0] != "false") {
 		ts.Fatalf("usage: fakejudge true|false")
@@ -185,8 +187,16 @@ func fakeJudge(ts *testscript.TestScript, neg bool, args []string) {
 	pass := args[0] == "true"
 	var n atomic.Int64
 	count := ts.MkAbs("judge.count")
+	requests := ts.MkAbs("judge.requests")
+	var mu sync.Mutex
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		if f, err := os.OpenFile(requests, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+			f.Write(append(body, '\n'))
+			f.Close()
+		}
+		mu.Unlock()
 		if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/chat/completions") {
 			http.NotFound(w, r)
 			return
