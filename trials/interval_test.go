@@ -30,7 +30,7 @@ func TestAllPassingCasesGetTheExactInterval(t *testing.T) {
 	for _, want := range []string{
 		"pass rate: 1.000 [0.735, 1.000] exact (12/12 graded trials; 95% exact Clopper–Pearson over the 12 cases, as every case had the same verdict; other intervals: 95% bootstrap over cases, 200 resamples, seed 1)",
 		"[0.735, 1.000] exact",
-		"note: every case has the same verdict for the pass rate, pass@1, pass^1 (all pass or all fail)",
+		"note: every case has the same verdict for the pass rate, the mean score, pass@1, pass^1 (all pass or all fail)",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)

@@ -214,10 +214,12 @@
     });
     box.appendChild(bar);
     var calls = rec.modelCalls || [];
+    var tm = rec.timing || {};
     if (calls.length && tm.start) {
       // The model calls of the ledger on the same time axis, a lane under
       // the bar: each call from its start for its duration.
       var lane = el("div", { class: "tcalls", role: "img", "aria-label": "model calls" });
+      if (scale > 0) setStyle(lane, "width:" + Math.max(1, 100 * Math.min(1, sum / scale)).toFixed(2) + "%");
       calls.forEach(function (c) {
         var left = Math.max(0, Math.min(1, (c.start - tm.start) / sum));
         var width = Math.max((c.duration || 0) / sum, 0.004);
