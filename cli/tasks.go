@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -46,6 +47,12 @@ func (f *TaskFlags) Store(log io.Writer) (*image.Store, error) {
 			return nil, err
 		}
 		dir = d
+	}
+	// The unpacked trees are mounted from other directories: their
+	// paths must not depend on where a process runs.
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
 	}
 	policy, err := image.ParsePolicy(f.ImagePolicy)
 	if err != nil {
