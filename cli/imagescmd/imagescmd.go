@@ -6,6 +6,7 @@ package imagescmd
 import (
 	"context"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -29,7 +30,7 @@ func NewCmd() *cli.Command {
 		Short: "list, prune or fill the image cache",
 		Long: `Without arguments (or with list), lists the image cache: each unpacked
 image (reference, digest, size, when a run last used it, whether a run
-holds it now) and each image pulled from a registry (reference, digest,
+holds it now, the task sets that ran in it) and each image pulled from a registry (reference, digest,
 stored size, when it was pulled).
 
 prune removes the unpacked images no run holds that were last used more
@@ -169,7 +170,7 @@ func list(e *cli.Env, store *image.Store) error {
 		return err
 	}
 	w := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "UNPACKED\tDIGEST\tSIZE\tLAST USED\tIN USE")
+	fmt.Fprintln(w, "UNPACKED\tDIGEST\tSIZE\tLAST USED\tIN USE\tUSED BY")
 	var total int64
 	for _, en := range entries {
 		inUse := ""
@@ -177,7 +178,7 @@ func list(e *cli.Env, store *image.Store) error {
 			inUse = "yes"
 		}
 		total += en.Size
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", en.Ref, short(en.Digest), image.Bytes(en.Size), en.LastUsed.Format(time.DateTime), inUse)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", en.Ref, short(en.Digest), image.Bytes(en.Size), en.LastUsed.Format(time.DateTime), inUse, strings.Join(en.UsedBy, ", "))
 	}
 	fmt.Fprintln(w, "\nPULLED\tDIGEST\tSTORED\tPULLED\tLAYERS")
 	for _, r := range recs {
