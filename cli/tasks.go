@@ -50,6 +50,12 @@ func (f *TaskFlags) Store(log io.Writer) (*image.Store, error) {
 		}
 		dir = d
 	}
+	// The unpacked trees are mounted from other directories: their
+	// paths must not depend on where a process runs.
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
 	policy, err := image.ParsePolicy(f.ImagePolicy)
 	if err != nil {
 		return nil, Usagef("--image-policy: %v", err)
@@ -152,7 +158,7 @@ func ResolveTaskImages(ctx context.Context, e *Env, store *image.Store, set *tas
 		if ctx.Err() != nil {
 			return nil, WithCode(ExitInterrupted, ctx.Err())
 		}
-		return nil, Input(err)
+		return nil, PullFailure(err)
 	}
 	if !quiet {
 		fmt.Fprintln(e.Stderr, ImagesLine(set, imgs, choices))
@@ -185,6 +191,8 @@ func ImagesLine(set *taskset.Set, imgs map[string]*image.Image, choices []taskse
 			add("from the cache", t.Name)
 		case img.Kind == "build":
 			add("built", t.Name)
+		case img.Source == image.SourcePulled:
+			add("unpacked from the registry store", t.Name)
 		case img.Kind == "local":
 			add("unpacked from the local image storage", t.Name)
 		default:
@@ -226,6 +234,90 @@ func names(tasks []string) string {
 		return ""
 	}
 	return " (" + strings.Join(tasks, ", ") + ")"
+}
+
+// FetchImages pulls the registry images of refs ("" skipped, each once)
+// that the store lacks, before anything is unpacked or built, saying on
+// stderr how each comes along. users names who uses each reference (a
+// case, --image) for the message of one that cannot be had; every such
+// failure is reported, then the run fails (PullFailure).
+func FetchImages(ctx context.Context, e *Env, store *image.Store, refs []string, users map[string][]string, quiet bool) error {
+	if store.Registry != nil && !quiet {
+		store.Registry.OnRetry = func(ref string, wait time.Duration, why string) {
+			fmt.Fprintf(e.Stderr, "pull %s: %s; trying again in %s\n", ref, why, wait.Round(time.Millisecond))
+		}
+	}
+	var failed []error
+	seen := map[string]bool{}
+	for _, ref := range refs {
+		if ref == "" || seen[ref] {
+			continue
+		}
+		seen[ref] = true
+		var last pull.Progress
+		pulled, err := store.Fetch(ctx, ref, func(p pull.Progress) {
+			last = p
+			if p.Layer > 0 && !quiet {
+				fmt.Fprintf(e.Stderr, "pull %s: layer %d/%d, %s of %s\n", p.Ref, p.Layer, p.Layers, image.Bytes(p.Bytes), image.Bytes(p.Total))
+			}
+		})
+		if ctx.Err() != nil {
+			return WithCode(ExitInterrupted, ctx.Err())
+		}
+		if err != nil {
+			who := strings.Join(users[ref], ", ")
+			if who == "" {
+				who = "a case"
+			}
+			failed = append(failed, fmt.Errorf("%s: %w", who, err))
+			continue
+		}
+		if pulled && !quiet {
+			fmt.Fprintf(e.Stderr, "pulled %s: %d layers, %s fetched of %s\n", ref, last.Layers, image.Bytes(last.Fetched), image.Bytes(last.Total))
+		}
+	}
+	if len(failed) > 0 {
+		return PullFailure(errors.Join(failed...))
+	}
+	return nil
+}
+
+// PullFailure is the error of a run that could not have its images: an
+// infrastructure failure (ExitInfraErrors) when every pull that failed
+// found its registry unreachable or failing (nothing is wrong with the
+// input; run again when the registry answers), else an input error (a
+// reference the registry lacks, credentials refused, no image at all).
+func PullFailure(err error) error {
+	if allUnavailable(err) {
+		return WithCode(ExitInfraErrors, fmt.Errorf("%w\n(a registry could not be reached: an infrastructure failure; nothing ran)", err))
+	}
+	return Input(err)
+}
+
+// allUnavailable says whether err holds pull errors and every one of them
+// is a registry that could not be reached.
+func allUnavailable(err error) bool {
+	var walk func(error) (pulls int, ok bool)
+	walk = func(err error) (int, bool) {
+		var pe *pull.Error
+		if j, isJoin := err.(interface{ Unwrap() []error }); isJoin {
+			n := 0
+			for _, e := range j.Unwrap() {
+				m, ok := walk(e)
+				if !ok {
+					return 0, false
+				}
+				n += m
+			}
+			return n, true
+		}
+		if errors.As(err, &pe) {
+			return 1, pe.Kind == pull.Unavailable
+		}
+		return 0, false
+	}
+	n, ok := walk(err)
+	return ok && n > 0
 }
 
 // ValidateTaskRefs runs each task of a Harbor task directory or dataset

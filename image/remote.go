@@ -145,6 +145,54 @@ type Entry struct {
 	LastUsed time.Time
 	// InUse says a run holds it now.
 	InUse bool
+	// UsedBy are the task sets that have run in it (their directories),
+	// as UsedBy noted them.
+	UsedBy []string
+}
+
+// usersFile lists, one a line, the task sets that used an entry.
+const usersFile = "users"
+
+// UsedBy notes that the task set in dir ran in img, for Entries. An image
+// that is not an entry of the cache (a directory used in place) is left
+// alone; a note that cannot be written is dropped (it only informs).
+func (s *Store) UsedBy(img *Image, dir string) {
+	if img == nil || dir == "" || img.Rootfs == "" {
+		return
+	}
+	entry := filepath.Dir(img.Rootfs)
+	if filepath.Dir(entry) != filepath.Clean(s.Dir) {
+		return
+	}
+	file := filepath.Join(entry, usersFile)
+	b, _ := os.ReadFile(file)
+	for _, l := range strings.Split(string(b), "\n") {
+		if l == dir {
+			return
+		}
+	}
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	f.WriteString(dir + "\n")
+}
+
+// usedBy reads the task sets noted for the entry in dir.
+func usedBy(dir string) []string {
+	b, err := os.ReadFile(filepath.Join(dir, usersFile))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if l != "" {
+			out = append(out, l)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // entryPrefixes are the cache's unpacked images' directory names.
@@ -177,6 +225,7 @@ func (s *Store) Entries() ([]Entry, error) {
 			e.Size = treeSize(img.Rootfs)
 		}
 		e.InUse = s.inUse(dir)
+		e.UsedBy = usedBy(dir)
 		out = append(out, e)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].LastUsed.Before(out[j].LastUsed) })

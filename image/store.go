@@ -173,7 +173,12 @@ func cacheName(digest string) string {
 // missing. fill unpacks into a temporary directory that is renamed into
 // place, so a half-made entry is never used and concurrent runs agree.
 func (s *Store) cached(key, ref, kind string, fill func(img *Image, rootfs string) error) (*Image, error) {
-	img, err := s.entry(key, fill)
+	img, err := s.entry(key, func(img *Image, rootfs string) error {
+		// The entry's record names the reference that made it, for
+		// harness images.
+		img.Ref, img.Kind = ref, kind
+		return fill(img, rootfs)
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -62,6 +62,11 @@ func (s *Set) WriteSuite(cacheDir string, scale float64) (string, error) {
 			return "", err
 		}
 	}
+	// The suite names its prompts file by path, read from the suite's
+	// directory: a relative cache directory would be counted twice.
+	if cacheDir, err = filepath.Abs(cacheDir); err != nil {
+		return "", err
+	}
 	sum := sha256.Sum256([]byte(abs))
 	base := filepath.Join(cacheDir, "task-suites", fmt.Sprintf("%s-%x", filepath.Base(abs), sum[:6]))
 	if err := os.MkdirAll(filepath.Dir(base), 0o755); err != nil {

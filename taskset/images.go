@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sync"
 
 	"harness/harbor"
@@ -161,6 +162,11 @@ func (s *Set) ResolveImages(ctx context.Context, store *image.Store, o ResolveOp
 			return nil, fmt.Errorf("task %s: %w", t.Name, err)
 		}
 		imgs[t.Name] = img
+	}
+	if dir, err := filepath.Abs(s.Dir); err == nil && s.Dir != "" {
+		for _, img := range imgs {
+			store.UsedBy(img, dir)
+		}
 	}
 	return imgs, nil
 }

@@ -2,6 +2,8 @@ package taskset
 
 import (
 	"context"
+	"reflect"
+	"sort"
 	"strings"
 	"testing"
 
@@ -21,7 +23,7 @@ func TestResolveImagesPullsFromRegistries(t *testing.T) {
 	reg := registrytest.Start(t, registrytest.Options{})
 	img := registrytest.Synthetic(t, v1.Config{WorkingDir: "/app"}, map[string]string{"/etc/passwd": "root:x:0:0::/root:/bin/sh\n", "/app/in.txt": "x\n"})
 	ref, digest := reg.Push(t, "tasks/shared:v1", img)
-	set := &Set{Tasks: []*harbor.Task{task("one", ref, ""), task("two", ref, "")}}
+	set := &Set{Dir: t.TempDir(), Tasks: []*harbor.Task{task("one", ref, ""), task("two", ref, "")}}
 	store := &image.Store{Dir: t.TempDir(), Podman: "/nonexistent/podman", Registry: &pull.Client{Transport: reg.Transport, Keychain: authn.NewMultiKeychain()}}
 	var fetched []Fetched
 	imgs, err := set.ResolveImages(context.Background(), store, ResolveOptions{OnFetch: func(f Fetched) { fetched = append(fetched, f) }})
@@ -35,6 +37,20 @@ func TestResolveImagesPullsFromRegistries(t *testing.T) {
 		if got := imgs[n]; got == nil || got.Digest != digest || got.Source != image.SourcePulled {
 			t.Fatalf("task %s: image %+v, want pulled %s", n, got, digest)
 		}
+	}
+	// The cache says which task sets ran in the image, each once.
+	other := &Set{Dir: t.TempDir(), Tasks: []*harbor.Task{task("three", ref, "")}}
+	if _, err := other.ResolveImages(context.Background(), store, ResolveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := set.ResolveImages(context.Background(), store, ResolveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := store.Entries()
+	want := []string{set.Dir, other.Dir}
+	sort.Strings(want)
+	if err != nil || len(entries) != 1 || !reflect.DeepEqual(entries[0].UsedBy, want) {
+		t.Fatalf("entries %+v, %v; want one used by %v", entries, err, want)
 	}
 }
 

@@ -6,6 +6,7 @@ package imagescmd
 import (
 	"context"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -25,11 +26,11 @@ func NewCmd() *cli.Command {
 	)
 	c := &cli.Command{
 		Name:  "images",
-		Usage: "images [list | prune [--older-than D | --all] [--dry-run] | pull TASKS]",
+		Usage: "images [list | prune [--older-than D | --all] [--dry-run] | pull TASKS | save DIR|FILE.tar [REF...] | load DIR|FILE.tar]",
 		Short: "list, prune or fill the image cache",
 		Long: `Without arguments (or with list), lists the image cache: each unpacked
 image (reference, digest, size, when a run last used it, whether a run
-holds it now) and each image pulled from a registry (reference, digest,
+holds it now, the task sets that ran in it) and each image pulled from a registry (reference, digest,
 stored size, when it was pulled).
 
 prune removes the unpacked images no run holds that were last used more
@@ -40,10 +41,19 @@ holds; --dry-run says what would go. It prints what it freed.
 pull TASKS fetches the images of a Harbor task directory or dataset into
 the cache ahead of a run (as the run would, before its first agent).
 
+save writes the pulled images (all, or the references named) as an OCI
+image layout: a new or empty directory, or a tar archive of one when the
+name ends in .tar. load adds such a layout's images to the cache, each
+blob checked against its digest, by the full reference each entry of its
+index.json carries. Together they move the cache to a machine without
+the network, where runs take --image-policy never.
+
 Examples:
   harness images
   harness images prune --older-than 720h --dry-run
-  harness images pull tb2/ --cache-dir /shared/harness-images`,
+  harness images pull tb2/ --cache-dir /shared/harness-images
+  harness images save tb2-images.tar
+  harness images load tb2-images.tar`,
 		Flags: pflag.NewFlagSet("images", pflag.ContinueOnError),
 	}
 	tf.Add(c.Flags)
@@ -118,8 +128,34 @@ Examples:
 				}
 			}
 			return nil
+		case "save":
+			if len(args) < 1 {
+				return cli.Usagef("images save takes a directory or FILE.tar, then the references to save (default all)")
+			}
+			saved, err := store.Pulls().Save(args[0], args[1:])
+			if err != nil {
+				return cli.Input(fmt.Errorf("images save: %w", err))
+			}
+			for _, r := range saved.Records {
+				fmt.Fprintf(e.Stdout, "saved %s %s\n", r.Name, short(r.Digest))
+			}
+			fmt.Fprintf(e.Stdout, "saved %d images, %d blobs (%s) to %s\n", len(saved.Records), saved.Blobs, image.Bytes(saved.Bytes), args[0])
+			return nil
+		case "load":
+			if len(args) != 1 {
+				return cli.Usagef("images load takes one directory or FILE.tar")
+			}
+			loaded, err := store.Pulls().Load(args[0])
+			if err != nil {
+				return cli.Input(fmt.Errorf("images load: %w", err))
+			}
+			for _, r := range loaded.Records {
+				fmt.Fprintf(e.Stdout, "loaded %s %s\n", r.Name, short(r.Digest))
+			}
+			fmt.Fprintf(e.Stdout, "loaded %d images, %d new blobs (%s)\n", len(loaded.Records), loaded.Blobs, image.Bytes(loaded.Bytes))
+			return nil
 		}
-		return cli.Usagef("images: unknown subcommand %q (list, prune, pull)", sub)
+		return cli.Usagef("images: unknown subcommand %q (list, prune, pull, save, load)", sub)
 	}
 	return c
 }
@@ -134,7 +170,7 @@ func list(e *cli.Env, store *image.Store) error {
 		return err
 	}
 	w := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "UNPACKED\tDIGEST\tSIZE\tLAST USED\tIN USE")
+	fmt.Fprintln(w, "UNPACKED\tDIGEST\tSIZE\tLAST USED\tIN USE\tUSED BY")
 	var total int64
 	for _, en := range entries {
 		inUse := ""
@@ -142,7 +178,7 @@ func list(e *cli.Env, store *image.Store) error {
 			inUse = "yes"
 		}
 		total += en.Size
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", en.Ref, short(en.Digest), image.Bytes(en.Size), en.LastUsed.Format(time.DateTime), inUse)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", en.Ref, short(en.Digest), image.Bytes(en.Size), en.LastUsed.Format(time.DateTime), inUse, strings.Join(en.UsedBy, ", "))
 	}
 	fmt.Fprintln(w, "\nPULLED\tDIGEST\tSTORED\tPULLED\tLAYERS")
 	for _, r := range recs {

@@ -27,6 +27,7 @@ import (
 	"harness/sandbox"
 	"harness/testkit/fakeagent"
 	"harness/testkit/fakemodel"
+	"harness/testkit/registrytest"
 	"harness/testkit/testagents"
 )
 
@@ -61,6 +62,11 @@ func TestScripts(t *testing.T) {
 		}
 		bunDir = ""
 	}
+	_, err := exec.LookPath(registrytest.Binary)
+	registryUp := err == nil
+	if !registryUp && os.Getenv(testagents.RequireEnv) != "" {
+		t.Fatal("docker-registry not installed: the registry scripts need it (scripts/test installs it)")
+	}
 	taskImages := baseImageReady()
 	if !taskImages && os.Getenv(testagents.RequireEnv) != "" {
 		t.Fatal("podman or the task base image is missing: the task scripts need them (scripts/test installs podman and runs scripts/build-base-image)")
@@ -84,6 +90,7 @@ func TestScripts(t *testing.T) {
 		}
 		t.Logf("the --slurm scripts are skipped: %s", slurmWhy)
 	}
+	regs := &registries{t: t, m: map[*testscript.TestScript]*registrytest.Registry{}}
 	testscript.Run(t, testscript.Params{
 		Dir:                 "../../testdata/script",
 		RequireExplicitExec: true,
@@ -110,10 +117,15 @@ func TestScripts(t *testing.T) {
 			"zstdcat":    zstdCat,
 			"sign":       signLines,
 			"envfile":    envFile,
+			"registry":   regs.start,
+			"push":       regs.push,
 		},
 		Condition: func(cond string) (bool, error) {
-			if cond == "taskimages" {
+			switch cond {
+			case "taskimages":
 				return taskImages, nil
+			case "registry":
+				return registryUp, nil
 			}
 			if cond != "slurm" {
 				return false, fmt.Errorf("unknown condition %q", cond)

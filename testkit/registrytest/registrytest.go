@@ -7,6 +7,7 @@ package registrytest
 
 import (
 	"bytes"
+	"compress/gzip"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -248,7 +249,8 @@ func Synthetic(t testing.TB, cfg v1.Config, layers ...map[string]string) v1.Imag
 // task base image's, say) and whose next layers are extra's, with cfg.
 func FromTar(t testing.TB, file string, cfg v1.Config, extra ...map[string]string) v1.Image {
 	t.Helper()
-	base, err := tarball.LayerFromFile(file)
+	// The fastest compression: the base image's tar is a few hundred MB.
+	base, err := tarball.LayerFromFile(file, tarball.WithCompressionLevel(gzip.BestSpeed))
 	if err != nil {
 		t.Fatal(err)
 	}
