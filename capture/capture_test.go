@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"harness/sandbox"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -18,6 +19,7 @@ import (
 
 	"harness/acp"
 	"harness/internal/buildinfo"
+	"harness/results"
 	"harness/schemas"
 	"harness/testkit/testagents"
 )
@@ -888,4 +890,49 @@ func lateText(rec *schemas.CaptureRecord) string {
 		}
 	}
 	return b.String()
+}
+
+// A case's simulated user holds a four-turn conversation with the agent:
+// the input opens it, each turn the user writes answers the agent's last
+// message and is a step of its own, and the record's input holds them all.
+func TestSimulatedUser(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 not installed")
+	}
+	user, _ := filepath.Abs("testdata/simuser.py")
+	c := &schemas.PromptCase{ID: "talk", Input: schemas.SingleTurn("echo start"), User: &schemas.SimUser{Command: []string{user}}}
+	rec := run(t, testConfig(t), []Unit{{Case: c, Trial: 1}})[0]
+	if rec.Error != nil {
+		t.Fatalf("error %+v", rec.Error)
+	}
+	want := []string{"echo start", "echo t2<start>", "echo t3<t2<start>>", "echo t4<t3<t2<start>>>"}
+	if got := rec.Input.List; strings.Join(got, "|") != strings.Join(want, "|") || rec.TurnCount != 4 {
+		t.Errorf("input %q (turnCount %d), want %q", got, rec.TurnCount, want)
+	}
+	if rec.Output != "t4<t3<t2<start>>>" || len(rec.StopReasons) != 4 {
+		t.Errorf("output %q, stops %v", rec.Output, rec.StopReasons)
+	}
+	var users []string
+	for _, s := range rec.Trajectory {
+		if s.Type == schemas.StepSimUser {
+			users = append(users, fmt.Sprintf("%d:%s%s", s.Turn, s.TextContent(), s.Outcome))
+		}
+	}
+	if got := strings.Join(users, "|"); got != "2:echo t2<start>|3:echo t3<t2<start>>|4:echo t4<t3<t2<start>>>|4:stop" {
+		t.Errorf("user steps %s", got)
+	}
+	if o := rec.SimulatedUser; o == nil || *o != (schemas.SimUserOutcome{Turns: 4, Ended: schemas.UserEndStop, Reason: "done after 4 turns"}) {
+		t.Errorf("simulatedUser %+v", o)
+	}
+	// The case itself is left as it was.
+	if len(c.Input.List) != 1 {
+		t.Errorf("the case's input changed: %q", c.Input.List)
+	}
+	normalize(rec)
+	b, err := results.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, filepath.Join("testdata", "golden_simuser.jsonl"), append(bytes.ReplaceAll(b, []byte(rec.Cwd), []byte("CWD")), '\n'))
 }

@@ -56,7 +56,14 @@ func TestGoldenRecords(t *testing.T) {
 		buf.Write(bytes.ReplaceAll(b, []byte(cfg.Cwd), []byte("CWD")))
 		buf.WriteByte('\n')
 	}
-	golden := filepath.Join("testdata", "golden.jsonl")
+	checkGolden(t, filepath.Join("testdata", "golden.jsonl"), buf.Bytes())
+}
+
+// checkGolden compares records with a golden file (rewritten by -update).
+func checkGolden(t *testing.T, golden string, got []byte) {
+	t.Helper()
+	var buf bytes.Buffer
+	buf.Write(got)
 	if *update {
 		if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
@@ -64,7 +71,7 @@ func TestGoldenRecords(t *testing.T) {
 	}
 	want, err := os.ReadFile(golden)
 	if err != nil {
-		t.Fatalf("%v (run go test -run TestGoldenRecords -update ./capture to create it)", err)
+		t.Fatalf("%v (run go test -run %s -update ./capture to create it)", err, t.Name())
 	}
 	if !bytes.Equal(buf.Bytes(), want) {
 		gotLines, wantLines := bytes.Split(buf.Bytes(), []byte("\n")), bytes.Split(want, []byte("\n"))
@@ -99,9 +106,13 @@ func TestGoldenRecordsMatchJSONSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(filepath.Join("testdata", "golden.jsonl"))
-	if err != nil {
-		t.Fatal(err)
+	var b []byte
+	for _, name := range []string{"golden.jsonl", "golden_simuser.jsonl"} {
+		f, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = append(b, f...)
 	}
 	n := 0
 	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {

@@ -548,3 +548,38 @@ func marshalText(s string) json.RawMessage {
 	enc.Encode(s)
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
+
+// TurnOutput is the agent's message text of turn n so far.
+func (r *Recorder) TurnOutput(n int) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n < 0 || n >= len(r.outputs) {
+		return ""
+	}
+	return r.outputs[n].String()
+}
+
+// SimulatedUser records a turn a simulated user wrote, in the turn it
+// opens: a step of its own, so that the trajectory tells the user's turns
+// from the agent's.
+func (r *Recorder) SimulatedUser(at time.Time, text string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	phase := r.phase
+	r.phase = ""
+	s := r.newStep(schemas.StepSimUser, at)
+	r.phase = phase
+	s.step.Content = marshalText(text)
+}
+
+// SimulatedUserStop records that the simulated user ended the
+// conversation after the last turn, with its reason.
+func (r *Recorder) SimulatedUserStop(at time.Time, reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	phase := r.phase
+	r.phase = ""
+	s := r.newStep(schemas.StepSimUser, at)
+	r.phase = phase
+	s.step.Outcome, s.step.Reason = "stop", reason
+}

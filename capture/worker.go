@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -650,12 +651,14 @@ func (w *worker) play(ctx context.Context, run *caseRun) (retry bool) {
 		timeout = time.Duration(c.Timeout)
 	}
 	w.r.turning.Add(1)
-	turns := c.Input.List
+	turns := slices.Clone(c.Input.List)
 	steps := w.taskStepsOf(run)
 	if steps != nil {
 		turns = steps.prompts(turns)
 	}
-	for i, text := range turns {
+	talk := userTalkOf(run, timeout)
+	for i := 0; i < len(turns); i++ {
+		text := turns[i]
 		if steps != nil {
 			var info *schemas.ErrorInfo
 			if timeout, info = steps.begin(ctx, i); info != nil {
@@ -664,6 +667,9 @@ func (w *worker) play(ctx context.Context, run *caseRun) (retry bool) {
 			}
 		}
 		run.rec.BeginTurn(i+1, time.Now())
+		if talk != nil {
+			talk.sent(run, i, text)
+		}
 		resp, info := w.turn(ctx, run, i+1, text, timeout)
 		if i == 0 && run.prefetched && info != nil && info.Class == schemas.ErrAgentCrash && !run.rec.Responded() && ctx.Err() == nil {
 			w.r.turning.Add(-1)
@@ -686,6 +692,26 @@ func (w *worker) play(ctx context.Context, run *caseRun) (retry bool) {
 			run.err = info
 			break
 		}
+		if talk != nil {
+			stop := ""
+			if resp != nil {
+				stop = resp.StopReason
+			}
+			next, more, uerr := talk.answered(ctx, run, i, i == len(turns)-1, stop)
+			if uerr != nil {
+				run.err = uerr
+				break
+			}
+			if !more {
+				break
+			}
+			if i == len(turns)-1 {
+				turns = append(turns, next)
+			}
+		}
+	}
+	if talk != nil {
+		talk.seal(run)
 	}
 	w.r.turning.Add(-1)
 	run.end = time.Now()
@@ -842,7 +868,7 @@ func (w *worker) finish(run *caseRun) {
 	rec.ToolErrors = res.ToolErrors
 	if len(run.stops) > 0 {
 		rec.StopReason = run.stops[len(run.stops)-1]
-		if len(run.unit.Case.Input.List) > 1 || run.taskSteps != nil {
+		if len(run.unit.Case.Input.List) > 1 || run.taskSteps != nil || run.unit.Case.User != nil {
 			rec.StopReasons = run.stops
 		}
 	}

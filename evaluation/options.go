@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"harness/capture"
@@ -151,7 +152,7 @@ type Prompts struct {
 }
 
 // Scan reads the prompts file, calling fn with each case, its relative
-// workspace and image paths resolved against the file's directory.
+// workspace, image and simulated user paths resolved against the file's directory.
 func (p Prompts) Scan(fn func(lineNo int, c *schemas.PromptCase) error) error {
 	r, err := results.Open(p.Path, nil)
 	if err != nil {
@@ -164,6 +165,18 @@ func (p Prompts) Scan(fn func(lineNo int, c *schemas.PromptCase) error) error {
 		}
 		if c.Image != "" && (strings.HasPrefix(c.Image, "./") || strings.HasPrefix(c.Image, "../")) && p.Name != "-" {
 			c.Image = filepath.Join(filepath.Dir(p.Name), c.Image)
+		}
+		if c.User != nil && p.Name != "-" {
+			u := *c.User
+			u.Command = slices.Clone(u.Command)
+			if cmd := u.Command[0]; strings.HasPrefix(cmd, "./") || strings.HasPrefix(cmd, "../") {
+				// Kept a path (never looked up in PATH).
+				u.Command[0] = "./" + filepath.Join(filepath.Dir(p.Name), cmd)
+				if filepath.IsAbs(filepath.Dir(p.Name)) {
+					u.Command[0] = filepath.Join(filepath.Dir(p.Name), cmd)
+				}
+			}
+			c.User = &u
 		}
 		return fn(lineNo, &c)
 	})

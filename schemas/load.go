@@ -106,6 +106,11 @@ func ParsePrompt(line []byte) (PromptCase, error) {
 	if probe == nil {
 		return c, &InputError{Msg: "not a JSON object"}
 	}
+	if raw, ok := probe["user"]; ok {
+		if _, err := ParseSimUser(raw); err != nil {
+			return c, err
+		}
+	}
 	for _, f := range []string{"id", "input", "expected", "hint", "reference", "negativeReference", "metadata", "timeout", "workspace"} {
 		raw, ok := probe[f]
 		if !ok {

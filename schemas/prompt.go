@@ -36,13 +36,16 @@ type PromptCase struct {
 	// filesystem directory or tar, an OCI layout, a local podman image, a
 	// build context), as --image does for every case.
 	Image string `json:"image,omitempty"`
+	// User, when set, is a simulated user who writes the turns after the
+	// input until it stops, the agent stops or its turn limit is reached.
+	User *SimUser `json:"user,omitempty"`
 	// Extra keeps the keys this build does not know, so nothing is dropped.
 	Extra map[string]json.RawMessage `json:"-"`
 }
 
 var promptKnownKeys = map[string]bool{
 	"id": true, "input": true, "expected": true, "hint": true, "reference": true,
-	"negativeReference": true, "metadata": true, "timeout": true, "workspace": true, "image": true,
+	"negativeReference": true, "metadata": true, "timeout": true, "workspace": true, "image": true, "user": true,
 }
 
 // UnmarshalJSON decodes a prompt case and keeps unknown keys in Extra.

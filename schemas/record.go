@@ -22,6 +22,7 @@ const (
 	ErrInterrupted    = "interrupted"     // the run was interrupted by a signal
 	ErrResourceLimit  = "resource_limit"  // the agent hit a resource cap of its sandbox (memory, pids, disk)
 	ErrReplayMiss     = "replay_miss"     // a model call had no recorded answer to replay (infrastructure)
+	ErrUserError      = "user_error"      // a case's simulated user failed or wrote no valid reply
 	// ErrUnclassified is the class counted for an error that has none.
 	ErrUnclassified = "unclassified"
 )
@@ -75,6 +76,9 @@ type CaptureRecord struct {
 	// TaskSteps are the steps of a multi-step task the trial reached, in
 	// order; Score is then their combined verdict.
 	TaskSteps []TaskStep `json:"taskSteps,omitempty"`
+	// SimulatedUser is how the conversation with a case's simulated user
+	// went; Input then holds every user turn sent.
+	SimulatedUser *SimUserOutcome `json:"simulatedUser,omitempty"`
 	// ModelCalls is the ledger of the agent's model calls, as the run's
 	// model gateway saw them; with it, Usage holds the ledger's sums and
 	// AgentUsage what the agent reported itself.

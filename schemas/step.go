@@ -4,24 +4,25 @@ import "encoding/json"
 
 // Step types: one per kind of thing an agent does or reports.
 const (
-	StepThought     = "thought"      // merged agent_thought_chunk text
-	StepMessage     = "message"      // merged agent_message_chunk text
-	StepUserMessage = "user_message" // merged user_message_chunk text (echo or replay)
-	StepToolCall    = "tool_call"    // a tool call, upserted by toolCallId
-	StepPlan        = "plan"         // a full plan (each update replaces the last)
-	StepPermission  = "permission"   // a session/request_permission round trip
-	StepFSRead      = "fs_read"      // an fs/read_text_file request and its answer
-	StepFSWrite     = "fs_write"     // an fs/write_text_file request and its answer
-	StepTerminal    = "terminal"     // a terminal/* request and its answer
-	StepUsage       = "usage"        // usage_update
-	StepMode        = "mode"         // current_mode_update
-	StepNotice      = "notice"       // notice
-	StepSessionInfo = "session_info" // session_info_update
-	StepConfig      = "config"       // config_option_update
-	StepCommands    = "commands"     // available_commands_update
-	StepCompaction  = "compaction"   // compaction_update and compaction_summary_chunk
-	StepEvent       = "event"        // anything else, kept raw
-	StepNetwork     = "network"      // a connection out of the sandbox, allowed or denied
+	StepThought     = "thought"        // merged agent_thought_chunk text
+	StepMessage     = "message"        // merged agent_message_chunk text
+	StepUserMessage = "user_message"   // merged user_message_chunk text (echo or replay)
+	StepToolCall    = "tool_call"      // a tool call, upserted by toolCallId
+	StepPlan        = "plan"           // a full plan (each update replaces the last)
+	StepPermission  = "permission"     // a session/request_permission round trip
+	StepFSRead      = "fs_read"        // an fs/read_text_file request and its answer
+	StepFSWrite     = "fs_write"       // an fs/write_text_file request and its answer
+	StepTerminal    = "terminal"       // a terminal/* request and its answer
+	StepUsage       = "usage"          // usage_update
+	StepMode        = "mode"           // current_mode_update
+	StepNotice      = "notice"         // notice
+	StepSessionInfo = "session_info"   // session_info_update
+	StepConfig      = "config"         // config_option_update
+	StepCommands    = "commands"       // available_commands_update
+	StepCompaction  = "compaction"     // compaction_update and compaction_summary_chunk
+	StepEvent       = "event"          // anything else, kept raw
+	StepNetwork     = "network"        // a connection out of the sandbox, allowed or denied
+	StepSimUser     = "simulated_user" // a turn a case's simulated user wrote (content), or its stop (outcome "stop", reason)
 )
 
 // Phases mark steps that arrived outside a prompt turn.

@@ -544,7 +544,7 @@ func (p *parser) tests(v *yaml.Node) error {
 }
 
 // testKeys are the keys of a test (agentv) or inline prompt case.
-var testKeys = []string{"id", "input", "expected", "expected-output", "criteria", "hint", "reference", "negative-reference", "metadata", "timeout", "workspace", "image", "assert", "description"}
+var testKeys = []string{"id", "input", "expected", "expected-output", "criteria", "hint", "reference", "negative-reference", "metadata", "timeout", "workspace", "image", "user", "assert", "description"}
 
 // testCase reads one test or inline prompt case.
 func (p *parser) testCase(n *yaml.Node, field string) error {
@@ -600,6 +600,23 @@ func (p *parser) testCase(n *yaml.Node, field string) error {
 			x = s
 		case "description":
 			return nil
+		case "user":
+			b, _ := json.Marshal(x)
+			u, err := schemas.ParseSimUser(b)
+			if err != nil {
+				var ie *schemas.InputError
+				if errors.As(err, &ie) {
+					return p.errf(v, field+"."+ie.Field, "%s", ie.Msg)
+				}
+				return p.errf(v, field+".user", "%v", err)
+			}
+			if cmd := u.Command[0]; strings.HasPrefix(cmd, "./") || strings.HasPrefix(cmd, "../") {
+				u.Command[0] = p.path(cmd)
+				if !strings.ContainsRune(u.Command[0], '/') {
+					u.Command[0] = "./" + u.Command[0]
+				}
+			}
+			x = u
 		}
 		if _, dup := obj[key]; dup {
 			return p.errf(k, field+"."+k.Value, "gives %s a second time", key)

@@ -383,3 +383,20 @@ func TestErrorsCapped(t *testing.T) {
 		t.Errorf("%d lines:\n%s", len(lines), err)
 	}
 }
+
+// An inline case can name a simulated user; its relative command is the
+// suite file's, and a bad user names its line and key.
+func TestInlineCaseUser(t *testing.T) {
+	s, err := Parse(filepath.Join("dir", "s.yaml"), []byte("prompts:\n  - {id: a, input: hi, user: {command: ./user.py, maxTurns: 4, goal: book a flight}}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := s.Cases[0].User
+	if u == nil || !filepath.IsAbs(u.Command[0]) || !strings.HasSuffix(u.Command[0], filepath.Join("dir", "user.py")) || u.MaxTurns != 4 || u.Goal != "book a flight" {
+		t.Fatalf("user %+v", u)
+	}
+	_, err = Parse("s.yaml", []byte("prompts:\n  - id: a\n    input: hi\n    user: {command: ./u, maxTurn: 4}\n"), nil)
+	if err == nil || !strings.Contains(err.Error(), "s.yaml:4") || !strings.Contains(err.Error(), "prompts[0].user.maxTurn") {
+		t.Fatalf("bad user: %v", err)
+	}
+}

@@ -1,0 +1,126 @@
+package schemas
+
+import (
+	"bytes"
+	"encoding/json"
+	"sort"
+)
+
+// SimUser is a case's simulated user: an executable that reads the
+// conversation so far and writes the next user message, or a stop. The
+// case's input opens the conversation; the user writes the turns after it.
+type SimUser struct {
+	// Command is the executable and its arguments (a string is a command
+	// of one word); a relative path starting with ./ or ../ is relative to
+	// the file that names it.
+	Command []string `json:"command"`
+	// MaxTurns caps the user turns of the conversation, the input's
+	// included (DefaultUserMaxTurns when 0).
+	MaxTurns int `json:"maxTurns,omitempty"`
+	// Goal and Persona are handed to the user as they are.
+	Goal    string `json:"goal,omitempty"`
+	Persona string `json:"persona,omitempty"`
+}
+
+// DefaultUserMaxTurns is a simulated user's turn limit when its case sets
+// none.
+const DefaultUserMaxTurns = 10
+
+// Limit is the user's turn limit.
+func (u *SimUser) Limit() int {
+	if u.MaxTurns > 0 {
+		return u.MaxTurns
+	}
+	return DefaultUserMaxTurns
+}
+
+// ParseSimUser decodes and checks a case's user. Errors are *InputError
+// whose Field is the key below user ("user.maxTurns").
+func ParseSimUser(raw []byte) (*SimUser, error) {
+	var probe map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &probe); err != nil || probe == nil {
+		return nil, &InputError{Field: "user", Msg: "must be an object {command, maxTurns, goal, persona}"}
+	}
+	keys := make([]string, 0, len(probe))
+	for k := range probe {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	u := &SimUser{}
+	for _, k := range keys {
+		v := probe[k]
+		bad := func(msg string) error { return &InputError{Field: "user." + k, Msg: msg} }
+		switch k {
+		case "command":
+			var s string
+			if json.Unmarshal(v, &s) == nil {
+				if s == "" {
+					return nil, bad("is empty")
+				}
+				u.Command = []string{s}
+				continue
+			}
+			if err := json.Unmarshal(v, &u.Command); err != nil || len(u.Command) == 0 || u.Command[0] == "" {
+				return nil, bad("must be an executable: a string or a non-empty array of strings")
+			}
+		case "maxTurns":
+			var n json.Number
+			d := json.NewDecoder(bytes.NewReader(v))
+			d.UseNumber()
+			if err := d.Decode(&n); err != nil {
+				return nil, bad("must be a whole number of turns, at least 1")
+			}
+			i, err := n.Int64()
+			if err != nil || i < 1 {
+				return nil, bad("must be a whole number of turns, at least 1")
+			}
+			u.MaxTurns = int(i)
+		case "goal", "persona":
+			var s string
+			if err := json.Unmarshal(v, &s); err != nil {
+				return nil, bad("must be a string")
+			}
+			if k == "goal" {
+				u.Goal = s
+			} else {
+				u.Persona = s
+			}
+		default:
+			return nil, bad("unknown key (known: command, goal, maxTurns, persona)")
+		}
+	}
+	if len(u.Command) == 0 {
+		return nil, &InputError{Field: "user.command", Msg: "missing (a simulated user is an executable)"}
+	}
+	return u, nil
+}
+
+// UnmarshalJSON decodes a user as ParseSimUser does.
+func (u *SimUser) UnmarshalJSON(b []byte) error {
+	v, err := ParseSimUser(b)
+	if err != nil {
+		return err
+	}
+	*u = *v
+	return nil
+}
+
+// How a simulated user's conversation ended (SimUserOutcome.Ended).
+const (
+	UserEndStop      = "user_stop"  // the user wrote a stop
+	UserEndMaxTurns  = "max_turns"  // the user's turn limit was reached
+	UserEndAgentStop = "agent_stop" // the agent's turn ended with a stop reason other than end_turn
+	UserEndError     = "error"      // a turn or the user failed
+)
+
+// SimUserOutcome is what a simulated user's conversation came to, on the
+// record.
+type SimUserOutcome struct {
+	// Turns counts the user turns sent, the input's included.
+	Turns int `json:"turns"`
+	// Ended says why the conversation ended: user_stop, max_turns,
+	// agent_stop or error.
+	Ended string `json:"ended"`
+	// Reason is the user's reason for stopping, or the agent's stop reason.
+	Reason string `json:"reason,omitempty"`
+}
