@@ -13,6 +13,7 @@ import (
 	"harness/results"
 	"harness/schemas"
 	"harness/testkit/fakemodel"
+	"harness/testkit/mcpserver"
 	"harness/testkit/replaytest"
 	"harness/testkit/testagents"
 )
@@ -21,6 +22,9 @@ import (
 func TestMain(m *testing.M) {
 	if code, ok := hsandbox.HelperMain(); ok {
 		os.Exit(code) // the test binary stands in for harness in a sandbox
+	}
+	if os.Getenv(mcpServerEnv) == "1" {
+		os.Exit(mcpserver.Main()) // and in a stdio MCP server
 	}
 	if len(os.Args) > 1 && os.Args[1] == image.InitArg {
 		os.Exit(image.Main(os.Args[2:], os.Stderr)) // and in a task image

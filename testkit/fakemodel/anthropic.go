@@ -216,6 +216,11 @@ func (a *anthropic) toolFor(c Command, tools map[string]bool) (string, map[strin
 		return ""
 	}
 	switch c.Op {
+	case "tool":
+		if tools[c.Tool] {
+			return c.Tool, c.Args
+		}
+		return "", nil // not offered: a plain answer says so
 	case "read":
 		if n := pick("mcp__acp__Read", "Read"); n != "" {
 			return n, map[string]any{"file_path": c.Path}

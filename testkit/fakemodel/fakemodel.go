@@ -28,6 +28,7 @@ package fakemodel
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -273,10 +274,16 @@ type Command struct {
 	Shell string
 	// Slow says a line of the prompt starts with "slow".
 	Slow bool
+	// Tool and Args are the tool of "tool NAME {ARGS}": an offered tool
+	// called by its name (an MCP server's tool, mcp__SERVER__TOOL in
+	// Claude Code) with the JSON object ARGS.
+	Tool string
+	Args map[string]any
 }
 
 // ParseCommand picks the tool call for a prompt. The first line that starts
-// with "read PATH", "write PATH TEXT", "bash CMD" or "plan" decides;
+// with "read PATH", "write PATH TEXT", "bash CMD", "tool NAME {ARGS}" or
+// "plan" decides;
 // otherwise the call is the harmless shell "echo hi". A line that starts
 // with "slow" marks the prompt slow (and may go on with a command, as in
 // "slow bash sleep 1").
@@ -313,6 +320,13 @@ func ParseCommand(prompt string) Command {
 		case "plan":
 			c.Op = "plan"
 			found = true
+		case "tool":
+			name, args, _ := strings.Cut(rest, " ")
+			in := map[string]any{}
+			if name != "" && (strings.TrimSpace(args) == "" || json.Unmarshal([]byte(args), &in) == nil) {
+				c.Op, c.Tool, c.Args = "tool", name, in
+				found = true
+			}
 		}
 	}
 	return c

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -47,8 +48,11 @@ func TestParseCommand(t *testing.T) {
 		{"plan the work", Command{Op: "plan", Shell: "echo hi"}},
 		{"what is slowness? hello", Command{Op: "echo", Shell: "echo hi"}},
 		{"slow", Command{Op: "echo", Shell: "echo hi", Slow: true}},
+		{`tool mcp__task__lookup {"key":"blue"}`, Command{Op: "tool", Shell: "echo hi", Tool: "mcp__task__lookup", Args: map[string]any{"key": "blue"}}},
+		{"tool lookup", Command{Op: "tool", Shell: "echo hi", Tool: "lookup", Args: map[string]any{}}},
+		{"tool lookup {not json", Command{Op: "echo", Shell: "echo hi"}},
 	} {
-		if got := ParseCommand(tc.in); got != tc.want {
+		if got := ParseCommand(tc.in); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("ParseCommand(%q) = %+v, want %+v", tc.in, got, tc.want)
 		}
 	}

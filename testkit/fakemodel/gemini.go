@@ -208,6 +208,11 @@ func (g *gemini) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // toolFor maps a command onto Gemini CLI's tools.
 func (g *gemini) toolFor(c Command, tools map[string]bool) (string, map[string]any) {
 	switch c.Op {
+	case "tool":
+		if tools[c.Tool] {
+			return c.Tool, c.Args
+		}
+		return "", nil
 	case "read":
 		if tools["read_file"] {
 			return "read_file", map[string]any{"file_path": c.Path}
