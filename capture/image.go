@@ -27,6 +27,9 @@ type ImageConfig struct {
 	For func(c *schemas.PromptCase) (*image.Image, *harbor.Task, error)
 	// LayerDir is where layers are made ("" = the system temp dir).
 	LayerDir string
+	// ArtifactsDir, when set, is where a Harbor task's artifacts are
+	// copied after each trial: ArtifactsDir/<case id>-t<trial>/.
+	ArtifactsDir string
 	// Keep leaves each layer on disk.
 	Keep bool
 	// AgentInImage runs the agent command as the image has it, without
@@ -359,6 +362,7 @@ func (w *worker) finishLayer(run *caseRun, rec *schemas.CaptureRecord) {
 	if run.taskSteps != nil {
 		rec.TaskSteps = run.taskSteps.steps
 	}
+	rec.Artifacts = run.artifacts
 	if run.verdict != nil {
 		rec.Score = run.verdict
 		if rec.Score.Error == nil && len(rec.Score.Outcome) > 0 {

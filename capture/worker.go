@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"harness/acp"
+	"harness/harbor"
 	"harness/ledger"
 	"harness/modelgateway"
 	"harness/sandbox"
@@ -65,6 +67,8 @@ type caseRun struct {
 	changes    []schemas.FileChange
 	gitChanges []schemas.FileChange
 	outside    []schemas.PathChange
+	// artifacts are a task's artifacts copied out of the layer.
+	artifacts *schemas.Artifacts
 	changeErr  error
 	// verdict is a Harbor task's verifier result.
 	verdict *schemas.GraderResult
@@ -947,7 +951,33 @@ func (w *worker) conclude(run *caseRun) {
 		case run.layer.task != nil && (run.err == nil || run.err.Class != schemas.ErrInterrupted):
 			run.verdict = w.verify(run.layer)
 		}
+		w.collectArtifacts(run)
 	}
+}
+
+// collectArtifacts copies a Harbor task's artifacts out of the unit's
+// layer, after its verifier, into the run's artifacts directory.
+func (w *worker) collectArtifacts(run *caseRun) {
+	cfg := w.r.cfg.Image
+	if cfg == nil || cfg.ArtifactsDir == "" || run.layer.task == nil || len(run.layer.task.Config.Artifacts) == 0 {
+		return
+	}
+	dir := filepath.Join(cfg.ArtifactsDir, fmt.Sprintf("%s-t%d", safeName(run.unit.Case.ID), run.unit.Trial))
+	copied, missing, err := harbor.CollectArtifacts(context.Background(), run.layer.layer, run.layer.task, dir)
+	if err != nil {
+		missing = append(missing, err.Error())
+	}
+	run.artifacts = &schemas.Artifacts{Dir: dir, Paths: copied, Missing: missing}
+}
+
+// safeName is a case id as one path element.
+func safeName(id string) string {
+	r := strings.NewReplacer("/", "_", "\\", "_", "\x00", "_")
+	s := r.Replace(id)
+	if s == "" || s == "." || s == ".." {
+		s = "_" + s
+	}
+	return s
 }
 
 // cleanup removes a graded unit's workspace copy or layer, unless it is to

@@ -55,6 +55,8 @@ type Config struct {
 	// MCPServers are [[environment.mcp_servers]]: given to the agent in
 	// session/new.
 	MCPServers []MCPServer
+	// Artifacts are copied out of the trial's environment after it.
+	Artifacts []Artifact
 	// Steps are the [[steps]] of a multi-step task, in order (none for a
 	// task of one instruction).
 	Steps []StepConfig
@@ -114,12 +116,12 @@ var (
 		"agent.user": true, "agent.network_mode": true, "agent.allowed_hosts": true,
 		"verifier.user": true, "verifier.network_mode": true, "verifier.allowed_hosts": true,
 		"verifier.environment": true, "verifier.collect": true,
-		"artifacts": true, "multi_step_reward_mode": true,
+		"multi_step_reward_mode": true,
 	}
 )
 
 // specialFields are the fields of Harbor's schema read on their own.
-var specialFields = []string{"steps", "environment.gpus", "environment.network_mode", "verifier.environment_mode"}
+var specialFields = []string{"steps", "artifacts", "environment.gpus", "environment.network_mode", "verifier.environment_mode"}
 
 // schemaKeys are the keys of Harbor's schema, tables and fields, sorted:
 // what a key it does not have may have been meant to be.
@@ -215,6 +217,7 @@ func (t *Task) parseConfig(file, src string, lookup func(string) (string, bool))
 	c.AgentTimeout = r.seconds(raw, "agent.timeout_sec", c.AgentTimeout)
 	c.Steps = r.steps(raw, src, c.AgentTimeout, c.VerifierTimeout)
 	c.MCPServers = r.mcpServers(raw, src)
+	c.Artifacts = r.artifacts(raw)
 	switch c.RewardStrategy = r.str(raw, "multi_step_reward_strategy"); c.RewardStrategy {
 	case "":
 		c.RewardStrategy = StrategyMean

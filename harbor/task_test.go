@@ -198,7 +198,7 @@ command = "true"
 	}
 	sort.Strings(got)
 	want := []string{
-		"agent.allowed_hosts", "agent.network_mode", "agent.user", "artifacts",
+		"agent.allowed_hosts", "agent.network_mode", "agent.user",
 		"environment.allowed_hosts", "environment.gpu_types", "environment.healthcheck",
 		"environment.skills_dir", "environment.tpu",
 		"verifier.collect", "verifier.environment",
@@ -225,9 +225,34 @@ url = "http://localhost:1"
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Unhonoured{{Field: "artifacts", Line: 2}}
-	if !reflect.DeepEqual(task.Unhonoured, want) {
-		t.Fatalf("unhonoured:\n got %v\nwant %v", task.Unhonoured, want)
+	if len(task.Unhonoured) != 0 || len(task.Config.Artifacts) != 1 || len(task.Config.MCPServers) != 2 {
+		t.Fatalf("unhonoured %v, artifacts %v, MCP servers %v", task.Unhonoured, task.Config.Artifacts, task.Config.MCPServers)
+	}
+}
+
+// artifacts are paths or tables {source, destination}; a bad one names
+// its line and entry.
+func TestArtifactsAreRead(t *testing.T) {
+	task, err := Load(writeTask(t, `version = "1.0"
+artifacts = ["/app/out.txt", { source = "/app/logs/", destination = "run/logs" }]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Artifact{{Source: "/app/out.txt", Destination: "out.txt"}, {Source: "/app/logs", Destination: "run/logs"}}
+	if !reflect.DeepEqual(task.Config.Artifacts, want) {
+		t.Fatalf("artifacts %+v", task.Config.Artifacts)
+	}
+	for _, tc := range []struct{ toml, want string }{
+		{`artifacts = ["app/out.txt"]`, `task.toml:2: artifacts[1]: source must be an absolute path`},
+		{`artifacts = [{ source = "/a", destination = "../x" }]`, `task.toml:2: artifacts[1].destination: must be a relative path`},
+		{`artifacts = [{ source = "/a", dest = "x" }]`, `task.toml:2: artifacts[1].dest: unknown key`},
+		{`artifacts = "/a"`, `task.toml:2: artifacts: must be a list`},
+	} {
+		_, err := Load(writeTask(t, "version = \"1.0\"\n"+tc.toml+"\n"))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.toml, err, tc.want)
+		}
 	}
 }
 

@@ -79,6 +79,9 @@ type CaptureRecord struct {
 	// SimulatedUser is how the conversation with a case's simulated user
 	// went; Input then holds every user turn sent.
 	SimulatedUser *SimUserOutcome `json:"simulatedUser,omitempty"`
+	// Artifacts are what a Harbor task's artifacts copied out of the
+	// trial's environment, and where.
+	Artifacts *Artifacts `json:"artifacts,omitempty"`
 	// ModelCalls is the ledger of the agent's model calls, as the run's
 	// model gateway saw them; with it, Usage holds the ledger's sums and
 	// AgentUsage what the agent reported itself.

@@ -124,3 +124,14 @@ type SimUserOutcome struct {
 	// Reason is the user's reason for stopping, or the agent's stop reason.
 	Reason string `json:"reason,omitempty"`
 }
+
+// Artifacts are the files a Harbor task's artifacts copied out of a
+// trial's environment after it.
+type Artifacts struct {
+	// Dir is the trial's artifacts directory.
+	Dir string `json:"dir"`
+	// Paths are the artifacts copied, relative to Dir.
+	Paths []string `json:"paths,omitempty"`
+	// Missing says, per artifact that could not be copied, why.
+	Missing []string `json:"missing,omitempty"`
+}

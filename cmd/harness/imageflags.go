@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -125,6 +126,10 @@ func (f *imageFlags) configure(ctx context.Context, e *cli.Env, rf *runFlags, s 
 	// A shard runs the images resolved before it was submitted.
 	store.CacheFirst = rf.shard != ""
 	ic := &capture.ImageConfig{Keep: f.task.Keep, AgentInImage: f.agentInImage, NoNetwork: f.noNetwork, TimeoutScale: f.timeoutScale}
+	if rf.output != "" && rf.output != "-" {
+		// A task's artifacts go beside the output, a directory a trial.
+		ic.ArtifactsDir = strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(rf.output, ".gz"), ".zst"), ".jsonl") + ".artifacts"
+	}
 	if err := imageSandbox(ic, rf, s); err != nil {
 		return err
 	}
