@@ -69,7 +69,7 @@ type caseRun struct {
 	outside    []schemas.PathChange
 	// artifacts are a task's artifacts copied out of the layer.
 	artifacts *schemas.Artifacts
-	changeErr  error
+	changeErr error
 	// verdict is a Harbor task's verifier result.
 	verdict *schemas.GraderResult
 	// concludedAt is when the agent's part ended and what it left was
