@@ -61,7 +61,7 @@ func TestNoLeftoverProcesses(t *testing.T) {
 	cfg.Concurrency = 2
 	recs := run(t, cfg, cases("crash", "hang", "slow 5000", "echo x", "terminal sleep "+marker, "error", "echo y"))
 	// A command that exits but leaves a background child: release kills it.
-	cfg.TurnTimeout = 10 * time.Second
+	cfg.TurnTimeout = watchdog(t)
 	recs = append(recs, run(t, cfg, cases("terminal sleep "+marker+" & echo background"))...)
 	if recs[3].Output != "x" || recs[6].Output != "y" || recs[7].Output != "terminal exit=0 truncated=false output=background\n" {
 		t.Errorf("outputs %q %q %q (%+v)", recs[3].Output, recs[6].Output, recs[7].Output, recs[7].Error)

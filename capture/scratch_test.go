@@ -114,7 +114,6 @@ func TestSandboxWithWorkspacesPreparesTwoAhead(t *testing.T) {
 	cfg.Sandbox = sb
 	cfg.Workspace = tmpl
 	cfg.WorkspaceTmp = t.TempDir()
-	cfg.TurnTimeout = 2 * time.Minute
 	r := NewRunner(cfg)
 	if _, err := r.Preflight(context.Background()); err != nil {
 		t.Fatal(err)

@@ -32,19 +32,24 @@ func TestRunsCommands(t *testing.T) {
 		{"a case's command", map[string]any{"cases": map[string]any{"c1": []any{contains}, "c2": []any{map[string]any{"type": "exec", "path": exe}}}}, true},
 		{"cases of assertions", map[string]any{"cases": map[string]any{"c1": []any{contains}}, "default": []any{contains}}, false},
 	} {
-		g, err := FromConfig(tc.cfg, "g.yaml", dir, Options{Getenv: func(string) string { return "key" }})
+		// With Warn, as the commands load them, the graders come wrapped.
+		for _, warn := range []func(string){nil, func(string) {}} {
+			g, err := FromConfig(tc.cfg, "g.yaml", dir, Options{Getenv: func(string) string { return "key" }, Warn: warn})
+			if err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			if got := RunsCommands(g); got != tc.want {
+				t.Errorf("%s (warn %v): RunsCommands = %v, want %v", tc.name, warn != nil, got, tc.want)
+			}
+		}
+	}
+	for _, warn := range []func(string){nil, func(string) {}} {
+		one, err := Load(exe, Options{Warn: warn})
 		if err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
+			t.Fatal(err)
 		}
-		if got := RunsCommands(g); got != tc.want {
-			t.Errorf("%s: RunsCommands = %v, want %v", tc.name, got, tc.want)
+		if !RunsCommands(Many([]Grader{one})) || RunsCommands(Many(nil)) {
+			t.Errorf("Many (warn %v): an executable runs commands, no grader none", warn != nil)
 		}
-	}
-	one, err := Load(exe, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !RunsCommands(Many([]Grader{one})) || RunsCommands(Many(nil)) {
-		t.Error("Many: an executable runs commands, no grader none")
 	}
 }

@@ -56,7 +56,7 @@ func countsRun(t *testing.T, dir string, want int, args ...string) string {
 var (
 	lastLineRE = regexp.MustCompile(`(?m)^(\d+) records(?:, (\d+) graded, (\d+) passed)?(?:, errors: ([^\n]*?))?(?:, grader errors \d+[^\n]*)?$`)
 	headlineRE = regexp.MustCompile(`trials: (\d+) graded of (\d+)   passed: (\d+)`)
-	markdownRE = regexp.MustCompile(`(\d+) of (\d+) graded trials passed · \d+ of \d+ cases graded · (\d+) of (\d+) trials graded`)
+	markdownRE = regexp.MustCompile(`(\d+) of (\d+) graded trials passed(?: · mean score [^·]*)? · \d+ of \d+ cases graded · (\d+) of (\d+) trials graded`)
 	leftOutRE  = regexp.MustCompile(`trials left out of n for infrastructure errors: ([^\n]*)`)
 	excludedRE = regexp.MustCompile(`excluded from n \(infrastructure errors\): \d+ \(([^)]*)\)`)
 )

@@ -199,6 +199,11 @@ func (f *runCmdFlags) load(e *cli.Env, args, agentCmd []string) (*suiteRun, erro
 	if r.agents, err = suiteAgents(s, agentCmd, f.only); err != nil {
 		return nil, err
 	}
+	if r.m != nil && len(s.Agents) == 0 && len(r.m.Agents) == 1 {
+		// A resumed run's agent keeps the name it was started with: its
+		// output file's.
+		r.agents[0].Name = r.m.Agents[0].Name
+	}
 	if g := s.Regression; g != nil && !slices.ContainsFunc(r.agents, func(a suite.Agent) bool { return a.Name == g.Baseline }) {
 		// A run of the other agents alone (the main branch's run, which
 		// later runs compare with) decides no comparison.
@@ -484,7 +489,10 @@ func (r *suiteRun) runAgent(ctx context.Context, i int) error {
 	}
 	if err != nil {
 		r.errs = append(r.errs, fmt.Errorf("agent %s: %w", a.Name, err))
-		r.logf("harness run: agent %s: %v\n", a.Name, err)
+		if ma.Status != statusInterrupted {
+			// An interrupt is told once, by the run's last line.
+			r.logf("harness run: agent %s: %v\n", a.Name, err)
+		}
 	}
 	switch ma.Status {
 	case statusInterrupted:
@@ -592,8 +600,10 @@ func (r *suiteRun) finish() error {
 	if m.Stopped != "" {
 		r.logf("stopped early: %s\n", m.Stopped)
 	}
-	if r.stopped || r.budgetHit {
-		r.logf("continue with: harness run --resume %s\n", r.dir)
+	if resume := "harness run --resume " + r.dir; (r.stopped || r.budgetHit) && !strings.HasSuffix(m.Stopped, resume) {
+		// Said once: the stopped text ends with it when something did
+		// not run.
+		r.logf("continue with: %s\n", resume)
 	}
 	// The agents' errors were told as they happened, their stderr with
 	// them; the run ends with one line for each.
@@ -672,7 +682,7 @@ func suiteAgents(s *suite.Suite, cmd, only []string) ([]suite.Agent, error) {
 		}
 		name := s.Target
 		if name == "" {
-			name = "agent"
+			name = commandName(cmd)
 		}
 		return []suite.Agent{{Name: export.FileSafe(name), Command: cmd}}, nil
 	}
@@ -695,6 +705,17 @@ func suiteAgents(s *suite.Suite, cmd, only []string) ([]suite.Agent, error) {
 		out = append(out, s.Agents[i])
 	}
 	return out, nil
+}
+
+// commandName names the agent of a command after its program: the base
+// name without its extension ("./bin/my-agent.sh" is my-agent), or
+// "agent" when that leaves nothing.
+func commandName(cmd []string) string {
+	base := filepath.Base(cmd[0])
+	if name := strings.TrimSuffix(base, filepath.Ext(base)); name != "" && name != "." && name != "/" {
+		return name
+	}
+	return "agent"
 }
 
 func agentNames(as []suite.Agent) string {

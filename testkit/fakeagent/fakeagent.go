@@ -118,6 +118,9 @@
 //	slow MS                   message "working", then waits MS ms; cancel -> cancelled,
 //	                          else end_turn.
 //	sleep MS                  waits MS ms (cancel -> cancelled), then message "done", end_turn.
+//	await-session N MS        waits until the process has answered N session/new requests
+//	                          (in all, counting the turn's own session), then MS ms
+//	                          (cancel -> cancelled), then message "done", end_turn.
 //	hang                      message "hanging", then never answers; ignores cancel.
 //	crash                     u:agent_thought_chunk "thinking", message "about to crash",
 //	                          stderr "panic: simulated crash", exit code 3 (no answer).
@@ -269,6 +272,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		stdout:   stdout,
 		stderr:   stderr,
 		sessions: map[string]*session{},
+		madeCh:   make(chan struct{}),
 		pending:  map[string]chan response{},
 		exitCh:   make(chan int, 1),
 		done:     make(chan struct{}),
@@ -323,8 +327,12 @@ type agent struct {
 	clientCaps    json.RawMessage
 	sessions      map[string]*session
 	nextSession   int
-	nextReq       int
-	pending       map[string]chan response
+	// madeSessions counts the session/new requests answered; madeCh is
+	// closed (and replaced) at each, for turns waiting on it.
+	madeSessions int
+	madeCh       chan struct{}
+	nextReq      int
+	pending      map[string]chan response
 
 	// quitting is set when a turn's answer is to be followed at once by
 	// an exit: from then on nothing more is read, as from a process
@@ -677,6 +685,35 @@ func (a *agent) handleNewSession(m inMsg) {
 		a.notify("session/update", obj{"sessionId": s.id, "update": availableCommands()})
 	}
 	a.reply(m.ID, obj{"sessionId": s.id})
+	a.mu.Lock()
+	a.madeSessions++
+	close(a.madeCh)
+	a.madeCh = make(chan struct{})
+	a.mu.Unlock()
+}
+
+// awaitSessions waits until n session/new requests were answered, and
+// reports whether the turn was cancelled (or the agent stopped) first.
+func (t *turn) awaitSessions(n int) bool {
+	for {
+		t.a.mu.Lock()
+		made, ch := t.a.madeSessions, t.a.madeCh
+		t.a.mu.Unlock()
+		if made >= n {
+			return t.cancelled()
+		}
+		cancelCh := t.cancelCh
+		if t.ignoreCancel {
+			cancelCh = nil
+		}
+		select {
+		case <-ch:
+		case <-cancelCh:
+			return true
+		case <-t.a.done:
+			return true
+		}
+	}
 }
 
 func availableCommands() obj {

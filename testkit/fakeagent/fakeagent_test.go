@@ -861,6 +861,31 @@ func TestSleepWithoutCancel(t *testing.T) {
 	eq(t, "text", messageText(seen), "done")
 }
 
+// TestAwaitSession: the turn answers only once the process has answered
+// the session/new requests it waits for, and a cancel ends the wait.
+func TestAwaitSession(t *testing.T) {
+	c, sid, _ := setup(t)
+	c.request(1, "session/prompt", promptParams(sid, "await-session 2 0"))
+	c.request(2, "session/new", map[string]any{"cwd": t.TempDir(), "mcpServers": []any{}})
+	r, seen := c.until(2, nil)
+	if r.Error != nil {
+		t.Fatalf("session/new: %s", r.Raw)
+	}
+	for _, m := range seen {
+		if m.isResponse() {
+			t.Errorf("answered before the second session was: %s", m.Raw)
+		}
+	}
+	r, seen = c.until(1, nil)
+	eq(t, "stopReason", stopReason(t, r), "end_turn")
+	eq(t, "text", messageText(seen), "done")
+
+	c.request(3, "session/prompt", promptParams(sid, "await-session 3 0"))
+	c.notify("session/cancel", map[string]any{"sessionId": sid})
+	r, _ = c.until(3, nil)
+	eq(t, "stopReason", stopReason(t, r), "cancelled")
+}
+
 func TestSlowPermissionCancel(t *testing.T) {
 	c, sid, _ := setup(t)
 	c.request(4, "session/prompt", promptParams(sid, "slow-permission"))

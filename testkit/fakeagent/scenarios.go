@@ -28,6 +28,7 @@ func init() {
 		"sh":              scShell,
 		"slow":            scSlow,
 		"sleep":           scSleep,
+		"await-session":   scAwaitSession,
 		"hang":            scHang,
 		"crash":           scCrash,
 		"error":           func(t *turn, _ string) { t.answerErr(-32603, "simulated failure", obj{"detail": "x"}) },
@@ -327,6 +328,22 @@ func scSleep(t *turn, arg string) {
 		return
 	}
 	if t.sleep(ms) {
+		return
+	}
+	t.msg("done", "m1")
+}
+
+func scAwaitSession(t *turn, arg string) {
+	ns, rest := splitWord(arg)
+	n, ok := atoi(t, ns)
+	if !ok {
+		return
+	}
+	ms, ok := atoi(t, rest)
+	if !ok {
+		return
+	}
+	if t.awaitSessions(n) || t.sleep(ms) {
 		return
 	}
 	t.msg("done", "m1")
