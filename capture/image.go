@@ -166,8 +166,12 @@ func (lr *layerRunner) network() string {
 		return "none"
 	}
 	n := c.Network
+	internet := true
+	if t != nil {
+		internet, _ = t.Config.AgentNetwork()
+	}
 	switch {
-	case t != nil && !t.Config.AllowInternet:
+	case t != nil && !internet:
 		n = "allow"
 		if c.TaskNetwork == "none" {
 			n = "none"
@@ -185,10 +189,13 @@ func (lr *layerRunner) network() string {
 }
 
 // egress is the proxy of an agent on network "allow": the run's, with the
-// hosts of a task's network_mode = "allowlist" added to its allowlist.
+// hosts of a task's network_mode = "allowlist" (the agent's own, else the
+// environment's) added to its allowlist.
 func (lr *layerRunner) egress() *egress.Proxy {
-	if t := lr.cl.task; t != nil && len(t.Config.AllowedHosts) > 0 {
-		return lr.cfg.Egress.With(t.Config.AllowedHosts)
+	if t := lr.cl.task; t != nil {
+		if _, hosts := t.Config.AgentNetwork(); len(hosts) > 0 {
+			return lr.cfg.Egress.With(hosts)
+		}
 	}
 	return lr.cfg.Egress
 }

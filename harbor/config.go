@@ -47,6 +47,10 @@ type Config struct {
 	// its model's endpoints, through the egress allowlist. Empty for any
 	// other mode.
 	AllowedHosts []egress.Rule
+	// AgentNetworkMode is [agent] network_mode ("" = the environment's),
+	// AgentAllowedHosts its allowed_hosts when it is "allowlist".
+	AgentNetworkMode  string
+	AgentAllowedHosts []egress.Rule
 	// Workdir overrides the image's WORKDIR when set.
 	Workdir     string
 	DockerImage string
@@ -127,7 +131,7 @@ var (
 )
 
 // specialFields are the fields of Harbor's schema read on their own.
-var specialFields = []string{"steps", "artifacts", "environment.gpus", "environment.network_mode", "environment.allowed_hosts", "verifier.environment_mode"}
+var specialFields = []string{"steps", "artifacts", "environment.gpus", "environment.network_mode", "environment.allowed_hosts", "agent.network_mode", "agent.allowed_hosts", "verifier.environment_mode"}
 
 // schemaKeys are the keys of Harbor's schema, tables and fields, sorted:
 // what a key it does not have may have been meant to be.
@@ -260,6 +264,14 @@ func (t *Task) parseConfig(file, src string, lookup func(string) (string, bool))
 		c.AllowedHosts = r.allowedHosts(raw, "environment.allowed_hosts")
 	default:
 		r.fail("environment.network_mode", "must be public, no-network or allowlist, not %q", mode)
+	}
+	// The agent's own network_mode, over the environment's.
+	switch c.AgentNetworkMode = r.str(raw, "agent.network_mode"); c.AgentNetworkMode {
+	case "", "public", "no-network":
+	case "allowlist":
+		c.AgentAllowedHosts = r.allowedHosts(raw, "agent.allowed_hosts")
+	default:
+		r.fail("agent.network_mode", "must be public, no-network or allowlist, not %q", c.AgentNetworkMode)
 	}
 	switch osName := r.str(raw, "environment.os"); strings.ToLower(osName) {
 	case "", "linux":
@@ -519,6 +531,21 @@ func (r *reader) get(raw map[string]any, dotted string) (any, bool) {
 		}
 	}
 	return cur, true
+}
+
+// AgentNetwork is the agent's network: whether it has the internet and,
+// when it does not, the hosts it reaches besides its model's endpoints:
+// [agent] network_mode and allowed_hosts when set, else [environment]'s.
+func (c Config) AgentNetwork() (internet bool, hosts []egress.Rule) {
+	switch c.AgentNetworkMode {
+	case "public":
+		return true, nil
+	case "no-network":
+		return false, nil
+	case "allowlist":
+		return false, c.AgentAllowedHosts
+	}
+	return c.AllowInternet, c.AllowedHosts
 }
 
 // allowedHosts reads an allowlist's hosts: a list of HOST or HOST:PORT

@@ -198,7 +198,7 @@ command = "true"
 	}
 	sort.Strings(got)
 	want := []string{
-		"agent.allowed_hosts", "agent.network_mode", "agent.user",
+		"agent.user",
 		"environment.gpu_types", "environment.healthcheck",
 		"environment.skills_dir", "environment.tpu",
 		"verifier.collect", "verifier.environment",
@@ -393,7 +393,30 @@ func TestAllowlistHostsAreRead(t *testing.T) {
 	if err != nil || len(task.Config.AllowedHosts) != 0 || !task.Config.AllowInternet {
 		t.Errorf("public with allowed_hosts: %v, hosts %v", err, task.Config.AllowedHosts)
 	}
+	// The agent's own network_mode is the agent's network, over the
+	// environment's.
+	for _, tc := range []struct {
+		toml     string
+		internet bool
+		hosts    string
+	}{
+		{"[environment]\nnetwork_mode = \"allowlist\"\nallowed_hosts = [\"a.org\"]\n", false, "[a.org]"},
+		{"[agent]\nnetwork_mode = \"allowlist\"\nallowed_hosts = [\"b.org:8443\"]\n[environment]\nnetwork_mode = \"allowlist\"\nallowed_hosts = [\"a.org\"]\n", false, "[b.org:8443]"},
+		{"[agent]\nnetwork_mode = \"public\"\n[environment]\nnetwork_mode = \"no-network\"\n", true, "[]"},
+		{"[agent]\nnetwork_mode = \"no-network\"\n[environment]\nnetwork_mode = \"allowlist\"\nallowed_hosts = [\"a.org\"]\n", false, "[]"},
+	} {
+		task, err := Load(writeTask(t, tc.toml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		internet, hosts := task.Config.AgentNetwork()
+		if internet != tc.internet || fmt.Sprint(hosts) != tc.hosts || len(task.Unhonoured) != 0 {
+			t.Errorf("%q: agent network %v %v (unhonoured %v), want %v %s", tc.toml, internet, hosts, task.Unhonoured, tc.internet, tc.hosts)
+		}
+	}
 	for _, tc := range []struct{ toml, want string }{
+		{"[agent]\nnetwork_mode = \"closed\"\n", "task.toml:2: agent.network_mode: must be public, no-network or allowlist"},
+		{"[agent]\nnetwork_mode = \"allowlist\"\nallowed_hosts = [\"\"]\n", "task.toml:3: agent.allowed_hosts: entry 1 \"\": "},
 		{"[environment]\nnetwork_mode = \"allowlist\"\nallowed_hosts = \"pypi.org\"\n", "task.toml:3: environment.allowed_hosts: must be a list of hosts"},
 		{"[environment]\nnetwork_mode = \"allowlist\"\nallowed_hosts = [\"ok.org\", 5]\n", "task.toml:3: environment.allowed_hosts: entry 2 must be a string"},
 		{"[environment]\nnetwork_mode = \"allowlist\"\nallowed_hosts = [\"http://x.org/\"]\n", "task.toml:3: environment.allowed_hosts: entry 1 \"http://x.org/\": "},
