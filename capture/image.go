@@ -53,8 +53,9 @@ type ImageConfig struct {
 	CgroupParent string
 	// Egress, when set, is the way out of a task with allow_internet =
 	// false: the agent reaches the hosts of its allowlist (its model's
-	// endpoints) through it and nothing else. Without it such a task's
-	// agent gets loopback only.
+	// endpoints, and a network_mode = "allowlist" task's allowed_hosts)
+	// through it and nothing else. Without it such a task's agent gets
+	// loopback only.
 	Egress *egress.Proxy
 	// Self is the command that runs image.Main (default: this binary).
 	Self []string
@@ -150,7 +151,7 @@ func (lr *layerRunner) ResolvesInside() bool { return lr.cfg.AgentInImage }
 func (lr *layerRunner) Info() sandbox.Info {
 	info := sandbox.Info{Backend: "image", Network: lr.network(), Caps: lr.cl.caps}
 	if info.Network == "allow" {
-		for _, r := range lr.cfg.Egress.Rules() {
+		for _, r := range lr.egress().Rules() {
 			info.Allow = append(info.Allow, r.String())
 		}
 	}
@@ -165,8 +166,12 @@ func (lr *layerRunner) network() string {
 		return "none"
 	}
 	n := c.Network
+	internet := true
+	if t != nil {
+		internet, _ = t.Config.AgentNetwork()
+	}
 	switch {
-	case t != nil && !t.Config.AllowInternet:
+	case t != nil && !internet:
 		n = "allow"
 		if c.TaskNetwork == "none" {
 			n = "none"
@@ -181,6 +186,18 @@ func (lr *layerRunner) network() string {
 		return "none"
 	}
 	return n
+}
+
+// egress is the proxy of an agent on network "allow": the run's, with the
+// hosts of a task's network_mode = "allowlist" (the agent's own, else the
+// environment's) added to its allowlist.
+func (lr *layerRunner) egress() *egress.Proxy {
+	if t := lr.cl.task; t != nil {
+		if _, hosts := t.Config.AgentNetwork(); len(hosts) > 0 {
+			return lr.cfg.Egress.With(hosts)
+		}
+	}
+	return lr.cfg.Egress
 }
 
 // caps are the caps of the agent: a task's own, else the run's.
@@ -231,7 +248,7 @@ func (lr *layerRunner) Wrap(c sandbox.Command) (sandbox.Wrapped, error) {
 		// which listens on the image's loopback.
 		log = &connLog{}
 		var err error
-		if sess, err = lr.cfg.Egress.NewSession(log.add); err != nil {
+		if sess, err = lr.egress().NewSession(log.add); err != nil {
 			return sandbox.Wrapped{}, fmt.Errorf("image network: %w", err)
 		}
 		log.sess = sess

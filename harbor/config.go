@@ -15,6 +15,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"harness/internal/suggest"
+	"harness/sandbox/egress"
 )
 
 // Defaults of task.toml, as Harbor has them.
@@ -41,6 +42,15 @@ type Config struct {
 	GPUs            int64
 	// AllowInternet is allow_internet, or network_mode = "public".
 	AllowInternet bool
+	// AllowedHosts are the hosts of network_mode = "allowlist"
+	// (allowed_hosts, each HOST or HOST:PORT): the agent reaches them, and
+	// its model's endpoints, through the egress allowlist. Empty for any
+	// other mode.
+	AllowedHosts []egress.Rule
+	// AgentNetworkMode is [agent] network_mode ("" = the environment's),
+	// AgentAllowedHosts its allowed_hosts when it is "allowlist".
+	AgentNetworkMode  string
+	AgentAllowedHosts []egress.Rule
 	// Workdir overrides the image's WORKDIR when set.
 	Workdir     string
 	DockerImage string
@@ -112,8 +122,8 @@ var (
 	// in Harbor's schema, not acted on here (when set to a non-empty value).
 	notHonouredFields = map[string]bool{
 		"environment.healthcheck": true, "environment.skills_dir": true, "environment.gpu_types": true,
-		"environment.tpu": true, "environment.allowed_hosts": true,
-		"agent.user": true, "agent.network_mode": true, "agent.allowed_hosts": true,
+		"environment.tpu": true,
+		"agent.user":      true, "agent.network_mode": true, "agent.allowed_hosts": true,
 		"verifier.user": true, "verifier.network_mode": true, "verifier.allowed_hosts": true,
 		"verifier.environment": true, "verifier.collect": true,
 		"multi_step_reward_mode": true,
@@ -121,7 +131,7 @@ var (
 )
 
 // specialFields are the fields of Harbor's schema read on their own.
-var specialFields = []string{"steps", "artifacts", "environment.gpus", "environment.network_mode", "verifier.environment_mode"}
+var specialFields = []string{"steps", "artifacts", "environment.gpus", "environment.network_mode", "environment.allowed_hosts", "agent.network_mode", "agent.allowed_hosts", "verifier.environment_mode"}
 
 // schemaKeys are the keys of Harbor's schema, tables and fields, sorted:
 // what a key it does not have may have been meant to be.
@@ -250,11 +260,18 @@ func (t *Task) parseConfig(file, src string, lookup func(string) (string, bool))
 	case "no-network":
 		c.AllowInternet = false
 	case "allowlist":
-		// The allowlist's hosts are not reachable here: no internet.
 		c.AllowInternet = false
-		unhonoured = append(unhonoured, Unhonoured{Field: "environment.network_mode", Line: lineOf(lines, "environment.network_mode")})
+		c.AllowedHosts = r.allowedHosts(raw, "environment.allowed_hosts")
 	default:
 		r.fail("environment.network_mode", "must be public, no-network or allowlist, not %q", mode)
+	}
+	// The agent's own network_mode, over the environment's.
+	switch c.AgentNetworkMode = r.str(raw, "agent.network_mode"); c.AgentNetworkMode {
+	case "", "public", "no-network":
+	case "allowlist":
+		c.AgentAllowedHosts = r.allowedHosts(raw, "agent.allowed_hosts")
+	default:
+		r.fail("agent.network_mode", "must be public, no-network or allowlist, not %q", c.AgentNetworkMode)
 	}
 	switch osName := r.str(raw, "environment.os"); strings.ToLower(osName) {
 	case "", "linux":
@@ -514,6 +531,62 @@ func (r *reader) get(raw map[string]any, dotted string) (any, bool) {
 		}
 	}
 	return cur, true
+}
+
+// AgentNetwork is the agent's network: whether it has the internet and,
+// when it does not, the hosts it reaches besides its model's endpoints:
+// [agent] network_mode and allowed_hosts when set, else [environment]'s.
+func (c Config) AgentNetwork() (internet bool, hosts []egress.Rule) {
+	switch c.AgentNetworkMode {
+	case "public":
+		return true, nil
+	case "no-network":
+		return false, nil
+	case "allowlist":
+		return false, c.AgentAllowedHosts
+	}
+	return c.AllowInternet, c.AllowedHosts
+}
+
+// allowedHosts reads an allowlist's hosts: a list of HOST or HOST:PORT
+// (a host without a port allows 80 and 443).
+func (r *reader) allowedHosts(raw map[string]any, field string) []egress.Rule {
+	v, ok := r.get(raw, field)
+	if !ok {
+		return nil
+	}
+	list, isList := v.([]any)
+	if !isList {
+		r.fail(field, "must be a list of hosts (HOST or HOST:PORT), not %v", v)
+		return nil
+	}
+	var rules []egress.Rule
+	for i, x := range list {
+		h, isStr := x.(string)
+		if !isStr {
+			r.fail(field, "entry %d must be a string (HOST or HOST:PORT), not %v", i+1, x)
+			return nil
+		}
+		got, err := egress.ParseAllow(h)
+		if err == nil && strings.Contains(h, ",") {
+			err = errors.New("one host per entry")
+		}
+		if err != nil {
+			r.fail(field, "entry %d %q: %v", i+1, h, unwrapAllow(err))
+			return nil
+		}
+		rules = append(rules, got...)
+	}
+	return rules
+}
+
+// unwrapAllow drops ParseAllow's own "allowlist entry N" prefix: the
+// caller names the entry.
+func unwrapAllow(err error) error {
+	if u := errors.Unwrap(err); u != nil {
+		return u
+	}
+	return err
 }
 
 func (r *reader) str(raw map[string]any, field string) string {

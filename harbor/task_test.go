@@ -198,8 +198,8 @@ command = "true"
 	}
 	sort.Strings(got)
 	want := []string{
-		"agent.allowed_hosts", "agent.network_mode", "agent.user",
-		"environment.allowed_hosts", "environment.gpu_types", "environment.healthcheck",
+		"agent.user",
+		"environment.gpu_types", "environment.healthcheck",
 		"environment.skills_dir", "environment.tpu",
 		"verifier.collect", "verifier.environment",
 		"verifier.environment_mode", "verifier.network_mode", "verifier.user",
@@ -364,8 +364,67 @@ func TestNetworkModeSaysWhatAllowInternetSaid(t *testing.T) {
 		if task.Config.AllowInternet != want {
 			t.Errorf("%s: allow internet %v", mode, task.Config.AllowInternet)
 		}
-		if unh := fmt.Sprint(task.Unhonoured); (mode == "allowlist") != strings.Contains(unh, "environment.network_mode") {
+		if unh := fmt.Sprint(task.Unhonoured); strings.Contains(unh, "environment.network_mode") {
 			t.Errorf("%s: unhonoured %s", mode, unh)
+		}
+	}
+}
+
+// TestAllowlistHostsAreRead: network_mode = "allowlist" keeps the
+// internet closed and reads allowed_hosts (HOST, HOST:PORT) as the
+// egress allowlist's rules; another mode's allowed_hosts give none; a bad
+// entry names the file, line and field.
+func TestAllowlistHostsAreRead(t *testing.T) {
+	task, err := Load(writeTask(t, "[environment]\nnetwork_mode = \"allowlist\"\nallowed_hosts = [\"pypi.org\", \"127.0.0.1:8080\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range task.Config.AllowedHosts {
+		got = append(got, r.String())
+	}
+	if want := []string{"pypi.org", "127.0.0.1:8080"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("allowed hosts %q, want %q", got, want)
+	}
+	if task.Config.AllowInternet || len(task.Unhonoured) != 0 {
+		t.Errorf("allow internet %v, unhonoured %v", task.Config.AllowInternet, task.Unhonoured)
+	}
+	task, err = Load(writeTask(t, "[environment]\nnetwork_mode = \"public\"\nallowed_hosts = [\"pypi.org\"]\n"))
+	if err != nil || len(task.Config.AllowedHosts) != 0 || !task.Config.AllowInternet {
+		t.Errorf("public with allowed_hosts: %v, hosts %v", err, task.Config.AllowedHosts)
+	}
+	// The agent's own network_mode is the agent's network, over the
+	// environment's.
+	for _, tc := range []struct {
+		toml     string
+		internet bool
+		hosts    string
+	}{
+		{"[environment]\nnetwork_mode = \"allowlist\"\nallowed_hosts = [\"a.org\"]\n", false, "[a.org]"},
+		{"[agent]\nnetwork_mode = \"allowlist\"\nallowed_hosts = [\"b.org:8443\"]\n[environment]\nnetwork_mode = \"allowlist\"\nallowed_hosts = [\"a.org\"]\n", false, "[b.org:8443]"},
+		{"[agent]\nnetwork_mode = \"public\"\n[environment]\nnetwork_mode = \"no-network\"\n", true, "[]"},
+		{"[agent]\nnetwork_mode = \"no-network\"\n[environment]\nnetwork_mode = \"allowlist\"\nallowed_hosts = [\"a.org\"]\n", false, "[]"},
+	} {
+		task, err := Load(writeTask(t, tc.toml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		internet, hosts := task.Config.AgentNetwork()
+		if internet != tc.internet || fmt.Sprint(hosts) != tc.hosts || len(task.Unhonoured) != 0 {
+			t.Errorf("%q: agent network %v %v (unhonoured %v), want %v %s", tc.toml, internet, hosts, task.Unhonoured, tc.internet, tc.hosts)
+		}
+	}
+	for _, tc := range []struct{ toml, want string }{
+		{"[agent]\nnetwork_mode = \"closed\"\n", "task.toml:2: agent.network_mode: must be public, no-network or allowlist"},
+		{"[agent]\nnetwork_mode = \"allowlist\"\nallowed_hosts = [\"\"]\n", "task.toml:3: agent.allowed_hosts: entry 1 \"\": "},
+		{"[environment]\nnetwork_mode = \"allowlist\"\nallowed_hosts = \"pypi.org\"\n", "task.toml:3: environment.allowed_hosts: must be a list of hosts"},
+		{"[environment]\nnetwork_mode = \"allowlist\"\nallowed_hosts = [\"ok.org\", 5]\n", "task.toml:3: environment.allowed_hosts: entry 2 must be a string"},
+		{"[environment]\nnetwork_mode = \"allowlist\"\nallowed_hosts = [\"http://x.org/\"]\n", "task.toml:3: environment.allowed_hosts: entry 1 \"http://x.org/\": "},
+		{"[environment]\nnetwork_mode = \"allowlist\"\nallowed_hosts = [\"a.org,b.org\"]\n", "task.toml:3: environment.allowed_hosts: entry 1 \"a.org,b.org\": one host per entry"},
+	} {
+		_, err := Load(writeTask(t, tc.toml))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q:\n got %v\nwant …%s", tc.toml, err, tc.want)
 		}
 	}
 }

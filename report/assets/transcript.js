@@ -322,8 +322,45 @@
     return frag;
   }
 
+  // taskStepsTable shows a multi-step task's steps: each one's reward,
+  // min_reward, whether it counts, its timing, its error and why the trial
+  // ended there.
+  function taskStepsTable(steps) {
+    var t = el("table", { class: "tasksteps" });
+    t.appendChild(el("tr", null, ["step", "reward", "min reward", "counts", "setup", "agent", "verifier", "error", "ended the trial"].map(function (h) { return el("th", { text: h }); })));
+    steps.forEach(function (s) {
+      var tm = s.timing || {};
+      var min = s.minReward ? Object.keys(s.minReward).sort().map(function (k) { return (k === "reward" ? "" : k + " ") + s.minReward[k]; }).join(", ") : "";
+      var err = s.error ? [s.error["class"] || "error", s.error.message].filter(Boolean).join(": ") : s.verdict && s.verdict.error ? "verifier: " + (s.verdict.error.message || s.verdict.error["class"] || "error") : "";
+      var tr = el("tr", { class: "taskstep" + (s.endedTrial ? " ended" : "") + (s.error ? " failed" : "") },
+        el("td", { class: "name", text: s.name || "" }),
+        el("td", { class: "reward", text: s.reward != null ? (+s.reward).toFixed(2) : "—" }),
+        el("td", { class: "min", text: min }),
+        el("td", { class: "counts", text: s.contributesToReward ? "yes" : "no" }),
+        el("td", { class: "setup", text: tm.setup ? ms(tm.setup) : "" }),
+        el("td", { class: "agent", text: tm.agent != null ? ms(tm.agent) : "" }),
+        el("td", { class: "verifier", text: tm.verifier ? ms(tm.verifier) : "" }),
+        el("td", { class: "error", text: err }),
+        el("td", { class: "ended", text: s.endedTrial || "" }));
+      t.appendChild(tr);
+    });
+    return t;
+  }
+
+  // artifactsList shows a trial's artifacts: the directory they were
+  // copied to, each path copied, and each one missing with why.
+  function artifactsList(a) {
+    var box = el("div", { class: "artifacts" });
+    box.appendChild(el("div", { class: "adir", text: "in " + (a.dir || "") }));
+    var ul = el("ul", { class: "apaths" });
+    (a.paths || []).forEach(function (p) { ul.appendChild(el("li", { class: "apath", text: p })); });
+    (a.missing || []).forEach(function (m) { ul.appendChild(el("li", { class: "amissing", text: "missing: " + m })); });
+    box.appendChild(ul);
+    return box;
+  }
+
   // recordHead shows a record's facts before its steps: timing, usage,
-  // agent, output, file changes and stderr.
+  // agent, task steps, artifacts, output, file changes and stderr.
   function recordHead(rec) {
     var frag = el("div", { class: "record" });
     var kv = kvList();
@@ -344,6 +381,15 @@
     kv.row("stop reason", rec.stopReason);
     if (rec.stopReasons && rec.stopReasons.length > 1) kv.row("stop reasons", rec.stopReasons.join(", "));
     frag.appendChild(kv);
+    if (rec.taskSteps && rec.taskSteps.length) {
+      frag.appendChild(el("h4", { text: "task steps (" + rec.taskSteps.length + ")" }));
+      frag.appendChild(taskStepsTable(rec.taskSteps));
+    }
+    if (rec.artifacts) {
+      var na = (rec.artifacts.paths || []).length, nm = (rec.artifacts.missing || []).length;
+      frag.appendChild(el("h4", { text: "artifacts (" + na + " copied" + (nm ? ", " + nm + " missing" : "") + ")" }));
+      frag.appendChild(artifactsList(rec.artifacts));
+    }
     frag.appendChild(el("h4", { text: "output" }));
     frag.appendChild(pre(rec.output || ""));
     frag.appendChild(changes(rec));

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -125,6 +126,20 @@ func NewProxy(rules []Rule, tmpDir string) *Proxy {
 
 // Rules returns the allowlist.
 func (p *Proxy) Rules() []Rule { return append([]Rule(nil), p.rules...) }
+
+// With returns a proxy whose allowlist is p's and then extra's (each rule
+// once), set up as p is: the allowlist of one task whose own hosts are
+// added to the run's.
+func (p *Proxy) With(extra []Rule) *Proxy {
+	q := *p
+	q.rules = p.Rules()
+	for _, r := range extra {
+		if !slices.Contains(q.rules, r) {
+			q.rules = append(q.rules, r)
+		}
+	}
+	return &q
+}
 
 // Session is the proxy's side of one sandboxed process: a unix socket in
 // a directory of its own, and what the sandbox needs to reach it.

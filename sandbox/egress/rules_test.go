@@ -135,3 +135,32 @@ func TestPlan(t *testing.T) {
 		t.Errorf("plan:\n%s\nwant (%s):\n%s", b.String(), golden, want)
 	}
 }
+
+// TestWithAddsRules: a proxy made With a task's hosts allows them besides
+// the run's, each rule once, and leaves the run's proxy as it was.
+func TestWithAddsRules(t *testing.T) {
+	run, err := ParseAllow("api.anthropic.com:443")
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra, err := ParseAllow("pypi.org,api.anthropic.com:443,127.0.0.1:8080")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := NewProxy(run, "")
+	p.MaxConns = 7
+	q := p.With(extra)
+	var got []string
+	for _, r := range q.Rules() {
+		got = append(got, r.String())
+	}
+	if strings.Join(got, ",") != "api.anthropic.com:443,pypi.org,127.0.0.1:8080" {
+		t.Errorf("rules %q", got)
+	}
+	if len(p.Rules()) != 1 || q.MaxConns != 7 {
+		t.Errorf("run's rules %v, the task's proxy's MaxConns %d", p.Rules(), q.MaxConns)
+	}
+	if !Allowed(q.Rules(), "pypi.org", 443) || Allowed(p.Rules(), "pypi.org", 443) {
+		t.Error("pypi.org:443: want allowed by the task's proxy only")
+	}
+}
