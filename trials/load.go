@@ -15,6 +15,8 @@ type CaseCount struct {
 	N, C     int
 	Ungraded int
 	Errors   map[string]int
+	// extra holds the counts by owner, failures in n and retries.
+	extra Counts
 	// Estimate, for a case of an adaptive trials run, is its unbiased
 	// pass rate: there C/N is biased by the stopping rule.
 	Estimate *float64
@@ -23,7 +25,7 @@ type CaseCount struct {
 // Add counts one trial of the case (as Counts.Add does) and returns how
 // it counted.
 func (cc *CaseCount) Add(r *schemas.CaptureRecord) (pass bool, excluded string) {
-	return cc.count(func(c *Counts) (bool, string) { return c.Add(r, nil) })
+	return cc.count(func(c *Counts) (bool, string) { return c.Add(r, Counting{}) })
 }
 
 // AddEntry counts one trial of the case's trials record as the record
@@ -33,10 +35,19 @@ func (cc *CaseCount) AddEntry(e *schemas.TrialEntry) (pass bool, excluded string
 }
 
 func (cc *CaseCount) count(add func(*Counts) (bool, string)) (pass bool, excluded string) {
-	c := Counts{Trials: cc.Trials, Graded: cc.N, Passed: cc.C, Ungraded: cc.Ungraded, Errors: cc.Errors}
+	c := cc.extra
+	c.Trials, c.Graded, c.Passed, c.Ungraded, c.Errors = cc.Trials, cc.N, cc.C, cc.Ungraded, cc.Errors
 	pass, excluded = add(&c)
 	cc.Trials, cc.N, cc.C, cc.Ungraded, cc.Errors = c.Trials, c.Graded, c.Passed, c.Ungraded, c.Errors
+	cc.extra = Counts{LeftOut: c.LeftOut, Failures: c.Failures, Attempts: c.Attempts, Retried: c.Retried, AttemptsCost: c.AttemptsCost}
 	return pass, excluded
+}
+
+// Counts returns the case's counts.
+func (cc *CaseCount) Counts() Counts {
+	c := cc.extra
+	c.Trials, c.Graded, c.Passed, c.Ungraded, c.Errors = cc.Trials, cc.N, cc.C, cc.Ungraded, cc.Errors
+	return c
 }
 
 // Run is a results file reduced to per-case counts, in the order cases first
@@ -134,6 +145,7 @@ func Recount(tr *schemas.TrialsRecord) {
 		cc.Add(&rec)
 	}
 	tr.N, tr.C, tr.Ungraded, tr.Errors = cc.N, cc.C, cc.Ungraded, cc.Errors
+	tr.LeftOut, tr.Failures, tr.Attempts = cc.extra.LeftOut, cc.extra.Failures, cc.extra.Attempts
 	if tr.K < 1 {
 		tr.K = len(tr.Trials)
 	}
