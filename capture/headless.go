@@ -65,6 +65,7 @@ func (w *worker) playHeadless(ctx context.Context, u Unit) *caseRun {
 	}
 	session := ""
 	w.r.turning.Add(1)
+	run.stage = schemas.StageTurn
 	for i, text := range u.Case.Input.List {
 		run.rec.BeginTurn(i+1, time.Now())
 		turn, info := w.headlessTurn(ctx, run, cwd, text, session, timeout)

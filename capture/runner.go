@@ -20,6 +20,7 @@ import (
 	"harness/internal/buildinfo"
 	"harness/sandbox"
 	"harness/sandbox/egress"
+	"harness/failure"
 	"harness/schemas"
 )
 
@@ -667,6 +668,17 @@ func rpcErrorInfo(ag *agent, class string, err error) *schemas.ErrorInfo {
 	return &schemas.ErrorInfo{Class: class, Message: err.Error()}
 }
 
+// decideGraders puts an owner on the grader results that failed (a
+// task's verifier's too).
+func decideGraders(rec *schemas.CaptureRecord) {
+	if rec.Score != nil {
+		failure.Decide(rec.Score.Error, schemas.StageGrading)
+	}
+	for i := range rec.Scores {
+		failure.Decide(rec.Scores[i].Error, schemas.StageGrading)
+	}
+}
+
 func authHint(ag *agent) string {
 	if ag == nil || ag.init == nil || len(ag.init.AuthMethods) == 0 {
 		return ""
@@ -680,8 +692,12 @@ func authHint(ag *agent) string {
 
 // grade puts the graders' verdict on a record whose run got far enough to
 // be graded.
+//
+// A unit whose agent a limit ended (its turn's time limit, a cap) is
+// graded as it stands: the graders judge what the agent left.
 func (r *Runner) grade(ctx context.Context, rec *schemas.CaptureRecord, c *schemas.PromptCase) {
-	if r.cfg.Grade == nil || (rec.Error != nil && rec.Error.Class != schemas.ErrAgentError) {
+	defer decideGraders(rec)
+	if r.cfg.Grade == nil || (rec.Error != nil && rec.Error.Class != schemas.ErrAgentError && rec.Error.Limit == "") {
 		return
 	}
 	r.judging.Add(1)

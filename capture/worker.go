@@ -14,6 +14,7 @@ import (
 
 	"harness/acp"
 	"harness/sandbox"
+	"harness/failure"
 	"harness/schemas"
 	"harness/workspace"
 )
@@ -64,6 +65,9 @@ type caseRun struct {
 	verdict *schemas.GraderResult
 	// judged is closed once the unit is graded and its record is out.
 	judged chan struct{}
+	// stage is where the unit is: the agent's start and session until
+	// its first turn.
+	stage string
 }
 
 func (w *worker) loop(ctx context.Context, work <-chan Unit) {
@@ -389,7 +393,7 @@ func unitMeta(ag *agent, u Unit) json.RawMessage {
 
 // newRun starts the bookkeeping of a unit.
 func (w *worker) newRun(u Unit) *caseRun {
-	run := &caseRun{unit: u, start: time.Now(), judged: make(chan struct{})}
+	run := &caseRun{unit: u, start: time.Now(), judged: make(chan struct{}), stage: schemas.StageAgentStart}
 	run.rec = NewRecorder(run.start)
 	run.record = newRecord(&w.r.cfg, u, run.start)
 	return run
@@ -668,6 +672,7 @@ func (w *worker) play(ctx context.Context, run *caseRun) (retry bool) {
 		timeout = time.Duration(c.Timeout)
 	}
 	w.r.turning.Add(1)
+	run.stage = schemas.StageTurn
 	for i, text := range c.Input.List {
 		run.rec.BeginTurn(i+1, time.Now())
 		resp, info := w.turn(ctx, run, i+1, text, timeout)
@@ -851,6 +856,7 @@ func (w *worker) finish(run *caseRun) {
 	if run.ag != nil && rec.Error != nil && rec.Error.Stderr == "" && rec.Error.Class != schemas.ErrAgentError {
 		rec.Error.Stderr = run.ag.proc.StderrTail()
 	}
+	failure.Decide(rec.Error, run.stage)
 	if run.ws != nil {
 		changes, git := run.changes, run.gitChanges
 		if run.changeErr != nil {

@@ -1,0 +1,186 @@
+// Package failure decides whose failure a trial is: the agent's, the
+// infrastructure's, the grader's or the configuration's, and at which
+// stage, from what the harness saw (the error class, exit status, signal,
+// cap, the agent's JSON-RPC error and the tail of its standard error). It
+// writes the decision and its evidence on the error, and says which
+// failures are worth another attempt.
+package failure
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"harness/schemas"
+)
+
+// Decide sets the owner, stage, limit and evidence of a unit's error,
+// keeping any already set. stage is where the unit was when it failed
+// (schemas.StageSetup, StageAgentStart, StageTurn or StageGrading; "" lets
+// the error class say). An interrupted unit (the run was stopped) and an
+// error without a class get no owner: they count as they always did.
+func Decide(e *schemas.ErrorInfo, stage string) {
+	if e == nil || e.Owner != "" || e.Class == "" || e.Class == schemas.ErrInterrupted || e.Class == schemas.ErrUnclassified {
+		return
+	}
+	if e.Stage == "" {
+		e.Stage = stageOf(e.Class, stage)
+	}
+	owner, evidence, limit := decide(e)
+	e.Owner = owner
+	if e.Evidence == "" {
+		e.Evidence = evidence
+	}
+	if e.Limit == "" {
+		e.Limit = limit
+	}
+}
+
+// stageOf is the stage of an error of class, when the caller did not
+// know it better.
+func stageOf(class, stage string) string {
+	switch class {
+	case schemas.ErrWorkspaceSetup:
+		return schemas.StageSetup
+	case schemas.ErrAgentStart, schemas.ErrAuthRequired:
+		return schemas.StageAgentStart
+	case schemas.ErrGraderError, schemas.ErrGraderTimeout, schemas.ErrGraderInvalid:
+		return schemas.StageGrading
+	}
+	if stage != "" {
+		return stage
+	}
+	return schemas.StageTurn
+}
+
+func decide(e *schemas.ErrorInfo) (owner, evidence, limit string) {
+	switch e.Class {
+	case schemas.ErrGraderError, schemas.ErrGraderTimeout, schemas.ErrGraderInvalid:
+		return schemas.OwnerGrader, e.Class, ""
+	case schemas.ErrWorkspaceSetup:
+		return schemas.OwnerInfra, "the workspace or image could not be made", ""
+	case schemas.ErrAuthRequired:
+		return schemas.OwnerConfig, "the agent asked for authentication", ""
+	case schemas.ErrResourceLimit:
+		return schemas.OwnerAgent, "the sandbox ended it at its cap", capOf(e.Message)
+	case schemas.ErrTimeout:
+		if e.Stage == schemas.StageAgentStart {
+			return schemas.OwnerAgent, "it did not answer within the startup timeout", "startup timeout"
+		}
+		return schemas.OwnerAgent, "its turn ran past its time limit", "timeout"
+	}
+	text := e.Message + "\n" + string(e.Data) + "\n" + e.Stderr
+	if e.Class == schemas.ErrAgentStart {
+		if m := missingRE.FindString(e.Message); m != "" {
+			return schemas.OwnerConfig, "the agent's command: " + m, ""
+		}
+	}
+	if ev := ConfigEvidence(text); ev != "" {
+		return schemas.OwnerConfig, ev, ""
+	}
+	if ev := ProviderEvidence(text); ev != "" {
+		return schemas.OwnerInfra, ev, ""
+	}
+	if e.Signal == "killed" {
+		// SIGKILL that no cap of the harness sent: the kernel's OOM
+		// killer or the machine going away.
+		return schemas.OwnerInfra, "killed by SIGKILL with no cap set", ""
+	}
+	switch e.Class {
+	case schemas.ErrAgentStart:
+		return schemas.OwnerConfig, "the agent could not be started" + exitNote(e), ""
+	case schemas.ErrProtocol:
+		if e.Stage == schemas.StageAgentStart {
+			return schemas.OwnerConfig, "the agent does not speak the protocol" + exitNote(e), ""
+		}
+		return schemas.OwnerAgent, "the agent broke the protocol", ""
+	case schemas.ErrAgentCrash:
+		return schemas.OwnerAgent, "the agent exited" + exitNote(e), ""
+	case schemas.ErrAgentError:
+		if e.Code != nil {
+			return schemas.OwnerAgent, fmt.Sprintf("the agent answered JSON-RPC error %d", *e.Code), ""
+		}
+		return schemas.OwnerAgent, "the agent answered with an error", ""
+	}
+	// A class this build does not know: not the agent's to count.
+	return schemas.OwnerInfra, "error class " + e.Class, ""
+}
+
+func exitNote(e *schemas.ErrorInfo) string {
+	switch {
+	case e.Signal != "":
+		return " (killed by " + e.Signal + ")"
+	case e.ExitCode != nil:
+		return fmt.Sprintf(" (exit status %d)", *e.ExitCode)
+	}
+	return ""
+}
+
+// capOf names the cap a resource_limit message is about.
+func capOf(msg string) string {
+	switch {
+	case strings.HasPrefix(msg, "memory"):
+		return "memory"
+	case strings.HasPrefix(msg, "processes"):
+		return "pids"
+	case strings.HasPrefix(msg, "disk"):
+		return "disk"
+	}
+	return "cap"
+}
+
+var (
+	// A provider's status: "429 Too Many Requests", "status 503",
+	// "HTTP 502", "error code: 529", "API error (503)".
+	statusRE = regexp.MustCompile(`(?i)(?:\b(?:status(?:\s*code)?|http(?:/[0-9.]+)?|error(?:\s*code)?|code|api error)\s*[:=(]?\s*(429|5[0-9][0-9])\b|\b(429|5[0-9][0-9])\s+(?:too many requests|service unavailable|bad gateway|gateway time-?out|internal server error|overloaded))`)
+	// Words providers and their SDKs use for the same.
+	wordsRE = regexp.MustCompile(`(?i)(too many requests|rate[ _-]?limit(?:ed)?|service unavailable|overloaded(?:_error)?|bad gateway|gateway time-?out)`)
+	// A connection to the provider that failed.
+	connRE = regexp.MustCompile(`(?i)(ECONNRESET|ECONNREFUSED|ETIMEDOUT|EAI_AGAIN|ENOTFOUND|EPIPE|socket hang up|connection reset(?: by peer)?|connection refused|connection closed by the provider|fetch failed|network error|unexpected EOF|tls handshake timeout)`)
+	// Missing or refused credentials.
+	configRE = regexp.MustCompile(`(?i)(\b401\b\s*(?:unauthori[sz]ed)?|invalid[ _-]?(?:x-)?api[ _-]?key|(?:missing|no|not set)[^\n]{0,20}api[ _-]?key|api[ _-]?key[^\n]{0,30}(?:missing|not set|not found|required|invalid)|authentication_error)`)
+	// A command that is not there.
+	missingRE = regexp.MustCompile(`(?i)(executable file not found|no such file or directory|permission denied)`)
+)
+
+// ProviderEvidence says what in text (an error message, its data, a
+// stderr tail) shows the model provider failing, "" when nothing does:
+// "provider answered 503", "provider rate limit", "connection to the
+// provider failed (ECONNRESET)".
+func ProviderEvidence(text string) string {
+	if m := statusRE.FindStringSubmatch(text); m != nil {
+		return "provider answered " + m[1] + m[2]
+	}
+	if m := wordsRE.FindString(text); m != "" {
+		return "provider answered " + strings.ToLower(m)
+	}
+	if m := connRE.FindString(text); m != "" {
+		return "connection to the provider failed (" + m + ")"
+	}
+	return ""
+}
+
+// ConfigEvidence says what in text shows the agent cannot run as
+// configured (no key, a key refused, a missing binary), "" when nothing
+// does.
+func ConfigEvidence(text string) string {
+	if m := configRE.FindString(text); m != "" {
+		return "configuration: " + strings.TrimSpace(m)
+	}
+	return ""
+}
+
+// Retryable says whether a record's failure is worth another attempt
+// under classes: infrastructure failures by default (classes empty), or
+// those whose owner or error class is in classes. Agent-owned failures
+// are never retried, whatever classes says; nor are interrupted units.
+func Retryable(r *schemas.CaptureRecord, classes map[string]bool) bool {
+	e := r.Error
+	if e == nil || e.Class == schemas.ErrInterrupted || e.Owner == schemas.OwnerAgent || e.Owner == "" {
+		return false
+	}
+	if len(classes) == 0 {
+		return e.Owner == schemas.OwnerInfra
+	}
+	return classes[e.Owner] || classes[e.Class]
+}
