@@ -983,6 +983,7 @@ func newRecord(cfg *Config, u Unit, start time.Time) *schemas.CaptureRecord {
 	if len(c.Input.List) > 1 {
 		rec.TurnCount = len(c.Input.List)
 	}
+	rec.Attempts = u.Attempts
 	return rec
 }
 

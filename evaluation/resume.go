@@ -40,7 +40,7 @@ func resumeCapture(out *results.Output, retryErrors bool, graders []string, coun
 		var rec schemas.CaptureRecord
 		if json.Unmarshal(line, &rec) == nil {
 			check.see(key.ID, key.Trial, rec.Provenance.Graders)
-			kept.Add(&rec, nil)
+			kept.Add(&rec, trials.Counting{})
 		}
 		return true
 	})

@@ -172,6 +172,11 @@ func (s *runState) emit(rec *schemas.CaptureRecord) error {
 		s.shared.see(rec)
 	}
 	rec.Cost = s.price(rec)
+	for i := range rec.Attempts {
+		if a := &rec.Attempts[i]; a.Cost == nil && a.Usage != nil {
+			a.Cost = s.price(&schemas.CaptureRecord{Usage: a.Usage})
+		}
+	}
 	s.ctl.Record(rec)
 	if rec.Cost != nil && rec.Cost.USD != nil {
 		s.mu.Lock()
@@ -189,7 +194,7 @@ func (s *runState) emit(rec *schemas.CaptureRecord) error {
 		err = s.out.Write(rec)
 		if err == nil {
 			s.mu.Lock()
-			s.counts.Add(rec, nil)
+			s.counts.Add(rec, trials.Counting{})
 			s.mu.Unlock()
 		}
 	}

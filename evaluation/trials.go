@@ -10,7 +10,6 @@ import (
 	"iter"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 
 	"harness/capture"
@@ -32,8 +31,8 @@ type collector struct {
 	open    map[string]*pendingCase
 	queue   []*pendingCase  // cases seen and not yet written, in file order
 	written map[string]bool // cases whose records an earlier run wrote
-	// failOn holds the error classes counted as failures.
-	failOn      map[string]bool
+	// failOn is how failed trials count.
+	failOn      trials.Counting
 	summary     *trials.Summary
 	partialPath string
 	partial     *results.Output
@@ -63,15 +62,12 @@ type pendingCase struct {
 func newCollector(opts *Options, ev *emitter) (*collector, error) {
 	t := &collector{opts: opts, events: ev, k: opts.K, open: map[string]*pendingCase{}, summary: trials.NewSummary(opts.K),
 		partialPath: opts.partialPath()}
-	if fo := opts.Trials.FailOn; len(fo) > 0 {
-		t.failOn = map[string]bool{}
-		for _, class := range fo {
-			t.failOn[strings.TrimSpace(class)] = true
-		}
-	}
+	t.failOn = trials.NewCounting(opts.Trials.FailOn, opts.Trials.LeaveOut)
+	t.summary.SetPolicy(t.failOn)
 	if p := opts.Trials.Adaptive; p != nil {
 		t.k = p.MinK
 		t.summary = trials.NewSummary(p.MinK)
+		t.summary.SetPolicy(t.failOn)
 		t.adaptive = &adaptiveRun{est: trials.NewEstimator(*p), wake: make(chan struct{}, 1)}
 	}
 	if t.partialPath == "" {

@@ -9,7 +9,9 @@ package failure
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
+	"time"
 
 	"harness/schemas"
 )
@@ -183,4 +185,23 @@ func Retryable(r *schemas.CaptureRecord, classes map[string]bool) bool {
 		return e.Owner == schemas.OwnerInfra
 	}
 	return classes[e.Owner] || classes[e.Class]
+}
+
+var retryAfterRE = regexp.MustCompile(`(?i)retry[- ]after["':= ]+\s*([0-9]+(?:\.[0-9]+)?)\s*(ms|s|seconds?)?`)
+
+// RetryAfter is the wait a provider asked for in text ("Retry-After: 7",
+// "retry after 1.5s", "retry-after: 300ms"), 0 when it asked for none.
+func RetryAfter(text string) time.Duration {
+	m := retryAfterRE.FindStringSubmatch(text)
+	if m == nil {
+		return 0
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	if err != nil || v < 0 {
+		return 0
+	}
+	if strings.EqualFold(m[2], "ms") {
+		return time.Duration(v * float64(time.Millisecond))
+	}
+	return time.Duration(v * float64(time.Second))
 }

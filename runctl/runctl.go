@@ -29,6 +29,11 @@ type Limits struct {
 	// of one of these classes: the agent's error, or the grader's (a
 	// grader class is known once the record is graded).
 	StopOn []string
+	// ConfigStop stops the run once this many records failed for the
+	// configuration's reasons (the agent cannot start: a missing binary,
+	// no key; owner config), so a run does not fail every unit the same
+	// way (0: never).
+	ConfigStop int
 }
 
 // Stop kinds.
@@ -37,19 +42,21 @@ const (
 	KindBudget = "budget"
 	// KindStopOn: a unit failed with an error class of StopOn.
 	KindStopOn = "stop-on"
+	// KindConfig: ConfigStop units failed for the configuration.
+	KindConfig = "config"
 )
 
 // Stop says why a run stopped.
 type Stop struct {
-	// Kind is KindBudget or KindStopOn.
+	// Kind is KindBudget, KindStopOn or KindConfig.
 	Kind string
 	// Limit is the one limit reached: MaxUSD, MaxTokens, or StopOn with
 	// the class of the error.
 	Limit Limits
 	// Spent is what the run had cost when it stopped.
 	Spent *schemas.Cost
-	// ID, Trial and Error are the unit that stopped a KindStopOn run and
-	// its error.
+	// ID, Trial and Error are the unit that stopped a KindStopOn or
+	// KindConfig run and its error.
 	ID    string
 	Trial int
 	Error *schemas.ErrorInfo
@@ -65,6 +72,7 @@ type Controller struct {
 	mu      sync.Mutex
 	final   *schemas.Cost          // records that are in
 	pending map[unit]*schemas.Cost // units whose turns answered, record not in yet
+	configs int                    // records that failed for the configuration
 	stop    *Stop
 }
 
@@ -96,8 +104,17 @@ func (c *Controller) Record(rec *schemas.CaptureRecord) {
 	defer c.mu.Unlock()
 	delete(c.pending, unit{rec.ID, rec.Trial})
 	c.final = c.final.Add(rec.Cost)
+	// What its failed attempts spent is spent too.
+	c.final = c.final.Add(rec.AttemptsCost())
 	if rec.Error != nil && rec.Error.Class == schemas.ErrInterrupted {
 		return // a stop is not a verdict
+	}
+	if rec.Error != nil && rec.Error.Owner == schemas.OwnerConfig {
+		c.configs++
+		if c.stop == nil && c.limits.ConfigStop > 0 && c.configs >= c.limits.ConfigStop {
+			c.halt(&Stop{Kind: KindConfig, Limit: Limits{ConfigStop: c.limits.ConfigStop}, ID: rec.ID, Trial: rec.Trial, Error: rec.Error})
+			return
+		}
 	}
 	c.check(rec)
 }

@@ -169,6 +169,10 @@ func runStopError(res *evaluation.Result) (string, error) {
 	case stop.Kind == runctl.KindBudget:
 		return statusBudget, cli.WithCode(cli.ExitBudget, fmt.Errorf("budget spent (%s; %s): no new work was started, %s not run; the output holds every finished record, continue with --resume and a larger budget",
 			cost.Format(res.Spent), limitText(stop.Limit), cli.Plural(res.NotRun(), "unit")))
+	case stop.Kind == runctl.KindConfig:
+		// Not exit 3: a run its configuration stopped measured nothing.
+		return statusError, cli.WithCode(cli.ExitUsage, fmt.Errorf("stopped after %d units failed for the agent's configuration (the last: case %q trial %d: %s; %s); %s not run; fix the agent's command, key or login, then continue with --resume --retry-errors",
+			stop.Limit.ConfigStop, stop.ID, max(stop.Trial, 1), stop.Error.Evidence, cli.FirstLine(stop.Error.Message), cli.Plural(res.NotRun(), "unit")))
 	case stop.Kind == runctl.KindStopOn:
 		return statusInfraErrors, cli.WithCode(cli.ExitInfraErrors, fmt.Errorf("stopped at the first %s error (case %q trial %d): %s; %s not run; the output holds every finished record, continue with --resume",
 			stop.Error.Class, stop.ID, max(stop.Trial, 1), cli.FirstLine(stop.Error.Message), cli.Plural(res.NotRun(), "unit")))
