@@ -100,7 +100,7 @@ func (q *retrier) schedule(run *caseRun, wait time.Duration) bool {
 	}
 	u := run.unit
 	u.Record = nil
-	u.Attempts = append(append([]schemas.Attempt(nil), run.record.Attempts...), attemptOf(run.record, len(run.record.Attempts)+1, wait))
+	u.Attempts = run.record.AsAttempts(wait.Milliseconds())
 	var t *time.Timer
 	t = time.AfterFunc(wait, func() {
 		q.mu.Lock()
@@ -150,13 +150,6 @@ func (q *retrier) flush() []*caseRun {
 	}
 	q.ready = nil
 	return runs
-}
-
-// attemptOf keeps what a failed attempt was: its error, timing, trajectory
-// length, output and usage.
-func attemptOf(rec *schemas.CaptureRecord, n int, wait time.Duration) schemas.Attempt {
-	return schemas.Attempt{Attempt: n, Error: rec.Error, Timing: rec.Timing, Steps: len(rec.Trajectory), Output: rec.Output,
-		Usage: rec.Usage, Cost: rec.Cost, Wait: wait.Milliseconds()}
 }
 
 // retry has a failed unit run again when its failure is one to retry and

@@ -17,15 +17,22 @@ import (
 // graded), counting the records it keeps into
 // counts and refusing records graded by other graders than graders (this
 // run's), whose verdicts would be mixed with this run's.
-func resumeCapture(out *results.Output, retryErrors bool, graders []string, counts *trials.Counts) (map[results.UnitKey]bool, map[results.UnitKey]*schemas.CaptureRecord, error) {
+//
+// A unit run again carries what its record was as failed attempts
+// (carried), so the new record keeps them.
+func resumeCapture(out *results.Output, retryErrors bool, graders []string, counts *trials.Counts, carried map[results.UnitKey][]schemas.Attempt) (map[results.UnitKey]bool, map[results.UnitKey]*schemas.CaptureRecord, error) {
 	done := map[results.UnitKey]bool{}
 	ungraded := map[results.UnitKey]*schemas.CaptureRecord{}
 	check := graderCheck{file: out.Name(), want: graders}
 	var kept trials.Counts
 	_, err := out.Resume(func(line []byte) bool {
-		key, class, ok := results.RecordKey(line)
+		key, e, ok := results.RecordKeyError(line)
 		if !ok || done[key] {
 			return false
+		}
+		class := ""
+		if e != nil {
+			class = e.Class
 		}
 		if rec := results.UngradedRecord(line, class); rec != nil {
 			if ungraded[key] == nil {
@@ -33,7 +40,8 @@ func resumeCapture(out *results.Output, retryErrors bool, graders []string, coun
 			}
 			return false
 		}
-		if results.Rerun(class, retryErrors) {
+		if results.Rerun(e, retryErrors) {
+			carry(carried, key, line)
 			return false
 		}
 		done[key] = true
@@ -55,6 +63,29 @@ func resumeCapture(out *results.Output, retryErrors bool, graders []string, coun
 	}
 	counts.Merge(kept)
 	return done, ungraded, nil
+}
+
+// carry keeps the record of a unit that runs again as its failed
+// attempts (an interrupted one is no attempt: the run stopped it).
+func carry(carried map[results.UnitKey][]schemas.Attempt, key results.UnitKey, line []byte) {
+	var rec schemas.CaptureRecord
+	if carried == nil || json.Unmarshal(line, &rec) != nil {
+		return
+	}
+	carryRecord(carried, key, &rec)
+}
+
+func carryRecord(carried map[results.UnitKey][]schemas.Attempt, key results.UnitKey, rec *schemas.CaptureRecord) {
+	if carried == nil || rec.Error == nil {
+		return
+	}
+	if rec.Error.Class == schemas.ErrInterrupted {
+		if len(rec.Attempts) > 0 {
+			carried[key] = rec.Attempts
+		}
+		return
+	}
+	carried[key] = rec.AsAttempts(0)
 }
 
 // graderCheck refuses to resume an output whose records other graders

@@ -90,7 +90,7 @@ func newCollector(opts *Options, ev *emitter) (*collector, error) {
 // units are done and they count in the summary), finished trials of
 // unfinished cases in the partial file, and the ungraded ones there (their
 // agents' turns complete, their grading cut short), which the run grades.
-func (t *collector) resume(out *results.Output, retryErrors bool) (map[results.UnitKey]bool, map[results.UnitKey]*schemas.CaptureRecord, error) {
+func (t *collector) resume(out *results.Output, retryErrors bool, carried map[results.UnitKey][]schemas.Attempt) (map[results.UnitKey]bool, map[results.UnitKey]*schemas.CaptureRecord, error) {
 	done := map[results.UnitKey]bool{}
 	ungraded := map[results.UnitKey]*schemas.CaptureRecord{}
 	complete := map[string]bool{}
@@ -120,11 +120,17 @@ func (t *collector) resume(out *results.Output, retryErrors bool) (map[results.U
 			check.see(tr.ID, tr.Trials[i].TrialNum, tr.Trials[i].Record.Provenance.Graders)
 		}
 		if retryErrors && len(tr.Errors) > 0 {
+			// The trials the agent failed on its own, and the good
+			// ones, are kept; the others run again, carrying what
+			// they were as failed attempts.
 			for i := range tr.Trials {
 				rec := tr.Trials[i].Capture()
 				rec.ID = tr.ID
-				if rec.Error == nil && (rec.Score == nil || rec.Score.Error == nil) {
+				switch {
+				case rec.Error == nil && (rec.Score == nil || rec.Score.Error == nil), rec.Error != nil && !results.Rerun(rec.Error, true):
 					retried = append(retried, rec)
+				default:
+					carryRecord(carried, results.UnitKey{ID: tr.ID, Trial: rec.Trial}, &rec)
 				}
 			}
 			return false
@@ -182,7 +188,8 @@ func (t *collector) resume(out *results.Output, retryErrors bool) (map[results.U
 			}
 			return nil
 		}
-		if rec.Error != nil && results.Rerun(rec.Error.Class, retryErrors) {
+		if rec.Error != nil && results.Rerun(rec.Error, retryErrors) {
+			carryRecord(carried, results.UnitKey{ID: rec.ID, Trial: rec.Trial}, &rec)
 			return nil
 		}
 		partial := graderCheck{want: check.want} // eachJSONLine names the file

@@ -142,6 +142,15 @@ func (r *CaptureRecord) OwnerOf() string {
 	return ""
 }
 
+// AsAttempts returns the record's earlier attempts followed by the record
+// itself as one more failed attempt, wait after it: what a unit run again
+// carries.
+func (r *CaptureRecord) AsAttempts(wait int64) []Attempt {
+	out := append([]Attempt(nil), r.Attempts...)
+	return append(out, Attempt{Attempt: len(r.Attempts) + 1, Error: r.Error, Timing: r.Timing, Steps: len(r.Trajectory),
+		Output: r.Output, Usage: r.Usage, Cost: r.Cost, Wait: wait})
+}
+
 // AttemptsCost sums the cost of the record's failed attempts (nil when
 // none has one).
 func (r *CaptureRecord) AttemptsCost() *Cost {
