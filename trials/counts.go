@@ -34,8 +34,9 @@ type Counts struct {
 	// config; agent when the policy leaves them out), and by class for
 	// those without an owner (interrupted trials, records of older runs).
 	LeftOut map[string]int
-	// Failures counts the trials in n that failed with an error (the
-	// agent's own, or a class the policy counts), by class.
+	// Failures counts the trials that failed with an error (the agent's
+	// own, or a class the policy counts), by class: in n, or, in a run
+	// without a grader, ungraded.
 	Failures map[string]int
 	// Attempts counts the failed attempts retried before a trial's record
 	// (never trials themselves); Retried the trials that had any, and
@@ -70,6 +71,10 @@ func (c *Counts) count(r *schemas.CaptureRecord, pass bool, excluded, failure st
 		}
 	case Ungraded:
 		c.Ungraded++
+		if r.Error != nil && r.Error.Owner == schemas.OwnerAgent {
+			// Run without a grader: failed all the same.
+			c.Failures = inc(c.Failures, classOf(r.Error))
+		}
 	default:
 		c.Errors = inc(c.Errors, excluded)
 		c.LeftOut = inc(c.LeftOut, cmp.Or(r.OwnerOf(), excluded))

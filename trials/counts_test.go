@@ -68,7 +68,8 @@ func TestCountsLineGraderClasses(t *testing.T) {
 // a record without an owner (an older run) counts as it always did.
 func TestCountsFollowOwners(t *testing.T) {
 	fail := func(trial int, class, owner, limit string, score *schemas.GraderResult) schemas.CaptureRecord {
-		return schemas.CaptureRecord{ID: "a", Trial: trial, Error: &schemas.ErrorInfo{Class: class, Owner: owner, Limit: limit}, Score: score}
+		return schemas.CaptureRecord{ID: "a", Trial: trial, Error: &schemas.ErrorInfo{Class: class, Owner: owner, Limit: limit}, Score: score,
+			Provenance: schemas.Provenance{Graders: []string{"g"}}}
 	}
 	recs := []schemas.CaptureRecord{
 		{ID: "a", Trial: 1, Score: &schemas.GraderResult{Pass: true, Score: 1}},
@@ -80,6 +81,12 @@ func TestCountsFollowOwners(t *testing.T) {
 		fail(7, schemas.ErrAgentCrash, "", "", nil), // an older run's record
 	}
 	recs[4].Attempts = []schemas.Attempt{{Attempt: 1}, {Attempt: 2}}
+	// Without a grader a failure is in no n.
+	ungraded := fail(8, schemas.ErrAgentCrash, schemas.OwnerAgent, "", nil)
+	ungraded.Provenance.Graders = nil
+	if _, excluded := Outcome(&ungraded); excluded != Ungraded {
+		t.Errorf("a crash in a run without a grader: %q", excluded)
+	}
 	for _, tc := range []struct {
 		name     string
 		counting Counting

@@ -94,7 +94,8 @@ func (p Counting) counts(class, owner string) bool {
 // and a grader judged what it left, whose verdict then counts; every other
 // failure (infrastructure, grader, configuration, and records of older
 // runs without an owner) is left out of n. Policy p moves classes or
-// owners either way.
+// owners either way. In a run without a grader nothing is in n: a
+// failure counted there is Ungraded.
 func OutcomeUnder(r *schemas.CaptureRecord, p Counting) (pass bool, excluded string) {
 	var class, owner string
 	switch {
@@ -112,6 +113,10 @@ func OutcomeUnder(r *schemas.CaptureRecord, p Counting) (pass bool, excluded str
 	}
 	if class == schemas.ErrInterrupted || !p.counts(class, owner) {
 		return false, class
+	}
+	if r.Score == nil && len(r.Provenance.Graders) == 0 {
+		// A run without a grader puts nothing in n, failures neither.
+		return false, Ungraded
 	}
 	if r.Error != nil && r.Error.Limit != "" && r.Score != nil && r.Score.Error == nil {
 		// Graded as it stands: the grader judged what the agent left.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -154,8 +155,17 @@ func finishedOutcome(res *evaluation.Result, gates func(schemas.TrialsSummary) e
 			return statusGateFailed, err
 		}
 	}
-	if res.Stats != nil && res.Stats.InfraErrors() > 0 {
-		return statusInfraErrors, cli.WithCode(cli.ExitInfraErrors, fmt.Errorf("%d records have infrastructure errors", res.Stats.InfraErrors()))
+	if res.Stats == nil {
+		return statusOK, nil
+	}
+	// The agent's own failures are its results, not the infrastructure's
+	// errors, unless the run leaves them out of n.
+	errs := res.Stats.InfraErrors()
+	if res.Summary != nil && res.Summary.Policy != nil && slices.Contains(res.Summary.Policy.LeftOut, schemas.OwnerAgent) {
+		errs += res.Stats.AgentFailures
+	}
+	if errs > 0 {
+		return statusInfraErrors, cli.WithCode(cli.ExitInfraErrors, fmt.Errorf("%d records have infrastructure errors", errs))
 	}
 	return statusOK, nil
 }
