@@ -65,9 +65,12 @@ func newTrialsCmdWith(f *runFlags) (*cli.Command, *trialsFlags) {
 workspace copy with --workspace), grades them with -g, and writes one trials
 record per case: n (graded trials), c (passes), passRate with its Wilson 95%
 interval, the unbiased pass@k = 1 - C(n-c,k)/C(n,k) and pass^k = C(c,k)/C(n,k)
-at k = 1..n (passAt, passExp), and passAtK / passExpK at the asked k. Trials
-that failed for infrastructure reasons (agent crash, timeout, grader error)
-are left out of n and counted by class. The last line (or --summary FILE) is
+at k = 1..n (passAt, passExp), and passAtK / passExpK at the asked k. Every
+failed trial has an owner: the agent's own failures (a crash, a turn past
+its timeout, a cap) are failures in n (a trial a limit ended is graded as
+it stands); the infrastructure's (the provider's 429/5xx or lost
+connection, the sandbox) are retried (--retries) and, if still failing, left
+out of n, as are a grader's; every headline says its coverage. The last line (or --summary FILE) is
 the run summary: means over cases with bootstrap 95% intervals; a table of
 it is printed on stderr.
 
