@@ -71,7 +71,7 @@ func faultRun(t *testing.T, faults bool, max int) (schemas.TrialsSummary, []sche
 	dir := t.TempDir()
 	opts := trialsOf(options(t, dir, nil, 3, 4, nil), dir)
 	opts.Prompts = Prompts{Name: "prompts.jsonl", Path: faultSuite(t, dir, faults)}
-	opts.Config.TurnTimeout = time.Second
+	opts.Config.TurnTimeout = 2 * time.Second
 	opts.Config.CancelGrace = 200 * time.Millisecond
 	opts.Config.Retry = capture.Retry{Max: max, Backoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond}
 	opts.Config.GraderNames = []string{"ok"}
