@@ -16,11 +16,11 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"harness/acp"
+	"harness/failure"
 	"harness/headless"
 	"harness/internal/buildinfo"
 	"harness/sandbox"
 	"harness/sandbox/egress"
-	"harness/failure"
 	"harness/schemas"
 )
 

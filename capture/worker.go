@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"harness/acp"
-	"harness/sandbox"
 	"harness/failure"
+	"harness/sandbox"
 	"harness/schemas"
 	"harness/workspace"
 )

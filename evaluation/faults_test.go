@@ -23,7 +23,13 @@ import (
 // the rest answering right or wrong. Without faults the flaky cases
 // answer at once; the hanging and crashing cases answer wrong, as the
 // agent failing them is what the faulty run must count.
-func faultSuite(t *testing.T, dir string, faults bool) string {
+func faultSuite(t testing.TB, dir string, faults bool) string {
+	return faultSuiteOf(t, dir, faults, faults)
+}
+
+// faultSuiteOf is faultSuite with the provider's faults and the agent's
+// (hangs, crashes) chosen apart.
+func faultSuiteOf(t testing.TB, dir string, provider, agent bool) string {
 	t.Helper()
 	var lines []string
 	add := func(id, input string) {
@@ -33,20 +39,20 @@ func faultSuite(t *testing.T, dir string, faults bool) string {
 	kinds := []string{"503", "429", "drop", "503", "429", "drop"}
 	for i, kind := range kinds {
 		input := "echo ok"
-		if faults {
+		if provider {
 			input = fmt.Sprintf("flaky %s 2 %s ok", filepath.Join(dir, fmt.Sprintf("flaky-%d", i)), kind)
 		}
 		add(fmt.Sprintf("flaky-%d", i), input)
 	}
 	for i := range 2 {
 		input := "echo wrong"
-		if faults {
+		if agent {
 			input = "hang"
 		}
 		add(fmt.Sprintf("hang-%d", i), input)
 	}
 	crash := "echo wrong"
-	if faults {
+	if agent {
 		crash = "crash"
 	}
 	add("crash", crash)
@@ -69,8 +75,15 @@ func faultSuite(t *testing.T, dir string, faults bool) string {
 func faultRun(t *testing.T, faults bool, max int) (schemas.TrialsSummary, []schemas.TrialsRecord) {
 	t.Helper()
 	dir := t.TempDir()
-	opts := trialsOf(options(t, dir, nil, 3, 4, nil), dir)
-	opts.Prompts = Prompts{Name: "prompts.jsonl", Path: faultSuite(t, dir, faults)}
+	res, out := faultRunOf(t, dir, faultSuite(t, dir, faults), max)
+	return *res.Summary, lines[schemas.TrialsRecord](t, out)
+}
+
+// faultRunOf runs the prompts with retries up to max, in dir.
+func faultRunOf(t *testing.T, dir, prompts string, max int) (*Result, string) {
+	t.Helper()
+	opts := trialsOf(options(t, dir, nil, 3, 4, nil, "--usage"), dir)
+	opts.Prompts = Prompts{Name: "prompts.jsonl", Path: prompts}
 	opts.Config.TurnTimeout = 2 * time.Second
 	opts.Config.CancelGrace = 200 * time.Millisecond
 	opts.Config.Retry = capture.Retry{Max: max, Backoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond}
@@ -90,7 +103,37 @@ func faultRun(t *testing.T, faults bool, max int) (schemas.TrialsSummary, []sche
 	if res.Summary == nil {
 		t.Fatal("no summary")
 	}
-	return *res.Summary, lines[schemas.TrialsRecord](t, opts.Output)
+	return res, opts.Output
+}
+
+// TestFaultRetriesCost measures what retrying the provider's failures
+// costs the injected run against the clean one, with the agent's own
+// faults left out (their time limit would swamp the figure): the wall of
+// each run and the failed attempts' spend, logged for BENCHMARKS.md
+// (go test -run TestFaultRetriesCost -v ./evaluation/). It checks only
+// what does not depend on the machine: every trial graded, the failed
+// attempts counted apart.
+func TestFaultRetriesCost(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		provider bool
+		retries  int
+	}{{"clean", false, 2}, {"provider faults, retries 2", true, 2}, {"provider faults, retries 0", true, 0}} {
+		dir := t.TempDir()
+		start := time.Now()
+		res, _ := faultRunOf(t, dir, faultSuiteOf(t, dir, tc.provider, false), tc.retries)
+		wall := time.Since(start)
+		c := trials.CountsOf(*res.Summary)
+		t.Logf("%s: wall %v, %s; tokens %d, failed attempts' tokens %d", tc.name, wall.Round(time.Millisecond), c.Line(),
+			res.Summary.Cost.Tokens(), c.AttemptsCost.Tokens())
+		want := 60
+		if tc.provider && tc.retries == 0 {
+			want = 48
+		}
+		if c.Graded != want {
+			t.Errorf("%s: %d graded, want %d", tc.name, c.Graded, want)
+		}
+	}
 }
 
 // Faults injected into a run leave its headline where the clean run's is:

@@ -170,9 +170,6 @@ type runView struct {
 	ScoredCases, GraderErrors            int
 	Unscored                             string
 	Ungraded, Missing, ErrorTrials       int
-	// Coverage says what the pass rate is over, and the agent's own
-	// failures in it.
-	Coverage string
 	PassRate, PassRateCI                 string
 	Cost                                 string
 	K                                    int
@@ -186,6 +183,9 @@ type runView struct {
 	Summary                              schemas.TrialsSummary
 	FlakyMore, FailingMore, ErroredMore  int
 	FlakyTotal, FailingTotal, ErrorTotal int
+	// Coverage says what the pass rate is over, and the agent's own
+	// failures in it.
+	Coverage string
 }
 
 type statusCount struct {

@@ -36,10 +36,10 @@ type Summary struct {
 	missing  int
 	errors   map[string]int
 	// extra are the counts by owner, the failures in n and the retries.
-	extra    Counts
-	policy   *schemas.CountPolicy
-	cost     *schemas.Cost
-	last     *schemas.TrialsSummary
+	extra  Counts
+	policy *schemas.CountPolicy
+	cost   *schemas.Cost
+	last   *schemas.TrialsSummary
 	// adaptive accumulates the adaptive part of the records (nil when
 	// none has one); rates are their unbiased per-case pass rates, and
 	// allN, allC count every graded trial and pass.
