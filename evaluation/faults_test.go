@@ -63,7 +63,7 @@ func faultSuiteOf(t testing.TB, dir string, provider, agent bool) string {
 		}
 		add(fmt.Sprintf("plain-%d", i), "echo "+answer)
 	}
-	name := filepath.Join(dir, "prompts.jsonl")
+	name := filepath.Join(dir, "suite.jsonl")
 	if err := os.WriteFile(name, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func faultRun(t *testing.T, faults bool, max int) (schemas.TrialsSummary, []sche
 func faultRunOf(t *testing.T, dir, prompts string, max int) (*Result, string) {
 	t.Helper()
 	opts := trialsOf(options(t, dir, nil, 3, 4, nil, "--usage"), dir)
-	opts.Prompts = Prompts{Name: "prompts.jsonl", Path: prompts}
+	opts.Prompts = Prompts{Name: "suite.jsonl", Path: prompts}
 	opts.Config.TurnTimeout = 2 * time.Second
 	opts.Config.CancelGrace = 200 * time.Millisecond
 	opts.Config.Retry = capture.Retry{Max: max, Backoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond}
