@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -327,9 +328,32 @@ func (c *Client) Attach(sessionID, cwd string, obs Observer) {
 func (c *Client) Activate(sessionID string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if s := c.sessions[sessionID]; s != nil {
-		c.active = s
+	s := c.sessions[sessionID]
+	if s == nil {
+		return
 	}
+	c.active = s
+	// Extension notifications about the agent as a whole, sent before
+	// any session was active (claude-agent-acp's _auth/status_update at
+	// startup), go on the first active session's record.
+	kept := c.unclaimed[:0]
+	for _, m := range c.unclaimed {
+		if m.SessionID == "" && strings.HasPrefix(m.Method, "_") && !hasSessionID(m.Params) {
+			s.obs.Notify(m.At, m.Method, m.Params)
+			continue
+		}
+		kept = append(kept, m)
+	}
+	c.unclaimed = kept
+}
+
+// hasSessionID says whether a notification's params name a session.
+func hasSessionID(params json.RawMessage) bool {
+	var p struct {
+		SessionID string `json:"sessionId"`
+	}
+	json.Unmarshal(params, &p)
+	return p.SessionID != ""
 }
 
 // Register routes the session's messages to obs, first handing it, in

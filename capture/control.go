@@ -1,6 +1,19 @@
 package capture
 
-import "harness/schemas"
+import (
+	"harness/cost"
+	"harness/ledger"
+	"harness/schemas"
+)
+
+// prices is the table model calls are priced with.
+func (r *Runner) prices() cost.Table {
+	if r.cfg.Prices != nil {
+		return r.cfg.Prices
+	}
+	t, _ := cost.Builtin()
+	return t
+}
 
 // Control watches a run as it goes and stops it on time: it is told of
 // every turn's answer the moment it arrives (before the settle time, before
@@ -24,6 +37,14 @@ func (w *worker) answered(run *caseRun, info *schemas.ErrorInfo) {
 		return
 	}
 	rec := &schemas.CaptureRecord{ID: run.unit.Case.ID, Trial: run.unit.Trial, Usage: run.rec.usageSoFar(), Error: info}
+	if route := run.modelRoute(); route != nil {
+		// The budget is decided from the ledger: the calls so far.
+		if calls := route.Peek(); len(calls) > 0 {
+			rec.ModelCalls = calls
+			ledger.Annotate(rec.ModelCalls, run.turnStarts, w.r.prices())
+			rec.AgentUsage, rec.Usage = rec.Usage, schemas.ModelCallsUsage(rec.ModelCalls)
+		}
+	}
 	ctl.Answered(rec)
 }
 

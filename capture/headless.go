@@ -64,11 +64,20 @@ func (w *worker) playHeadless(ctx context.Context, u Unit) *caseRun {
 		timeout = time.Duration(u.Case.Timeout)
 	}
 	session := ""
+	agentArgv, agentEnv := cfg.Agent, cfg.AgentEnv
+	if cfg.Gateway != nil {
+		// One route for the unit: every turn's process goes through it.
+		run.route = cfg.Gateway.NewRoute(cfg.Agent, cfg.AgentEnv)
+		run.route.Begin(unitName(u), []string{cwd})
+		defer cfg.Gateway.Remove(run.route)
+		agentArgv, agentEnv = run.route.Argv, run.route.Env
+	}
 	w.r.turning.Add(1)
 	run.stage = schemas.StageTurn
 	for i, text := range u.Case.Input.List {
 		run.rec.BeginTurn(i+1, time.Now())
-		turn, info := w.headlessTurn(ctx, run, cwd, text, session, timeout)
+		run.turnStarts = append(run.turnStarts, time.Now().UnixMilli())
+		turn, info := w.headlessTurn(ctx, run, agentArgv, agentEnv, cwd, text, session, timeout)
 		var resp *acp.PromptResponse
 		if end := turn.End(); end != nil {
 			resp = &acp.PromptResponse{StopReason: end.StopReason, Usage: end.Usage}
@@ -108,13 +117,13 @@ func (w *worker) playHeadless(ctx context.Context, u Unit) *caseRun {
 
 // headlessTurn runs one turn's process and maps its output. The returned
 // error info says why the turn failed, if it did.
-func (w *worker) headlessTurn(ctx context.Context, run *caseRun, cwd, text, session string, timeout time.Duration) (*headless.Turn, *schemas.ErrorInfo) {
+func (w *worker) headlessTurn(ctx context.Context, run *caseRun, agentArgv, agentEnv []string, cwd, text, session string, timeout time.Duration) (*headless.Turn, *schemas.ErrorInfo) {
 	cfg := &w.r.cfg
 	turn := cfg.Adapter.NewTurn()
-	argv := cfg.Adapter.Command(cfg.Agent, text, session)
+	argv := cfg.Adapter.Command(agentArgv, text, session)
 	// The turn's directory is the one it may write: its workspace copy,
 	// or the directory the user gave.
-	proc, err := acp.StartProcess(argv, acp.ProcessOptions{Dir: cwd, Env: cfg.AgentEnv, StderrCopy: cfg.StderrCopy, Sandbox: cfg.Sandbox, RW: []string{cwd}, Disk: headlessDisk(cfg, cwd)})
+	proc, err := acp.StartProcess(argv, acp.ProcessOptions{Dir: cwd, Env: agentEnv, StderrCopy: cfg.StderrCopy, Sandbox: cfg.Sandbox, RW: []string{cwd}, Disk: headlessDisk(cfg, cwd)})
 	if err != nil {
 		return turn, &schemas.ErrorInfo{Class: schemas.ErrAgentStart, Message: err.Error()}
 	}

@@ -356,6 +356,9 @@ func agentVars(env []string) []string {
 func (w *worker) finishLayer(run *caseRun, rec *schemas.CaptureRecord) {
 	cl := run.layer
 	img := cl.layer.Image
+	if run.taskSteps != nil {
+		rec.TaskSteps = run.taskSteps.steps
+	}
 	if run.verdict != nil {
 		rec.Score = run.verdict
 		if rec.Score.Error == nil && len(rec.Score.Outcome) > 0 {
@@ -367,7 +370,7 @@ func (w *worker) finishLayer(run *caseRun, rec *schemas.CaptureRecord) {
 	for _, a := range info.Caps {
 		rec.Provenance.Sandbox.Caps = append(rec.Provenance.Sandbox.Caps, schemas.SandboxCap{Cap: a.Cap, Value: a.Value, How: a.How})
 	}
-	ws := &schemas.Workspace{Path: cl.layer.Dir, Template: img.Ref, Kept: w.r.cfg.Image.Keep, Image: imageName(img)}
+	ws := &schemas.Workspace{Path: cl.layer.Dir, Template: img.Ref, Kept: w.r.cfg.Image.Keep, Image: &schemas.ImageInfo{Ref: img.Ref, Digest: img.Digest, Source: img.Source}}
 	if cl.task != nil {
 		// Harbor's choice: the task's prebuilt image (docker_image), or
 		// its environment built.
@@ -401,14 +404,6 @@ func (w *worker) verify(cl *caseLayer) *schemas.GraderResult {
 	defer w.r.judging.Add(-1)
 	res := harbor.Verify(ctx, cl.layer, cl.task, step)
 	return &res
-}
-
-// imageName is how the record names an image: its reference and ID.
-func imageName(img *image.Image) string {
-	if img.ID == "" {
-		return img.Ref
-	}
-	return img.Ref + "@" + img.ID
 }
 
 // isVerifierPath says whether p is where the verifier's files go.

@@ -16,9 +16,11 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"harness/acp"
+	"harness/cost"
 	"harness/failure"
 	"harness/headless"
 	"harness/internal/buildinfo"
+	"harness/modelgateway"
 	"harness/sandbox"
 	"harness/sandbox/egress"
 	"harness/schemas"
@@ -133,6 +135,15 @@ type Config struct {
 	// by default) and how long to wait first; the zero value runs none
 	// again.
 	Retry Retry
+	// Gateway, when set, is the run's model gateway: every agent process
+	// gets a route through it (its base URL variables and base_url
+	// settings pointing there), and each record the ledger of its model
+	// calls (ModelCalls), with Usage their sums (what the agent reported
+	// kept in AgentUsage) and ProviderFailure when the trial ended on
+	// calls the provider failed.
+	Gateway *modelgateway.Gateway
+	// Prices price the model calls (nil: cost.Builtin).
+	Prices cost.Table
 }
 
 func (c *Config) defaults() {
@@ -384,6 +395,7 @@ func (r *Runner) Run(ctx context.Context, units iter.Seq[Unit], emit func(*schem
 				rec := run.record
 				r.grade(gradeCtx, rec, run.unit.Case)
 				r.regradeFailed(gradeCtx, runCtx, rec, run.unit.Case)
+				r.timeTrial(run)
 				r.settleStop(ctx, gradeCtx, rec)
 				r.cleanup(run)
 				close(run.judged)
@@ -513,13 +525,17 @@ type agent struct {
 	// copy in a sandbox, or layer), which outlives it.
 	perCase bool
 	// scratch is the empty directory the agent that checked the start
-	// was started in, in a sandbox, while it has served no unit: the
-	// first unit that needs an agent of its own gets it, with its
-	// workspace copy made in that directory (see worker.setup).
+	// was started in, in a sandbox, while it has served no unit: a unit
+	// that needs an agent of its own gets one started in its copy, and
+	// this one is stopped without a grace (see worker.setup).
 	scratch string
 
 	netMu   sync.Mutex
 	netLeft []egress.Connection // taken, but made after the case that took them
+
+	// route is the agent's way through the run's model gateway (nil:
+	// none).
+	route *modelgateway.Route
 }
 
 // connectionsUntil returns the agent's network connections made up to end
@@ -672,13 +688,19 @@ func (r *Runner) startAgentWith(ctx context.Context, dir string, sb sandbox.Runn
 	if dir != r.cfg.AgentDir {
 		disk = []string{dir} // a copy or scratch directory, not the user's
 	}
-	proc, err := acp.StartProcess(r.cfg.Agent, acp.ProcessOptions{
-		Dir: dir, Env: r.cfg.AgentEnv, StderrCopy: r.cfg.StderrCopy, Sandbox: sb, RW: []string{dir}, Disk: disk,
+	argv, env := r.cfg.Agent, r.cfg.AgentEnv
+	var route *modelgateway.Route
+	if r.cfg.Gateway != nil {
+		route = r.cfg.Gateway.NewRoute(argv, env)
+		argv, env = route.Argv, route.Env
+	}
+	proc, err := acp.StartProcess(argv, acp.ProcessOptions{
+		Dir: dir, Env: env, StderrCopy: r.cfg.StderrCopy, Sandbox: sb, RW: []string{dir}, Disk: disk,
 	})
 	if err != nil {
 		return nil, &schemas.ErrorInfo{Class: schemas.ErrAgentStart, Message: err.Error()}
 	}
-	ag := &agent{proc: proc, client: acp.Connect(context.Background(), proc.Stdout(), proc.Stdin(), copts), gone: make(chan struct{})}
+	ag := &agent{proc: proc, client: acp.Connect(context.Background(), proc.Stdout(), proc.Stdin(), copts), gone: make(chan struct{}), route: route}
 	ictx, cancel := context.WithTimeout(ctx, r.cfg.StartupTimeout)
 	defer cancel()
 	init, err := ag.client.Initialize(ictx)
@@ -761,6 +783,20 @@ func authHint(ag *agent) string {
 		ids = append(ids, m.ID)
 	}
 	return fmt.Sprintf("; the agent offers auth methods %s (authenticate with one of them)", strings.Join(ids, ", "))
+}
+
+// timeTrial sets how long a unit's trial took as -j counts it: its agent's
+// part and what ran after it in the worker's slot, a task's verification,
+// and its grading when grading is part of the trial.
+func (r *Runner) timeTrial(run *caseRun) {
+	if run.start.IsZero() || run.concludedAt.IsZero() {
+		return
+	}
+	end := run.concludedAt
+	if r.cfg.GradeInTrial && r.cfg.Grade != nil {
+		end = time.Now()
+	}
+	run.record.Timing.Trial = max(end.Sub(run.start).Milliseconds(), run.record.Timing.Total)
 }
 
 // grade puts the graders' verdict on a record whose run got far enough to

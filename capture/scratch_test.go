@@ -2,6 +2,7 @@ package capture
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -34,50 +35,68 @@ func (c *countingSandbox) Wrap(cmd sandbox.Command) (sandbox.Wrapped, error) {
 
 func (c *countingSandbox) Info() sandbox.Info { return sandbox.Info{Backend: "test"} }
 
-// TestFirstUnitRunsOnTheAgentThatCheckedTheStart: in a sandbox with
-// workspaces, the agent started to check that the agent starts (in an
-// empty scratch directory, the only one it may write) serves the first
-// unit, whose copy is made in that directory, instead of being thrown
-// away: three units start three agent processes, not four. The other
-// units get agents of their own in their copies, and nothing is left.
-func TestFirstUnitRunsOnTheAgentThatCheckedTheStart(t *testing.T) {
-	tmpl := t.TempDir()
-	if err := os.WriteFile(filepath.Join(tmpl, "f.txt"), []byte("x\n"), 0o644); err != nil {
-		t.Fatal(err)
+// TestEveryUnitsAgentStartsInItsOwnCopy: in a sandbox with workspaces
+// the agent started to check that the agent starts (in an empty scratch
+// directory) serves no unit; every unit, the first too, gets an agent
+// started in its own workspace copy, so what the agent writes in its
+// working directory, as its own tools do, is in the copy whose changes
+// the record lists. The same with units prepared ahead (the default, two)
+// and without (warm start off). Nothing is left behind.
+func TestEveryUnitsAgentStartsInItsOwnCopy(t *testing.T) {
+	for _, warm := range []int{0, -1} {
+		t.Run(fmt.Sprintf("warm=%d", warm), func(t *testing.T) {
+			tmpl := t.TempDir()
+			if err := os.WriteFile(filepath.Join(tmpl, "f.txt"), []byte("x\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			copies := t.TempDir()
+			cfg := testConfig(t)
+			sb := &countingSandbox{}
+			cfg.Sandbox = sb
+			cfg.Workspace = tmpl
+			cfg.WorkspaceTmp = copies
+			cfg.Warm = warm
+			recs := run(t, cfg, cases("write-here", "write-here", "write-here", "write-here", "write-here", "write-here"))
+			if len(sb.dirs) != 1+len(recs) {
+				t.Errorf("%d agent processes started (in %q), want %d: the one that checked the start, then one a unit", len(sb.dirs), sb.dirs, 1+len(recs))
+			}
+			if scratch := sb.dirs[0]; !strings.HasPrefix(filepath.Base(scratch), "harness-scratch-") {
+				t.Errorf("the agent that checked the start started in %s, not a scratch directory", scratch)
+			}
+			for i, r := range recs {
+				if r.Error != nil || r.Workspace == nil || r.Session == nil {
+					t.Fatalf("record %d: error %+v, workspace %+v, session %+v", i, r.Error, r.Workspace, r.Session)
+				}
+				// The units prepared ahead start their agents in either
+				// order, each in its own copy.
+				if n := countOf(sb.dirs[1:], r.Workspace.Path); n != 1 {
+					t.Errorf("record %d: %d agents started in its copy %s (agents started in %q)", i, n, r.Workspace.Path, sb.dirs)
+				}
+				want := "turn-" + r.Session.ID + ".txt"
+				var got []string
+				for _, c := range r.Workspace.FileChanges {
+					got = append(got, c.Status+" "+c.Path)
+				}
+				if !slices.Equal(got, []string{"added " + want}) {
+					t.Errorf("record %d (%s): fileChanges %q, want [added %s]", i, r.ID, got, want)
+				}
+			}
+			left, _ := os.ReadDir(copies)
+			for _, e := range left {
+				t.Errorf("left behind: %s", e.Name())
+			}
+		})
 	}
-	copies := t.TempDir()
-	cfg := testConfig(t)
-	sb := &countingSandbox{}
-	cfg.Sandbox = sb
-	cfg.Workspace = tmpl
-	cfg.WorkspaceTmp = copies
-	recs := run(t, cfg, cases("echo one", "echo two", "echo three"))
-	if len(sb.dirs) != 3 {
-		t.Errorf("%d agent processes started (in %q), want 3", len(sb.dirs), sb.dirs)
-	}
-	scratch := sb.dirs[0]
-	if !strings.HasPrefix(filepath.Base(scratch), "harness-scratch-") {
-		t.Fatalf("the first agent started in %s, not a scratch directory", scratch)
-	}
-	for i, r := range recs {
-		if r.Error != nil || r.Workspace == nil {
-			t.Fatalf("record %d: error %+v, workspace %+v", i, r.Error, r.Workspace)
+}
+
+func countOf(list []string, s string) int {
+	n := 0
+	for _, x := range list {
+		if x == s {
+			n++
 		}
-		inScratch := filepath.Dir(r.Workspace.Path) == scratch
-		if inScratch != (i == 0) {
-			t.Errorf("record %d: workspace %s (scratch %s)", i, r.Workspace.Path, scratch)
-		}
-		// The units after the first are prepared side by side (two ahead
-		// in a sandbox with workspaces): their agents start in either
-		// order, each in its own copy.
-		if i > 0 && !slices.Contains(sb.dirs[1:], r.Workspace.Path) {
-			t.Errorf("record %d: no agent started in its copy %s (agents started in %q)", i, r.Workspace.Path, sb.dirs)
-		}
 	}
-	left, _ := os.ReadDir(copies)
-	for _, e := range left {
-		t.Errorf("left behind: %s", e.Name())
-	}
+	return n
 }
 
 // TestSandboxWithWorkspacesPreparesTwoAhead: in a sandbox with workspaces

@@ -6,14 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"harness/acp"
 	"harness/failure"
+	"harness/ledger"
+	"harness/modelgateway"
 	"harness/sandbox"
 	"harness/schemas"
 	"harness/workspace"
@@ -38,15 +38,20 @@ type worker struct {
 
 // caseRun is one unit in progress.
 type caseRun struct {
-	unit       Unit
-	rec        *Recorder
-	record     *schemas.CaptureRecord
-	start      time.Time
-	end        time.Time
-	sessionID  string
-	ws         *workspace.Workspace
-	layer      *caseLayer // with an image: the case's layer
-	ag         *agent
+	unit      Unit
+	rec       *Recorder
+	record    *schemas.CaptureRecord
+	start     time.Time
+	end       time.Time
+	sessionID string
+	ws        *workspace.Workspace
+	layer     *caseLayer // with an image: the case's layer
+	ag        *agent
+	// turnStarts are when each turn's prompt was sent (epoch ms).
+	turnStarts []int64
+	// route is a headless unit's way through the model gateway (an ACP
+	// unit's is its agent's).
+	route      *modelgateway.Route
 	stops      []string
 	prefetched bool // its session was made while the case before it ran
 	err        *schemas.ErrorInfo
@@ -63,6 +68,11 @@ type caseRun struct {
 	changeErr  error
 	// verdict is a Harbor task's verifier result.
 	verdict *schemas.GraderResult
+	// concludedAt is when the agent's part ended and what it left was
+	// taken (and a task's verifier ran).
+	concludedAt time.Time
+	// taskSteps plays a multi-step task's steps (nil for other units).
+	taskSteps *taskSteps
 	// judged is closed once the unit is graded and its record is out.
 	judged chan struct{}
 	// stage is where the unit is: the agent's start and session until
@@ -300,7 +310,7 @@ func (w *worker) newSession(ctx context.Context, p *prepared, cwd string, attach
 	run := p.run
 	sctx, cancel := context.WithTimeout(ctx, w.r.cfg.StartupTimeout)
 	defer cancel()
-	sess, err := p.ag.client.NewSessionMeta(sctx, cwd, w.r.cfg.MCPServers, unitMeta(p.ag, run.unit))
+	sess, err := p.ag.client.NewSessionMeta(sctx, cwd, w.mcpServers(run, p.ag), unitMeta(p.ag, run.unit))
 	if err != nil {
 		p.err = err
 		return
@@ -442,23 +452,6 @@ func (w *worker) workspace(run *caseRun) (string, error) {
 	return cwd, nil
 }
 
-// moveWorkspace moves a unit's finished workspace copy into dir, by
-// renaming it: dir is writable by the agent that is to run there, so
-// nothing is copied into it while that agent runs. It returns the copy's
-// new path.
-func moveWorkspace(run *caseRun, dir string) (string, error) {
-	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = real
-	}
-	to := filepath.Join(dir, filepath.Base(run.ws.Path))
-	if err := os.Rename(run.ws.Path, to); err != nil {
-		return "", err
-	}
-	run.ws.Path = to
-	run.record.Cwd = to
-	return to, nil
-}
-
 // keepOpen leaves a finished case's session attached for its settle time;
 // then its record is sealed.
 func (w *worker) keepOpen(run *caseRun) {
@@ -542,15 +535,13 @@ func (w *worker) setup(ctx context.Context, u Unit) *caseRun {
 		}
 	}
 	// A sandboxed agent can write only its own case's workspace: it gets
-	// a process of its own, started in the copy. The agent before it
-	// retires in the background once its last case has settled. The
-	// agent that checked the start, which has served nothing yet, takes
-	// the unit instead: the finished copy is moved into the empty scratch
-	// directory that agent was started in, the one directory it can
-	// write.
+	// a process of its own, started in the copy (its working directory,
+	// where its own tools write, is the copy whose changes the record
+	// takes). The agent before it retires in the background once its last
+	// case has settled; the agent that checked the start, started in an
+	// empty scratch directory, has served nothing and is stopped at once.
 	perCase := w.perCase(u)
-	adopt := perCase && w.ag != nil && !w.ag.dead && w.ag.scratch != "" && cfg.Image == nil && !cfg.KeepWorkspaces
-	if w.ag != nil && !adopt && (w.ag.dead || cfg.FreshProcess || perCase || w.ag.perCase) {
+	if w.ag != nil && (w.ag.dead || cfg.FreshProcess || perCase || w.ag.perCase) {
 		w.release(w.ag)
 		w.ag = nil
 	}
@@ -560,15 +551,6 @@ func (w *worker) setup(ctx context.Context, u Unit) *caseRun {
 		if cwd, err = w.workspace(run); err != nil {
 			w.fail(run, workspaceErr(err))
 			return nil
-		}
-		if adopt {
-			if moved, err := moveWorkspace(run, w.ag.scratch); err == nil {
-				cwd = moved
-				w.ag.perCase = true
-			} else {
-				w.release(w.ag) // the copy stays where it is, with an agent of its own
-				w.ag = nil
-			}
 		}
 	}
 	if w.ag == nil {
@@ -600,7 +582,7 @@ func (w *worker) setup(ctx context.Context, u Unit) *caseRun {
 	}
 
 	sctx, cancel := context.WithTimeout(ctx, cfg.StartupTimeout)
-	sess, err := w.ag.client.NewSessionMeta(sctx, cwd, cfg.MCPServers, unitMeta(w.ag, u))
+	sess, err := w.ag.client.NewSessionMeta(sctx, cwd, w.mcpServers(run, w.ag), unitMeta(w.ag, u))
 	cancel()
 	if errors.Is(err, acp.ErrConnectionClosed) {
 		// The agent died before this case began (it may exit after its
@@ -621,7 +603,7 @@ func (w *worker) setup(ctx context.Context, u Unit) *caseRun {
 		w.ag, run.ag = ag, ag
 		setProvenance(run.record, ag)
 		sctx, cancel := context.WithTimeout(ctx, cfg.StartupTimeout)
-		sess, err = w.ag.client.NewSessionMeta(sctx, cwd, cfg.MCPServers, unitMeta(w.ag, u))
+		sess, err = w.ag.client.NewSessionMeta(sctx, cwd, w.mcpServers(run, w.ag), unitMeta(w.ag, u))
 		cancel()
 	}
 	run.sessionDur = time.Since(run.start)
@@ -673,7 +655,19 @@ func (w *worker) play(ctx context.Context, run *caseRun) (retry bool) {
 	}
 	w.r.turning.Add(1)
 	run.stage = schemas.StageTurn
-	for i, text := range c.Input.List {
+	turns := c.Input.List
+	steps := w.taskStepsOf(run)
+	if steps != nil {
+		turns = steps.prompts(turns)
+	}
+	for i, text := range turns {
+		if steps != nil {
+			var info *schemas.ErrorInfo
+			if timeout, info = steps.begin(ctx, i); info != nil {
+				run.err = info
+				break
+			}
+		}
 		run.rec.BeginTurn(i+1, time.Now())
 		resp, info := w.turn(ctx, run, i+1, text, timeout)
 		if i == 0 && run.prefetched && info != nil && info.Class == schemas.ErrAgentCrash && !run.rec.Responded() && ctx.Err() == nil {
@@ -689,6 +683,9 @@ func (w *worker) play(ctx context.Context, run *caseRun) (retry bool) {
 		w.answered(run, info)
 		if resp != nil {
 			run.stops = append(run.stops, resp.StopReason)
+		}
+		if steps != nil && !steps.end(i, info) && info == nil {
+			break
 		}
 		if info != nil {
 			run.err = info
@@ -720,6 +717,10 @@ func (w *worker) turn(ctx context.Context, run *caseRun, n int, text string, tim
 		err  error
 	}
 	ag := w.ag
+	if route := run.modelRoute(); route != nil && n == 1 {
+		route.Begin(unitName(run.unit), []string{run.record.Cwd})
+	}
+	run.turnStarts = append(run.turnStarts, time.Now().UnixMilli())
 	done := make(chan result, 1)
 	go func() {
 		resp, err := ag.client.Prompt(context.Background(), run.sessionID, []acp.ContentBlock{acp.TextBlock(text)})
@@ -815,6 +816,11 @@ func (w *worker) finish(run *caseRun) {
 	if run.ag != nil && run.ag.client != nil {
 		run.rec.Network(run.ag.connectionsUntil(run.end))
 	}
+	var calls []schemas.ModelCall
+	if route := run.modelRoute(); route != nil {
+		calls = route.Take(run.end)
+		ledger.Annotate(calls, run.turnStarts, w.r.prices())
+	}
 	res := run.rec.Seal(fmt.Sprintf("%s-t%d", run.unit.Case.ID, run.unit.Trial))
 	netCounts := countNetwork(res.Steps)
 	rec := run.record
@@ -824,10 +830,24 @@ func (w *worker) finish(run *caseRun) {
 	rec.Output = res.Output
 	rec.Plan = res.Plan
 	rec.Usage = res.Usage
+	if len(calls) > 0 {
+		// An agent that made no call through the gateway keeps its own
+		// report as its usage.
+		rec.ModelCalls, rec.AgentUsage = calls, res.Usage
+		rec.Usage = schemas.ModelCallsUsage(calls)
+		rec.ProviderFailure = ledger.Failure(calls)
+		if i := ledger.Miss(calls); i >= 0 {
+			// A replay without the call's recording: not the agent's
+			// failure, whatever it made of the refusal.
+			c := calls[i]
+			run.err = &schemas.ErrorInfo{Class: schemas.ErrReplayMiss,
+				Message: fmt.Sprintf("model call %d (turn %d, %s %s): %s\n%s", i+1, c.Turn, c.Provider, c.API, c.Error.Message, c.Error.Diff)}
+		}
+	}
 	rec.ToolErrors = res.ToolErrors
 	if len(run.stops) > 0 {
 		rec.StopReason = run.stops[len(run.stops)-1]
-		if len(run.unit.Case.Input.List) > 1 {
+		if len(run.unit.Case.Input.List) > 1 || run.taskSteps != nil {
 			rec.StopReasons = run.stops
 		}
 	}
@@ -889,6 +909,7 @@ func (w *worker) conclude(run *caseRun) {
 		return
 	}
 	run.concluded = true
+	defer func() { run.concludedAt = time.Now() }()
 	switch {
 	case run.ws != nil:
 		run.changes, run.gitChanges, run.changeErr = run.ws.Changes()
@@ -896,7 +917,14 @@ func (w *worker) conclude(run *caseRun) {
 		run.ws.DropBaseline()
 	case run.layer != nil:
 		run.changes, run.gitChanges, run.outside, run.changeErr = workspace.LayerChanges(run.layer.layer, run.layer.workdir, isVerifierPath)
-		if run.layer.task != nil && (run.err == nil || run.err.Class != schemas.ErrInterrupted) {
+		switch {
+		case run.taskSteps != nil:
+			// Each step's tests ran after its turn; a trial the run's
+			// stop cut short has no verdict.
+			if run.err == nil || run.err.Class != schemas.ErrInterrupted {
+				run.verdict = run.taskSteps.verdict()
+			}
+		case run.layer.task != nil && (run.err == nil || run.err.Class != schemas.ErrInterrupted):
 			run.verdict = w.verify(run.layer)
 		}
 	}
@@ -971,6 +999,7 @@ func newRecord(cfg *Config, u Unit, start time.Time) *schemas.CaptureRecord {
 		Trajectory:        []schemas.Step{},
 		Metadata:          meta,
 		Timing:            schemas.Timing{Start: start.UnixMilli()},
+		CaseHash:          c.ContentHash(),
 		Provenance: schemas.Provenance{
 			Harness:         cfg.Build.Version,
 			HarnessRevision: cfg.Build.Revision,
@@ -1026,4 +1055,21 @@ func workspaceErr(err error) *schemas.ErrorInfo {
 		}
 	}
 	return info
+}
+
+// modelRoute is the unit's way through the run's model gateway (nil: none).
+func (run *caseRun) modelRoute() *modelgateway.Route {
+	if run.route != nil {
+		return run.route
+	}
+	if run.ag != nil {
+		return run.ag.route
+	}
+	return nil
+}
+
+// unitName names a unit to the model gateway: its case id and trial,
+// "ID-tN".
+func unitName(u Unit) string {
+	return fmt.Sprintf("%s-t%d", u.Case.ID, u.Trial)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 
 	"github.com/spf13/pflag"
 
@@ -50,7 +51,10 @@ type Command struct {
 	Usage string // after "harness ": "capture PROMPTS -- AGENT..."
 	Short string
 	Long  string // description, examples; exit codes are added for all
-	Agent bool   // takes an agent command after --
+	// Exits, when set, is the exit status section of a command to which
+	// not every status applies (default ExitCodesHelp).
+	Exits string
+	Agent bool // takes an agent command after --
 	// OptionalAgent: the agent command after -- may be left out.
 	OptionalAgent bool
 	Flags         *pflag.FlagSet
@@ -88,4 +92,16 @@ func (e *Env) SayOnce(note string) {
 	}
 	e.Said[note] = true
 	fmt.Fprint(e.Stderr, note)
+}
+
+// GraderWarn is where the graders of command cmd tell what their replies
+// hold that harness does not read (graders.Options.Warn): a line on stderr
+// each, safe for graders grading at the same time.
+func (e *Env) GraderWarn(cmd string) func(string) {
+	var mu sync.Mutex
+	return func(msg string) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(e.Stderr, "harness %s: warning: grader %s\n", cmd, msg)
+	}
 }

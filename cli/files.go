@@ -15,6 +15,7 @@ import (
 	"harness/judgecache"
 	"harness/results"
 	"harness/review"
+	"harness/rundir"
 	"harness/schemas"
 )
 
@@ -105,10 +106,11 @@ func ReviewOutput(e *Env, path string, force bool) (*results.File, error) {
 	return f, nil
 }
 
-// LoadReviewGrader loads -g for calibrate and validate-refs.
-func LoadReviewGrader(e *Env, spec string, to time.Duration, cache *judgecache.Cache) (graders.Grader, review.GradeFunc, error) {
+// LoadReviewGrader loads -g for calibrate and validate-refs (cmd), with
+// the --threshold given (nil: each grader's own).
+func LoadReviewGrader(e *Env, cmd, spec string, to time.Duration, threshold *float64, cache *judgecache.Cache) (graders.Grader, review.GradeFunc, error) {
 	wd, _ := os.Getwd()
-	g, err := graders.Load(spec, graders.Options{Timeout: to, Getenv: e.Getenv, Dir: wd, JudgeCache: cache})
+	g, err := graders.Load(spec, graders.Options{Timeout: to, Getenv: e.Getenv, Dir: wd, JudgeCache: cache, Warn: e.GraderWarn(cmd), Threshold: threshold})
 	if err != nil {
 		return nil, nil, Input(err)
 	}
@@ -155,4 +157,32 @@ func AgentEnvironment(env, secretEnv []string, getenv func(string) string) (agen
 		return nil, nil, Usagef("--env %v", err)
 	}
 	return agentEnv, secrets, nil
+}
+
+// ResultsArgs resolves a command's results arguments: a run directory
+// stands for its agents' outputs, RUNDIR:AGENT for one of them
+// (rundir.Expand). What cannot be resolved is an input error.
+func ResultsArgs(args []string) ([]string, error) {
+	in, err := rundir.ExpandAll(args)
+	if err != nil {
+		return nil, Input(err)
+	}
+	return rundir.Files(in), nil
+}
+
+// OneResults is the one results file arg names for a command that reads
+// one: a run directory of several agents must be narrowed to one of them.
+func OneResults(arg string) (string, error) {
+	in, err := rundir.Expand(arg)
+	if err != nil {
+		return "", Input(err)
+	}
+	if len(in) > 1 {
+		var names []string
+		for _, x := range in {
+			names = append(names, x.Agent)
+		}
+		return "", Usagef("%s holds the outputs of %d agents (%s): name one, as in %s:%s", arg, len(in), strings.Join(names, ", "), arg, names[0])
+	}
+	return in[0].File, nil
 }

@@ -20,7 +20,7 @@ var flagTopics = []struct {
 }{
 	{"Agent", []string{"cwd", "env", "secret-env", "mcp-server", "auth", "adapter", "agent", "agent-model", "permission",
 		"startup-timeout", "cancel-grace", "cancel-after", "settle", "eof-grace", "fresh-process", "warm", "agent-stderr",
-		"fs", "fs-max-bytes", "terminal", "terminal-timeout", "terminal-max-output", "max-agent-requests", "max-agent-bytes", "request-timeout"}},
+		"fs", "fs-max-bytes", "terminal", "terminal-timeout", "terminal-max-output", "max-agent-requests", "max-agent-bytes", "request-timeout", "no-model-gateway", "model-*"}},
 	{"Workspace and sandbox", []string{"workspace*", "keep-workspaces", "sandbox*", "image*", "tasks", "cache-dir", "keep-layers",
 		"agent-in-image", "task-timeout-scale"}},
 	{"Grading", []string{"grader-timeout", "threshold", "prompts", "no-cache", "judge-cache*"}},
@@ -105,6 +105,10 @@ func PrintCommandHelp(w io.Writer, c *Command) {
 	}
 	if c.Flags.HasFlags() {
 		PrintFlags(w, c.Flags)
+	}
+	if c.Exits != "" {
+		fmt.Fprint(w, "\n"+c.Exits)
+		return
 	}
 	fmt.Fprint(w, "\n"+ExitCodesHelp)
 }

@@ -111,6 +111,10 @@ func RecordKey(e *Env) (*results.Key, error) {
 	}
 	k, err := results.LoadKey(path)
 	if err != nil {
+		var bad *results.BadKeyError
+		if errors.As(err, &bad) {
+			err = fmt.Errorf("%w: `harness key -o FILE` makes one (point %s at it); to start over, remove this one (the records signed with it can then no longer be continued or merged)", err, results.KeyFileEnv)
+		}
 		return nil, WithCode(ExitUsage, err)
 	}
 	return k, nil

@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -30,13 +32,17 @@ type SandboxFlags struct {
 	// imageRun says the agents run in images, where the network and caps
 	// flags apply without --sandbox bwrap.
 	ImageRun bool
+	// ModelEndpoint, when set, is the run's model gateway (http://HOST:PORT):
+	// the one model endpoint the agent may reach by default, and reachable
+	// beside an explicit allowlist.
+	ModelEndpoint string
 }
 
 // AddFlags defines the flags on fs; usage is --sandbox's help.
 func (f *SandboxFlags) AddFlags(fs *pflag.FlagSet, usage string) {
 	fs.StringVar(&f.Backend, "sandbox", "none", usage)
 	fs.StringVar(&f.Home, "sandbox-home", "", "with --sandbox bwrap, copy `dir` into each fresh HOME (agent config such as ~/.claude)")
-	fs.StringVar(&f.Network, "sandbox-network", "", "with --sandbox bwrap or in an image, the agent's `network`: allow:HOST[:PORT],... (only those, through a proxy; default: the hosts of its model endpoints), none, or host")
+	fs.StringVar(&f.Network, "sandbox-network", "", "with --sandbox bwrap or in an image, the agent's `network`: allow:HOST[:PORT],... (only those, through a proxy; default: the run's model gateway, else the hosts of its model endpoints), none, or host")
 	fs.StringArrayVar(&f.RO, "sandbox-ro", nil, "with --sandbox bwrap, also bind `path` read-only; repeatable")
 	fs.StringArrayVar(&f.RW, "sandbox-rw", nil, "with --sandbox bwrap, also bind `path` read-write; repeatable")
 	f.Set = fs
@@ -67,6 +73,13 @@ func (f *SandboxFlags) Runner(env, secretEnv, agent []string) (sandbox.Runner, e
 	}
 	if spec.Network, spec.Allow, err = f.ParseNetwork(); err != nil {
 		return nil, err
+	}
+	if f.ModelEndpoint != "" && (spec.Network == "" || spec.Network == "allow") {
+		rule, err := egress.ParseAllow(strings.TrimPrefix(f.ModelEndpoint, "http://"))
+		if err != nil {
+			return nil, fmt.Errorf("model gateway %s: %w", f.ModelEndpoint, err)
+		}
+		spec.Network, spec.Allow = "allow", append(spec.Allow, rule...)
 	}
 	if key, err := results.KeyPath(os.Getenv); err == nil {
 		spec.Secrets = append(spec.Secrets, key) // what would let the agent sign a record

@@ -2,9 +2,11 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -12,16 +14,21 @@ import (
 
 	"harness/harbor"
 	"harness/image"
+	"harness/image/pull"
+	"harness/internal/suggest"
 	"harness/results"
+	"harness/sandbox/limits"
 	"harness/taskset"
 )
 
 // TaskFlags are the flags of the commands that run Harbor task
 // directories in images.
 type TaskFlags struct {
-	CacheDir   string
-	Keep       bool
-	ForceBuild bool
+	CacheDir    string
+	Keep        bool
+	ForceBuild  bool
+	ImagePolicy string
+	CacheMax    string
 }
 
 // Add defines the flags on fs.
@@ -29,6 +36,8 @@ func (f *TaskFlags) Add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.CacheDir, "cache-dir", "", "where task images are unpacked, once each (default $XDG_CACHE_HOME/harness/images)")
 	fs.BoolVar(&f.Keep, "keep-layers", false, "leave each trial's image layer (its changes) on disk")
 	fs.BoolVar(&f.ForceBuild, "force-build", false, "build each task's environment/Dockerfile even when its task.toml names a prebuilt docker_image")
+	fs.StringVar(&f.ImagePolicy, "image-policy", "pull-if-missing", "when to pull an image from its registry: pull-if-missing, always (resolve every tag again) or never")
+	fs.StringVar(&f.CacheMax, "image-cache-max", "", "budget of the unpacked images in the cache (`size`: 20G, 500M); the least recently used that no run holds are removed past it")
 }
 
 // Store opens the image cache.
@@ -41,7 +50,23 @@ func (f *TaskFlags) Store(log io.Writer) (*image.Store, error) {
 		}
 		dir = d
 	}
-	return &image.Store{Dir: dir, Log: log}, nil
+	// The unpacked trees are mounted from other directories: their
+	// paths must not depend on where a process runs.
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	policy, err := image.ParsePolicy(f.ImagePolicy)
+	if err != nil {
+		return nil, Usagef("--image-policy: %v", err)
+	}
+	var max int64
+	if f.CacheMax != "" {
+		if max, err = limits.ParseSize(f.CacheMax); err != nil || max <= 0 {
+			return nil, Usagef("--image-cache-max %q: want a size such as 20G or 500M", f.CacheMax)
+		}
+	}
+	return &image.Store{Dir: dir, Log: log, Registry: &pull.Client{}, Policy: policy, MaxBytes: max}, nil
 }
 
 // IsTaskDir says whether path is a Harbor task directory or a dataset of
@@ -62,6 +87,33 @@ func NotTaskDir(path string) error {
 	return Input(harbor.NotATaskError(path))
 }
 
+// Missing is the error for an input path that does not exist, naming it
+// and what it may have been meant to be (a neighbour of a close name, as
+// "tasks/regex-log" for "tasks/regex-lo"); nil when it exists. what says
+// what the path was to be ("a prompts file, or a Harbor task directory or
+// dataset").
+func Missing(path, what string) error {
+	_, err := os.Lstat(path)
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	msg := fmt.Sprintf("%s: no such file or directory (want %s)", path, what)
+	dir, base := filepath.Split(filepath.Clean(path))
+	if dir == "" {
+		dir = "."
+	}
+	if entries, rerr := os.ReadDir(dir); rerr == nil {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		if best := suggest.Nearest(base, names); best != "" {
+			msg += fmt.Sprintf("; did you mean %s?", filepath.Join(filepath.Dir(path), best))
+		}
+	}
+	return Input(errors.New(msg))
+}
+
 // LoadTasks reads a task or dataset directory and says, once for the
 // run, which task.toml fields its tasks set that are not honoured.
 func LoadTasks(e *Env, dir string, quiet bool) (*taskset.Set, error) {
@@ -76,20 +128,28 @@ func LoadTasks(e *Env, dir string, quiet bool) (*taskset.Set, error) {
 }
 
 // ResolveTaskImages builds or unpacks each task's image once, before any
-// trial runs, saying which image each task gets. A task whose image cannot
-// be made is an input error.
+// trial runs, and says in one line how the run's images were had: built,
+// unpacked, found in the cache, used in place, and the tasks whose
+// prebuilt image was not here and was built instead. A task whose image
+// cannot be made is an input error.
 func ResolveTaskImages(ctx context.Context, e *Env, store *image.Store, set *taskset.Set, forceBuild, quiet bool) (map[string]*image.Image, error) {
 	o := taskset.ResolveOptions{ForceBuild: forceBuild}
-	if !quiet {
-		o.OnImage = func(c taskset.ImageChoice) {
+	var choices []taskset.ImageChoice
+	o.OnImage = func(c taskset.ImageChoice) { choices = append(choices, c) }
+	if !quiet && store.Registry != nil {
+		store.Registry.OnRetry = func(ref string, wait time.Duration, why string) {
+			fmt.Fprintf(e.Stderr, "pull %s: %s; trying again in %s\n", ref, why, wait.Round(time.Millisecond))
+		}
+		o.OnFetch = func(f taskset.Fetched) {
 			switch {
-			case c.Failed != nil:
-				msg, _, _ := strings.Cut(c.Failed.Error(), "\n")
-				fmt.Fprintf(e.Stderr, "image for %s: %s; building %s instead\n", c.Task, msg, c.Ref)
-			case c.Unbuildable:
-				fmt.Fprintf(e.Stderr, "image for %s: %s (--force-build: the task has no environment/Dockerfile to build)\n", c.Task, c.Ref)
-			default:
-				fmt.Fprintf(e.Stderr, "image for %s: %s\n", c.Task, c.Ref)
+			case f.Err != nil:
+			case f.Pulled:
+				fmt.Fprintf(e.Stderr, "pulled %s: %d layers, %s fetched of %s\n", f.Ref, f.Layers, image.Bytes(f.Fetched), image.Bytes(f.Total))
+			}
+		}
+		o.OnLayer = func(p pull.Progress) {
+			if p.Layer > 0 {
+				fmt.Fprintf(e.Stderr, "pull %s: layer %d/%d, %s of %s\n", p.Ref, p.Layer, p.Layers, image.Bytes(p.Bytes), image.Bytes(p.Total))
 			}
 		}
 	}
@@ -98,9 +158,166 @@ func ResolveTaskImages(ctx context.Context, e *Env, store *image.Store, set *tas
 		if ctx.Err() != nil {
 			return nil, WithCode(ExitInterrupted, ctx.Err())
 		}
-		return nil, Input(err)
+		return nil, PullFailure(err)
+	}
+	if !quiet {
+		fmt.Fprintln(e.Stderr, ImagesLine(set, imgs, choices))
 	}
 	return imgs, nil
+}
+
+// ImagesLine says in one line how the images of a set's tasks were had
+// ("images of 9 tasks: 2 built (fix-shout, quiet-bench), 7 from the
+// cache"), then the tasks whose prebuilt image was not here and was built
+// instead, and those --force-build could not build, from the choices
+// ResolveImages told.
+func ImagesLine(set *taskset.Set, imgs map[string]*image.Image, choices []taskset.ImageChoice) string {
+	groups := map[string][]string{}
+	var order []string
+	add := func(how, task string) {
+		if groups[how] == nil {
+			order = append(order, how)
+		}
+		groups[how] = append(groups[how], task)
+	}
+	for _, t := range set.Tasks {
+		img := imgs[t.Name]
+		switch {
+		case img == nil:
+			continue
+		case img.Kind == "dir":
+			add("used in place", t.Name)
+		case !img.Made:
+			add("from the cache", t.Name)
+		case img.Kind == "build":
+			add("built", t.Name)
+		case img.Source == image.SourcePulled:
+			add("unpacked from the registry store", t.Name)
+		case img.Kind == "local":
+			add("unpacked from the local image storage", t.Name)
+		default:
+			add("unpacked", t.Name)
+		}
+	}
+	var parts []string
+	for _, how := range order {
+		parts = append(parts, fmt.Sprintf("%d %s%s", len(groups[how]), how, names(groups[how])))
+	}
+	line := fmt.Sprintf("images of %s: %s", Plural(len(set.Tasks), "task"), strings.Join(parts, ", "))
+	var fellBack, unbuildable []string
+	why := ""
+	for _, c := range choices {
+		switch {
+		case c.Failed != nil:
+			fellBack = append(fellBack, c.Task)
+			if why == "" {
+				why, _, _ = strings.Cut(c.Failed.Error(), "\n")
+			}
+		case c.Unbuildable:
+			unbuildable = append(unbuildable, c.Task)
+		}
+	}
+	if len(fellBack) > 0 {
+		line += fmt.Sprintf("; the prebuilt image (docker_image) of %s was not here, its environment was built instead%s (%s)",
+			Plural(len(fellBack), "task"), names(fellBack), why)
+	}
+	if len(unbuildable) > 0 {
+		line += fmt.Sprintf("; --force-build: %s no environment/Dockerfile to build, its docker_image was used%s",
+			Plural(len(unbuildable), "task")+map[bool]string{true: " has", false: " have"}[len(unbuildable) == 1], names(unbuildable))
+	}
+	return line
+}
+
+// names lists a few task names in parentheses ("" for more than five).
+func names(tasks []string) string {
+	if len(tasks) == 0 || len(tasks) > 5 {
+		return ""
+	}
+	return " (" + strings.Join(tasks, ", ") + ")"
+}
+
+// FetchImages pulls the registry images of refs ("" skipped, each once)
+// that the store lacks, before anything is unpacked or built, saying on
+// stderr how each comes along. users names who uses each reference (a
+// case, --image) for the message of one that cannot be had; every such
+// failure is reported, then the run fails (PullFailure).
+func FetchImages(ctx context.Context, e *Env, store *image.Store, refs []string, users map[string][]string, quiet bool) error {
+	if store.Registry != nil && !quiet {
+		store.Registry.OnRetry = func(ref string, wait time.Duration, why string) {
+			fmt.Fprintf(e.Stderr, "pull %s: %s; trying again in %s\n", ref, why, wait.Round(time.Millisecond))
+		}
+	}
+	var failed []error
+	seen := map[string]bool{}
+	for _, ref := range refs {
+		if ref == "" || seen[ref] {
+			continue
+		}
+		seen[ref] = true
+		var last pull.Progress
+		pulled, err := store.Fetch(ctx, ref, func(p pull.Progress) {
+			last = p
+			if p.Layer > 0 && !quiet {
+				fmt.Fprintf(e.Stderr, "pull %s: layer %d/%d, %s of %s\n", p.Ref, p.Layer, p.Layers, image.Bytes(p.Bytes), image.Bytes(p.Total))
+			}
+		})
+		if ctx.Err() != nil {
+			return WithCode(ExitInterrupted, ctx.Err())
+		}
+		if err != nil {
+			who := strings.Join(users[ref], ", ")
+			if who == "" {
+				who = "a case"
+			}
+			failed = append(failed, fmt.Errorf("%s: %w", who, err))
+			continue
+		}
+		if pulled && !quiet {
+			fmt.Fprintf(e.Stderr, "pulled %s: %d layers, %s fetched of %s\n", ref, last.Layers, image.Bytes(last.Fetched), image.Bytes(last.Total))
+		}
+	}
+	if len(failed) > 0 {
+		return PullFailure(errors.Join(failed...))
+	}
+	return nil
+}
+
+// PullFailure is the error of a run that could not have its images: an
+// infrastructure failure (ExitInfraErrors) when every pull that failed
+// found its registry unreachable or failing (nothing is wrong with the
+// input; run again when the registry answers), else an input error (a
+// reference the registry lacks, credentials refused, no image at all).
+func PullFailure(err error) error {
+	if allUnavailable(err) {
+		return WithCode(ExitInfraErrors, fmt.Errorf("%w\n(a registry could not be reached: an infrastructure failure; nothing ran)", err))
+	}
+	return Input(err)
+}
+
+// allUnavailable says whether err holds pull errors and every one of them
+// is a registry that could not be reached.
+func allUnavailable(err error) bool {
+	var walk func(error) (pulls int, ok bool)
+	walk = func(err error) (int, bool) {
+		var pe *pull.Error
+		if j, isJoin := err.(interface{ Unwrap() []error }); isJoin {
+			n := 0
+			for _, e := range j.Unwrap() {
+				m, ok := walk(e)
+				if !ok {
+					return 0, false
+				}
+				n += m
+			}
+			return n, true
+		}
+		if errors.As(err, &pe) {
+			return 1, pe.Kind == pull.Unavailable
+		}
+		return 0, false
+	}
+	n, ok := walk(err)
+	return ok && n > 0
 }
 
 // ValidateTaskRefs runs each task of a Harbor task directory or dataset

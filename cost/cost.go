@@ -39,7 +39,8 @@ func (t Table) Lookup(model string) (Price, bool) {
 }
 
 // LoadTable reads a price table file (YAML or JSON): model name to
-// {input, output, cacheRead, cacheWrite}, USD per million tokens.
+// {input, output, cacheRead, cacheWrite}, USD per million tokens; a
+// top-level "date" string (when the prices were taken) is skipped.
 func LoadTable(name string) (Table, error) {
 	b, err := os.ReadFile(name)
 	if err != nil {
@@ -56,6 +57,9 @@ func LoadTable(name string) (Table, error) {
 	root := doc.Content[0]
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := root.Content[i], root.Content[i+1]
+		if k.Value == "date" && v.Kind == yaml.ScalarNode {
+			continue // when the prices were taken, as in the shipped table
+		}
 		p, err := ParsePrice(v)
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: field %q: %v", name, v.Line, k.Value, err)
@@ -105,7 +109,10 @@ func Of(rec *schemas.CaptureRecord, t Table, agentModel string) *schemas.Cost {
 	c := &schemas.Cost{}
 	var usd float64
 	priced := false
-	if u := rec.Usage; u != nil {
+	if len(rec.ModelCalls) > 0 {
+		// The ledger: each call priced by its model as it was recorded.
+		usd, priced = addCalls(c, rec.ModelCalls)
+	} else if u := rec.Usage; u != nil {
 		c.InputTokens, c.OutputTokens = val(u.InputTokens), val(u.OutputTokens)
 		c.CacheReadTokens, c.CacheWriteTokens = val(u.CachedReadTokens), val(u.CachedWriteTokens)
 		agentTokens := c.InputTokens + c.OutputTokens + c.CacheReadTokens + c.CacheWriteTokens
@@ -144,6 +151,36 @@ func Of(rec *schemas.CaptureRecord, t Table, agentModel string) *schemas.Cost {
 	}
 	slices.Sort(c.Unpriced)
 	return c
+}
+
+// addCalls adds the tokens of a ledger's calls to c and returns the USD of
+// the priced ones; a call with tokens and no price names its model in
+// Unpriced (its cost is unknown, never 0).
+func addCalls(c *schemas.Cost, calls []schemas.ModelCall) (float64, bool) {
+	var usd float64
+	priced := false
+	for i := range calls {
+		k := &calls[i]
+		in, out, cr, cw := val(k.InputTokens), val(k.OutputTokens), val(k.CachedTokens), val(k.CacheWriteTokens)
+		c.InputTokens += in
+		c.OutputTokens += out
+		c.CacheReadTokens += cr
+		c.CacheWriteTokens += cw
+		switch {
+		case k.USD != nil:
+			usd += *k.USD
+			priced = true
+		case in+out+cr+cw > 0:
+			name := k.Model
+			if name == "" {
+				name = k.Provider
+			}
+			if !slices.Contains(c.Unpriced, name) {
+				c.Unpriced = append(c.Unpriced, name)
+			}
+		}
+	}
+	return usd, priced
 }
 
 // val reads a token count the agent reported; a negative one (an agent

@@ -60,3 +60,16 @@ func TestLoadTable(t *testing.T) {
 		t.Errorf("missing input: %v", err)
 	}
 }
+
+func TestBuiltinTable(t *testing.T) {
+	tab, date := Builtin()
+	if date == "" {
+		t.Errorf("the shipped table has no date")
+	}
+	if p, ok := tab.Lookup("claude-sonnet-4-5-20250929"); !ok || p.Input != 3 || p.Output != 15 {
+		t.Errorf("claude-sonnet-4-5-20250929 = %+v, %v", p, ok)
+	}
+	if _, ok := tab.Lookup("no-such-model"); ok {
+		t.Errorf("an unknown model has a price")
+	}
+}

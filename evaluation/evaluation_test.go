@@ -357,3 +357,47 @@ func TestValidate(t *testing.T) {
 }
 
 func errorsAs(err error, target any) bool { return errors.As(err, target) }
+
+// TestResumeRefusesChangedCaseInPartialFile stops a trials run with one
+// trial of case a in the partial file, changes a's prompt, and resumes:
+// refused, naming a; with RerunChanged its trials run again on the new
+// prompt, and a further resume finds nothing changed.
+func TestResumeRefusesChangedCaseInPartialFile(t *testing.T) {
+	dir := t.TempDir()
+	opts := trialsOf(options(t, dir, [][2]string{{"a", "echo old"}, {"b", "echo b"}}, 2, 1, func(string, int) bool { return true }, "--usage"), dir)
+	opts.Limits = runctl.Limits{MaxTokens: 1}
+	if _, err := Run(context.Background(), opts); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(lines[schemas.CaptureRecord](t, opts.Output+".partial")); n != 1 {
+		t.Fatalf("partial file holds %d trials, want 1", n)
+	}
+	changed := trialsOf(options(t, dir, [][2]string{{"a", "echo new"}, {"b", "echo b"}}, 2, 1, func(string, int) bool { return true }, "--usage"), dir)
+	changed.Resume = true
+	_, err := Run(context.Background(), changed)
+	var cc *ChangedCasesError
+	if !errorsAs(err, &cc) || fmt.Sprint(cc.IDs) != "[a]" {
+		t.Fatalf("resume after a changed: %v, want a *ChangedCasesError naming a", err)
+	}
+	changed.RerunChanged = true
+	res, err := Run(context.Background(), changed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Done != 0 || res.Finished != 4 {
+		t.Errorf("rerun: done %d, finished %d; want 0 and 4 (a's old trial run again)", res.Done, res.Finished)
+	}
+	got := lines[schemas.TrialsRecord](t, changed.Output)
+	if ids(got) != "a:2/2 b:2/2" {
+		t.Fatalf("trials records: %s", ids(got))
+	}
+	for _, e := range got[0].Trials {
+		if e.Record.Output != "new" {
+			t.Errorf("a trial %d answered %q, want the new prompt's", e.TrialNum, e.Record.Output)
+		}
+	}
+	changed.RerunChanged = false
+	if res, err := Run(context.Background(), changed); err != nil || res.Units != 0 {
+		t.Errorf("a further resume: %v, %d units; want nothing to run", err, res.Units)
+	}
+}

@@ -2,7 +2,6 @@ package evaluation
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -85,20 +84,9 @@ type SingleShot struct {
 // GradeSingle grades one synthetic record made of s (case "single", trial
 // 1, one message step) with g.
 func GradeSingle(ctx context.Context, g graders.Grader, s SingleShot, prov schemas.Provenance) schemas.GraderResult {
-	content, _ := json.Marshal(s.Output)
-	rec := &schemas.CaptureRecord{
-		ID:       "single",
-		Trial:    1,
-		Input:    schemas.SingleTurn(s.Input),
-		Output:   s.Output,
-		Expected: s.Expected,
-		Hint:     s.Hint,
-		Trajectory: []schemas.Step{{Type: schemas.StepMessage, StepID: "single-t1-s1",
-			Content: content}},
-		StopReason: "end_turn",
-		Metadata:   map[string]any{},
-		Provenance: prov,
-	}
+	r := schemas.AnsweredRecord("single", schemas.SingleTurn(s.Input), s.Output)
+	r.Expected, r.Hint, r.Provenance = s.Expected, s.Hint, prov
+	rec := &r
 	return g.Grade(ctx, &graders.Input{Record: rec})
 }
 

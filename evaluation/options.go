@@ -36,6 +36,11 @@ type Options struct {
 	// not hold yet; RetryErrors also runs again the units whose record has
 	// an error. Force empties an existing output instead.
 	Resume, RetryErrors, Force bool
+	// RerunChanged, with Resume, runs again the units of the cases whose
+	// content changed since the output's records of them were written
+	// (their records taken out); without it such records stop the resume
+	// with a *ChangedCasesError.
+	RerunChanged bool
 	// Key signs the lines written, and checks those resumed.
 	Key *results.Key
 	// Redact removes secrets from every line written.

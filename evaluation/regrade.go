@@ -78,6 +78,27 @@ type RegradeStats struct {
 	TrialsRecords int
 	// WorkspacesGone counts records whose workspace copy no longer exists.
 	WorkspacesGone int
+	// GraderErrors are the distinct grader errors, each by its gist
+	// (schemas.ErrorInfo.Gist) with how many records had it, in the order
+	// first met.
+	GraderErrors []ErrorCount
+}
+
+// ErrorCount is one distinct error and how many records had it.
+type ErrorCount struct {
+	Gist  string
+	Count int
+}
+
+// addError counts one record's error by its gist.
+func (s *RegradeStats) addError(gist string, n int) {
+	for i := range s.GraderErrors {
+		if s.GraderErrors[i].Gist == gist {
+			s.GraderErrors[i].Count += n
+			return
+		}
+	}
+	s.GraderErrors = append(s.GraderErrors, ErrorCount{gist, n})
 }
 
 // regradeJob is one line to regrade, in input order.
@@ -256,6 +277,9 @@ func (s *RegradeStats) add(o RegradeStats) {
 	s.Skipped += o.Skipped
 	s.TrialsRecords += o.TrialsRecords
 	s.WorkspacesGone += o.WorkspacesGone
+	for _, e := range o.GraderErrors {
+		s.addError(e.Gist, e.Count)
+	}
 }
 
 // isSummaryLine tells a trials summary line without decoding it whole.
@@ -405,10 +429,12 @@ func (s *RegradeStats) count(res schemas.GraderResult, n int) {
 		for _, sub := range subs {
 			if sub.Error != nil {
 				errs++
+				s.addError(sub.Grader+": "+sub.Error.Gist(), 1)
 			}
 		}
 	} else if res.Error != nil {
 		errs++
+		s.addError(res.Error.Gist(), 1)
 	}
 	switch {
 	case errs > 0:
@@ -435,7 +461,15 @@ func spliceScores(j regradeJob, res schemas.GraderResult, n int, names, files js
 	} else {
 		set["scores"] = nil // drop stale per-grader results
 	}
-	set["score"] = mustMarshal(res)
+	// A grader error goes under "graderError", a verdict under "score";
+	// whichever the line held before goes.
+	set["score"], set["graderError"] = nil, nil
+	switch score, gerr := schemas.GraderOutcome(&res); {
+	case gerr != nil:
+		set["graderError"] = mustMarshal(gerr)
+	default:
+		set["score"] = mustMarshal(score)
+	}
 	// The outcome is also lifted to the top level, as acp-harness does;
 	// a stale one goes.
 	set["outcome"] = nil

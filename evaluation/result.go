@@ -25,6 +25,10 @@ type Result struct {
 	// Options.Prices.
 	Spent            *schemas.Cost
 	AgentReportedUSD float64
+	// Unpriced counts this run's records that Options.Prices could not
+	// price because the agent reported no usage (no tokens, no cost);
+	// Priced those it could. Both stay 0 without prices.
+	Unpriced, Priced int
 	// Stop, when set, is why the run ended before every unit ran: the
 	// budget or the stop rule. A budget spent by the last unit stopped
 	// nothing and is not reported.

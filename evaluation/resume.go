@@ -1,6 +1,7 @@
 package evaluation
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -18,9 +19,13 @@ import (
 // counts and refusing records graded by other graders than graders (this
 // run's), whose verdicts would be mixed with this run's.
 //
-// A unit run again carries what its record was as failed attempts
-// (carried), so the new record keeps them.
-func resumeCapture(out *results.Output, retryErrors bool, graders []string, counts *trials.Counts, carried map[results.UnitKey][]schemas.Attempt) (map[results.UnitKey]bool, map[results.UnitKey]*schemas.CaptureRecord, error) {
+// A record of a case whose content changed since it was written is
+// refused (a *ChangedCasesError naming the cases, the output left with
+// them), or with versions.rerun taken out, its unit run again.
+//
+// A unit run again for its failure carries what its record was as failed
+// attempts (carried), so the new record keeps them.
+func resumeCapture(out *results.Output, retryErrors bool, graders []string, versions *caseVersions, counts *trials.Counts, carried map[results.UnitKey][]schemas.Attempt) (map[results.UnitKey]bool, map[results.UnitKey]*schemas.CaptureRecord, error) {
 	done := map[results.UnitKey]bool{}
 	ungraded := map[results.UnitKey]*schemas.CaptureRecord{}
 	check := graderCheck{file: out.Name(), want: graders}
@@ -29,6 +34,13 @@ func resumeCapture(out *results.Output, retryErrors bool, graders []string, coun
 		key, e, ok := results.RecordKeyError(line)
 		if !ok || done[key] {
 			return false
+		}
+		if versions.stale(key.ID, lineCaseHash(line)) {
+			if versions.rerun {
+				return false
+			}
+			versions.note(key.ID)
+			return true // left as it was: the resume is refused
 		}
 		class := ""
 		if e != nil {
@@ -53,7 +65,7 @@ func resumeCapture(out *results.Output, retryErrors bool, graders []string, coun
 		return true
 	})
 	if err == nil {
-		err = check.err
+		err = cmp.Or(versions.err(out.Name()), check.err)
 	}
 	if err != nil {
 		return nil, nil, err

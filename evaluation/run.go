@@ -143,6 +143,9 @@ type runState struct {
 	unwritten map[results.UnitKey]*schemas.CaptureRecord
 	mu        sync.Mutex
 	reported  float64 // of the run's dollars, those the agent reported itself
+	// unpriced and priced count the records with prices given that got no
+	// cost (the agent reported no usage) and those that got one.
+	unpriced, priced int
 	// finished counts the units that ran to the end (not interrupted): a
 	// budget spent by the last of them stopped nothing.
 	finished atomic.Int64
@@ -178,6 +181,15 @@ func (s *runState) emit(rec *schemas.CaptureRecord) error {
 		if a := &rec.Attempts[i]; a.Cost == nil && a.Usage != nil {
 			a.Cost = s.price(&schemas.CaptureRecord{Usage: a.Usage})
 		}
+	}
+	if len(s.opts.Prices) > 0 {
+		s.mu.Lock()
+		if rec.Cost == nil {
+			s.unpriced++
+		} else {
+			s.priced++
+		}
+		s.mu.Unlock()
 	}
 	s.ctl.Record(rec)
 	if rec.Cost != nil && rec.Cost.USD != nil {
@@ -242,7 +254,11 @@ func run(ctx context.Context, opts *Options, ev *emitter, h hooks) (*Result, err
 		resume := h.resume
 		if resume == nil {
 			resume = func(out *results.Output, carried map[results.UnitKey][]schemas.Attempt) (map[results.UnitKey]bool, map[results.UnitKey]*schemas.CaptureRecord, error) {
-				return resumeCapture(out, opts.RetryErrors, opts.Config.GraderNames, &kept, carried)
+				versions, err := newCaseVersions(opts.Prompts, opts.RerunChanged)
+				if err != nil {
+					return nil, nil, err
+				}
+				return resumeCapture(out, opts.RetryErrors, opts.Config.GraderNames, versions, &kept, carried)
 			}
 		}
 		if done, ungraded, err = resume(out, carried); err != nil {
@@ -369,6 +385,9 @@ func run(ctx context.Context, opts *Options, ev *emitter, h hooks) (*Result, err
 	// spent.
 	res.Spent = s.ctl.Spent()
 	res.AgentReportedUSD = s.reported
+	s.mu.Lock()
+	res.Unpriced, res.Priced = s.unpriced, s.priced
+	s.mu.Unlock()
 	res.SharedWrites, res.SharedPath = s.shared.seen()
 	res.Counts = s.counts
 	if h.counts != nil {

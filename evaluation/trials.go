@@ -98,9 +98,13 @@ func (t *collector) resume(out *results.Output, retryErrors bool, carried map[re
 	var retried []schemas.CaptureRecord
 	var mismatch error
 	check := graderCheck{file: out.Name(), want: t.opts.Config.GraderNames}
+	versions, err := newCaseVersions(t.opts.Prompts, t.opts.RerunChanged)
+	if err != nil {
+		return nil, nil, err
+	}
 	// Old summaries go (a new one ends the run); with retryErrors, a case
 	// with errored trials goes too, its good trials kept as pending.
-	_, err := out.Resume(func(line []byte) bool {
+	_, err = out.Resume(func(line []byte) bool {
 		var probe struct {
 			Type string `json:"type"`
 			K    *int   `json:"k"`
@@ -112,6 +116,13 @@ func (t *collector) resume(out *results.Output, retryErrors bool, carried map[re
 		var tr schemas.TrialsRecord
 		if json.Unmarshal(line, &tr) != nil || tr.ID == "" || complete[tr.ID] {
 			return false
+		}
+		if versions.stale(tr.ID, tr.CaseHash) {
+			if versions.rerun {
+				return false
+			}
+			versions.note(tr.ID)
+			return true // left as it was: the resume is refused
 		}
 		if mismatch == nil {
 			mismatch = t.sameRun(&tr)
@@ -143,7 +154,7 @@ func (t *collector) resume(out *results.Output, retryErrors bool, carried map[re
 		return true
 	})
 	if err == nil {
-		err = cmp.Or(mismatch, check.err)
+		err = cmp.Or(versions.err(out.Name()), mismatch, check.err)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -168,6 +179,7 @@ func (t *collector) resume(out *results.Output, retryErrors bool, carried map[re
 	if t.partialPath == "" {
 		return done, ungraded, nil
 	}
+	staleUnits := map[results.UnitKey]bool{}
 	err = eachJSONLine(t.partialPath, func(lineNo int, line []byte) error {
 		if !json.Valid(line) {
 			return nil // a line a crash cut short
@@ -179,6 +191,12 @@ func (t *collector) resume(out *results.Output, retryErrors bool, carried map[re
 		}
 		var rec schemas.CaptureRecord
 		if json.Unmarshal(line, &rec) != nil || complete[rec.ID] || done[results.UnitKey{ID: rec.ID, Trial: rec.Trial}] {
+			return nil
+		}
+		if versions.stale(rec.ID, rec.CaseHash) {
+			// Changed, unless a later line holds the unit's record of
+			// the case as it reads now.
+			staleUnits[results.UnitKey{ID: rec.ID, Trial: rec.Trial}] = true
 			return nil
 		}
 		if rec.Ungraded() {
@@ -201,6 +219,19 @@ func (t *collector) resume(out *results.Output, retryErrors bool, carried map[re
 	})
 	for k := range done {
 		delete(ungraded, k)
+	}
+	var changed []string
+	for k := range staleUnits {
+		if !done[k] && ungraded[k] == nil {
+			changed = append(changed, k.ID)
+		}
+	}
+	slices.Sort(changed)
+	for _, id := range changed {
+		versions.note(id)
+	}
+	if err == nil {
+		err = versions.err(t.partialPath)
 	}
 	t.ungraded = map[results.UnitKey]bool{}
 	for k := range ungraded {

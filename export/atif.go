@@ -38,13 +38,29 @@ type Agent struct {
 
 // Step is one ATIF step: a system event, a user message or an agent turn.
 type Step struct {
-	StepID           int            `json:"step_id"`
-	Timestamp        string         `json:"timestamp,omitempty"`
-	Source           string         `json:"source"`
-	Message          string         `json:"message"`
-	ReasoningContent string         `json:"reasoning_content,omitempty"`
-	ToolCalls        []ToolCall     `json:"tool_calls,omitempty"`
-	Observation      *Observation   `json:"observation,omitempty"`
+	StepID           int          `json:"step_id"`
+	Timestamp        string       `json:"timestamp,omitempty"`
+	Source           string       `json:"source"`
+	Message          string       `json:"message"`
+	ReasoningContent string       `json:"reasoning_content,omitempty"`
+	ToolCalls        []ToolCall   `json:"tool_calls,omitempty"`
+	Observation      *Observation `json:"observation,omitempty"`
+	// ModelName, Metrics and LLMCallCount are an agent step's model calls,
+	// from the record's ledger (modelCalls).
+	ModelName    string         `json:"model_name,omitempty"`
+	Metrics      *Metrics       `json:"metrics,omitempty"`
+	LLMCallCount *int           `json:"llm_call_count,omitempty"`
+	Extra        map[string]any `json:"extra,omitempty"`
+}
+
+// Metrics are the token counts and cost of a step's model calls.
+// PromptTokens include the cached ones (CachedTokens) and the cache
+// writes; Extra holds cache_write_tokens and reasoning_tokens.
+type Metrics struct {
+	PromptTokens     *int64         `json:"prompt_tokens,omitempty"`
+	CompletionTokens *int64         `json:"completion_tokens,omitempty"`
+	CachedTokens     *int64         `json:"cached_tokens,omitempty"`
+	CostUSD          *float64       `json:"cost_usd,omitempty"`
 	Extra            map[string]any `json:"extra,omitempty"`
 }
 
@@ -99,11 +115,16 @@ func atifTime(ms int64) string {
 // reasoning_content, messages the step's message. The steps ATIF has no
 // place for (permissions, file and terminal requests, usage, modes...) ride
 // along, as recorded, in the extra.events of the step they happened in;
-// updates that came before the first turn are a system step. Token counts
-// are known per record only, so they are final_metrics, not step metrics.
+// updates that came before the first turn are a system step. The record's
+// totals are final_metrics. With a ledger of model calls (modelCalls),
+// each agent step also gets the metrics, model and count of its calls: a
+// call belongs to the last agent step of its turn that began before the
+// call ended (its answer streamed into that step), else to the turn's
+// first agent step.
 func ToATIF(rec *schemas.CaptureRecord) Trajectory {
 	b := atifBuilder{rec: rec}
 	b.build()
+	b.stepMetrics()
 	t := Trajectory{
 		SchemaVersion: ATIFVersion,
 		SessionID:     fmt.Sprintf("%s-t%d", rec.ID, max(rec.Trial, 1)),
@@ -220,6 +241,9 @@ func finalMetrics(rec *schemas.CaptureRecord, steps int) *FinalMetrics {
 type atifBuilder struct {
 	rec   *schemas.CaptureRecord
 	steps []Step
+	// began is when each step began (epoch ms; -1 for a step that is not
+	// an agent step).
+	began []int64
 	// cur is the index of the agent step being filled, -1 for none.
 	cur int
 	// calls maps a tool call id to the index of the agent step that issued
@@ -230,7 +254,83 @@ type atifBuilder struct {
 func (b *atifBuilder) add(s Step) *Step {
 	s.StepID = len(b.steps) + 1
 	b.steps = append(b.steps, s)
+	b.began = append(b.began, -1)
 	return &b.steps[len(b.steps)-1]
+}
+
+// stepMetrics puts each model call of the ledger on its agent step.
+func (b *atifBuilder) stepMetrics() {
+	type sum struct {
+		calls                      int
+		prompt, cached, write, out int64
+		reasoning                  int64
+		usd                        float64
+		unpriced                   bool
+		models                     map[string]bool
+	}
+	sums := map[int]*sum{}
+	for i := range b.rec.ModelCalls {
+		c := &b.rec.ModelCalls[i]
+		end := c.Start + c.Duration
+		owner := -1
+		for j := range b.steps {
+			s := &b.steps[j]
+			if s.Source != SourceAgent || (c.Turn > 0 && stepTurn(s) != c.Turn) {
+				continue
+			}
+			if owner < 0 || b.began[j] <= end {
+				owner = j
+			}
+			if b.began[j] > end {
+				break
+			}
+		}
+		if owner < 0 {
+			continue
+		}
+		m := sums[owner]
+		if m == nil {
+			m = &sum{models: map[string]bool{}}
+			sums[owner] = m
+		}
+		v := func(p *int64) int64 {
+			if p == nil || *p < 0 {
+				return 0
+			}
+			return *p
+		}
+		m.calls++
+		m.cached += v(c.CachedTokens)
+		m.write += v(c.CacheWriteTokens)
+		m.prompt += v(c.InputTokens) + v(c.CachedTokens) + v(c.CacheWriteTokens)
+		m.out += v(c.OutputTokens)
+		m.reasoning += v(c.ReasoningTokens)
+		if c.USD != nil {
+			m.usd += *c.USD
+		} else if v(c.InputTokens)+v(c.OutputTokens)+v(c.CachedTokens)+v(c.CacheWriteTokens) > 0 {
+			m.unpriced = true
+		}
+		if c.Model != "" {
+			m.models[c.Model] = true
+		}
+	}
+	for j, m := range sums {
+		s := &b.steps[j]
+		n := m.calls
+		s.LLMCallCount = &n
+		met := &Metrics{PromptTokens: &m.prompt, CompletionTokens: &m.out, CachedTokens: &m.cached,
+			Extra: map[string]any{"cache_write_tokens": m.write, "reasoning_tokens": m.reasoning}}
+		if !m.unpriced {
+			usd := m.usd
+			met.CostUSD = &usd
+		}
+		s.Metrics = met
+		if len(m.models) == 1 {
+			for name := range m.models {
+				s.ModelName = name
+			}
+		}
+	}
 }
 
 func (b *atifBuilder) at(st *schemas.Step) string {
@@ -299,6 +399,7 @@ func (b *atifBuilder) userStep(turn int, first *schemas.Step) {
 func (b *atifBuilder) agentStep(st *schemas.Step, turn int) {
 	start := func() *Step {
 		s := b.add(Step{Source: SourceAgent, Timestamp: b.at(st), Extra: map[string]any{"turn": turn}})
+		b.began[len(b.began)-1] = b.rec.Timing.Start + st.Timestamp
 		if st.Phase != "" {
 			s.Extra["phase"] = st.Phase
 		}

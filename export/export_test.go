@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -238,4 +239,54 @@ func TestMessagesExport(t *testing.T) {
 		out.WriteByte('\n')
 	}
 	golden(t, "openai.golden.jsonl", out.Bytes())
+}
+
+// With a ledger of model calls, each agent step carries the metrics, model
+// and count of the calls whose answers streamed into it; the document
+// stays valid ATIF, and an unpriced call leaves its step's cost unknown.
+func TestATIFStepMetrics(t *testing.T) {
+	rec := multiTurn()
+	start := rec.Timing.Start
+	call := func(at, dur int64, turn int, model string, in, cached, out int64, usd *float64) schemas.ModelCall {
+		return schemas.ModelCall{Provider: "anthropic", API: "messages", Model: model, Start: start + at, Duration: dur, Status: 200, Turn: turn,
+			InputTokens: ptr(in), CachedTokens: ptr(cached), CacheWriteTokens: ptr(int64(2)), OutputTokens: ptr(out), USD: usd}
+	}
+	rec.ModelCalls = []schemas.ModelCall{
+		call(10, 35, 1, "claude-sonnet-4-5", 10, 100, 7, ptr(0.001)), // streams the thought at 40
+		call(50, 20, 1, "claude-sonnet-4-5", 20, 100, 5, ptr(0.002)), // the message at 60, after the tool round
+		call(450, 400, 2, "mystery-model", 30, 0, 9, nil),            // the message at 800
+	}
+	tr := export.ToATIF(&rec)
+	b, err := json.Marshal(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := export.ValidateATIF(b); err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	var got []string
+	for _, s := range tr.Steps {
+		if s.Source != export.SourceAgent {
+			continue
+		}
+		if s.Metrics == nil {
+			got = append(got, "-")
+			continue
+		}
+		m := s.Metrics
+		cost := "?"
+		if m.CostUSD != nil {
+			cost = fmt.Sprintf("%.3f", *m.CostUSD)
+		}
+		got = append(got, fmt.Sprintf("%s n=%d p=%d c=%d o=%d $%s", s.ModelName, *s.LLMCallCount, *m.PromptTokens, *m.CachedTokens, *m.CompletionTokens, cost))
+	}
+	want := []string{
+		"claude-sonnet-4-5 n=1 p=112 c=100 o=7 $0.001",
+		"claude-sonnet-4-5 n=1 p=122 c=100 o=5 $0.002",
+		"-",
+		"mystery-model n=1 p=32 c=0 o=9 $?",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("agent steps' metrics:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 }

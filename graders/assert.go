@@ -8,12 +8,15 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/cbroglie/mustache"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"harness/internal/safefile"
+	"harness/internal/suggest"
 	"harness/schemas"
 )
 
@@ -22,9 +25,19 @@ var assertKeys = []string{"assert"}
 
 // assertionTypes are the assertions of the assert grader (each also with a
 // not- prefix).
-var assertionTypes = []string{"equals", "contains", "icontains", "regex", "starts-with", "is-json", "json-schema",
+var assertionTypes = []string{"equals", "contains", "icontains", "contains-any", "contains-all", "regex", "starts-with",
+	"levenshtein", "is-json", "json-schema", "javascript", "llm-rubric",
 	"file-exists", "file-contains", "file-matches", "files-unchanged", "command-succeeds", "tool-called",
-	"no-tool-errors", "max-tool-calls", "max-turns", "max-duration", "max-tokens"}
+	"no-tool-errors", "max-tool-calls", "max-turns", "max-duration", "max-tokens", "latency", "cost"}
+
+// assertionInstead says, for assertion types of other tools harness does
+// not run, what to write instead.
+var assertionInstead = map[string]string{
+	"python":                "Python does not run in-process: make it a script grader, {type: script, command: [python3, check.py]} (it reads the record as JSON on stdin and prints {\"pass\": ..., \"score\": ...})",
+	"similar":               "use an llm-rubric assertion, or a grader {type: llm-judge, prompt: ...}",
+	"model-graded-closedqa": "use an llm-rubric assertion, or a grader {type: llm-judge, prompt: ...}",
+	"factuality":            "use an llm-rubric assertion, or a grader {type: llm-judge, prompt: ...}",
+}
 
 // orList lists words as "a, b or c".
 func orList(words []string) string {
@@ -108,14 +121,129 @@ func buildAssertion(m map[string]any, c cfgCtx) (assertion, error) {
 		return v, err
 	}
 	output := func(in *Input) string { return in.Record.Output }
+	if slices.Contains(graderTypes, base) || slices.Contains(graderAliases, base) {
+		// A grader as an assertion (agentv's assert: [{type: script,
+		// command: [...]}]): it holds when the grader passes.
+		return graderAssertion(m, c, a, base, negate)
+	}
 	switch base {
-	case "equals", "contains", "icontains", "starts-with":
+	case "contains-any", "contains-all":
+		values, err := strList(m, "value", c)
+		if err != nil {
+			return a, err
+		}
+		if len(values) == 0 {
+			return a, c.errf("value", "missing (a %s assertion needs a list of strings)", base)
+		}
+		a.text = fmt.Sprintf("output %s %q", base, values)
+		a.check = func(_ context.Context, in *Input) (bool, string) {
+			o := output(in)
+			var missing []string
+			for _, v := range values {
+				if strings.Contains(o, v) {
+					if base == "contains-any" {
+						return true, ""
+					}
+				} else {
+					missing = append(missing, v)
+				}
+			}
+			if base == "contains-any" {
+				return false, ""
+			}
+			return len(missing) == 0, strings.Join(missing, ", ")
+		}
+		return finishAssertion(a, negate), nil
+	case "levenshtein":
 		v, err := str("value")
 		if err != nil {
 			return a, err
 		}
-		a.text = fmt.Sprintf("output %s %q", base, v)
+		limit, ok, err := c.num(m, "threshold")
+		if err != nil {
+			return a, err
+		}
+		if !ok {
+			limit = 5 // promptfoo's default
+		}
+		a.text = fmt.Sprintf("output within edit distance %g of %q", limit, v)
 		a.check = func(_ context.Context, in *Input) (bool, string) {
+			d := suggest.Distance(strings.TrimSpace(output(in)), v)
+			return float64(d) <= limit, fmt.Sprintf("distance %d", d)
+		}
+		return finishAssertion(a, negate), nil
+	case "latency", "cost":
+		limit, ok, err := c.num(m, "threshold")
+		if err != nil {
+			return a, err
+		}
+		if !ok {
+			return a, c.errf("threshold", "missing (a %s assertion needs threshold: the most %s)", base, map[string]string{"latency": "milliseconds", "cost": "US dollars"}[base])
+		}
+		a.text = fmt.Sprintf("%s at most %g", base, limit)
+		a.check = func(_ context.Context, in *Input) (bool, string) {
+			r := in.Record
+			if base == "latency" {
+				d := schemas.RecordDuration(r)
+				return float64(d) <= limit, fmt.Sprintf("%d ms", d)
+			}
+			if r.Cost == nil || r.Cost.USD == nil {
+				return false, "the record has no cost in USD (give the run a price table)"
+			}
+			return *r.Cost.USD <= limit, fmt.Sprintf("$%g", *r.Cost.USD)
+		}
+		return finishAssertion(a, negate), nil
+	case "javascript":
+		code, err := str("value")
+		if err != nil {
+			return a, err
+		}
+		// promptfoo's variables: output, and context.vars.
+		body := "var output = input.output; var context = {vars: {expected: input.expected, input: input.input}};\n"
+		if strings.Contains(code, "return") {
+			body += code
+		} else {
+			body += "return (" + strings.TrimSpace(code) + ");"
+		}
+		g, err := newJSScript(c.id("js", m), c.file+"#"+c.field("value"), scriptAt{}, body, c.opts.timeout(DefaultJSTimeout), c.opts.threshold())
+		if err != nil {
+			return a, c.errf("value", "%v", err)
+		}
+		return graderCheck(a, g, "javascript", negate), nil
+	case "llm-rubric":
+		rubric, err := str("value")
+		if err != nil {
+			return a, err
+		}
+		jm := map[string]any{"type": "llm-judge", "name": "llm-rubric", "prompt": RubricPrompt(rubric), "model": "gpt-4o-mini"}
+		for _, k := range judgeKeys {
+			if v, ok := m[k]; ok && k != "prompt" && k != "promptFile" {
+				jm[k] = v
+			}
+		}
+		g, err := buildConfig(jm, c)
+		if err != nil {
+			return a, err
+		}
+		a.runs = false
+		return graderCheck(a, g, "rubric: "+rubric, negate), nil
+	}
+	switch base {
+	case "equals", "contains", "icontains", "starts-with":
+		tv, err := str("value")
+		if err != nil {
+			return a, err
+		}
+		value, err := templated(tv, c.errf)
+		if err != nil {
+			return a, err
+		}
+		a.text = fmt.Sprintf("output %s %q", base, tv)
+		a.check = func(_ context.Context, in *Input) (bool, string) {
+			v, why := value(in)
+			if why != "" {
+				return negate, why // a failure, negated or not
+			}
 			o := output(in)
 			switch base {
 			case "equals":
@@ -178,10 +306,14 @@ func buildAssertion(m map[string]any, c cfgCtx) (assertion, error) {
 			return a, err
 		}
 		var want string
+		var wantOf func(*Input) (string, string)
 		var re *regexp.Regexp
 		switch base {
 		case "file-contains":
 			if want, err = str("value"); err != nil {
+				return a, err
+			}
+			if wantOf, err = templated(want, c.errf); err != nil {
 				return a, err
 			}
 			a.text = fmt.Sprintf("%s contains %q", p, want)
@@ -208,7 +340,11 @@ func buildAssertion(m map[string]any, c cfgCtx) (assertion, error) {
 			}
 			switch base {
 			case "file-contains":
-				return strings.Contains(string(b), want), ""
+				w, why := wantOf(in)
+				if why != "" {
+					return negate, why // a failure, negated or not
+				}
+				return strings.Contains(string(b), w), ""
 			case "file-matches":
 				return re.Match(b), ""
 			}
@@ -316,16 +452,62 @@ func buildAssertion(m map[string]any, c cfgCtx) (assertion, error) {
 	case "":
 		return a, c.errf("type", "missing (contains, regex, file-exists, tool-called, ...)")
 	default:
+		if instead, ok := assertionInstead[base]; ok {
+			return a, c.errf("type", "harness has no %q assertion: %s", base, instead)
+		}
 		meant := ""
 		if s := nearestAssertion(typ); s != "" {
 			meant = fmt.Sprintf(": did you mean %q?", s)
 		}
 		return a, c.errf("type", "unknown assertion %q%s (want %s, optionally with a not- prefix)", typ, meant, orList(assertionTypes))
 	}
+	return finishAssertion(a, negate), nil
+}
+
+// finishAssertion words a negated assertion's text.
+func finishAssertion(a assertion, negate bool) assertion {
 	if negate {
 		a.text = "not " + a.text
 	}
-	return a, nil
+	return a
+}
+
+// graderAssertion is a grader given as an assertion: it holds when the
+// grader passes; its weight weighs it as any assertion's.
+func graderAssertion(m map[string]any, c cfgCtx, a assertion, base string, negate bool) (assertion, error) {
+	if negate {
+		return a, c.errf("type", "a grader (%s) cannot be negated: give it as not-%s's opposite, or use a threshold", base, base)
+	}
+	sub := make(map[string]any, len(m))
+	for k, v := range m {
+		if k != "weight" {
+			sub[k] = v
+		}
+	}
+	g, err := buildConfig(sub, c)
+	if err != nil {
+		return a, err
+	}
+	_, a.runs = m["command"]
+	text := g.Name()
+	if n, ok := m["name"].(string); ok && n != "" {
+		text = n
+	}
+	return graderCheck(a, g, text, false), nil
+}
+
+// graderCheck makes g the check of a: it holds when g passes; its
+// reasoning, or its error, is the evidence.
+func graderCheck(a assertion, g Grader, text string, negate bool) assertion {
+	a.text = text
+	a.check = func(ctx context.Context, in *Input) (bool, string) {
+		r := g.Grade(ctx, in)
+		if r.Error != nil {
+			return negate, r.Error.Class + ": " + r.Error.Gist() // a failure, negated or not
+		}
+		return r.Pass, trimEvidence(r.Reasoning)
+	}
+	return finishAssertion(a, negate)
 }
 
 func deref(p *int64) int64 {
@@ -411,4 +593,32 @@ func (g *assertGrader) Grade(ctx context.Context, in *Input) schemas.GraderResul
 	}
 	res.Reasoning = fmt.Sprintf("%d of %d assertions hold", passed, len(res.Checks))
 	return finish(res, g.name, start)
+}
+
+// templated is an assertion's text value for each record: the text, or,
+// when it holds mustache tags ({{expected}}, as promptfoo writes it), the
+// text rendered with the judge prompt's variables. A template that
+// renders empty (a case without the expected answer) fails the check with
+// why; errf words an unknown variable as a config error of the field.
+func templated(v string, errf func(field, format string, args ...any) error) (func(*Input) (value, why string), error) {
+	if !strings.Contains(v, "{{") {
+		return func(*Input) (string, string) { return v, "" }, nil
+	}
+	tmpl, err := mustache.ParseStringRaw(v, true)
+	if err != nil {
+		return nil, errf("value", "invalid mustache template: %v", err)
+	}
+	if err := checkTags(tmpl.Tags()); err != nil {
+		return nil, errf("value", "%v", err)
+	}
+	return func(in *Input) (string, string) {
+		out, err := tmpl.Render(judgeContext(in))
+		switch {
+		case err != nil:
+			return "", fmt.Sprintf("value %s: %v", v, err)
+		case out == "":
+			return "", fmt.Sprintf("value %s is empty for this case", v)
+		}
+		return out, ""
+	}, nil
 }

@@ -174,5 +174,11 @@ func (g *byCase) Grade(ctx context.Context, in *Input) schemas.GraderResult {
 	if len(list) == 0 {
 		return finish(failure(schemas.ErrGraderInvalid, "no graders for case %q (and no default)", id), g.name, start)
 	}
-	return finish(Combine(gradeAll(ctx, list, in)), g.name, start)
+	// The result names the graders of this case, not the by-case table
+	// that picked them: a report says who failed the case.
+	names := make([]string, len(list))
+	for i, gr := range list {
+		names[i] = gr.Name()
+	}
+	return finish(Combine(gradeAll(ctx, list, in)), strings.Join(names, " + "), start)
 }

@@ -33,6 +33,10 @@ default: Any answer is fine
 	if !add.Pass || add.Error != nil || len(add.Checks) != 2 || add.Score != 0.95 {
 		t.Errorf("add: %+v", add)
 	}
+	// The result names the case's own graders, not the table's file.
+	if !strings.HasPrefix(add.Grader, "judge:") || !strings.Contains(add.Grader, " + assert:") || strings.HasPrefix(add.Grader, "cases:") {
+		t.Errorf("add graded by %q, want its judge and its assertion", add.Grader)
+	}
 	body := srv.bodies[0]
 	if body["model"] != "judge-model" || !strings.Contains(string(mustJSON(body)), "The answer is the number four") {
 		t.Errorf("judge request: %v", body)

@@ -3,6 +3,7 @@ package graders
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -30,6 +31,7 @@ func (c *composite) Grade(ctx context.Context, in *Input) schemas.GraderResult {
 	var failed []string
 	var firstErr *schemas.ErrorInfo
 	for i, s := range subs {
+		r.Notes = append(r.Notes, s.Notes...)
 		w := c.weights[i]
 		ws := w
 		r.Checks = append(r.Checks, schemas.Check{Text: s.Grader, Pass: s.Pass, Score: &s.Score, Reason: subReason(s, &ws)})
@@ -57,10 +59,14 @@ func subReason(s schemas.GraderResult, weight *float64) string {
 	if weight != nil {
 		fmt.Fprintf(&b, "weight %.4g: ", *weight)
 	}
-	if s.Error != nil {
+	switch {
+	case s.Error != nil:
 		b.WriteString(s.Error.Class + ": " + s.Error.Message)
-	} else {
+	case s.Reasoning != "":
 		b.WriteString(s.Reasoning)
+	default:
+		// No reasoning: the verdict says what there is to say.
+		fmt.Fprintf(&b, "%s, score %s", map[bool]string{true: "pass", false: "fail"}[s.Pass], strconv.FormatFloat(s.Score, 'g', 4, 64))
 	}
 	return truncate(b.String(), 500)
 }
@@ -130,6 +136,9 @@ func Combine(rs []schemas.GraderResult) schemas.GraderResult {
 		return rs[0]
 	}
 	r := schemas.GraderResult{Pass: true, Outcome: map[string]any{"graders": rs}}
+	for _, s := range rs {
+		r.Notes = append(r.Notes, s.Notes...)
+	}
 	var failed []string
 	var firstErr *schemas.ErrorInfo
 	var reasons []string

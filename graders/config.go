@@ -40,6 +40,9 @@ type cfgCtx struct {
 	dir  string // the config file's directory
 	path string // field path of the object within the file ("" at top)
 	opts Options
+	// doc is the file parsed with positions, when the config came from a
+	// file (nil for a config object).
+	doc *yaml.Node
 }
 
 // ConfigError is a problem in a grader config file; it names the file and
@@ -125,7 +128,72 @@ func loadConfigFile(spec, path string, opts Options) (Grader, error) {
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
-	return buildConfig(m, cfgCtx{file: spec, dir: dir, opts: opts})
+	var doc yaml.Node
+	if yaml.Unmarshal(b, &doc) != nil {
+		// JSON that YAML cannot read (rare): positions are not known.
+		doc = yaml.Node{}
+	}
+	return buildConfig(m, cfgCtx{file: spec, dir: dir, opts: opts, doc: &doc})
+}
+
+// scriptAt is where the text of a string field of the config starts in
+// its file (line 0 when that is not known: a config object, a folded
+// block, or a quoted string spread over lines).
+func (c cfgCtx) scriptAt(field string) scriptAt {
+	at := scriptAt{file: c.file}
+	n := nodeAt(c.doc, c.field(field))
+	if n == nil || n.Kind != yaml.ScalarNode {
+		return at
+	}
+	switch {
+	case n.Style&yaml.LiteralStyle != 0:
+		// A literal block: its text starts on the line after the
+		// indicator, a line of text a line of the file.
+		at.line = n.Line + 1
+	case !strings.Contains(n.Value, "\n"):
+		at.line = n.Line
+	}
+	return at
+}
+
+// nodeAt finds the node of a field path ("graders[1].script") in a parsed
+// document, or nil.
+func nodeAt(doc *yaml.Node, path string) *yaml.Node {
+	if doc == nil || len(doc.Content) == 0 {
+		return nil
+	}
+	n := doc.Content[0]
+	for path != "" {
+		var key string
+		if strings.HasPrefix(path, "[") {
+			end := strings.IndexByte(path, ']')
+			i, err := strconv.Atoi(path[1:max(end, 1)])
+			if end < 0 || err != nil || n.Kind != yaml.SequenceNode || i < 0 || i >= len(n.Content) {
+				return nil
+			}
+			n, path = n.Content[i], strings.TrimPrefix(path[end+1:], ".")
+			continue
+		}
+		end := strings.IndexAny(path, ".[")
+		if end < 0 {
+			end = len(path)
+		}
+		key, path = path[:end], strings.TrimPrefix(path[end:], ".")
+		if n.Kind != yaml.MappingNode {
+			return nil
+		}
+		var next *yaml.Node
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == key {
+				next = n.Content[i+1]
+			}
+		}
+		if next == nil {
+			return nil
+		}
+		n = next
+	}
+	return n
 }
 
 // FromConfig builds the grader a config object describes, as if it were
@@ -137,7 +205,7 @@ func FromConfig(m map[string]any, file, dir string, opts Options) (Grader, error
 	if err != nil || !top {
 		return g, err
 	}
-	return pin(g, opts.pins), nil
+	return pin(note(g, opts.Warn), opts.pins), nil
 }
 
 // jsonErrLine turns a JSON syntax error offset into a line number.
@@ -453,7 +521,7 @@ func buildScript(m map[string]any, c cfgCtx) (Grader, error) {
 		if !ok || strings.TrimSpace(s) == "" {
 			return nil, c.errf("script", "must be JavaScript source text defining grade(input)")
 		}
-		g, err := newJSScript(c.id("js", m), c.file+"#"+c.field("script"), s, c.opts.timeout(DefaultJSTimeout), c.opts.threshold())
+		g, err := newJSScript(c.id("js", m), c.file+"#"+c.field("script"), c.scriptAt("script"), s, c.opts.timeout(DefaultJSTimeout), c.opts.threshold())
 		if err != nil {
 			return nil, c.errf("script", "%v", err)
 		}

@@ -254,10 +254,12 @@ func (e *executable) interpret(p procResult) schemas.GraderResult {
 		if s := tail(p.stderr, 300); s != "" {
 			msg += ": " + s
 		}
+		msg += stdoutNote(p.stdout)
 		return schemas.GraderResult{Error: procError(schemas.ErrGraderError, msg, p)}
 	}
 	if len(bytes.TrimSpace(p.stdout)) == 0 {
-		return schemas.GraderResult{Error: procError(schemas.ErrGraderInvalid, "grader wrote no output (want one JSON result on stdout)", p)}
+		return schemas.GraderResult{Error: procError(schemas.ErrGraderInvalid, "grader wrote no output (want one JSON result on stdout, such as {\"pass\": true}; "+
+			"for a script whose exit status is its verdict, give it in a config as {type: script, command: [./"+filepath.Base(e.path)+"]}: exit 0 passes)", p)}
 	}
 	r, ei := parseResult(jsonResultBytes(p.stdout), e.threshold)
 	if ei != nil {
@@ -332,6 +334,7 @@ func (s *script) interpret(p procResult) schemas.GraderResult {
 			if s := tail(stderr, 300); s != "" {
 				msg += ": " + s
 			}
+			msg += stdoutNote(p.stdout)
 			return schemas.GraderResult{Error: procError(schemas.ErrGraderError, msg, p)}
 		}
 		// Exit-code mode: a quality failure, stdout is the check text.
@@ -422,4 +425,14 @@ func isWorkspaceCopy(path string) bool {
 		}
 	}
 	return false
+}
+
+// stdoutNote is what a failed grader printed on stdout (a verdict printed
+// before it failed, say), for its error message; "" when nothing.
+func stdoutNote(stdout []byte) string {
+	out := strings.TrimSpace(string(stdout))
+	if out == "" {
+		return ""
+	}
+	return fmt.Sprintf("; it printed on stdout: %s", tail(out, 200))
 }

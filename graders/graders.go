@@ -18,13 +18,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
+	"harness/internal/suggest"
 	"harness/judgecache"
 	"harness/sandbox"
 	"harness/schemas"
@@ -94,6 +98,10 @@ type Options struct {
 	// WithJudgeDraw for repeated gradings). The target proxy of agentv
 	// scripts is not cached.
 	JudgeCache *judgecache.Cache
+	// Warn, when set, is told once per grader of each thing its replies
+	// hold that harness does not read (a misspelt result key), prefixed
+	// with the grader's name.
+	Warn func(msg string)
 
 	// pins collects the files of the grader being loaded; set by the
 	// outermost Load or FromConfig.
@@ -168,7 +176,41 @@ func Load(spec string, opts Options) (Grader, error) {
 	if err != nil || !top {
 		return g, err
 	}
-	return pin(g, opts.pins), nil
+	return pin(note(g, opts.Warn), opts.pins), nil
+}
+
+// noting is a grader whose results' notes are told to warn, each once.
+type noting struct {
+	Grader
+	warn func(string)
+	mu   sync.Mutex
+	said map[string]bool
+}
+
+// note wraps g so that the notes of its results go to warn, each once;
+// with no warn, g comes back as it is.
+func note(g Grader, warn func(string)) Grader {
+	if warn == nil {
+		return g
+	}
+	return &noting{Grader: g, warn: warn, said: map[string]bool{}}
+}
+
+// Grade implements Grader.
+func (n *noting) Grade(ctx context.Context, in *Input) schemas.GraderResult {
+	r := n.Grader.Grade(ctx, in)
+	notes := r.Notes
+	r.Notes = nil
+	for _, s := range notes {
+		n.mu.Lock()
+		first := !n.said[s]
+		n.said[s] = true
+		n.mu.Unlock()
+		if first {
+			n.warn(n.Name() + ": " + s)
+		}
+	}
+	return r
 }
 
 func loadSpec(spec string, opts Options) (Grader, error) {
@@ -232,7 +274,7 @@ type resultFields struct {
 	Score      json.RawMessage `json:"score"`
 	Reasoning  *string         `json:"reasoning"`
 	Reason     *string         `json:"reason"`
-	Checks     []schemas.Check `json:"checks"`
+	Checks     []checkFields   `json:"checks"`
 	Assertions []struct {
 		Text     string `json:"text"`
 		Passed   bool   `json:"passed"`
@@ -244,6 +286,56 @@ type resultFields struct {
 	Details map[string]any `json:"details"`
 }
 
+// checkFields is the wire form of one check: "passed" (agentv's word) is
+// read as "pass", "reasoning" as "reason".
+type checkFields struct {
+	Text      string   `json:"text"`
+	Pass      *bool    `json:"pass"`
+	Passed    *bool    `json:"passed"`
+	Score     *float64 `json:"score"`
+	Reason    string   `json:"reason"`
+	Reasoning string   `json:"reasoning"`
+	Evidence  any      `json:"evidence"`
+}
+
+// Keys of a grader's reply and of its checks that harness reads; the
+// fields harness fills in itself are accepted too.
+var (
+	resultKeys = []string{"pass", "passed", "score", "reasoning", "reason", "checks", "assertions", "hits", "misses",
+		"outcome", "details", "grader", "durationMs", "usage", "error"}
+	checkKeys = []string{"text", "pass", "passed", "score", "reason", "reasoning", "evidence"}
+)
+
+// unknownKeys words, for the grader's author, each key of a reply (and of
+// its checks) that harness does not read, with the key probably meant.
+func unknownKeys(m map[string]any) []string {
+	var notes []string
+	say := func(where, k string, known []string) {
+		msg := fmt.Sprintf("%s key %q is not one harness reads, and is ignored", where, k)
+		if s := suggest.Nearest(k, known); s != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", s)
+		}
+		notes = append(notes, msg)
+	}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if !slices.Contains(resultKeys, k) {
+			say("result", k, resultKeys)
+		}
+	}
+	checks, _ := m["checks"].([]any)
+	seen := map[string]bool{}
+	for _, c := range checks {
+		cm, _ := c.(map[string]any)
+		for _, k := range slices.Sorted(maps.Keys(cm)) {
+			if !slices.Contains(checkKeys, k) && !seen[k] {
+				seen[k] = true
+				say("check", k, checkKeys)
+			}
+		}
+	}
+	return notes
+}
+
 // parseResult validates a grader's JSON reply. A reply needs a boolean pass
 // or a numeric score in 0..1 (or both); a missing score is 1 or 0 from
 // pass, a missing pass is score >= threshold. Errors are grader_invalid.
@@ -253,7 +345,8 @@ func parseResult(b []byte, threshold float64) (schemas.GraderResult, *schemas.Er
 	if err := json.Unmarshal(b, &probe); err != nil {
 		return schemas.GraderResult{}, &schemas.ErrorInfo{Class: schemas.ErrGraderInvalid, Message: "output is not JSON: " + err.Error()}
 	}
-	if _, ok := probe.(map[string]any); !ok {
+	obj, ok := probe.(map[string]any)
+	if !ok {
 		return schemas.GraderResult{}, &schemas.ErrorInfo{Class: schemas.ErrGraderInvalid, Message: "output is not a JSON object"}
 	}
 	if err := json.Unmarshal(b, &f); err != nil {
@@ -266,8 +359,8 @@ func parseResult(b []byte, threshold float64) (schemas.GraderResult, *schemas.Er
 		if err := json.Unmarshal(f.Score, &s); err != nil {
 			return r, &schemas.ErrorInfo{Class: schemas.ErrGraderInvalid, Message: fmt.Sprintf("score %s is not a number", truncate(string(f.Score), 80))}
 		}
-		if math.IsNaN(s) || s < 0 || s > 1 {
-			return r, &schemas.ErrorInfo{Class: schemas.ErrGraderInvalid, Message: fmt.Sprintf("score %v is outside 0..1", s)}
+		if ei := badScore(s); ei != nil {
+			return r, ei
 		}
 		r.Score = s
 	}
@@ -293,7 +386,19 @@ func parseResult(b []byte, threshold float64) (schemas.GraderResult, *schemas.Er
 	} else if f.Reason != nil {
 		r.Reasoning = *f.Reason
 	}
-	r.Checks = f.Checks
+	for _, c := range f.Checks {
+		ck := schemas.Check{Text: c.Text, Score: c.Score, Reason: c.Reason, Evidence: c.Evidence}
+		switch {
+		case c.Pass != nil:
+			ck.Pass = *c.Pass
+		case c.Passed != nil:
+			ck.Pass = *c.Passed
+		}
+		if ck.Reason == "" {
+			ck.Reason = c.Reasoning
+		}
+		r.Checks = append(r.Checks, ck)
+	}
 	for _, a := range f.Assertions {
 		r.Checks = append(r.Checks, schemas.Check{Text: a.Text, Pass: a.Passed, Evidence: a.Evidence})
 	}
@@ -307,13 +412,25 @@ func parseResult(b []byte, threshold float64) (schemas.GraderResult, *schemas.Er
 	if r.Outcome == nil && f.Details != nil {
 		r.Outcome = f.Details
 	}
+	r.Notes = unknownKeys(obj)
 	return r, nil
+}
+
+// badScore says what is wrong with a score that is not in 0..1, or nil.
+func badScore(s float64) *schemas.ErrorInfo {
+	switch {
+	case math.IsNaN(s):
+		return &schemas.ErrorInfo{Class: schemas.ErrGraderInvalid, Message: "score is NaN, not a number (want a number in 0..1)"}
+	case s < 0 || s > 1:
+		return &schemas.ErrorInfo{Class: schemas.ErrGraderInvalid, Message: fmt.Sprintf("score %v is outside 0..1", s)}
+	}
+	return nil
 }
 
 // scoreResult turns a bare number into a result.
 func scoreResult(s, threshold float64) (schemas.GraderResult, *schemas.ErrorInfo) {
-	if math.IsNaN(s) || s < 0 || s > 1 {
-		return schemas.GraderResult{}, &schemas.ErrorInfo{Class: schemas.ErrGraderInvalid, Message: fmt.Sprintf("score %v is outside 0..1", s)}
+	if ei := badScore(s); ei != nil {
+		return schemas.GraderResult{}, ei
 	}
 	return schemas.GraderResult{Score: s, Pass: s >= threshold}, nil
 }

@@ -2,10 +2,12 @@ package graders
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -53,11 +55,13 @@ func newJSModule(name, file, src, ext string, timeout time.Duration, threshold f
 		loader = api.LoaderTS
 	}
 	res := api.Transform(src, api.TransformOptions{
-		Loader:     loader,
-		Format:     api.FormatCommonJS,
-		Target:     api.ES2017,
-		Sourcefile: file,
-		Platform:   api.PlatformNeutral,
+		Loader:         loader,
+		Format:         api.FormatCommonJS,
+		Target:         api.ES2017,
+		Sourcefile:     file,
+		Platform:       api.PlatformNeutral,
+		Sourcemap:      api.SourceMapExternal,
+		SourcesContent: api.SourcesContentExclude,
 	})
 	if len(res.Errors) > 0 {
 		var msgs []string
@@ -75,7 +79,9 @@ func newJSModule(name, file, src, ext string, timeout time.Duration, threshold f
 			return nil, err
 		}
 	}
-	code := moduleHead + string(res.Code) + moduleTail
+	// The source map takes the positions of errors and stack traces back
+	// to the lines the author wrote, not those of the transpiled code.
+	code := moduleHead + string(res.Code) + moduleTail + sourceMapComment(res.Map, file, strings.Count(moduleHead, "\n"))
 	prog, err := goja.Compile(file, code, false)
 	if err != nil {
 		return nil, fmt.Errorf("grader %s: %w", file, err)
@@ -88,21 +94,30 @@ func newJSModule(name, file, src, ext string, timeout time.Duration, threshold f
 }
 
 // newJSScript builds a grader from RFT-style script text: code defining a
-// function grade(input), or just the body of such a function.
-func newJSScript(name, file, src string, timeout time.Duration, threshold float64) (*jsGrader, error) {
+// function grade(input), or just the body of such a function. at says
+// where the text is, for the positions of errors: the file and the line of
+// it the script's first line is on (0 when unknown: positions then count
+// from the script's first line, under the name file).
+func newJSScript(name, file string, at scriptAt, src string, timeout time.Duration, threshold float64) (*jsGrader, error) {
+	// The wrappers open on the script's first line, so every line of the
+	// program is the line of the script it came from.
 	wrap := func(body string) string {
-		return "(function() {\n" + body + "\n;if (typeof grade === 'function') return grade; return undefined;\n})"
+		return "(function() {" + body + "\n;if (typeof grade === 'function') return grade; return undefined;\n})"
+	}
+	where, pad := file, ""
+	if at.line > 0 {
+		where, pad = at.file, strings.Repeat("\n", at.line-1)
 	}
 	code := src
-	if _, err := goja.Compile(file, src, false); err != nil {
+	if _, err := goja.Compile(where, pad+src, false); err != nil {
 		// Not a valid script on its own (a top-level return): treat it as
 		// the body of grade(input).
-		code = "function grade(input) {\n" + src + "\n}"
-		if _, err2 := goja.Compile(file, code, false); err2 != nil {
+		code = "function grade(input) {" + src + "\n}"
+		if _, err2 := goja.Compile(where, pad+code, false); err2 != nil {
 			return nil, fmt.Errorf("grader %s: %w", file, err)
 		}
 	}
-	prog, err := goja.Compile(file, wrap(code), false)
+	prog, err := goja.Compile(where, pad+wrap(code), false)
 	if err != nil {
 		return nil, fmt.Errorf("grader %s: %w", file, err)
 	}
@@ -115,6 +130,32 @@ func newJSScript(name, file, src string, timeout time.Duration, threshold float6
 
 // Name implements Grader.
 func (g *jsGrader) Name() string { return g.name }
+
+// scriptAt is where a script's text sits: the file and the line its first
+// line is on (0: unknown).
+type scriptAt struct {
+	file string
+	line int
+}
+
+// sourceMapComment is the inline source map comment for code that esbuild
+// transpiled from file, with its map shifted down by the skip lines put
+// before the code. Its source is named by file's base name, which the
+// runtime resolves against file: positions then name file itself.
+func sourceMapComment(raw []byte, file string, skip int) string {
+	var m map[string]any
+	if len(raw) == 0 || json.Unmarshal(raw, &m) != nil {
+		return ""
+	}
+	mappings, _ := m["mappings"].(string)
+	m["mappings"] = strings.Repeat(";", skip) + mappings
+	m["sources"] = []string{filepath.Base(file)}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return ""
+	}
+	return "\n//# sourceMappingURL=data:application/json;base64," + base64.StdEncoding.EncodeToString(b)
+}
 
 // importError is a grader's import of a module the in-process runtime
 // cannot load: an npm package, a Node built-in or another file.

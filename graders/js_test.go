@@ -103,7 +103,7 @@ func TestJSResults(t *testing.T) {
 		{script: "function grade(input) { return {pass: true, score: -Infinity}; }", class: schemas.ErrGraderInvalid, msg: "score -Inf"},
 		{script: "function grade(input) { return {pass: true, score: '1'}; }", class: schemas.ErrGraderInvalid, msg: "score 1"},
 		{script: "function grade(input) { return {pass: true, score: null}; }", class: schemas.ErrGraderInvalid, msg: "score null"},
-		{script: "function grade(input) { return NaN; }", class: schemas.ErrGraderInvalid, msg: "outside 0..1"},
+		{script: "function grade(input) { return NaN; }", class: schemas.ErrGraderInvalid, msg: "score is NaN, not a number"},
 		{script: "function grade(input) { console.log('looping'); for(;;){} }", class: schemas.ErrGraderTimeout, msg: "looping"},
 	}
 	for _, c := range cases {

@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/cbroglie/mustache"
@@ -358,7 +360,13 @@ func (j *judge) grade(ctx context.Context, in *Input) schemas.GraderResult {
 		reply, err := j.model.call(ctx, conv, &usage, scope)
 		if err != nil {
 			res := failure(schemas.ErrGraderError, "judge call failed: %v", err)
-			if ctx.Err() != nil {
+			var ue *unreachableError
+			if errors.As(err, &ue) {
+				// Refused or unresolvable until the time ran out: the
+				// judge is not there, which waiting longer would not
+				// change.
+				res = failure(schemas.ErrGraderError, "judge unreachable: %v", ue.error)
+			} else if ctx.Err() != nil {
 				res = failure(schemas.ErrGraderTimeout, "judge did not answer within %v: %v", j.timeout, err)
 			}
 			res.Usage = usage.json(j.model.model)
@@ -402,7 +410,9 @@ func (j *judge) check(text string) (schemas.GraderResult, string) {
 	}
 	var obj map[string]any
 	_ = json.Unmarshal(b, &obj)
-	r.Outcome = obj
+	// Every key of the judge's answer is kept in the outcome: none is
+	// unknown.
+	r.Outcome, r.Notes = obj, nil
 	return r, ""
 }
 
@@ -571,6 +581,9 @@ func (m *judgeModel) call(ctx context.Context, c *conversation, usage *tokenUsag
 		}
 		if err != nil {
 			lastErr = errors.New(m.scrub(err.Error()))
+			if unreachable(err) && ctx.Err() == nil {
+				lastErr = &unreachableError{lastErr}
+			}
 		} else {
 			lastErr = fmt.Errorf("%s answered HTTP %d: %s", m.provider, status, m.scrub(truncate(strings.TrimSpace(string(respBody)), 500)))
 			if status != http.StatusTooManyRequests && status < 500 {
@@ -588,7 +601,7 @@ func (m *judgeModel) call(ctx context.Context, c *conversation, usage *tokenUsag
 		}
 		select {
 		case <-ctx.Done():
-			return modelReply{}, fmt.Errorf("%w (last: %v)", ctx.Err(), lastErr)
+			return modelReply{}, fmt.Errorf("%w (last: %w)", ctx.Err(), lastErr)
 		case <-time.After(wait):
 		}
 	}
@@ -689,4 +702,18 @@ func (m *judgeModel) parseReply(b []byte, usage *tokenUsage) (modelReply, error)
 		return modelReply{}, fmt.Errorf("chat completion has no content")
 	}
 	return modelReply{text: *msg.Content}, nil
+}
+
+// unreachableError is a judge call that found no server: the connection
+// was refused or the host name did not resolve.
+type unreachableError struct{ error }
+
+// Unwrap returns the error it wraps.
+func (e *unreachableError) Unwrap() error { return e.error }
+
+// unreachable says whether err is a failure to reach the server at all.
+func unreachable(err error) bool {
+	var dns *net.DNSError
+	var op *net.OpError
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &dns) || errors.As(err, &op) && op.Op == "dial"
 }

@@ -3,14 +3,18 @@ package harbor
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"harness/internal/suggest"
 )
 
 // Defaults of task.toml, as Harbor has them.
@@ -48,6 +52,16 @@ type Config struct {
 	VerifierEnv    map[string]string
 	SolutionEnv    map[string]string
 	AgentEnv       map[string]string
+	// MCPServers are [[environment.mcp_servers]]: given to the agent in
+	// session/new.
+	MCPServers []MCPServer
+	// Steps are the [[steps]] of a multi-step task, in order (none for a
+	// task of one instruction).
+	Steps []StepConfig
+	// RewardStrategy is multi_step_reward_strategy: how the steps'
+	// rewards make the trial's (StrategyMean, the default, or
+	// StrategyFinal).
+	RewardStrategy string
 }
 
 // Unhonoured is a task.toml field (or compose key) that is read but not
@@ -57,13 +71,23 @@ type Unhonoured struct {
 	Field string
 	// Line is where it is set (0 when unknown).
 	Line int
+	// Suggest, for a key Harbor's schema does not have, is the key of
+	// the schema it was probably meant to be ("" when none is near).
+	Suggest string
 }
 
 func (u Unhonoured) String() string {
-	if u.Line == 0 {
+	var notes []string
+	if u.Line != 0 {
+		notes = append(notes, fmt.Sprintf("line %d", u.Line))
+	}
+	if u.Suggest != "" {
+		notes = append(notes, "did you mean "+u.Suggest+"?")
+	}
+	if len(notes) == 0 {
 		return u.Field
 	}
-	return fmt.Sprintf("%s (line %d)", u.Field, u.Line)
+	return fmt.Sprintf("%s (%s)", u.Field, strings.Join(notes, "; "))
 }
 
 // The task.toml fields of Harbor's schema (1.0 to 1.4) and how they are
@@ -77,6 +101,7 @@ var (
 		"environment.cpus": true, "environment.memory_mb": true, "environment.memory": true,
 		"environment.storage_mb": true, "environment.storage": true,
 		"environment.allow_internet": true, "environment.workdir": true, "environment.os": true,
+		"multi_step_reward_strategy": true, "environment.mcp_servers": true,
 	}
 	// tables whose content is free-form or all honoured.
 	freeTables = []string{"metadata", "task", "verifier.env", "agent.env", "environment.env", "solution.env"}
@@ -85,13 +110,76 @@ var (
 	// in Harbor's schema, not acted on here (when set to a non-empty value).
 	notHonouredFields = map[string]bool{
 		"environment.healthcheck": true, "environment.skills_dir": true, "environment.gpu_types": true,
-		"environment.tpu": true, "environment.allowed_hosts": true, "environment.mcp_servers": true,
+		"environment.tpu": true, "environment.allowed_hosts": true,
 		"agent.user": true, "agent.network_mode": true, "agent.allowed_hosts": true,
 		"verifier.user": true, "verifier.network_mode": true, "verifier.allowed_hosts": true,
 		"verifier.environment": true, "verifier.collect": true,
-		"artifacts": true, "multi_step_reward_strategy": true, "multi_step_reward_mode": true,
+		"artifacts": true, "multi_step_reward_mode": true,
 	}
 )
+
+// specialFields are the fields of Harbor's schema read on their own.
+var specialFields = []string{"steps", "environment.gpus", "environment.network_mode", "verifier.environment_mode"}
+
+// schemaKeys are the keys of Harbor's schema, tables and fields, sorted:
+// what a key it does not have may have been meant to be.
+func schemaKeys() []string {
+	var keys []string
+	for k := range honouredFields {
+		keys = append(keys, k)
+	}
+	for k := range notHonouredFields {
+		keys = append(keys, k)
+	}
+	for k := range containerTables {
+		keys = append(keys, k)
+	}
+	keys = append(keys, freeTables...)
+	keys = append(keys, specialFields...)
+	sort.Strings(keys)
+	return keys
+}
+
+// inSchema says whether key is a key of Harbor's schema or inside one of
+// its free-form tables.
+func inSchema(key string) bool {
+	return honouredFields[key] || notHonouredFields[key] || containerTables[key] ||
+		slices.Contains(specialFields, key) || under(key, freeTables...)
+}
+
+// misspeltTable refuses a top-level table Harbor's schema does not have
+// whose name is near one of its tables and that holds that table's
+// fields ([enviroment] with docker_image): everything in it would be
+// ignored, and the task would run without what it asks for.
+func (r *reader) misspeltTable(raw map[string]any) error {
+	var tables []string
+	for k := range containerTables {
+		tables = append(tables, k)
+	}
+	tables = append(tables, "metadata", "task", "solution")
+	sort.Strings(tables)
+	for _, name := range slices.Sorted(maps.Keys(raw)) {
+		sub, ok := raw[name].(map[string]any)
+		if !ok || inSchema(name) {
+			continue
+		}
+		best := suggest.Nearest(name, tables)
+		if best == "" {
+			continue
+		}
+		var held []string
+		for _, k := range slices.Sorted(maps.Keys(sub)) {
+			if inSchema(best + "." + k) {
+				held = append(held, k)
+			}
+		}
+		if len(held) > 0 {
+			return r.errf(name, "not a task.toml table: did you mean [%s]? It holds %s, which [%s] sets and [%s] leaves unread",
+				best, strings.Join(held, ", "), best, name)
+		}
+	}
+	return nil
+}
 
 // parseConfig reads task.toml; lookup finds the host's variables the env
 // tables name.
@@ -106,6 +194,9 @@ func (t *Task) parseConfig(file, src string, lookup func(string) (string, bool))
 		return fmt.Errorf("%s: %w", file, err)
 	}
 	lines := keyLines(src)
+	if err := (&reader{file: file, lines: lines}).misspeltTable(raw); err != nil {
+		return err
+	}
 	c := Config{
 		AgentTimeout: DefaultAgentTimeout, VerifierTimeout: DefaultVerifierTimeout, BuildTimeout: DefaultBuildTimeout,
 		CPUs: DefaultCPUs, MemoryMB: DefaultMemoryMB, StorageMB: DefaultStorageMB, AllowInternet: true,
@@ -120,11 +211,17 @@ func (t *Task) parseConfig(file, src string, lookup func(string) (string, bool))
 	} else if _, has := raw["metadata"]; has {
 		return r.errf("metadata", "must be a table")
 	}
-	if v, ok := r.get(raw, "steps"); ok && !isEmpty(v) {
-		return r.errf("steps", "a multi-step task ([[steps]]: each step's instruction and tests in turn) cannot run here yet; run it with Harbor")
-	}
 	c.VerifierTimeout = r.seconds(raw, "verifier.timeout_sec", c.VerifierTimeout)
 	c.AgentTimeout = r.seconds(raw, "agent.timeout_sec", c.AgentTimeout)
+	c.Steps = r.steps(raw, src, c.AgentTimeout, c.VerifierTimeout)
+	c.MCPServers = r.mcpServers(raw, src)
+	switch c.RewardStrategy = r.str(raw, "multi_step_reward_strategy"); c.RewardStrategy {
+	case "":
+		c.RewardStrategy = StrategyMean
+	case StrategyMean, StrategyFinal:
+	default:
+		r.fail("multi_step_reward_strategy", "must be mean or final, not %q", c.RewardStrategy)
+	}
 	c.BuildTimeout = r.seconds(raw, "environment.build_timeout_sec", c.BuildTimeout)
 	if v, ok := r.get(raw, "environment.cpus"); ok {
 		c.CPUs = r.number(v, "environment.cpus", true)
@@ -152,7 +249,7 @@ func (t *Task) parseConfig(file, src string, lookup func(string) (string, bool))
 	case "allowlist":
 		// The allowlist's hosts are not reachable here: no internet.
 		c.AllowInternet = false
-		unhonoured = append(unhonoured, Unhonoured{"environment.network_mode", lineOf(lines, "environment.network_mode")})
+		unhonoured = append(unhonoured, Unhonoured{Field: "environment.network_mode", Line: lineOf(lines, "environment.network_mode")})
 	default:
 		r.fail("environment.network_mode", "must be public, no-network or allowlist, not %q", mode)
 	}
@@ -176,7 +273,7 @@ func (t *Task) parseConfig(file, src string, lookup func(string) (string, bool))
 	switch mode := r.str(raw, "verifier.environment_mode"); mode {
 	case "", "shared":
 	case "separate":
-		unhonoured = append(unhonoured, Unhonoured{"verifier.environment_mode", lineOf(lines, "verifier.environment_mode")})
+		unhonoured = append(unhonoured, Unhonoured{Field: "verifier.environment_mode", Line: lineOf(lines, "verifier.environment_mode")})
 	default:
 		r.fail("verifier.environment_mode", "must be shared or separate, not %q", mode)
 	}
@@ -185,7 +282,7 @@ func (t *Task) parseConfig(file, src string, lookup func(string) (string, bool))
 	}
 	t.Config = c
 	if c.GPUs > 0 {
-		unhonoured = append(unhonoured, Unhonoured{"environment.gpus", lineOf(lines, "environment.gpus")})
+		unhonoured = append(unhonoured, Unhonoured{Field: "environment.gpus", Line: lineOf(lines, "environment.gpus")})
 	}
 	t.Unhonoured = append(unreadKeys(md, raw, lines), unhonoured...)
 	return nil
@@ -198,12 +295,12 @@ func (t *Task) parseConfig(file, src string, lookup func(string) (string, bool))
 func unreadKeys(md toml.MetaData, raw map[string]any, lines map[string]int) []Unhonoured {
 	var out []Unhonoured
 	seen := map[string]bool{}
+	known := schemaKeys()
 	for _, k := range md.Keys() {
 		key := k.String()
 		switch {
-		case honouredFields[key], containerTables[key], key == "steps", key == "environment.gpus",
-			key == "environment.network_mode", key == "verifier.environment_mode",
-			under(key, freeTables...), seen[key], underSeen(seen, key):
+		case honouredFields[key], containerTables[key], slices.Contains(specialFields, key), honouredStepField(key),
+			under(key, freeTables...), under(key, "environment.mcp_servers"), seen[key], underSeen(seen, key):
 			continue
 		}
 		field := key
@@ -220,7 +317,11 @@ func unreadKeys(md toml.MetaData, raw map[string]any, lines map[string]int) []Un
 		if v, ok := lookupKey(raw, field); ok && isEmpty(v) && notHonouredFields[field] {
 			continue
 		}
-		out = append(out, Unhonoured{field, lineOf(lines, field)})
+		u := Unhonoured{Field: field, Line: lineOf(lines, field)}
+		if !inSchema(field) {
+			u.Suggest = suggest.Nearest(field, known)
+		}
+		out = append(out, u)
 	}
 	return out
 }

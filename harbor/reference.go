@@ -3,6 +3,7 @@ package harbor
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"harness/image"
 	"harness/schemas"
@@ -42,6 +43,9 @@ type ReferenceResult struct {
 	OK   bool
 	// Layer is the layer's directory when kept.
 	Layer string
+	// Steps are a multi-step task's steps as the reference played them;
+	// Verdict is then their combined verdict.
+	Steps []schemas.TaskStep
 }
 
 // RunReference runs the task in a fresh layer over img with the oracle or
@@ -58,6 +62,9 @@ func RunReference(ctx context.Context, t *Task, img *image.Image, agent string, 
 		defer l.Release()
 	} else {
 		defer l.Remove()
+	}
+	if t.MultiStep() {
+		return res, runReferenceSteps(ctx, l, t, agent, o, res)
 	}
 	switch agent {
 	case Oracle:
@@ -81,4 +88,73 @@ func RunReference(ctx context.Context, t *Task, img *image.Image, agent string, 
 	res.Verdict = Verify(ctx, l, t, o.Step)
 	res.OK = res.Verdict.Error == nil && res.Verdict.Score == res.Want
 	return res, nil
+}
+
+// runReferenceSteps plays a multi-step task with a reference agent: each
+// step set up, its solution run (the oracle; a step without one does
+// nothing), its tests run; a step below its min_reward ends the run, as it
+// ends a trial. The verdict is the steps' by the task's strategy.
+func runReferenceSteps(ctx context.Context, l *image.Layer, t *Task, agent string, o TrialOptions, res *ReferenceResult) error {
+	switch agent {
+	case Oracle:
+		res.Want = 1
+	case Nop:
+		res.Want = 0
+	default:
+		return fmt.Errorf("reference agent %q: want %s or %s", agent, Oracle, Nop)
+	}
+	for i, cfg := range t.Config.Steps {
+		start := time.Now()
+		ts := schemas.TaskStep{Name: cfg.Name, Turn: i + 1, MinReward: cfg.MinReward, ContributesToReward: cfg.Contributes,
+			Timing: schemas.TaskStepTiming{Start: start.UnixMilli()}}
+		step := o.Step
+		_, err := SetupStep(ctx, l, t, i, step)
+		ts.Timing.Setup = time.Since(start).Milliseconds()
+		if err != nil {
+			ts.Error = &schemas.ErrorInfo{Class: schemas.ErrWorkspaceSetup, Message: err.Error()}
+			ts.EndedTrial = "its setup failed"
+			res.Steps = append(res.Steps, ts)
+			break
+		}
+		if agent == Oracle {
+			solve := o.Step
+			solve.NoNetwork = solve.NoNetwork || !t.Config.AllowInternet
+			agentStart := time.Now()
+			ran, err := SolveStep(ctx, l, t, i, solve)
+			if err != nil {
+				return err
+			}
+			ts.Timing.Agent = time.Since(agentStart).Milliseconds()
+			if ran != nil {
+				if res.Solve == nil {
+					res.Solve = &Ran{}
+				}
+				res.Solve.Output += ran.Output
+				res.Solve.Duration += ran.Duration
+				res.Solve.TimedOut = res.Solve.TimedOut || ran.TimedOut
+				if ran.ExitCode != 0 {
+					res.Solve.ExitCode = ran.ExitCode
+				}
+			}
+		}
+		v := VerifyStep(ctx, l, t, i, o.Step)
+		ts.Verdict = &v
+		ts.Timing.Verifier = v.DurationMs
+		if v.Error == nil {
+			r := v.Score
+			ts.Reward = &r
+		}
+		res.Steps = append(res.Steps, ts)
+		if below, why := cfg.BelowMinReward(v); below && i < len(t.Config.Steps)-1 {
+			res.Steps[len(res.Steps)-1].EndedTrial = fmt.Sprintf("step %s: %s", cfg.Name, why)
+			break
+		}
+	}
+	res.Verdict = t.StepsVerdict(res.Steps)
+	if n := len(res.Steps); n > 0 && res.Steps[n-1].Error != nil && res.Verdict.Error == nil {
+		// A setup that failed is no verdict.
+		res.Verdict.Error = res.Steps[n-1].Error
+	}
+	res.OK = res.Verdict.Error == nil && res.Verdict.Score == res.Want
+	return nil
 }

@@ -202,16 +202,27 @@ func (ld *Loader) Load(dir string) (*Task, error) {
 	if err := t.parseConfig(tomlPath, string(src), lookup); err != nil {
 		return nil, err
 	}
-	instr, err := os.ReadFile(filepath.Join(abs, "instruction.md"))
-	if err != nil {
-		return nil, fmt.Errorf("task %s: instruction.md: %w", dir, err)
-	}
-	t.Instruction = string(instr)
-	if strings.TrimSpace(t.Instruction) == "" {
-		return nil, fmt.Errorf("task %s: instruction.md is empty", dir)
-	}
-	if fi, err := os.Stat(filepath.Join(t.TestsDir(), "test.sh")); err != nil || !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("task %s: tests/test.sh is missing", dir)
+	if t.MultiStep() {
+		// Each step has its own instruction and tests; the task's
+		// instruction.md and tests/ (helpers the steps share) are optional.
+		if err := t.loadSteps(); err != nil {
+			return nil, err
+		}
+		if instr, err := os.ReadFile(filepath.Join(abs, "instruction.md")); err == nil {
+			t.Instruction = string(instr)
+		}
+	} else {
+		instr, err := os.ReadFile(filepath.Join(abs, "instruction.md"))
+		if err != nil {
+			return nil, fmt.Errorf("task %s: instruction.md: %w", dir, err)
+		}
+		t.Instruction = string(instr)
+		if strings.TrimSpace(t.Instruction) == "" {
+			return nil, fmt.Errorf("task %s: instruction.md is empty", dir)
+		}
+		if fi, err := os.Stat(filepath.Join(t.TestsDir(), "test.sh")); err != nil || !fi.Mode().IsRegular() {
+			return nil, fmt.Errorf("task %s: tests/test.sh is missing", dir)
+		}
 	}
 	if err := t.findImage(lookup); err != nil {
 		return nil, err
@@ -267,13 +278,18 @@ func (t *Task) findImage(lookup func(string) (string, bool)) error {
 }
 
 // UnhonouredSummary names the task.toml fields of tasks that are not
-// honoured, each with the task that sets it or how many do
-// ("environment.healthcheck (in 2 tasks), verifier.user (in fix-x)"); ""
-// when there are none.
+// honoured, each with the task that sets it or how many do, and for a key
+// Harbor's schema does not have the one probably meant
+// ("environment.healthcheck (in 2 tasks), agent.timout_sec (in fix-x; did
+// you mean agent.timeout_sec?)"); "" when there are none.
 func UnhonouredSummary(tasks []*Task) string {
 	by := map[string][]string{}
+	meant := map[string]string{}
 	for _, t := range tasks {
 		for _, u := range t.Unhonoured {
+			if u.Suggest != "" {
+				meant[u.Field] = "; did you mean " + u.Suggest + "?"
+			}
 			if names := by[u.Field]; len(names) == 0 || names[len(names)-1] != t.Name {
 				by[u.Field] = append(names, t.Name)
 			}
@@ -282,9 +298,9 @@ func UnhonouredSummary(tasks []*Task) string {
 	var parts []string
 	for _, f := range slices.Sorted(maps.Keys(by)) {
 		if names := by[f]; len(names) == 1 {
-			parts = append(parts, fmt.Sprintf("%s (in %s)", f, names[0]))
+			parts = append(parts, fmt.Sprintf("%s (in %s%s)", f, names[0], meant[f]))
 		} else {
-			parts = append(parts, fmt.Sprintf("%s (in %d tasks)", f, len(names)))
+			parts = append(parts, fmt.Sprintf("%s (in %d tasks%s)", f, len(names), meant[f]))
 		}
 	}
 	return strings.Join(parts, ", ")

@@ -116,11 +116,11 @@ environment_mode = "shared"
 		t.Fatal(err)
 	}
 	want := []Unhonoured{
-		{"environment.gpu_types", 6},
-		{"environment.healthcheck", 10},
-		{"agent.user", 15},
-		{"verifier.retries", 19},
-		{"environment.gpus", 5},
+		{Field: "environment.gpu_types", Line: 6},
+		{Field: "environment.healthcheck", Line: 10},
+		{Field: "agent.user", Line: 15},
+		{Field: "verifier.retries", Line: 19},
+		{Field: "environment.gpus", Line: 5},
 	}
 	if !reflect.DeepEqual(task.Unhonoured, want) {
 		t.Fatalf("unhonoured:\n got %v\nwant %v", task.Unhonoured, want)
@@ -200,8 +200,8 @@ command = "true"
 	want := []string{
 		"agent.allowed_hosts", "agent.network_mode", "agent.user", "artifacts",
 		"environment.allowed_hosts", "environment.gpu_types", "environment.healthcheck",
-		"environment.mcp_servers", "environment.skills_dir", "environment.tpu",
-		"multi_step_reward_strategy", "verifier.collect", "verifier.environment",
+		"environment.skills_dir", "environment.tpu",
+		"verifier.collect", "verifier.environment",
 		"verifier.environment_mode", "verifier.network_mode", "verifier.user",
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -209,7 +209,7 @@ command = "true"
 	}
 }
 
-func TestMCPServersAndOtherListsCountWhenNotEmpty(t *testing.T) {
+func TestListsCountWhenNotEmpty(t *testing.T) {
 	task, err := Load(writeTask(t, `version = "1.0"
 artifacts = ["/app/out.txt"]
 
@@ -225,7 +225,7 @@ url = "http://localhost:1"
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Unhonoured{{"artifacts", 2}, {"environment.mcp_servers", 4}}
+	want := []Unhonoured{{Field: "artifacts", Line: 2}}
 	if !reflect.DeepEqual(task.Unhonoured, want) {
 		t.Fatalf("unhonoured:\n got %v\nwant %v", task.Unhonoured, want)
 	}
@@ -233,10 +233,10 @@ url = "http://localhost:1"
 
 func TestUnhonouredSummaryNamesEachFieldOnce(t *testing.T) {
 	tasks := []*Task{
-		{Name: "a", Unhonoured: []Unhonoured{{"environment.healthcheck", 3}, {"agent.user", 9}}},
-		{Name: "b", Unhonoured: []Unhonoured{{"environment.healthcheck", 4}}},
+		{Name: "a", Unhonoured: []Unhonoured{{Field: "environment.healthcheck", Line: 3}, {Field: "agent.user", Line: 9}}},
+		{Name: "b", Unhonoured: []Unhonoured{{Field: "environment.healthcheck", Line: 4}}},
 		{Name: "c"},
-		{Name: "d", Unhonoured: []Unhonoured{{"environment.healthcheck", 2}}},
+		{Name: "d", Unhonoured: []Unhonoured{{Field: "environment.healthcheck", Line: 2}}},
 	}
 	want := "agent.user (in a), environment.healthcheck (in 3 tasks)"
 	if got := UnhonouredSummary(tasks); got != want {
@@ -347,7 +347,6 @@ func TestNetworkModeSaysWhatAllowInternetSaid(t *testing.T) {
 
 func TestWhatCannotRunIsRefused(t *testing.T) {
 	for _, tc := range []struct{ toml, want string }{
-		{"version = \"1.0\"\n\n[[steps]]\nname = \"one\"\n", "task.toml:3: steps: a multi-step task"},
 		{"[environment]\nos = \"windows\"\n", "task.toml:2: environment.os: \"windows\": only Linux images run here"},
 		{"[environment]\nnetwork_mode = \"none\"\n", "task.toml:2: environment.network_mode: must be public, no-network or allowlist"},
 	} {
@@ -590,5 +589,39 @@ func TestTestdataTasksLoad(t *testing.T) {
 	want := []string{"broken-reference", "column-sum", "csv-to-json", "env-vars", "fix-greeting", "fix-shout", "prebuilt-image", "quiet-bench", "text-transforms"}
 	if !reflect.DeepEqual(names, want) {
 		t.Fatalf("tasks %v, want %v", names, want)
+	}
+}
+
+// A key Harbor's schema does not have is listed with the key probably
+// meant; a misspelt table holding a table's fields is an error naming the
+// line, the table meant and the fields it would have set.
+func TestMistypedKeysAndTables(t *testing.T) {
+	task, err := Load(writeTask(t, `version = "1.0"
+
+[agent]
+timout_sec = 30
+
+[verifer]
+note = "not a field of verifier"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Unhonoured{{Field: "agent.timout_sec", Line: 4, Suggest: "agent.timeout_sec"}, {Field: "verifer", Line: 6, Suggest: "verifier"}}
+	if !reflect.DeepEqual(task.Unhonoured, want) {
+		t.Fatalf("unhonoured:\n got %v\nwant %v", task.Unhonoured, want)
+	}
+	if got := task.Unhonoured[0].String(); got != "agent.timout_sec (line 4; did you mean agent.timeout_sec?)" {
+		t.Errorf("String() = %q", got)
+	}
+
+	_, err = Load(writeTask(t, `version = "1.0"
+
+[enviroment]
+docker_image = "img"
+memory_mb = 512
+`))
+	if err == nil || !strings.HasSuffix(err.Error(), "task.toml:3: enviroment: not a task.toml table: did you mean [environment]? It holds docker_image, memory_mb, which [environment] sets and [enviroment] leaves unread") {
+		t.Errorf("misspelt table: %v", err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"harness/image"
+	"harness/pytestout"
 	"harness/schemas"
 )
 
@@ -150,17 +151,24 @@ func Solve(ctx context.Context, l *image.Layer, t *Task, s Step) (Ran, error) {
 // /tests/test.sh runs with the verifier timeout. The reward it writes
 // gives the result: reward.txt (a number) or reward.json (named numbers,
 // one check each; the score is "reward" or their mean); a CTRF report
-// adds one check per test. A missing or unreadable reward is a grader
-// error, never a pass or a fail. test.sh's output is in Outcome["output"].
+// adds one check per test, and without one the tests pytest's summary
+// lines in test.sh's output name do (package pytestout). A missing or
+// unreadable reward is a grader error, never a pass or a fail. test.sh's
+// output is in Outcome["output"].
 func Verify(ctx context.Context, l *image.Layer, t *Task, s Step) schemas.GraderResult {
 	start := time.Now()
-	res := verify(ctx, l, t, s)
+	if s.Timeout == 0 {
+		s.Timeout = t.Config.VerifierTimeout
+	}
+	res := verify(ctx, l, t, []string{t.TestsDir()}, s)
 	res.Grader = GraderName
 	res.DurationMs = time.Since(start).Milliseconds()
 	return res
 }
 
-func verify(ctx context.Context, l *image.Layer, t *Task, s Step) schemas.GraderResult {
+// verify copies tests (each directory over the ones before) to /tests
+// and runs test.sh with s.Timeout.
+func verify(ctx context.Context, l *image.Layer, t *Task, tests []string, s Step) schemas.GraderResult {
 	fail := func(class, format string, args ...any) schemas.GraderResult {
 		return schemas.GraderResult{Error: &schemas.ErrorInfo{Class: class, Message: fmt.Sprintf(format, args...)}}
 	}
@@ -175,13 +183,12 @@ func verify(ctx context.Context, l *image.Layer, t *Task, s Step) schemas.Grader
 			return fail(schemas.ErrGraderError, "make %s: %v", d, err)
 		}
 	}
-	if err := l.CopyIn(t.TestsDir(), TestsPath); err != nil {
-		return fail(schemas.ErrGraderError, "copy tests/ to %s: %v", TestsPath, err)
+	for _, dir := range tests {
+		if err := l.CopyIn(dir, TestsPath); err != nil {
+			return fail(schemas.ErrGraderError, "copy %s to %s: %v", dir, TestsPath, err)
+		}
 	}
 	timeout := s.Timeout
-	if timeout == 0 {
-		timeout = t.Config.VerifierTimeout
-	}
 	ran, err := run(ctx, l, []string{"bash", testScript}, t.Workdir(l.Image), env(l.Image, t.VerifierEnv(), s.Env), timeout, s)
 	if err != nil {
 		return fail(schemas.ErrGraderError, "run tests/test.sh: %v", err)
@@ -200,19 +207,35 @@ func verify(ctx context.Context, l *image.Layer, t *Task, s Step) schemas.Grader
 		return res
 	}
 	outcome["reward"] = res.Score
-	if tests, err := readCTRF(l); err != nil {
+	ctrf, err := readCTRF(l)
+	if err != nil {
 		res.Reasoning += fmt.Sprintf("; %s unreadable: %v", CTRFReport, err)
-	} else if len(tests) > 0 {
+	}
+	addTests(&res, ctrf, ran.Output)
+	return res
+}
+
+// addTests adds the tests of the CTRF report as checks or, when there is
+// none, those pytest's summary lines in test.sh's output name, and says
+// how many passed.
+func addTests(res *schemas.GraderResult, ctrf []schemas.Check, output string) {
+	if len(ctrf) > 0 {
 		passed := 0
-		for _, c := range tests {
+		for _, c := range ctrf {
 			if c.Pass {
 				passed++
 			}
 		}
-		res.Checks = append(res.Checks, tests...)
-		res.Reasoning += fmt.Sprintf("; %d of %d tests passed", passed, len(tests))
+		res.Checks = append(res.Checks, ctrf...)
+		res.Reasoning += fmt.Sprintf("; %d of %d tests passed", passed, len(ctrf))
+		return
 	}
-	return res
+	py := pytestout.Parse(output)
+	if !py.Found() {
+		return
+	}
+	res.Checks = append(res.Checks, py.Checks...)
+	res.Reasoning += fmt.Sprintf("; %d of %d tests passed (pytest's summary)", py.Passed, py.Total)
 }
 
 // readReward reads reward.txt or reward.json.

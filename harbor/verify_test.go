@@ -295,3 +295,45 @@ func TestSolveHasLoopbackOnlyWithoutInternet(t *testing.T) {
 		t.Fatalf("%v: %+v", err, res)
 	}
 }
+
+// A verifier that writes no CTRF report but runs pytest -rA (as the
+// field's tasks do) gets one check per test from pytest's summary, the
+// failed ones with their report section as evidence; a CTRF report wins.
+func TestPytestSummaryGivesChecksWithoutCTRF(t *testing.T) {
+	out, err := os.ReadFile("../pytestout/testdata/rA.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := schemas.GraderResult{Reasoning: "reward 0 (" + RewardTxt + ")"}
+	addTests(&res, nil, string(out))
+	if len(res.Checks) != 8 {
+		t.Fatalf("%d checks, want 8: %+v", len(res.Checks), res.Checks)
+	}
+	if want := "reward 0 (/logs/verifier/reward.txt); 5 of 8 tests passed (pytest's summary)"; res.Reasoning != want {
+		t.Errorf("reasoning %q, want %q", res.Reasoning, want)
+	}
+	var failed *schemas.Check
+	for i := range res.Checks {
+		if !res.Checks[i].Pass && res.Checks[i].Text == "tests/test_outputs.py::test_run_exists" {
+			failed = &res.Checks[i]
+		}
+	}
+	if failed == nil {
+		t.Fatalf("no failed check for test_run_exists: %+v", res.Checks)
+	}
+	if ev, _ := failed.Evidence.(string); !strings.Contains(ev, "AssertionError: File /app/run.py does not exist") {
+		t.Errorf("evidence %q", failed.Evidence)
+	}
+
+	ctrf := []schemas.Check{{Text: "test_a", Pass: true}}
+	res = schemas.GraderResult{}
+	addTests(&res, ctrf, string(out))
+	if len(res.Checks) != 1 || res.Reasoning != "; 1 of 1 tests passed" {
+		t.Errorf("with CTRF: %+v", res)
+	}
+	res = schemas.GraderResult{}
+	addTests(&res, nil, "no tests here\n")
+	if len(res.Checks) != 0 || res.Reasoning != "" {
+		t.Errorf("output without pytest: %+v", res)
+	}
+}

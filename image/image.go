@@ -48,11 +48,36 @@ type Image struct {
 	// ID identifies the content (a hash or the image ID); "" for a
 	// directory used in place.
 	ID string `json:"id,omitempty"`
+	// Digest is the registry's manifest digest of a pulled image, else
+	// ID.
+	Digest string `json:"digest,omitempty"`
+	// Source says where the image came from: SourcePulled, SourceBuilt
+	// or SourceLocal.
+	Source string `json:"source,omitempty"`
+	// Size is the bytes of the unpacked root filesystem in the cache (0
+	// for a directory used in place).
+	Size int64 `json:"size,omitempty"`
 	// Rootfs is the unpacked root filesystem; never written to.
 	Rootfs string `json:"rootfs"`
 	// Config is the image's configuration.
 	Config Config `json:"config"`
+	// Made says this resolve made the image's cache entry (built it, or
+	// unpacked it from a tar, an OCI layout or podman's storage); false
+	// when the entry was in the cache already, or for a directory used
+	// in place.
+	Made bool `json:"-"`
 }
+
+// Where an image came from (Image.Source).
+const (
+	// SourcePulled: fetched from a registry into the store.
+	SourcePulled = "pulled"
+	// SourceBuilt: built from a Dockerfile.
+	SourceBuilt = "built"
+	// SourceLocal: a root filesystem, tar or OCI layout on disk, or an
+	// image from podman's local storage.
+	SourceLocal = "local"
+)
 
 // Workdir is the directory commands start in: the image's WORKDIR, or /.
 func (img *Image) Workdir() string {

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"harness/image/pull"
 )
 
 // Store resolves image references and keeps their unpacked root
@@ -36,6 +38,16 @@ type Store struct {
 	// podman is asked first, as a tag can move, and the cache's record
 	// of the reference serves when podman is missing or lacks the image.
 	CacheFirst bool
+	// Registry pulls images from their registries (nil = no pulls); its
+	// Store is set to the cache's own (Pulls).
+	Registry *pull.Client
+	// Policy says when to pull ("" = PullIfMissing).
+	Policy Policy
+	// MaxBytes is the budget of the unpacked images (0 = none): past it,
+	// the least recently used that no run holds are removed.
+	MaxBytes int64
+
+	held holds
 }
 
 // DefaultCacheDir is $XDG_CACHE_HOME/harness/images (~/.cache/...).
@@ -91,6 +103,17 @@ func (s *Store) Resolve(ctx context.Context, ref string) (*Image, error) {
 	img, err := s.resolve(ctx, ref)
 	if err != nil {
 		return nil, fmt.Errorf("image %s: %w", ref, err)
+	}
+	switch img.Kind {
+	case "build":
+		img.Source = SourceBuilt
+	case "pull":
+		img.Source = SourcePulled
+	default:
+		img.Source = SourceLocal
+	}
+	if img.Digest == "" {
+		img.Digest = img.ID
 	}
 	return img, nil
 }
@@ -150,7 +173,12 @@ func cacheName(digest string) string {
 // missing. fill unpacks into a temporary directory that is renamed into
 // place, so a half-made entry is never used and concurrent runs agree.
 func (s *Store) cached(key, ref, kind string, fill func(img *Image, rootfs string) error) (*Image, error) {
-	img, err := s.entry(key, fill)
+	img, err := s.entry(key, func(img *Image, rootfs string) error {
+		// The entry's record names the reference that made it, for
+		// harness images.
+		img.Ref, img.Kind = ref, kind
+		return fill(img, rootfs)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +195,12 @@ func (s *Store) entry(key string, fill func(img *Image, rootfs string) error) (*
 	}
 	final := filepath.Join(s.Dir, key)
 	if img, err := readMeta(final); err == nil {
-		return img, nil
+		s.used(final)
+		// Held now: a budget cannot remove it; it may have just before.
+		if _, err := os.Stat(img.Rootfs); err == nil {
+			return img, nil
+		}
+		s.release(final)
 	}
 	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
 		return nil, err
@@ -190,17 +223,26 @@ func (s *Store) entry(key string, fill func(img *Image, rootfs string) error) (*
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return nil, err
 	}
+	img.Size = treeSize(rootfs)
 	if err := writeMeta(tmp, img); err != nil {
 		return nil, err
 	}
 	if err := os.Rename(tmp, final); err != nil {
 		// Another run made it first.
 		if img, err2 := readMeta(final); err2 == nil {
+			s.used(final)
 			return img, nil
 		}
 		return nil, err
 	}
-	return readMeta(final)
+	s.used(final)
+	s.trim()
+	made, err := readMeta(final)
+	if err != nil {
+		return nil, err
+	}
+	made.Made = true
+	return made, nil
 }
 
 // removeTree removes dir even where it holds read-only directories.
@@ -387,6 +429,11 @@ func (s *Store) lock(ctx context.Context, name string) (func(), error) {
 	}
 }
 
+// runQuiet runs a tool for its exit status alone.
+func runQuiet(ctx context.Context, bin string, args ...string) error {
+	return exec.CommandContext(ctx, bin, args...).Run()
+}
+
 // runTool runs podman or buildah, its output to the log; a failure carries
 // the output's last lines.
 func (s *Store) runTool(ctx context.Context, bin string, args ...string) error {
@@ -411,6 +458,15 @@ func (s *Store) runTool(ctx context.Context, bin string, args ...string) error {
 // (podman save, or buildah push to oci:) and unpacks it, once per image
 // ID.
 func (s *Store) local(ctx context.Context, ref, kind string) (*Image, error) {
+	if kind == "local" && s.Registry != nil && pull.Pullable(ref) {
+		if s.Policy == PullAlways && !s.CacheFirst {
+			return s.pullNow(ctx, ref)
+		}
+		// Pulled before: the store's copy (a shard's, too).
+		if img, err := s.fromPulls(ref); img != nil || err != nil {
+			return img, err
+		}
+	}
 	if s.CacheFirst {
 		if img := s.fromRefIndex(ref, kind); img != nil {
 			return img, nil
@@ -420,6 +476,9 @@ func (s *Store) local(ctx context.Context, ref, kind string) (*Image, error) {
 	if err != nil {
 		if img := s.fromRefIndex(ref, kind); img != nil {
 			return img, nil
+		}
+		if kind == "local" && s.pullsOn(ref) {
+			return s.pullNow(ctx, ref)
 		}
 		return nil, fmt.Errorf("not a file or directory, and no local image store: %w", err)
 	}
@@ -431,6 +490,12 @@ func (s *Store) local(ctx context.Context, ref, kind string) (*Image, error) {
 		if err != nil {
 			if img := s.fromRefIndex(ref, kind); img != nil {
 				return img, nil
+			}
+			if kind == "local" && s.pullsOn(ref) {
+				return s.pullNow(ctx, ref)
+			}
+			if kind == "local" && s.Registry != nil && pull.Pullable(ref) {
+				return nil, fmt.Errorf("not a file or directory, nor an image in the image store or %s's local storage, and pulls are off", name)
 			}
 			return nil, fmt.Errorf("not a file or directory, nor an image in %s's local storage (pull or build it first)", name)
 		}

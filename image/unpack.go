@@ -320,6 +320,25 @@ func unpackOCI(layout, dir string) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
+	return unpackManifest(layout, m, dir)
+}
+
+// unpackDigest applies the layers of the image manifest of digest in an
+// OCI image layout to dir and returns the image's configuration.
+func unpackDigest(layout, digest, dir string) (Config, error) {
+	p, err := blobPath(layout, digest)
+	if err != nil {
+		return Config{}, err
+	}
+	var m ociManifest
+	if err := readJSON(p, &m); err != nil {
+		return Config{}, err
+	}
+	return unpackManifest(layout, m, dir)
+}
+
+// unpackManifest applies the layers m names, from layout's blobs, to dir.
+func unpackManifest(layout string, m ociManifest, dir string) (Config, error) {
 	var cfg ociConfig
 	cp, err := blobPath(layout, m.Config.Digest)
 	if err != nil {

@@ -663,3 +663,63 @@ func TestBrowserEvidenceAndSort(t *testing.T) {
 	}
 	tb.clean()
 }
+
+// A trial's model calls are a lane under its timing bar (a failed call
+// marked), and the record's head sums them, whole and per turn.
+func TestBrowserModelCalls(t *testing.T) {
+	run, err := NewRun("calls.jsonl", RunOptions{Details: true, TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { run.Close() })
+	rec := synthRecord("ledger", 1, true, 3, "")
+	n := func(v int64) *int64 { return &v }
+	price := func(v float64) *float64 { return &v }
+	start := rec.Timing.Start
+	rec.ModelCalls = []schemas.ModelCall{
+		{Provider: "anthropic", API: "messages", Model: "claude-sonnet-4-5", Start: start + 100, Duration: 300, Status: 429, Turn: 1,
+			Error: &schemas.ModelCallError{Kind: schemas.ModelErrRateLimit, Message: "slow down"}},
+		{Provider: "anthropic", API: "messages", Model: "claude-sonnet-4-5", Start: start + 450, Duration: 500, Status: 200, Turn: 1,
+			InputTokens: n(100), CachedTokens: n(50), CacheWriteTokens: n(5), OutputTokens: n(20), USD: price(0.0012)},
+		{Provider: "anthropic", API: "messages", Model: "mystery", Start: start + 1000, Duration: 200, Status: 200, Turn: 2,
+			InputTokens: n(10), OutputTokens: n(2)},
+	}
+	if err := run.AddCapture(&rec); err != nil {
+		t.Fatal(err)
+	}
+	path := writeHTML(t, t.TempDir(), Options{}, run)
+	tb := newTab(t, 1200, 900)
+	tb.open(path, "")
+	tb.openCase("ledger")
+	type view struct {
+		Calls  []string `json:"calls"`
+		Titles []string `json:"titles"`
+		Rows   []string `json:"rows"`
+		Legend string   `json:"legend"`
+	}
+	v := evalJS[view](tb, `(() => {
+		const calls = [...document.querySelectorAll("#detail .tcalls .tcall")];
+		const dts = [...document.querySelectorAll("#detail dl.kv dt")];
+		return {
+			calls: calls.map(c => c.className),
+			titles: calls.map(c => c.title),
+			rows: dts.filter(d => /model calls|^turn /.test(d.textContent)).map(d => d.textContent + ": " + d.nextElementSibling.textContent),
+			legend: (document.querySelector("#detail .tkey.calls") || {}).textContent || "",
+		};
+	})()`)
+	if fmt.Sprint(v.Calls) != "[tcall err tcall tcall]" || v.Legend != "3 model calls" {
+		t.Errorf("calls on the timing bar: %q, legend %q", v.Calls, v.Legend)
+	}
+	if len(v.Titles) == 3 && (!strings.Contains(v.Titles[0], "rate_limit: slow down") || !strings.Contains(v.Titles[1], "100 in / 50 cached / 20 out") || !strings.Contains(v.Titles[2], "cost unknown")) {
+		t.Errorf("call titles: %q", v.Titles)
+	}
+	want := []string{
+		"model calls: 3 calls (1 failed) · 110 in / 50 cached / 5 cache write / 22 out tokens · cost unknown",
+		"turn 1: 2 calls (1 failed) · 100 in / 50 cached / 5 cache write / 20 out tokens · $0.0012",
+		"turn 2: 1 call · 10 in / 0 cached / 0 cache write / 2 out tokens · cost unknown",
+	}
+	if strings.Join(v.Rows, "\n") != strings.Join(want, "\n") {
+		t.Errorf("record head:\n%s\nwant\n%s", strings.Join(v.Rows, "\n"), strings.Join(want, "\n"))
+	}
+	tb.clean()
+}

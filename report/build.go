@@ -3,10 +3,8 @@ package report
 import (
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 
-	"harness/rundir"
+	"harness/trials"
 )
 
 // Outputs are the files a report writes: the HTML page, JUnit XML and the
@@ -25,6 +23,11 @@ type BuildOptions struct {
 	// the default; negative: no bootstrap).
 	Seed      uint64
 	Resamples int
+	// Gates and Stopped are what a run directory's manifest says of its
+	// run: the comparison gate's verdicts, and what stopped it early;
+	// they come first in the page and the summary.
+	Gates   []trials.RegressionVerdict
+	Stopped string
 }
 
 // Sink is an output written whole: Commit puts it in place, Abort drops
@@ -33,22 +36,6 @@ type Sink interface {
 	io.Writer
 	Commit() error
 	Abort()
-}
-
-// RunDirInputs are the agent outputs of a run directory of harness run
-// that exist, in the order of its manifest, and its suite's name.
-func RunDirInputs(dir string) (files []string, suite string, err error) {
-	m, err := rundir.Read(dir)
-	if err != nil {
-		return nil, "", err
-	}
-	for _, a := range m.Agents {
-		p := filepath.Join(dir, a.Output)
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
-			files = append(files, p)
-		}
-	}
-	return files, m.Suite.Name, nil
 }
 
 // ReadRuns reads each named results file, opened with open, into a Run;
@@ -91,13 +78,13 @@ func Build(runs []*Run, out Outputs, opts BuildOptions, create func(path string)
 		write func(io.Writer) error
 	}{
 		{out.HTML, func(w io.Writer) error {
-			return WriteHTML(w, Options{Title: opts.Title, Seed: opts.Seed, Resamples: opts.Resamples}, runs...)
+			return WriteHTML(w, Options{Title: opts.Title, Seed: opts.Seed, Resamples: opts.Resamples, Gates: opts.Gates, Stopped: opts.Stopped}, runs...)
 		}},
 		{out.JUnit, func(w io.Writer) error {
 			return WriteJUnit(w, JUnitOptions{Rule: opts.Rule}, runs...)
 		}},
 		{out.Markdown, func(w io.Writer) error {
-			return WriteMarkdownSummary(w, MarkdownOptions{Title: opts.Title, Rule: opts.Rule, Seed: opts.Seed, Resamples: opts.Resamples}, runs...)
+			return WriteMarkdownSummary(w, MarkdownOptions{Title: opts.Title, Rule: opts.Rule, Seed: opts.Seed, Resamples: opts.Resamples, Gates: opts.Gates, Stopped: opts.Stopped}, runs...)
 		}},
 	}
 	sinks := make([]Sink, len(jobs))

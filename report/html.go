@@ -39,6 +39,11 @@ type Options struct {
 	// Generated is the time printed as the report's date (zero: none, which
 	// keeps the output reproducible).
 	Generated time.Time
+	// Gates are the comparison gates decided for the runs, shown first.
+	Gates []trials.RegressionVerdict
+	// Stopped, when not empty, says what stopped the run early and what
+	// did not run, shown first.
+	Stopped string
 }
 
 func (o Options) resamples() int {
@@ -160,17 +165,22 @@ type page struct {
 	AnyGraderErrors bool
 	Curves          []chart
 	Statuses        []string
+	Gates           []trials.RegressionVerdict
+	GatesFailed     int
+	Stopped         string
 }
 
 type runView struct {
-	Label, Name, Kind                    string
-	Agent, Harness, Graders              string
-	Started, Wall                        string
-	Cases, Trials, Graded, Passes        int
-	ScoredCases, GraderErrors            int
-	Unscored                             string
-	Ungraded, Missing, ErrorTrials       int
-	PassRate, PassRateCI                 string
+	Label, Name, Kind              string
+	Agent, Harness, Graders        string
+	Started, Wall                  string
+	Cases, Trials, Graded, Passes  int
+	ScoredCases, GraderErrors      int
+	Unscored                       string
+	Ungraded, Missing, ErrorTrials int
+	PassRate, PassRateCI           string
+	// Method names how the intervals of the run's summary are had.
+	Method                               string
 	Cost                                 string
 	K                                    int
 	PassAtK, PassExpK                    string
@@ -204,17 +214,19 @@ type caseRef struct {
 }
 
 type curveRow struct {
-	K                    int
-	At, AtLow, AtHigh    float64
-	Exp, ExpLow, ExpHigh float64
-	Cases                int
-	Asked                bool
+	K           int
+	At, Exp     float64
+	AtCI, ExpCI string
+	Cases       int
+	Asked       bool
 }
 
 type compareView struct {
-	A, B                   string
-	Both, OnlyA, OnlyB     int
-	Gained, Lost, Same     int
+	A, B               string
+	Both, OnlyA, OnlyB int
+	Gained, Lost, Same int
+	// Changed counts the cases whose content differs between the runs.
+	Changed                int
 	GainedCases, LostCases []caseRef
 	GainedMore, LostMore   int
 	StatusTable            [][]int // [status of A][status of B]
@@ -229,6 +241,13 @@ func buildPage(opt Options, runs []*Run) page {
 		CSS:      template.CSS(pageCSS),
 		JS:       template.JS(pageJS),
 		Statuses: []string{StatusPass, StatusFail, StatusFlaky, StatusError, StatusUngraded},
+		Gates:    opt.Gates,
+		Stopped:  opt.Stopped,
+	}
+	for _, v := range opt.Gates {
+		if v.Failed {
+			p.GatesFailed++
+		}
 	}
 	if !opt.Generated.IsZero() {
 		p.Generated = opt.Generated.UTC().Format("2006-01-02 15:04 UTC")
@@ -303,15 +322,16 @@ func buildRunView(r *Run, label string, opt Options) runView {
 	if sum.PassRate != nil {
 		v.PassRate = pct(*sum.PassRate)
 		if sum.PassRateCI != nil {
-			v.PassRateCI = fmt.Sprintf("[%s, %s]", pct(sum.PassRateCI.Low), pct(sum.PassRateCI.High))
+			v.PassRateCI = trials.FormatInterval(sum.PassRateCI.Low, sum.PassRateCI.High, sum.PassRateCI.Method, pct)
 		}
 	}
 	if e := sum.PassAtK; e != nil {
-		v.PassAtK = fmt.Sprintf("%s [%s, %s]", pct(e.Mean), pct(e.Low), pct(e.High))
+		v.PassAtK = pct(e.Mean) + " " + trials.FormatInterval(e.Low, e.High, e.Method, pct)
 	}
 	if e := sum.PassExpK; e != nil {
-		v.PassExpK = fmt.Sprintf("%s [%s, %s]", pct(e.Mean), pct(e.Low), pct(e.High))
+		v.PassExpK = pct(e.Mean) + " " + trials.FormatInterval(e.Low, e.High, e.Method, pct)
 	}
+	v.Method = trials.MethodNote(sum.Confidence, sum.Resamples, sum.Seed)
 	for _, class := range slices.Sorted(maps.Keys(sum.Errors)) {
 		v.ErrorClasses = append(v.ErrorClasses, classCount{class, sum.Errors[class]})
 		v.ErrorTrials += sum.Errors[class]
@@ -351,8 +371,8 @@ func buildRunView(r *Run, label string, opt Options) runView {
 	at, exp := curve(sum.PassAt), curve(sum.PassExp)
 	for i := range at {
 		v.PassAtRows = append(v.PassAtRows, curveRow{
-			K: at[i].K, At: at[i].Mean, AtLow: at[i].Low, AtHigh: at[i].High,
-			Exp: exp[i].Mean, ExpLow: exp[i].Low, ExpHigh: exp[i].High,
+			K: at[i].K, At: at[i].Mean, AtCI: trials.FormatInterval(at[i].Low, at[i].High, at[i].Method, pct),
+			Exp: exp[i].Mean, ExpCI: trials.FormatInterval(exp[i].Low, exp[i].High, exp[i].Method, pct),
 			Cases: at[i].Cases, Asked: at[i].K == sum.K,
 		})
 	}
@@ -365,6 +385,26 @@ func firstReason(c *Case, status string) string {
 	for _, t := range c.Trials {
 		if t.Status == status && t.Reasoning != "" {
 			return shorten(oneLine(t.Reasoning), 200)
+		}
+	}
+	return ""
+}
+
+// firstFailedCheck is the first failed check of the case's trials with
+// the given status, as "text: reason" ("" when none).
+func firstFailedCheck(c *Case, status string) string {
+	for _, t := range c.Trials {
+		if t.Status != status {
+			continue
+		}
+		for _, ch := range t.Checks {
+			if !ch.Pass {
+				s := ch.Text
+				if ch.Reason != "" {
+					s += ": " + ch.Reason
+				}
+				return shorten(oneLine(s), 200)
+			}
 		}
 	}
 	return ""
@@ -418,13 +458,16 @@ func outcome(c *Case) string {
 }
 
 // change classifies a case from run A to run B: gained, lost, same,
-// no-verdict (no graded trial in one of the runs), only-a or only-b.
+// no-verdict (no graded trial in one of the runs), only-a, only-b, or
+// case-changed (the case itself differs: its records' content hashes).
 func change(a, b *Case) string {
 	switch {
 	case a == nil:
 		return "only-b"
 	case b == nil:
 		return "only-a"
+	case a.Count.Hash != "" && b.Count.Hash != "" && a.Count.Hash != b.Count.Hash:
+		return "case-changed"
 	}
 	oa, ob := outcome(a), outcome(b)
 	switch {
@@ -472,6 +515,8 @@ func buildCompare(a, b *Run) *compareView {
 			}
 		case "same":
 			cv.Same++
+		case "case-changed":
+			cv.Changed++
 		}
 	}
 	for _, cb := range b.Cases {
@@ -528,10 +573,12 @@ type indexTrial struct {
 	Excluded  string             `json:"x,omitempty"`
 	Score     *float64           `json:"sc,omitempty"`
 	Duration  int64              `json:"d"`
+	Agent     int64              `json:"ad,omitempty"`
 	Start     int64              `json:"st,omitempty"`
 	Reasoning string             `json:"r,omitempty"`
 	Checks    []schemas.Check    `json:"ck,omitempty"`
 	Grader    string             `json:"g,omitempty"`
+	GraderOut string             `json:"go,omitempty"`
 	Error     *schemas.ErrorInfo `json:"e,omitempty"`
 	Stop      string             `json:"stop,omitempty"`
 	Output    string             `json:"out,omitempty"`
@@ -588,8 +635,8 @@ func buildSide(c *Case) *indexSide {
 	}
 	for _, t := range c.Trials {
 		it := indexTrial{Num: t.Num, Status: t.Status, Excluded: t.Excluded, Score: t.Score,
-			Duration: t.Duration, Start: t.Start, Reasoning: t.Reasoning, Checks: t.Checks,
-			Grader: t.Grader, Error: t.Error, Stop: t.StopReason, Output: t.Output, Cost: t.Cost, Steps: t.Steps, Tools: t.ToolCalls}
+			Duration: t.Duration, Agent: t.Agent, Start: t.Start, Reasoning: t.Reasoning, Checks: t.Checks,
+			Grader: t.Grader, GraderOut: t.GraderOutput, Error: t.Error, Stop: t.StopReason, Output: t.Output, Cost: t.Cost, Steps: t.Steps, Tools: t.ToolCalls}
 		if t.chunk >= 0 {
 			it.Ref = []int{t.chunk, t.pos}
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -201,6 +202,26 @@ func TestWriteHTMLHeadlineCountsGraded(t *testing.T) {
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("report lacks %s", want)
+		}
+	}
+}
+
+// Every run a report holds side by side has its curve styled: a stroke
+// and a legend swatch of its own, up to MaxRuns.
+func TestEverySeriesStyled(t *testing.T) {
+	strokes := map[string]bool{}
+	for i := range MaxRuns {
+		line := regexp.MustCompile(fmt.Sprintf(`svg \.s%d \.line \{ stroke: ([^;]+);`, i)).FindStringSubmatch(pageCSS)
+		if line == nil {
+			t.Errorf("series s%d has no stroke", i)
+			continue
+		}
+		if strokes[line[1]] {
+			t.Errorf("series s%d has the stroke %s of another", i, line[1])
+		}
+		strokes[line[1]] = true
+		if !regexp.MustCompile(fmt.Sprintf(`\.chartlegend \.s%d i \{ background: `, i)).MatchString(pageCSS) {
+			t.Errorf("series s%d has no legend swatch", i)
 		}
 	}
 }

@@ -139,8 +139,9 @@ type junitMessage struct {
 // WriteJUnit writes JUnit XML for the runs: a <testsuites> element with
 // one <testsuite> per run (named by the run's file name) and one
 // <testcase> per case: name is the case id, classname its category
-// (metadata.category; the suite's name when there is none), time the sum
-// of its trials' durations in seconds. Each case's Verdict decides its
+// (metadata.category; the suite's name when there is none; with several
+// runs, the suite's name and the category), time the time its trials took
+// in seconds, grading included (a suite's time is its run's wall time). Each case's Verdict decides its
 // child: <failure> (type "failed"; the text lists the failing trials with
 // the grader's reasoning and failed checks), <error> (type: the error
 // classes; the text has each trial's error message and stderr tail) or
@@ -155,7 +156,7 @@ func WriteJUnit(w io.Writer, opt JUnitOptions, runs ...*Run) error {
 	}
 	var total float64
 	for _, r := range runs {
-		s := junitSuiteOf(r, opt.Rule)
+		s := junitSuiteOf(r, opt.Rule, len(runs) > 1)
 		doc.Suites = append(doc.Suites, s)
 		doc.Tests += s.Tests
 		doc.Failures += s.Failures
@@ -179,7 +180,12 @@ func WriteJUnit(w io.Writer, opt JUnitOptions, runs ...*Run) error {
 	return nil
 }
 
-func junitSuiteOf(r *Run, rule CaseRule) junitSuite {
+// junitSuiteOf is the testsuite of run r. Its time is the run's wall time
+// (first start to last record written) and a case's the time its trials
+// took, grading included; with several runs (agents side by side) a
+// case's classname starts with its run's name, so that no two testcases
+// of the document share a classname and name.
+func junitSuiteOf(r *Run, rule CaseRule, several bool) junitSuite {
 	name := suiteName(r.Name)
 	s := junitSuite{Name: name}
 	if r.Start > 0 {
@@ -208,13 +214,20 @@ func junitSuiteOf(r *Run, rule CaseRule) junitSuite {
 	for _, c := range r.Cases {
 		var ms int64
 		for _, t := range c.Trials {
-			ms += t.Duration
+			if t.Start > 0 && t.Written > t.Start {
+				ms += t.Written - t.Start
+			} else {
+				ms += t.Duration
+			}
 		}
 		secs := float64(ms) / 1000
 		total += secs
 		jc := junitCase{Name: c.ID, Classname: c.Category, Time: seconds(secs), SystemOut: caseCounts(c)}
-		if jc.Classname == "" {
+		switch {
+		case jc.Classname == "":
 			jc.Classname = name
+		case several:
+			jc.Classname = name + "." + jc.Classname
 		}
 		s.Tests++
 		switch c.Verdict(rule) {
@@ -231,6 +244,9 @@ func junitSuiteOf(r *Run, rule CaseRule) junitSuite {
 			jc.Skipped = &junitMessage{Message: "no grader verdict (run without a grader)"}
 		}
 		s.Cases = append(s.Cases, jc)
+	}
+	if r.Start > 0 && r.End > r.Start {
+		total = float64(r.End-r.Start) / 1000
 	}
 	s.Time = seconds(total)
 	return s

@@ -252,3 +252,57 @@ print(json.dumps(out))
 		t.Errorf("python read %s", out)
 	}
 }
+
+// Agents side by side: one testsuite each, no two testcases sharing a
+// classname and name, and real times: a case's is its trials' time with
+// grading (start to record written), a suite's the run's wall time.
+func TestJUnitAgentsSideBySide(t *testing.T) {
+	var runs []*Run
+	for _, name := range []string{"main.jsonl", "candidate.jsonl"} {
+		r, err := NewRun(name, RunOptions{TempDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		for tr := 1; tr <= 2; tr++ {
+			rec := synthRecord("a", tr, true, 1, "")
+			// A 1.234 s turn, graded until 2.5 s after its start.
+			rec.Timing.Written = rec.Timing.Start + 2500
+			if err := r.AddCapture(&rec); err != nil {
+				t.Fatal(err)
+			}
+		}
+		runs = append(runs, r)
+	}
+	var b bytes.Buffer
+	if err := WriteJUnit(&b, JUnitOptions{}, runs...); err != nil {
+		t.Fatal(err)
+	}
+	var doc xSuites
+	if err := xml.Unmarshal(b.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Suites) != 2 || doc.Suites[0].Name != "main" || doc.Suites[1].Name != "candidate" {
+		t.Fatalf("suites %+v", doc.Suites)
+	}
+	seen := map[string]bool{}
+	for _, s := range doc.Suites {
+		// Trial 1 starts at 1 s, trial 2 is written at 2 s + 2.5 s.
+		if s.Time != "3.500" {
+			t.Errorf("suite %s time %s, want the wall 3.500", s.Name, s.Time)
+		}
+		for _, c := range s.Cases {
+			key := c.Classname + "/" + c.Name
+			if seen[key] {
+				t.Errorf("two testcases are %s", key)
+			}
+			seen[key] = true
+			if c.Time != "5.000" {
+				t.Errorf("case %s time %s, want 5.000 (two trials of 2.5 s)", key, c.Time)
+			}
+		}
+	}
+	if !seen["main.cat-1/a"] || !seen["candidate.cat-1/a"] {
+		t.Errorf("classnames %v", seen)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"harness/cost"
+	"harness/schemas"
 	"harness/trials"
 )
 
@@ -22,6 +23,11 @@ type MarkdownOptions struct {
 	Resamples int
 	// MaxCases caps each list of cases (default 15).
 	MaxCases int
+	// Gates are the comparison gates decided for the runs, written first.
+	Gates []trials.RegressionVerdict
+	// Stopped, when not empty, says what stopped the run early and what
+	// did not run, written first.
+	Stopped string
 }
 
 // WriteMarkdownSummary writes a short markdown summary of the runs for a
@@ -45,7 +51,9 @@ func WriteMarkdownSummary(w io.Writer, opt MarkdownOptions, runs ...*Run) error 
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "### %s\n\n", mdText(title))
+	writeGatesMarkdown(&b, opt.Gates, opt.Stopped)
 	hopt := Options{Seed: opt.Seed, Resamples: opt.Resamples}
+	fmt.Fprintf(&b, "%s.\n\n", mdText(upperFirst(trials.MethodNote(trials.DefaultConfidence, hopt.resamples(), hopt.Seed))))
 	for i, r := range runs {
 		label := ""
 		if len(runs) > 1 {
@@ -62,7 +70,11 @@ func WriteMarkdownSummary(w io.Writer, opt MarkdownOptions, runs ...*Run) error 
 		if cv.OnlyB > 0 {
 			fmt.Fprintf(&b, ", %d only in B", cv.OnlyB)
 		}
-		fmt.Fprintf(&b, ". A case passes when more than half of its graded trials pass: **%d gained, %d lost**, %d same.\n\n", cv.Gained, cv.Lost, cv.Same)
+		fmt.Fprintf(&b, ". A case passes when more than half of its graded trials pass: **%d gained, %d lost**, %d same", cv.Gained, cv.Lost, cv.Same)
+		if cv.Changed > 0 {
+			fmt.Fprintf(&b, "; %d changed between the runs (another prompts line under the same id), not compared", cv.Changed)
+		}
+		b.WriteString(".\n\n")
 		writeRefs(&b, "Lost", cv.LostCases, cv.Lost)
 		writeRefs(&b, "Gained", cv.GainedCases, cv.Gained)
 	}
@@ -71,6 +83,41 @@ func WriteMarkdownSummary(w io.Writer, opt MarkdownOptions, runs ...*Run) error 
 		return fmt.Errorf("markdown: %w", err)
 	}
 	return nil
+}
+
+// writeGatesMarkdown writes what a pull request's reader needs first: that
+// the run stopped early, and the verdict of each comparison gate with its
+// reason.
+func writeGatesMarkdown(b *strings.Builder, gates []trials.RegressionVerdict, stopped string) {
+	if stopped != "" {
+		fmt.Fprintf(b, "**Stopped early:** %s\n\n", mdText(stopped))
+	}
+	if len(gates) == 0 {
+		return
+	}
+	failed := 0
+	for _, v := range gates {
+		if v.Failed {
+			failed++
+		}
+	}
+	comparisons := "comparisons"
+	if len(gates) == 1 {
+		comparisons = "comparison"
+	}
+	if failed > 0 {
+		fmt.Fprintf(b, "**Gate failed** (%d of %d %s with the baseline):\n\n", failed, len(gates), comparisons)
+	} else {
+		fmt.Fprintf(b, "**Gates passed** (%d %s with the baseline):\n\n", len(gates), comparisons)
+	}
+	for _, v := range gates {
+		verdict := "passed"
+		if v.Failed {
+			verdict = "**failed**"
+		}
+		fmt.Fprintf(b, "- %s, comparison with `%s`: %s\n", verdict, codeText(v.Baseline), mdText(v.Reason))
+	}
+	b.WriteString("\n")
 }
 
 func writeRunMarkdown(b *strings.Builder, r *Run, label string, rule CaseRule, opt Options, limit int) {
@@ -82,8 +129,10 @@ func writeRunMarkdown(b *strings.Builder, r *Run, label string, rule CaseRule, o
 	b.WriteString("\n\n")
 	if sum.PassRate != nil {
 		fmt.Fprintf(b, "**Pass rate %s**", pct(*sum.PassRate))
-		if sum.PassRateCI != nil {
-			fmt.Fprintf(b, " (95%% CI %s–%s)", pct(sum.PassRateCI.Low), pct(sum.PassRateCI.High))
+		if ci := sum.PassRateCI; ci != nil && ci.Method == trials.IntervalNone {
+			b.WriteString(" (no interval: every case has the same pass rate)")
+		} else if ci != nil {
+			fmt.Fprintf(b, " (95%% CI %s–%s%s)", pct(ci.Low), pct(ci.High), map[bool]string{true: ", exact"}[ci.Method == trials.IntervalExact])
 		}
 		if sum.Adaptive != nil {
 			// Not passes/graded, which the stopping rule biases.
@@ -93,6 +142,9 @@ func writeRunMarkdown(b *strings.Builder, r *Run, label string, rule CaseRule, o
 		}
 	} else {
 		fmt.Fprintf(b, "**No graded trials** (%s)", mdText(trials.NoGradedReason(sum.Ungraded, sum.Missing, sum.Errors)))
+	}
+	if m := sum.MeanScore; m != nil {
+		fmt.Fprintf(b, " · mean score %.3f (95%% CI %.3f–%.3f)", m.Mean, m.Low, m.High)
 	}
 	fmt.Fprintf(b, " · %d of %d cases graded · %d of %d trials graded", sum.ScoredCases, sum.Cases, sum.Graded, sum.Trials)
 	if sum.K > 0 {
@@ -135,9 +187,8 @@ func writeRunMarkdown(b *strings.Builder, r *Run, label string, rule CaseRule, o
 			if at[i].K == sum.K {
 				k = "**" + k + "**"
 			}
-			fmt.Fprintf(b, "| %s | %s | %s–%s | %s | %s–%s | %d |\n", k,
-				pct(at[i].Mean), pct(at[i].Low), pct(at[i].High),
-				pct(exp[i].Mean), pct(exp[i].Low), pct(exp[i].High), at[i].Cases)
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %d |\n", k,
+				pct(at[i].Mean), mdInterval(at[i]), pct(exp[i].Mean), mdInterval(exp[i]), at[i].Cases)
 		}
 		b.WriteString("\n")
 	}
@@ -152,6 +203,9 @@ func writeRunMarkdown(b *strings.Builder, r *Run, label string, rule CaseRule, o
 				ref.Note = fmt.Sprintf("%d/%d", c.Count.C, c.Count.N)
 				if reason := firstReason(c, StatusFail); reason != "" {
 					ref.Note += ": " + reason
+				}
+				if ck := firstFailedCheck(c, StatusFail); ck != "" {
+					ref.Note += "; first failed check " + ck
 				}
 				failing = append(failing, ref)
 			}
@@ -191,7 +245,7 @@ func writeRefs(b *strings.Builder, title string, refs []caseRef, total int) {
 	for _, r := range refs {
 		fmt.Fprintf(b, "- `%s`", codeText(r.ID))
 		if r.Note != "" {
-			fmt.Fprintf(b, " — %s", mdText(shorten(oneLine(r.Note), 200)))
+			fmt.Fprintf(b, " — %s", mdText(shorten(oneLine(r.Note), 320)))
 		}
 		b.WriteString("\n")
 	}
@@ -229,4 +283,22 @@ func mdText(s string) string {
 func codeText(s string) string {
 	s = strings.ReplaceAll(oneLine(s), "`", "'")
 	return s
+}
+
+// mdInterval is an estimate's interval in the markdown table.
+func mdInterval(e schemas.Estimate) string {
+	switch e.Method {
+	case trials.IntervalNone:
+		return "none"
+	case trials.IntervalExact:
+		return pct(e.Low) + "–" + pct(e.High) + " exact"
+	}
+	return pct(e.Low) + "–" + pct(e.High)
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -17,13 +18,13 @@ func TestWriteMarkdownSummary(t *testing.T) {
 	for _, want := range []string{
 		"### PR \\#12 \\| eval\n",
 		"**`trials_a.jsonl`** · agent fakeagent 1.2.3",
-		"**Pass rate " + pct(*sum.PassRate) + "** (95% CI " + pct(sum.PassRateCI.Low) + "–" + pct(sum.PassRateCI.High) + "): 41 of 47 graded trials passed · 12 of 14 cases graded · 47 of 56 trials graded · k = 4",
+		"**Pass rate " + pct(*sum.PassRate) + "** (95% CI " + pct(sum.PassRateCI.Low) + "–" + pct(sum.PassRateCI.High) + "): 41 of 47 graded trials passed · mean score " + fmt.Sprintf("%.3f (95%% CI %.3f–%.3f)", sum.MeanScore.Mean, sum.MeanScore.Low, sum.MeanScore.High) + " · 12 of 14 cases graded · 47 of 56 trials graded · k = 4",
 		"⚠️ **1 trials hit grader errors**: the pass rate covers only the graded trials.",
 		"Not graded (every trial excluded): crash, hang",
 		"⚠️ The pass rate is over 47 of 56 trials; 9 left out (agent\\_crash: 4, grader\\_error: 1, timeout: 4)",
 		"| k | pass@k | 95% CI | pass^k | 95% CI | cases |",
 		"| **4** | 90.9% |",
-		"Failing (1):\n- `wrong-answer` — 0/4: output lacks '42' (trial 1)\n",
+		"Failing (1):\n- `wrong-answer` — 0/4: output lacks '42' (trial 1); first failed check output contains the expected text: looked for '42'\n",
 		"Flaky (0 &lt; c &lt; n) (1):\n- `flaky-echo` — 2/4 passed\n",
 		"No verdict (infrastructure errors) (2):\n- `crash` — agent\\_crash 4: the agent exited",
 	} {
@@ -80,5 +81,41 @@ func TestMarkdownEscaping(t *testing.T) {
 	}
 	if got := codeText("a`b\nc"); got != "a'b c" {
 		t.Errorf("codeText = %q", got)
+	}
+}
+
+// A case whose content differs between the two runs (another prompts line
+// under the same id, by its records' content hash) is neither gained, lost
+// nor the same: it is counted apart.
+func TestCompareCountsChangedCasesApart(t *testing.T) {
+	side := func(name, editedHash string, editedPass bool) *Run {
+		run, err := NewRun(name, RunOptions{TempDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { run.Close() })
+		for _, c := range []struct {
+			id, hash string
+			pass     bool
+		}{{"kept", strings.Repeat("1", 64), true}, {"edited", editedHash, editedPass}} {
+			rec := synthRecord(c.id, 1, c.pass, 1, "")
+			rec.CaseHash = c.hash
+			if err := run.AddCapture(&rec); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return run
+	}
+	a := side("a.jsonl", strings.Repeat("2", 64), true)
+	b := side("b.jsonl", strings.Repeat("3", 64), false)
+	if got := change(a.Case("edited"), b.Case("edited")); got != "case-changed" {
+		t.Errorf("edited case: %q, want case-changed", got)
+	}
+	var buf bytes.Buffer
+	if err := WriteMarkdownSummary(&buf, MarkdownOptions{Rule: RuleMajority}, a, b); err != nil {
+		t.Fatal(err)
+	}
+	if want := "**0 gained, 0 lost**, 1 same; 1 changed between the runs (another prompts line under the same id), not compared."; !strings.Contains(buf.String(), want) {
+		t.Errorf("markdown lacks %q:\n%s", want, buf.String())
 	}
 }

@@ -49,6 +49,9 @@ const (
 	maxReasoning = 2000
 	maxMessage   = 1000
 	maxInput     = 300
+	// maxGraderOutput bounds the tail of a grader's command output (a
+	// verifier's test.sh) kept for a trial that did not pass.
+	maxGraderOutput = 8000
 )
 
 // RunOptions says how to read a run.
@@ -139,12 +142,17 @@ type Trial struct {
 	Checks []schemas.Check
 	// Grader names the grader.
 	Grader string
+	// GraderOutput is the tail of the grader's command output (a Harbor
+	// verifier's test.sh, outcome.output) of a trial that did not pass.
+	GraderOutput string
 	// Error is the infrastructure error of the trial (message shortened),
 	// from the record or from its grader.
 	Error *schemas.ErrorInfo
-	// Duration is the trial's duration in milliseconds; Start its start,
-	// epoch milliseconds.
-	Duration, Start int64
+	// Duration is the trial's duration in milliseconds (its agent, a
+	// task's verification and the graders in its slot); Agent the
+	// agent's part of it; Start its start and Written when its record was
+	// written (grading done), epoch milliseconds (0 when unknown).
+	Duration, Agent, Start, Written int64
 	// StopReason is the agent's stop reason.
 	StopReason string
 	// Output is the start of the agent's final output.
@@ -338,11 +346,16 @@ func (r *Run) addTrial(c *Case, rec *schemas.CaptureRecord, entry *schemas.Trial
 	} else {
 		pass, excluded = c.Count.Add(rec)
 	}
+	if c.Count.Hash == "" {
+		c.Count.Hash = rec.CaseHash
+	}
 	t := &Trial{
 		Num:        rec.Trial,
 		Excluded:   excluded,
 		Duration:   schemas.RecordDuration(rec),
+		Agent:      schemas.AgentDuration(rec),
 		Start:      rec.Timing.Start,
+		Written:    max(rec.Timing.Written, rec.Timing.End),
 		StopReason: rec.StopReason,
 		Output:     shorten(rec.Output, maxInput),
 		Steps:      len(rec.Trajectory),
@@ -382,6 +395,9 @@ func (r *Run) addTrial(c *Case, rec *schemas.CaptureRecord, entry *schemas.Trial
 			ch.Text = shorten(ch.Text, maxMessage)
 			ch.Evidence = evidenceText(ch.Evidence)
 			t.Checks = append(t.Checks, ch)
+		}
+		if out, ok := g.Outcome["output"].(string); ok && t.Status != StatusPass {
+			t.GraderOutput = tail(out, maxGraderOutput)
 		}
 	}
 	var e *schemas.ErrorInfo

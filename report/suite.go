@@ -19,6 +19,7 @@ const (
 	CompareName  = "compare.json"
 	ReportName   = "report.html"
 	SummaryName  = "summary.md"
+	JUnitName    = "junit.xml"
 	reportPrefix = "report-"
 )
 
@@ -35,6 +36,15 @@ type SuiteOptions struct {
 	// Warn is told of a comparison or report that could not be made
 	// (what is "compare" or "report"); nil ignores them.
 	Warn func(what string, err error)
+	// Regression, when not nil, is the comparison gate: its baseline (an
+	// agent of the manifest) is compared with every other agent that
+	// wrote records, and the verdicts come first in every output.
+	Regression *trials.RegressionGate
+	// Stopped, when not empty, says what stopped the run early and what
+	// did not run: it comes first in the reports.
+	Stopped string
+	// gates are the verdicts WriteSuite decided, for the reports.
+	gates []trials.RegressionVerdict
 }
 
 // SuiteReports name the files WriteSuite made in the run directory (""
@@ -48,6 +58,12 @@ type SuiteReports struct {
 	// more, each agent gets a report of its own (report-AGENT.html) and
 	// Report is "".
 	Report string
+	// Gates are the comparison gate's verdicts, one per agent other than
+	// the baseline, in the manifest's order.
+	Gates []trials.RegressionVerdict
+	// JUnit is the JUnit XML of every agent (JUnitName), one testsuite
+	// each.
+	JUnit string
 }
 
 // WriteSuite writes the comparison and reports of a run of a suite in dir,
@@ -63,21 +79,33 @@ func WriteSuite(dir string, m *rundir.Manifest, opt SuiteOptions) SuiteReports {
 			opt.Warn(what, err)
 		}
 	}
-	var outs []string
+	var outs, names []string
 	for _, a := range m.Agents {
 		p := filepath.Join(dir, a.Output)
 		if st, err := os.Stat(p); err == nil && st.Size() > 0 {
 			outs = append(outs, p)
+			names = append(names, a.Name)
 		}
 	}
 	if len(outs) == 0 {
 		return rep
 	}
-	if len(outs) >= 2 {
-		text := opt.Text
-		if text == nil {
-			text = io.Discard
+	text := opt.Text
+	if text == nil {
+		text = io.Discard
+	}
+	if opt.Regression != nil {
+		gates, err := decideGates(*opt.Regression, outs, names)
+		if err != nil {
+			warn("gates", err)
 		}
+		rep.Gates = gates
+		if len(gates) > 0 {
+			fmt.Fprintln(text)
+			WriteGatesText(text, gates)
+		}
+	}
+	if len(outs) >= 2 {
 		fmt.Fprintln(text)
 		if err := CompareRuns(outs, filepath.Join(dir, CompareName), text); err != nil {
 			warn("compare", err)
@@ -85,8 +113,15 @@ func WriteSuite(dir string, m *rundir.Manifest, opt SuiteOptions) SuiteReports {
 			rep.Compare = CompareName
 		}
 	}
+	ropt := opt
+	ropt.gates = rep.Gates
+	if err := writeSuiteJUnit(outs, filepath.Join(dir, JUnitName), opt); err != nil {
+		warn("junit", err)
+	} else {
+		rep.JUnit = JUnitName
+	}
 	if len(outs) <= MaxRuns {
-		if err := WriteRunReport(outs, filepath.Join(dir, ReportName), filepath.Join(dir, SummaryName), opt); err != nil {
+		if err := WriteRunReport(outs, filepath.Join(dir, ReportName), filepath.Join(dir, SummaryName), ropt); err != nil {
 			warn("report", err)
 			return rep
 		}
@@ -95,11 +130,44 @@ func WriteSuite(dir string, m *rundir.Manifest, opt SuiteOptions) SuiteReports {
 	}
 	for _, o := range outs {
 		name := reportPrefix + strings.TrimSuffix(filepath.Base(o), ".jsonl") + ".html"
-		if err := WriteRunReport([]string{o}, filepath.Join(dir, name), "", opt); err != nil {
+		if err := WriteRunReport([]string{o}, filepath.Join(dir, name), "", ropt); err != nil {
 			warn("report", err)
 		}
 	}
 	return rep
+}
+
+// writeSuiteJUnit writes the JUnit XML of the agents' outputs outs to
+// path: one testsuite per agent (named after its output), cases passing
+// when every graded trial passes.
+func writeSuiteJUnit(outs []string, path string, opt SuiteOptions) error {
+	var runs []*Run
+	defer func() { CloseRuns(runs) }()
+	for _, name := range outs {
+		in, err := results.Open(name, nil)
+		if err != nil {
+			return err
+		}
+		r, err := ReadRun(name, in, RunOptions{})
+		in.Close()
+		if err != nil {
+			return err
+		}
+		runs = append(runs, r)
+	}
+	create := opt.Create
+	if create == nil {
+		create = func(path string) (*results.File, error) { return results.CreateFile(path, nil, true) }
+	}
+	out, err := create(path)
+	if err != nil {
+		return err
+	}
+	if err := WriteJUnit(out, JUnitOptions{Name: opt.Title}, runs...); err != nil {
+		out.Abort()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return out.Commit()
 }
 
 // WriteRunReport writes the HTML report of the trials outputs outs side by
@@ -145,10 +213,10 @@ func WriteRunReport(outs []string, html, markdown string, opt SuiteOptions) erro
 	}
 	return errors.Join(
 		write(html, func(w io.Writer) error {
-			return WriteHTML(w, Options{Title: opt.Title, Seed: 1, Resamples: trials.DefaultResamples}, runs...)
+			return WriteHTML(w, Options{Title: opt.Title, Seed: 1, Resamples: trials.DefaultResamples, Gates: opt.gates, Stopped: opt.Stopped}, runs...)
 		}),
 		write(markdown, func(w io.Writer) error {
-			return WriteMarkdownSummary(w, MarkdownOptions{Title: opt.Title, Rule: RuleAll, Seed: 1, Resamples: trials.DefaultResamples}, runs...)
+			return WriteMarkdownSummary(w, MarkdownOptions{Title: opt.Title, Rule: RuleAll, Seed: 1, Resamples: trials.DefaultResamples, Gates: opt.gates, Stopped: opt.Stopped}, runs...)
 		}),
 	)
 }
@@ -159,13 +227,8 @@ func WriteRunReport(outs []string, html, markdown string, opt SuiteOptions) erro
 func CompareRuns(outs []string, jsonPath string, text io.Writer) error {
 	runs := make([]*trials.Run, len(outs))
 	for i, name := range outs {
-		in, err := results.Open(name, nil)
-		if err != nil {
-			return err
-		}
-		runs[i], err = trials.ReadRun(name, in)
-		in.Close()
-		if err != nil {
+		var err error
+		if runs[i], err = readTrialsRun(name); err != nil {
 			return err
 		}
 	}
@@ -188,4 +251,66 @@ func CompareRuns(outs []string, jsonPath string, text io.Writer) error {
 		return err
 	}
 	return writeText(text)
+}
+
+// decideGates compares the baseline of g (one of names, the agents whose
+// outputs are outs) with every other agent. Without the baseline's
+// records every other agent fails: the gate cannot be decided.
+func decideGates(g trials.RegressionGate, outs, names []string) ([]trials.RegressionVerdict, error) {
+	bi := -1
+	for i, n := range names {
+		if n == g.Baseline {
+			bi = i
+		}
+	}
+	var verdicts []trials.RegressionVerdict
+	if bi < 0 {
+		for _, n := range names {
+			verdicts = append(verdicts, trials.RegressionVerdict{Run: n, Baseline: g.Baseline, Failed: true, MaxDrop: g.MaxDrop, Alpha: g.Alpha,
+				Reason: fmt.Sprintf("%s: the baseline %s wrote no records, so the comparison cannot be made", n, g.Baseline)})
+		}
+		return verdicts, nil
+	}
+	base, err := readTrialsRun(outs[bi])
+	if err != nil {
+		return nil, err
+	}
+	opt := trials.CompareOptions{K: 1, Seed: trials.DefaultSeed, Resamples: trials.DefaultResamples}
+	for i, n := range names {
+		if i == bi {
+			continue
+		}
+		r, err := readTrialsRun(outs[i])
+		if err != nil {
+			return verdicts, err
+		}
+		verdicts = append(verdicts, g.Decide(n, trials.Compare(base, r, opt)))
+	}
+	return verdicts, nil
+}
+
+func readTrialsRun(name string) (*trials.Run, error) {
+	in, err := results.Open(name, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer in.Close()
+	return trials.ReadRun(name, in)
+}
+
+// WriteGatesText writes the comparison gates' verdicts for the terminal,
+// one line each, failures first.
+func WriteGatesText(w io.Writer, gates []trials.RegressionVerdict) {
+	for _, failed := range []bool{true, false} {
+		for _, v := range gates {
+			if v.Failed != failed {
+				continue
+			}
+			verdict := "passed"
+			if v.Failed {
+				verdict = "FAILED"
+			}
+			fmt.Fprintf(w, "gate %s (comparison with %s): %s\n", verdict, v.Baseline, v.Reason)
+		}
+	}
 }

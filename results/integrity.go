@@ -58,26 +58,52 @@ func LoadKey(path string) (*Key, error) {
 	if !errors.Is(err, fs.ErrNotExist) {
 		return k, err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("record key: %w (set %s to a writable place)", err, KeyFileEnv)
+	if err := CreateKeyFile(path); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, err
 	}
+	return readKey(path)
+}
+
+// NewSecret is a fresh random record key as a key file holds it: 32
+// bytes, hex-encoded, with a newline.
+func NewSecret() string {
 	secret := make([]byte, keyBytes)
 	rand.Read(secret)
+	return hex.EncodeToString(secret) + "\n"
+}
+
+// CreateKeyFile writes a new record key at path (mode 0600; its
+// directory made with mode 0700). An existing file is never replaced:
+// the error then wraps fs.ErrExist.
+func CreateKeyFile(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("record key: %w (set %s to a writable place)", err, KeyFileEnv)
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".record.key-*")
 	if err != nil {
-		return nil, fmt.Errorf("record key: %w (set %s to a writable place)", err, KeyFileEnv)
+		return fmt.Errorf("record key: %w (set %s to a writable place)", err, KeyFileEnv)
 	}
 	defer os.Remove(tmp.Name())
-	_, werr := tmp.WriteString(hex.EncodeToString(secret) + "\n")
+	_, werr := tmp.WriteString(NewSecret())
 	if err := errors.Join(werr, tmp.Chmod(0o600), tmp.Sync(), tmp.Close()); err != nil {
-		return nil, fmt.Errorf("record key %s: %w", path, err)
+		return fmt.Errorf("record key %s: %w", path, err)
 	}
 	// A link never replaces a file: whoever links first wins, and the
 	// others read the winner's key.
-	if err := os.Link(tmp.Name(), path); err != nil && !errors.Is(err, fs.ErrExist) {
-		return nil, fmt.Errorf("record key %s: %w", path, err)
+	if err := os.Link(tmp.Name(), path); err != nil {
+		return fmt.Errorf("record key %s: %w", path, err)
 	}
-	return readKey(path)
+	return nil
+}
+
+// BadKeyError reports a key file that does not hold a record key.
+type BadKeyError struct {
+	Path string
+}
+
+// Error names the file and what a key file holds.
+func (e *BadKeyError) Error() string {
+	return fmt.Sprintf("record key %s: not a record key (want %d bytes, hex-encoded, on one line)", e.Path, keyBytes)
 }
 
 func readKey(path string) (*Key, error) {
@@ -90,7 +116,7 @@ func readKey(path string) (*Key, error) {
 	}
 	secret, err := hex.DecodeString(strings.TrimSpace(string(b)))
 	if err != nil || len(secret) < 16 {
-		return nil, fmt.Errorf("record key %s: not a key harness wrote (want %d hex-encoded bytes); remove it to make a new one (records signed with it can then no longer be continued)", path, keyBytes)
+		return nil, &BadKeyError{Path: path}
 	}
 	return &Key{secret: secret, path: path}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -115,7 +116,7 @@ func ReadLabels(name string, r io.Reader) (*Labels, error) {
 // CalibrateOptions configure Calibrate.
 type CalibrateOptions struct {
 	// Sample is how many failures to sample (and, with Repeat, how many
-	// graded trials to re-grade); DefaultSampleSize when < 1.
+	// graded trials to re-grade); 0 samples none (agreement alone).
 	Sample int
 	// Seed seeds the sampling.
 	Seed uint64
@@ -125,7 +126,9 @@ type CalibrateOptions struct {
 	// Repeat, when > 1 (and Grade is set), grades a sample of graded trials
 	// Repeat times each to measure how often the grader flips.
 	Repeat int
-	// Labels, when set, are compared with the grader's verdicts.
+	// Labels, when set, are compared with the grader's verdicts: Grade's
+	// when it is set (every labelled trial is graded again), else those
+	// stored in the results.
 	Labels *Labels
 	// Generated is the report's timestamp text.
 	Generated string
@@ -166,24 +169,25 @@ func (r *reservoir) sorted() []sampled {
 // label naming a case and trial that is not in the results is an input
 // error naming the labels file, its line and the id.
 func Calibrate(ctx context.Context, name string, r io.Reader, opt CalibrateOptions) (schemas.CalibrationReport, error) {
-	if opt.Sample < 1 {
-		opt.Sample = DefaultSampleSize
-	}
+	opt.Sample = max(opt.Sample, 0)
 	rep := schemas.CalibrationReport{Type: schemas.CalibrationType, Results: name, Generated: opt.Generated,
 		Seed: opt.Seed, SampleSize: opt.Sample, Grader: opt.GraderName, Samples: []schemas.CalibrationSample{}}
 	rng := trials.NewRand(opt.Seed)
 	fails := &reservoir{size: opt.Sample}
 	graded := &reservoir{size: opt.Sample}
 	var (
-		scores       welford
-		passes       int
-		above, below int
-		hist         [10]int
-		human, grade []string
-		agreement    *schemas.Agreement
+		scores           welford
+		passes           int
+		above, below     int
+		hist             [10]int
+		stored, regraded *agreeing
 	)
 	if opt.Labels != nil {
-		agreement = &schemas.Agreement{Labels: opt.Labels.File}
+		stored = newAgreeing(opt.Labels.File, schemas.AgreementStored)
+		if opt.Grade != nil {
+			regraded = newAgreeing(opt.Labels.File, schemas.AgreementRegraded)
+			regraded.names[opt.GraderName] = true
+		}
 		for i := range opt.Labels.items {
 			opt.Labels.items[i].used = false
 		}
@@ -211,14 +215,25 @@ func Calibrate(ctx context.Context, name string, r io.Reader, opt CalibrateOptio
 				}
 				it := &opt.Labels.items[i]
 				it.used = true
-				switch {
-				case it.verdict == "":
-					agreement.Ambiguous++
-				case excluded != "":
-					agreement.NoVerdict++
-				default:
-					human = append(human, it.verdict)
-					grade = append(grade, map[bool]string{true: "pass", false: "fail"}[pass])
+				var stale *schemas.GraderResult
+				if excluded == "" {
+					stale = rec.Score
+				}
+				stored.add(rec, it.verdict, stale)
+				if regraded != nil && it.verdict != "" {
+					if err := ctx.Err(); err != nil {
+						return err
+					}
+					var g *schemas.GraderResult
+					if rec.Error == nil || isGraderClass(rec.Error.Class) {
+						res := opt.Grade(ctx, rec, nil)
+						if res.Error == nil {
+							g = &res
+						}
+					}
+					regraded.add(rec, it.verdict, g)
+				} else if regraded != nil {
+					regraded.Ambiguous++
 				}
 				break
 			}
@@ -266,12 +281,17 @@ func Calibrate(ctx context.Context, name string, r io.Reader, opt CalibrateOptio
 		if len(errs) > 0 {
 			return rep, errors.Join(errs...)
 		}
-		k, err := trials.CohenKappa(human, grade, []string{"pass", "fail"})
+		a, err := stored.done()
 		if err != nil {
-			return rep, fmt.Errorf("labels %s: %w", opt.Labels.File, err)
+			return rep, err
 		}
-		agreement.Items, agreement.Kappa = len(human), k
-		rep.Agreement = agreement
+		rep.Agreement = a
+		if regraded != nil {
+			if rep.Agreement, err = regraded.done(); err != nil {
+				return rep, err
+			}
+			rep.StoredAgreement = a
+		}
 	}
 
 	rep.Health = health(&scores, passes, above, below, hist)
@@ -303,6 +323,64 @@ func Calibrate(ctx context.Context, name string, r io.Reader, opt CalibrateOptio
 		rep.Warnings = append(rep.Warnings, "repeated grading needs a grader: determinism not measured")
 	}
 	return rep, nil
+}
+
+// agreeing collects the verdicts of one grader on the labelled trials.
+type agreeing struct {
+	schemas.Agreement
+	human, grade []string
+	names        map[string]bool
+}
+
+func newAgreeing(labels, source string) *agreeing {
+	return &agreeing{Agreement: schemas.Agreement{Labels: labels, Source: source}, names: map[string]bool{}}
+}
+
+// add compares one labelled trial: human is "pass", "fail" or ""
+// (ambiguous); g is the grader's verdict, nil when it gave none.
+func (a *agreeing) add(rec *schemas.CaptureRecord, human string, g *schemas.GraderResult) {
+	switch {
+	case human == "":
+		a.Ambiguous++
+		return
+	case g == nil:
+		a.NoVerdict++
+		return
+	}
+	if a.Source == schemas.AgreementStored && g.Grader != "" {
+		a.names[g.Grader] = true
+	}
+	v := verdictWord(g.Pass)
+	a.human, a.grade = append(a.human, human), append(a.grade, v)
+	if v != human {
+		a.Disagreements = append(a.Disagreements, schemas.Disagreement{ID: rec.ID, Trial: rec.Trial, Human: human,
+			Verdict: v, Score: g.Score, Reasoning: g.Reasoning})
+	}
+}
+
+// done computes the kappa.
+func (a *agreeing) done() (*schemas.Agreement, error) {
+	k, err := trials.CohenKappa(a.human, a.grade, []string{"pass", "fail"})
+	if err != nil {
+		return nil, fmt.Errorf("labels %s: %w", a.Labels, err)
+	}
+	a.Items, a.Kappa = len(a.human), k
+	a.Grader = strings.Join(slices.Sorted(maps.Keys(a.names)), ", ")
+	if a.Grader == "" {
+		a.Grader = "unnamed"
+	}
+	return &a.Agreement, nil
+}
+
+func verdictWord(pass bool) string {
+	if pass {
+		return "pass"
+	}
+	return "fail"
+}
+
+func isGraderClass(c string) bool {
+	return c == schemas.ErrGraderError || c == schemas.ErrGraderTimeout || c == schemas.ErrGraderInvalid
 }
 
 func determinism(ctx context.Context, items []sampled, opt CalibrateOptions) (*schemas.Determinism, error) {
@@ -463,7 +541,10 @@ func WriteCalibrationMarkdown(w io.Writer, rep schemas.CalibrationReport) error 
 		}
 		b.WriteString("```\n\n**Review:**\n- [ ] Valid failure\n- [ ] Grader bug\n- [ ] Ambiguous\n\n---\n\n")
 	}
-	if len(rep.Samples) == 0 {
+	switch {
+	case rep.SampleSize == 0:
+		b.WriteString("No failures sampled (sample size 0).\n\n---\n\n")
+	case len(rep.Samples) == 0:
 		b.WriteString("No failures to review.\n\n---\n\n")
 	}
 	h := rep.Health
@@ -499,8 +580,16 @@ func WriteCalibrationMarkdown(w io.Writer, rep schemas.CalibrationReport) error 
 		}
 		b.WriteString("\n")
 	}
-	if a := rep.Agreement; a != nil {
-		b.WriteString("## Agreement with human labels\n\n")
+	for _, a := range []*schemas.Agreement{rep.Agreement, rep.StoredAgreement} {
+		if a == nil {
+			continue
+		}
+		source := "its verdicts stored in the results"
+		if a.Source == schemas.AgreementRegraded {
+			source = "the trials graded again with it"
+		}
+		fmt.Fprintf(&b, "## Agreement with human labels: %s\n\n", a.Grader)
+		fmt.Fprintf(&b, "Grader: %s (%s).\n", a.Grader, source)
 		fmt.Fprintf(&b, "Labels: %s; %d trials compared", a.Labels, a.Items)
 		if a.Ambiguous > 0 {
 			fmt.Fprintf(&b, ", %d ambiguous left out", a.Ambiguous)
@@ -514,10 +603,19 @@ func WriteCalibrationMarkdown(w io.Writer, rep schemas.CalibrationReport) error 
 		}
 		b.WriteString("\n")
 		if a.Kappa.Kappa != nil {
-			fmt.Fprintf(&b, "Cohen's kappa: %.3f (observed agreement %.3f, expected by chance %.3f)\n\n", *a.Kappa.Kappa, a.Kappa.Observed, a.Kappa.Expected)
+			fmt.Fprintf(&b, "Cohen's kappa of %s: %.3f (observed agreement %.3f, expected by chance %.3f)\n\n", a.Grader, *a.Kappa.Kappa, a.Kappa.Observed, a.Kappa.Expected)
 		} else {
-			fmt.Fprintf(&b, "Cohen's kappa: undefined (%s)\n\n", a.Kappa.Note)
+			fmt.Fprintf(&b, "Cohen's kappa of %s: undefined (%s)\n\n", a.Grader, a.Kappa.Note)
 		}
+		if len(a.Disagreements) == 0 {
+			b.WriteString("No disagreements.\n\n")
+			continue
+		}
+		fmt.Fprintf(&b, "Disagreements (%d):\n\n| trial | human | grader | score | reasoning |\n| --- | --- | --- | --- | --- |\n", len(a.Disagreements))
+		for _, d := range a.Disagreements {
+			fmt.Fprintf(&b, "| %s#%d | %s | %s | %s | %s |\n", d.ID, d.Trial, d.Human, d.Verdict, jsNumber(d.Score), tableCell(cut(d.Reasoning, 200)))
+		}
+		b.WriteString("\n")
 	}
 	for _, warn := range rep.Warnings {
 		fmt.Fprintf(&b, "Note: %s\n", warn)
@@ -531,4 +629,11 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// tableCell makes text safe for one cell of a markdown table: one line,
+// pipes escaped.
+func tableCell(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	return strings.ReplaceAll(s, "|", `\|`)
 }

@@ -200,8 +200,13 @@ func TestValidateRefs(t *testing.T) {
 	if !got[0].Correct || !got[1].Correct || got[1].Kind != schemas.RefNegative || got[1].Passes || got[2].Correct {
 		t.Errorf("results = %+v", got)
 	}
-	if seen[1].Output != "no" || len(seen[0].Trajectory) != 0 || seen[0].Trajectory == nil || seen[0].Expected != "yes" {
+	if seen[1].Output != "no" || seen[0].Expected != "yes" || seen[0].StopReason != "end_turn" {
 		t.Errorf("graded record = %+v", seen[1])
+	}
+	// The answer is the conversation's final message, as if the agent
+	// had given it.
+	if tr := seen[1].Trajectory; len(tr) != 1 || tr[0].Type != schemas.StepMessage || tr[0].TextContent() != "no" || tr[0].Turn != 1 {
+		t.Errorf("graded trajectory = %+v", tr)
 	}
 }
 

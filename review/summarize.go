@@ -34,6 +34,10 @@ func Summarize(rec *schemas.CaptureRecord) schemas.SummaryResult {
 			s.ToolCalls = append(s.ToolCalls, st.Name)
 		}
 	}
+	if len(rec.ModelCalls) > 0 {
+		m := schemas.SumModelCalls(rec.ModelCalls, 0)
+		s.ModelCalls = &m
+	}
 	pass, excluded := trials.Outcome(rec)
 	s.Excluded = excluded
 	if excluded == "" {
@@ -93,7 +97,19 @@ func WriteMarkdown(w io.Writer, rec *schemas.CaptureRecord) error {
 	}
 	fmt.Fprintf(&b, "**Metadata:** %s\n", strings.Join(meta, ", "))
 	fmt.Fprintf(&b, "**Tool Errors:** %t\n", rec.ToolErrors)
-	fmt.Fprintf(&b, "**Duration:** %dms\n", schemas.RecordDuration(rec))
+	if d, a := schemas.RecordDuration(rec), schemas.AgentDuration(rec); d != a {
+		fmt.Fprintf(&b, "**Duration:** %dms (agent %dms)\n", d, a)
+	} else {
+		fmt.Fprintf(&b, "**Duration:** %dms\n", d)
+	}
+	if len(rec.ModelCalls) > 0 {
+		fmt.Fprintf(&b, "**Model Calls:** %s\n", ModelCallsLine(schemas.SumModelCalls(rec.ModelCalls, 0)))
+		if turns := schemas.ModelCallsByTurn(rec.ModelCalls); len(turns) > 1 {
+			for _, t := range turns {
+				fmt.Fprintf(&b, "- turn %d: %s\n", t.Turn, ModelCallsLine(t))
+			}
+		}
+	}
 	if rec.Error != nil {
 		fmt.Fprintf(&b, "**Error:** %s: %s\n", rec.Error.Class, rec.Error.Message)
 	}
@@ -305,6 +321,8 @@ func (row *CaseRow) add(rec *schemas.CaptureRecord) {
 		if pass {
 			c.C++
 		}
+		c.ScoreSum += rec.Score.Score
+		c.Scored++
 	case trials.Ungraded:
 		c.Ungraded++
 	default:
@@ -325,20 +343,23 @@ func (row *CaseRow) add(rec *schemas.CaptureRecord) {
 func WriteAggregate(w io.Writer, rows []*CaseRow, sum schemas.TrialsSummary) error {
 	var b strings.Builder
 	tw := newTable(&b)
-	fmt.Fprintln(tw, "id\ttrials\tgraded\tpassed\tpass rate\t95% CI (Wilson)\tmean ms\ttool calls\texcluded")
+	fmt.Fprintln(tw, "id\ttrials\tgraded\tpassed\tpass rate\t95% CI (Wilson)\tmean score\tmean ms\ttool calls\texcluded")
 	for _, r := range rows {
 		c := &r.Count
-		rate, ci := "n/a", "n/a"
+		rate, ci, score := "n/a", "n/a", "n/a"
 		if c.N > 0 {
 			rate = fmt.Sprintf("%.3f", float64(c.C)/float64(c.N))
 			lo, hi, _ := trials.Wilson(c.C, c.N, trials.Z95)
 			ci = fmt.Sprintf("[%.3f, %.3f]", lo, hi)
 		}
+		if m := c.MeanScore(); m != nil {
+			score = fmt.Sprintf("%.3f", *m)
+		}
 		excl := trials.ClassCounts(c.Errors)
 		if c.Ungraded > 0 {
 			excl = strings.TrimPrefix(excl+fmt.Sprintf(", ungraded %d", c.Ungraded), "-, ")
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%d\t%d\t%s\n", r.ID, c.Trials, c.N, c.C, rate, ci,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%s\t%d\t%d\t%s\n", r.ID, c.Trials, c.N, c.C, rate, ci, score,
 			r.Duration/int64(max(c.Trials, 1)), r.Tools, excl)
 	}
 	tw.Flush()
@@ -347,4 +368,28 @@ func WriteAggregate(w io.Writer, rows []*CaseRow, sum schemas.TrialsSummary) err
 		return err
 	}
 	return trials.WriteSummaryTable(w, sum)
+}
+
+// ModelCallsLine words a ledger's sums: "3 calls (1 failed), 1200 in +
+// 800 cached + 20 cache write, 310 out (40 reasoning), $0.0123"; an
+// unknown cost is "cost unknown (N unpriced)".
+func ModelCallsLine(m schemas.ModelCallsSummary) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d call", m.Calls)
+	if m.Calls != 1 {
+		b.WriteString("s")
+	}
+	if m.Failed > 0 {
+		fmt.Fprintf(&b, " (%d failed)", m.Failed)
+	}
+	fmt.Fprintf(&b, ", %d in + %d cached + %d cache write, %d out", m.InputTokens, m.CachedTokens, m.CacheWriteTokens, m.OutputTokens)
+	if m.ReasoningTokens > 0 {
+		fmt.Fprintf(&b, " (%d reasoning)", m.ReasoningTokens)
+	}
+	if m.USD != nil {
+		fmt.Fprintf(&b, ", $%.4f", *m.USD)
+	} else {
+		fmt.Fprintf(&b, ", cost unknown (%d unpriced)", m.Unpriced)
+	}
+	return b.String()
 }

@@ -7,20 +7,16 @@ import (
 )
 
 // RefRecord is the record a grader sees for a reference answer: the case's
-// input, expected, hint and metadata with the answer as output and an empty
-// trajectory.
+// input, expected, hint and metadata, with the answer as if the agent had
+// given it (schemas.AnsweredRecord): the output, the final message of the
+// conversation and its one trajectory step.
 func RefRecord(c *schemas.PromptCase, answer string) schemas.CaptureRecord {
-	return schemas.CaptureRecord{
-		ID:         c.ID,
-		Trial:      1,
-		Input:      c.Input,
-		Output:     answer,
-		Expected:   c.Expected,
-		Hint:       c.Hint,
-		Reference:  c.Reference,
-		Trajectory: []schemas.Step{},
-		Metadata:   c.Metadata,
+	r := schemas.AnsweredRecord(c.ID, c.Input, answer)
+	r.Expected, r.Hint, r.Reference = c.Expected, c.Hint, c.Reference
+	if c.Metadata != nil {
+		r.Metadata = c.Metadata
 	}
+	return r
 }
 
 // ValidateStats counts what ValidateRefs did.

@@ -34,6 +34,11 @@ type Limits struct {
 	// no key; owner config), so a run does not fail every unit the same
 	// way (0: never).
 	ConfigStop int
+	// SameGraderError stops the run when each of the first
+	// SameGraderError graded records has the same grader error (the
+	// same class and gist): a grader broken for every record would fail
+	// the rest too, each after an agent run (0: never).
+	SameGraderError int
 }
 
 // Stop kinds.
@@ -44,6 +49,9 @@ const (
 	KindStopOn = "stop-on"
 	// KindConfig: ConfigStop units failed for the configuration.
 	KindConfig = "config"
+	// KindSameGraderError: the first SameGraderError graded records all
+	// had the same grader error; ID, Trial and Error are the last's.
+	KindSameGraderError = "same-grader-error"
 )
 
 // Stop says why a run stopped.
@@ -74,6 +82,10 @@ type Controller struct {
 	pending map[unit]*schemas.Cost // units whose turns answered, record not in yet
 	configs int                    // records that failed for the configuration
 	stop    *Stop
+	// graded counts the records graded so far; sameErr is the error
+	// every one of them had ("" once one differs or passed).
+	graded  int
+	sameErr string
 }
 
 type unit struct {
@@ -117,6 +129,33 @@ func (c *Controller) Record(rec *schemas.CaptureRecord) {
 		}
 	}
 	c.check(rec)
+	c.checkGrader(rec)
+}
+
+// checkGrader stops the run when the first graded records all had the
+// same grader error; c.mu is held.
+func (c *Controller) checkGrader(rec *schemas.CaptureRecord) {
+	n := c.limits.SameGraderError
+	if n <= 0 || c.stop != nil || rec.Error != nil || rec.Score == nil || c.graded >= n {
+		return
+	}
+	c.graded++
+	e := rec.Score.Error
+	key := ""
+	if e != nil {
+		key = e.Class + "\x00" + e.Gist()
+	}
+	switch {
+	case key == "":
+		c.sameErr = ""
+	case c.graded == 1:
+		c.sameErr = key
+	case key != c.sameErr:
+		c.sameErr = ""
+	}
+	if c.graded == n && c.sameErr != "" {
+		c.halt(&Stop{Kind: KindSameGraderError, Limit: Limits{SameGraderError: n}, ID: rec.ID, Trial: rec.Trial, Error: e})
+	}
 }
 
 // check stops the run if rec's error or the spending reach a limit; c.mu

@@ -164,3 +164,43 @@ func TestNoLimitsNeverStop(t *testing.T) {
 		t.Fatal("stopped without limits")
 	}
 }
+
+// The run stops when its first N graded records all had the same grader
+// error, and not when one differs, passes, or was not graded.
+func TestSameGraderError(t *testing.T) {
+	broken := func(id, msg string) *schemas.CaptureRecord {
+		r := rec(id, 1, 0)
+		r.Score = &schemas.GraderResult{Error: &schemas.ErrorInfo{Class: schemas.ErrGraderError, Message: msg}}
+		return r
+	}
+	c := New(Limits{SameGraderError: 3}, tokens)
+	ungraded := rec("u", 1, 0)
+	agentErr := broken("e", "boom")
+	agentErr.Error = &schemas.ErrorInfo{Class: schemas.ErrAgentError, Message: "crash"}
+	for _, r := range []*schemas.CaptureRecord{broken("a", "boom"), ungraded, agentErr, broken("b", "boom")} {
+		c.Record(r)
+	}
+	if stopped(c) {
+		t.Fatal("stopped after two graded records")
+	}
+	c.Record(broken("c", "boom"))
+	s := c.Stop()
+	if s == nil || s.Kind != KindSameGraderError || s.ID != "c" || s.Error.Message != "boom" || s.Limit.SameGraderError != 3 {
+		t.Fatalf("stop = %+v", s)
+	}
+	for _, seq := range [][]*schemas.CaptureRecord{
+		{broken("a", "boom"), broken("b", "bang"), broken("c", "boom")},
+		{broken("a", "boom"), rec("b", 1, 0), broken("c", "boom"), broken("d", "boom")},
+	} {
+		c := New(Limits{SameGraderError: 3}, tokens)
+		for _, r := range seq {
+			if r.Score == nil {
+				r.Score = &schemas.GraderResult{Pass: true, Score: 1}
+			}
+			c.Record(r)
+		}
+		if stopped(c) {
+			t.Errorf("stopped: %+v", c.Stop())
+		}
+	}
+}

@@ -82,3 +82,34 @@ func WriteCases(dir string, cases []schemas.PromptCase) error {
 		return nil
 	})
 }
+
+// ChangedCases compares the cases a run in dir was started with (its
+// cases file) with cases, by content hash, and returns the ids of those
+// that changed, in cases' order. A case that is new, or a run directory
+// with no cases file, is no change.
+func ChangedCases(dir string, cases []schemas.PromptCase) ([]string, error) {
+	name := filepath.Join(dir, CasesName)
+	f, err := os.Open(name)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	old, err := schemas.ReadPrompts(name, f)
+	if err != nil {
+		return nil, err
+	}
+	was := map[string]string{}
+	for _, c := range old {
+		was[c.ID] = c.ContentHash()
+	}
+	var changed []string
+	for _, c := range cases {
+		if h, ok := was[c.ID]; ok && h != c.ContentHash() {
+			changed = append(changed, c.ID)
+		}
+	}
+	return changed, nil
+}

@@ -11,9 +11,11 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"harness/results"
 	"harness/schemas"
+	"harness/trials"
 )
 
 // ManifestName is the manifest's file name in a run directory.
@@ -31,11 +33,23 @@ type Manifest struct {
 	K      int     `json:"k"`
 	Cases  int     `json:"cases"`
 	Agents []Agent `json:"agents"`
+	// Flags are the flags the run was started with, by long name, each
+	// with its values as given (k, the run directory and the output
+	// options aside): continuing the run applies them again. Nil in the
+	// manifest of a run that did not record them.
+	Flags map[string][]string `json:"flags"`
 	// Cost sums the agents' costs.
 	Cost *schemas.Cost `json:"cost,omitempty"`
 	// Compare and Report name the comparison and the HTML page, when made.
 	Compare string `json:"compare,omitempty"`
 	Report  string `json:"report,omitempty"`
+	// JUnit names the JUnit XML of the agents, when made.
+	JUnit string `json:"junit,omitempty"`
+	// Gates are the suite's comparison gate's verdicts, one per agent but
+	// the baseline, when the suite has one and the run finished.
+	Gates []trials.RegressionVerdict `json:"gates,omitempty"`
+	// Stopped says what stopped the run early and what did not run.
+	Stopped string `json:"stopped,omitempty"`
 }
 
 // Suite identifies the suite file a run came from.
@@ -45,6 +59,10 @@ type Suite struct {
 	// Path is the file's absolute path, for --resume.
 	Path string `json:"path"`
 	Hash string `json:"sha256"`
+	// Tasks is the absolute path of the Harbor task directory or dataset
+	// the suite was made of (harness run DIR), "" for a suite file: a
+	// resumed run makes its suite again from it.
+	Tasks string `json:"tasks,omitempty"`
 }
 
 // Harness identifies the harness build that ran.
@@ -129,4 +147,98 @@ func List(dir string) ([]Run, error) {
 	}
 	sort.SliceStable(runs, func(i, j int) bool { return runs[i].Manifest.Started < runs[j].Manifest.Started })
 	return runs, nil
+}
+
+// Input is a results file named on a command line: a file as it was
+// named, or the output of an agent of a run directory.
+type Input struct {
+	// File is the results file to read.
+	File string
+	// Dir and Agent are the run directory and the agent whose output
+	// File is; empty for a file named as such.
+	Dir, Agent string
+}
+
+// Expand resolves what arg names wherever a results file is taken: a
+// results file (or "-") as it is; a run directory stands for the outputs
+// its agents wrote, in the order of its manifest; DIR:AGENT for the
+// output of one agent of a run directory. A directory that is no run
+// directory, an agent the run does not have and an agent that wrote no
+// records are errors saying so.
+func Expand(arg string) ([]Input, error) {
+	if arg == "-" {
+		return []Input{{File: arg}}, nil
+	}
+	st, err := os.Stat(arg)
+	if err == nil && !st.IsDir() {
+		return []Input{{File: arg}}, nil
+	}
+	if err == nil {
+		if !Is(arg) {
+			return nil, fmt.Errorf("%s is a directory, not a results file or a run directory (it has no %s)", arg, ManifestName)
+		}
+		m, err := Read(arg)
+		if err != nil {
+			return nil, err
+		}
+		var in []Input
+		for _, a := range m.Agents {
+			if p := filepath.Join(arg, a.Output); wrote(p) {
+				in = append(in, Input{File: p, Dir: arg, Agent: a.Name})
+			}
+		}
+		if len(in) == 0 {
+			return nil, fmt.Errorf("%s: no agent of the run wrote records", arg)
+		}
+		return in, nil
+	}
+	if i := strings.LastIndexByte(arg, ':'); i > 0 && Is(arg[:i]) {
+		dir, name := arg[:i], arg[i+1:]
+		m, err := Read(dir)
+		if err != nil {
+			return nil, err
+		}
+		var names []string
+		for _, a := range m.Agents {
+			if a.Name == name {
+				p := filepath.Join(dir, a.Output)
+				if !wrote(p) {
+					return nil, fmt.Errorf("%s: agent %s wrote no records (its status: %s)", arg, name, a.Status)
+				}
+				return []Input{{File: p, Dir: dir, Agent: name}}, nil
+			}
+			names = append(names, a.Name)
+		}
+		return nil, fmt.Errorf("%s: the run in %s has no agent %q (agents: %s)", arg, dir, name, strings.Join(names, ", "))
+	}
+	// Not there: the reader says so, naming it.
+	return []Input{{File: arg}}, nil
+}
+
+// ExpandAll is Expand of every argument, in order.
+func ExpandAll(args []string) ([]Input, error) {
+	var all []Input
+	for _, a := range args {
+		in, err := Expand(a)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, in...)
+	}
+	return all, nil
+}
+
+// Files are the results files of inputs.
+func Files(inputs []Input) []string {
+	out := make([]string, len(inputs))
+	for i, in := range inputs {
+		out[i] = in.File
+	}
+	return out
+}
+
+// wrote reports whether p is a file holding something.
+func wrote(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular() && st.Size() > 0
 }

@@ -295,6 +295,16 @@ func NewBwrap(opts Options) (*Bwrap, error) {
 		}
 		return nil, fmt.Errorf("bubblewrap cannot make a sandbox here: %s%s", text, hint)
 	}
+	if b.proxy != nil {
+		// Connections that ignore the proxy variables go to the proxy
+		// too where the kernel can redirect them; elsewhere they fail
+		// in the sandbox, off the record, as said once per run.
+		if err := b.proxy.ProbeRedirect(path); err != nil {
+			b.warnings = append(b.warnings, fmt.Sprintf("the sandbox cannot redirect the connections that ignore the proxy variables here (%v): they fail inside the sandbox and are not on the record", err))
+		} else {
+			b.proxy.Redirect = true
+		}
+	}
 	return b, nil
 }
 
@@ -346,7 +356,8 @@ func (b *Bwrap) Protect(paths ...string) {
 }
 
 // Warnings say which caps could not be enforced as asked, and how they
-// are instead: to be shown once per run.
+// are instead, and whether connections that ignore the proxy variables
+// could not be redirected to the proxy: to be shown once per run.
 func (b *Bwrap) Warnings() []string { return slices.Clone(b.warnings) }
 
 // Info says how commands run.

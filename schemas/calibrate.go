@@ -27,7 +27,11 @@ type CalibrationReport struct {
 	Health      GraderHealth        `json:"health"`
 	Determinism *Determinism        `json:"determinism,omitempty"`
 	Agreement   *Agreement          `json:"agreement,omitempty"`
-	Warnings    []string            `json:"warnings,omitempty"`
+	// StoredAgreement is, when the trials were graded again (calibrate
+	// -g), the agreement of the verdicts stored in the results with the
+	// same labels, so the two graders' agreements sit side by side.
+	StoredAgreement *Agreement `json:"storedAgreement,omitempty"`
+	Warnings        []string   `json:"warnings,omitempty"`
 }
 
 // CalibrationSample is one sampled failure, a superset of acp-harness's
@@ -85,6 +89,11 @@ type Determinism struct {
 // Agreement compares human labels with the grader's verdicts.
 type Agreement struct {
 	Labels string `json:"labels"`
+	// Grader names the grader whose verdicts are compared (the ids of the
+	// stored results' graders, or of the grader given to grade them
+	// again); Source says which: AgreementStored or AgreementRegraded.
+	Grader string `json:"grader"`
+	Source string `json:"source"`
 	// Items counts the labelled trials compared; Ambiguous those labelled
 	// ambiguous and NoVerdict those whose trial has no grader verdict
 	// (both left out).
@@ -92,6 +101,28 @@ type Agreement struct {
 	Ambiguous int   `json:"ambiguous,omitempty"`
 	NoVerdict int   `json:"noVerdict,omitempty"`
 	Kappa     Kappa `json:"kappa"`
+	// Disagreements lists the compared trials where the person and the
+	// grader differ, in results order.
+	Disagreements []Disagreement `json:"disagreements,omitempty"`
+}
+
+// Agreement sources: the verdicts stored in the results, or those of the
+// grader the trials were graded again with.
+const (
+	AgreementStored   = "stored"
+	AgreementRegraded = "regraded"
+)
+
+// Disagreement is one labelled trial on which the person and the grader
+// differ: the human label, the grader's verdict ("pass" or "fail") with its
+// score and reasoning.
+type Disagreement struct {
+	ID        string  `json:"id"`
+	Trial     int     `json:"trial"`
+	Human     string  `json:"human"`
+	Verdict   string  `json:"verdict"`
+	Score     float64 `json:"score"`
+	Reasoning string  `json:"reasoning,omitempty"`
 }
 
 // Kappa is Cohen's kappa between two raters (here A = the person, B = the

@@ -19,6 +19,9 @@ type CompareReport struct {
 	OnlyInB []string `json:"onlyInB"`
 	// NotComparable lists common cases without a graded trial in a run.
 	NotComparable []string `json:"notComparable"`
+	// ChangedCases lists common cases whose content (the prompts line,
+	// by its hash) differs between the runs: they enter no statistic.
+	ChangedCases []string `json:"changedCases,omitempty"`
 	// Cases holds the per-case comparison of the common cases, in A's order.
 	Cases []CaseDelta `json:"cases"`
 	// McNemar is the exact test on per-case outcomes.
@@ -34,15 +37,18 @@ type CompareReport struct {
 
 // RunSummary describes one side of a comparison.
 type RunSummary struct {
-	File     string         `json:"file"`
-	Kind     string         `json:"kind"`
-	Cases    int            `json:"cases"`
-	Trials   int            `json:"trials"`
-	Graded   int            `json:"graded"`
-	Passes   int            `json:"passes"`
-	PassRate *float64       `json:"passRate,omitempty"`
-	Ungraded int            `json:"ungraded,omitempty"`
-	Errors   map[string]int `json:"errors,omitempty"`
+	File     string   `json:"file"`
+	Kind     string   `json:"kind"`
+	Cases    int      `json:"cases"`
+	Trials   int      `json:"trials"`
+	Graded   int      `json:"graded"`
+	Passes   int      `json:"passes"`
+	PassRate *float64 `json:"passRate,omitempty"`
+	// MeanScore is the mean over cases of their graded trials' mean
+	// score; absent when no trial has a score.
+	MeanScore *float64       `json:"meanScore,omitempty"`
+	Ungraded  int            `json:"ungraded,omitempty"`
+	Errors    map[string]int `json:"errors,omitempty"`
 	// LeftOut counts the trials left out of n by owner (by class for
 	// those without one); Failures the trials in n its agent failed with
 	// an error of its own, by class.
@@ -67,7 +73,8 @@ type CaseSide struct {
 
 // CaseDelta compares one case across the runs. Pass is the case's outcome
 // for McNemar (a strict majority of its graded trials passed); Change is
-// "gained" (fail in A, pass in B), "lost", "same" or "not comparable".
+// "gained" (fail in A, pass in B), "lost", "same", "not comparable", or
+// "changed" (the case itself differs between the runs).
 type CaseDelta struct {
 	ID     string   `json:"id"`
 	A      CaseSide `json:"a"`
@@ -102,4 +109,47 @@ type DiffEstimate struct {
 	Confidence float64 `json:"confidence"`
 	Seed       uint64  `json:"seed"`
 	Resamples  int     `json:"resamples"`
+}
+
+// RankingType is the "type" of a Ranking.
+const RankingType = "ranking"
+
+// RankedRun is one run of a ranking.
+type RankedRun struct {
+	File string `json:"file"`
+	Rank int    `json:"rank"`
+	// MeanPassRate is the mean per-case pass rate over the cases every
+	// run graded; Low and High its bootstrap interval.
+	MeanPassRate float64 `json:"meanPassRate"`
+	Low          float64 `json:"low"`
+	High         float64 `json:"high"`
+	// Method is "exact" or "none" where the interval is not the
+	// bootstrap (every case alike; see Interval).
+	Method string `json:"method,omitempty"`
+}
+
+// RankPair is McNemar's exact test between two runs (A and B, files of
+// the ranking), with the p-value Holm-corrected for the number of pairs.
+type RankPair struct {
+	A     string `json:"a"`
+	B     string `json:"b"`
+	OnlyA int    `json:"onlyA"`
+	OnlyB int    `json:"onlyB"`
+	// P is McNemar's exact p-value, PHolm the same corrected.
+	P           float64 `json:"pValue"`
+	PHolm       float64 `json:"pHolm"`
+	Significant bool    `json:"significant"`
+}
+
+// Ranking compares N runs on the cases all of them graded (compare of
+// three runs or more, and compare.json of a suite of three agents or
+// more).
+type Ranking struct {
+	Type     string      `json:"type"`
+	Cases    int         `json:"cases"`
+	Runs     []RankedRun `json:"runs"`
+	Pairs    []RankPair  `json:"pairs"`
+	Alpha    float64     `json:"alpha"`
+	Seed     uint64      `json:"seed"`
+	Warnings []string    `json:"warnings,omitempty"`
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -124,6 +125,7 @@ func TestFilesConform(t *testing.T) {
 	}{
 		{"capture_a.jsonl", "CaptureRecord", nil},
 		{"capture_b.jsonl", "CaptureRecord", nil},
+		{"capture_steps.jsonl", "CaptureRecord", nil},
 		{"ungraded.jsonl", "CaptureRecord", nil},
 		{"trials_a.jsonl", "TrialsRecord", map[string]*jsonschema.Schema{schemas.SummaryType: sum}},
 		{"acp_trials.jsonl", "TrialsRecord", nil},
@@ -243,4 +245,20 @@ func TestGoldenFilesExist(t *testing.T) {
 	if len(m) < 8 {
 		t.Errorf("golden files: %v", m)
 	}
+}
+
+// A ranking of three runs (compare of three, a suite's compare.json of
+// three agents) conforms to the Ranking schema.
+func TestRankingConforms(t *testing.T) {
+	names := []string{"../testdata/report/trials_a.jsonl", "../testdata/report/trials_b.jsonl", "../testdata/report/trials_a.jsonl"}
+	runs, err := trials.ReadRuns(names, func(name string) (io.ReadCloser, error) { return os.Open(name) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	rk := trials.Rank(runs, trials.CompareOptions{K: 1, Seed: 1, Resamples: 50})
+	b, _ := json.Marshal(rk)
+	if !bytes.Contains(b, []byte(`"onlyA":`)) {
+		t.Errorf("pairs are not in the schema's keys: %s", b)
+	}
+	validate(t, compile(t, "Ranking"), "ranking", b)
 }

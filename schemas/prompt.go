@@ -2,6 +2,8 @@ package schemas
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -206,4 +208,30 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 // MarshalJSON writes the duration as whole milliseconds.
 func (d Duration) MarshalJSON() ([]byte, error) {
 	return []byte(strconv.FormatInt(time.Duration(d).Milliseconds(), 10)), nil
+}
+
+// ContentHash is the hex sha256 of the case as it runs: every key of its
+// prompts line (id, input, expected answer, metadata, timeout, workspace,
+// image and the keys this build does not know), in a canonical encoding,
+// so that the same case read from any file has the same hash and any
+// change to it gives another.
+func (p PromptCase) ContentHash() string {
+	b, err := p.MarshalJSON()
+	if err != nil {
+		return ""
+	}
+	// Re-encoded from a generic value: keys sorted, no spaces, numbers
+	// as written.
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return ""
+	}
+	canon, err := json.Marshal(v)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(canon)
+	return hex.EncodeToString(sum[:])
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // Error classes put on a record's Error, one per failure kind.
@@ -20,6 +21,7 @@ const (
 	ErrGraderInvalid  = "grader_invalid"  // the grader's output was not a valid result
 	ErrInterrupted    = "interrupted"     // the run was interrupted by a signal
 	ErrResourceLimit  = "resource_limit"  // the agent hit a resource cap of its sandbox (memory, pids, disk)
+	ErrReplayMiss     = "replay_miss"     // a model call had no recorded answer to replay (infrastructure)
 	// ErrUnclassified is the class counted for an error that has none.
 	ErrUnclassified = "unclassified"
 )
@@ -104,6 +106,22 @@ type CaptureRecord struct {
 	// not the agent's (an infrastructure failure, retried), oldest first;
 	// the record itself is the last attempt. They never count as trials.
 	Attempts []Attempt `json:"attempts,omitempty"`
+	// CaseHash is the content hash of the case the record ran
+	// (PromptCase.ContentHash); empty in records of older runs.
+	CaseHash string `json:"caseHash,omitempty"`
+	// TaskSteps are the steps of a multi-step task the trial reached, in
+	// order; Score is then their combined verdict.
+	TaskSteps []TaskStep `json:"taskSteps,omitempty"`
+	// ModelCalls is the ledger of the agent's model calls, as the run's
+	// model gateway saw them; with it, Usage holds the ledger's sums and
+	// AgentUsage what the agent reported itself.
+	ModelCalls []ModelCall `json:"modelCalls,omitempty"`
+	// AgentUsage is the usage the agent reported, kept beside Usage when
+	// Usage holds the ledger's sums.
+	AgentUsage *Usage `json:"agentUsage,omitempty"`
+	// ProviderFailure says the trial ended on failed model calls the
+	// agent could not get past: the provider's fault, not the agent's.
+	ProviderFailure *ProviderFailure `json:"providerFailure,omitempty"`
 }
 
 // Attempt is one failed attempt at a unit, kept on the record of the
@@ -182,7 +200,10 @@ type Truncation struct {
 // Timing holds the wall-clock facts of a record. Start, End and Written
 // are epoch milliseconds; the others are durations in milliseconds. End is
 // when the agent answered the case's last turn; Written when the run
-// wrote the record, grading done (0 in records of older runs).
+// wrote the record, grading done (0 in records of older runs). Total is
+// the agent's part of the trial (Start to End); Trial the whole trial, as
+// -j counts it: the agent's part, then a task's verification and the
+// graders that run in the trial's slot (0 in records of older runs).
 type Timing struct {
 	Start           int64  `json:"start"`
 	End             int64  `json:"end"`
@@ -190,6 +211,7 @@ type Timing struct {
 	FirstResponse   *int64 `json:"firstResponse,omitempty"`
 	SessionCreation int64  `json:"sessionCreation"`
 	Total           int64  `json:"total"`
+	Trial           int64  `json:"trial,omitempty"`
 }
 
 // Usage is the token and context usage the agent reported: the latest
@@ -293,15 +315,40 @@ type Workspace struct {
 	// hooks, refs, HEAD; not objects, logs or the index): text files with
 	// their diffs, binary files without their content.
 	GitChanges []FileChange `json:"gitChanges,omitempty"`
-	// Image names the image the case ran in (its reference and ID), when
-	// it ran in one; FileChanges then covers its working directory.
-	Image string `json:"image,omitempty"`
+	// Image names the image the case ran in, when it ran in one;
+	// FileChanges then covers its working directory.
+	Image *ImageInfo `json:"image,omitempty"`
 	// ImageSource says, for a Harbor task, where its image came from:
 	// ImagePrebuilt or ImageBuilt.
 	ImageSource string `json:"imageSource,omitempty"`
 	// OutsideChanges lists what the case changed in the image outside its
 	// working directory (with an image).
 	OutsideChanges []PathChange `json:"outsideChanges,omitempty"`
+}
+
+// ImageInfo names the image a case ran in.
+type ImageInfo struct {
+	// Ref is the reference as the run named it.
+	Ref string `json:"ref"`
+	// Digest identifies its content: the registry's manifest digest of
+	// a pulled image, else the image ID or content hash ("" for a root
+	// filesystem directory used in place).
+	Digest string `json:"digest,omitempty"`
+	// Source says where it came from: pulled, built or local.
+	Source string `json:"source,omitempty"`
+}
+
+// UnmarshalJSON reads the object, and the "REF@ID" string records
+// written before the image was an object.
+func (i *ImageInfo) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		ref, id, _ := strings.Cut(s, "@")
+		*i = ImageInfo{Ref: ref, Digest: id}
+		return nil
+	}
+	type plain ImageInfo
+	return json.Unmarshal(b, (*plain)(i))
 }
 
 // Where a Harbor task's image came from (Workspace.ImageSource).
@@ -420,6 +467,10 @@ type GraderResult struct {
 	DurationMs int64           `json:"durationMs,omitempty"`
 	Usage      json.RawMessage `json:"usage,omitempty"`
 	Error      *ErrorInfo      `json:"error,omitempty"`
+	// Notes say what the grader's reply held that harness did not read
+	// (a misspelt key), for the caller to tell the grader's author; they
+	// are not written.
+	Notes []string `json:"-"`
 }
 
 // Check is one aspect of a grader result.

@@ -60,6 +60,9 @@ func readResults(name string, r io.Reader, parse func([]byte) (ResultLine, error
 		switch {
 		case signedLine == 0:
 			firstSigned, signedLine = signed, lineNo
+		case signed != firstSigned && !json.Valid(bytes.TrimSpace(line)):
+			// Not a record at all: say that, not that it is unsigned.
+			return &InputError{File: name, Line: lineNo, Msg: NotJSONLine}
 		case signed != firstSigned:
 			what := map[bool]string{true: "signed by harness (it has an integrity field)", false: "not signed by harness (it has no integrity field)"}
 			return &InputError{File: name, Line: lineNo, Field: IntegrityField, Msg: fmt.Sprintf(
@@ -104,6 +107,10 @@ func readResults(name string, r io.Reader, parse func([]byte) (ResultLine, error
 	return kind, nil
 }
 
+// NotJSONLine says what is wrong with a line that is not JSON in the
+// middle of a results file.
+const NotJSONLine = "not JSON: a results file holds one JSON record a line, and this line is none (text added to the file, or a record cut short, by something else than harness)"
+
 // TornLine says what is wrong with a last line cut short (no newline at
 // its end, and not whole JSON) and what to do about it.
 const TornLine = "the last line is torn: cut short (no newline at its end, and not whole JSON), as a run stopped while writing it leaves it, not changed by anything else; " +
@@ -117,6 +124,9 @@ const TornLine = "the last line is torn: cut short (no newline at its end, and n
 func ParseResultLine(line []byte) (ResultLine, error) {
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 || line[0] != '{' {
+		if !json.Valid(line) {
+			return ResultLine{}, &InputError{Msg: NotJSONLine}
+		}
 		return ResultLine{}, &InputError{Msg: "not a JSON object"}
 	}
 	// Fast path: every capture record has a trajectory, and trials records
@@ -180,12 +190,17 @@ type briefStep struct {
 func ParseResultLineBrief(line []byte) (ResultLine, error) {
 	var brief struct {
 		recordFields
-		Trajectory []briefStep `json:"trajectory"`
-		Events     []briefStep `json:"events"`
+		Trajectory  []briefStep   `json:"trajectory"`
+		Events      []briefStep   `json:"events"`
+		GraderError *GraderResult `json:"graderError"`
 	}
 	line = bytes.TrimSpace(line)
 	if len(line) > 0 && line[0] == '{' && fastjson.Unmarshal(line, &brief) == nil && brief.Trajectory != nil && brief.ID != "" {
 		cr := CaptureRecord(brief.recordFields)
+		if cr.Score == nil {
+			// A grader error is read back as the full reader reads it.
+			cr.Score = brief.GraderError
+		}
 		cr.Trajectory = make([]Step, len(brief.Trajectory))
 		for i, st := range brief.Trajectory {
 			cr.Trajectory[i] = Step{Type: st.Type, StepID: st.StepID, Name: st.Name}

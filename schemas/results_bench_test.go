@@ -49,3 +49,17 @@ func BenchmarkParseResultLine(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkContentHash is the cost of a case's content hash, taken once per
+// record written and once per case on resume: a case with a multi-line
+// input, an expected answer and metadata.
+func BenchmarkContentHash(b *testing.B) {
+	c := PromptCase{ID: "case-1", Input: SingleTurn(strings.Repeat("Fix the failing test in pkg/foo. ", 40)), Expected: "tests pass",
+		Metadata: map[string]any{"category": "bugs", "difficulty": "hard", "tags": []any{"go", "tests"}}, Timeout: Duration(90e9)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if c.ContentHash() == "" {
+			b.Fatal("no hash")
+		}
+	}
+}

@@ -37,3 +37,20 @@ func TestReadResultsTornLastLine(t *testing.T) {
 		}
 	}
 }
+
+// A record's duration is its trial's (timing.trial: the agent, a task's
+// verification, the graders in its slot); the agent's part is
+// timing.total. Records of older runs have the agent's part only.
+func TestRecordDurationIsTheTrials(t *testing.T) {
+	r := CaptureRecord{Timing: Timing{Start: 1000, End: 1147, Total: 147, Trial: 140_000}}
+	if d, a := RecordDuration(&r), AgentDuration(&r); d != 140_000 || a != 147 {
+		t.Errorf("duration %d, agent %d; want 140000 and 147", d, a)
+	}
+	if e := NewTrialEntry(r, ""); e.Duration != 140_000 {
+		t.Errorf("trial entry duration %d, want 140000", e.Duration)
+	}
+	old := CaptureRecord{Timing: Timing{Start: 1000, End: 1147}}
+	if d, a := RecordDuration(&old), AgentDuration(&old); d != 147 || a != 147 {
+		t.Errorf("older record: duration %d, agent %d; want 147 and 147", d, a)
+	}
+}

@@ -113,3 +113,24 @@ func (s *Step) TextContent() string {
 	}
 	return t
 }
+
+// AnsweredRecord is the record of a case whose agent gave answer as its
+// final message and did nothing else: the answer is the output, the last
+// turn's one agent message step (so graders that read the conversation see
+// it last) and the turn ended normally. Grading an answer that no agent
+// produced (a reference answer, a synthetic output) goes through it, so
+// such an answer is graded exactly as if an agent had answered it.
+func AnsweredRecord(id string, input Turns, answer string) CaptureRecord {
+	content, _ := json.Marshal(answer)
+	turn := max(len(input.List), 1)
+	return CaptureRecord{
+		ID:     id,
+		Trial:  1,
+		Input:  input,
+		Output: answer,
+		Trajectory: []Step{{Type: StepMessage, StepID: id + "-t1-s1", Turn: turn,
+			Content: content}},
+		StopReason: "end_turn",
+		Metadata:   map[string]any{},
+	}
+}

@@ -40,11 +40,14 @@ type TrialsRecord struct {
 	// PassExpK is pass^K; absent when N < K.
 	PassExpK *float64 `json:"passExpK,omitempty"`
 	// PassAt holds pass@k for k = 1..N, keyed "1".."N".
-	PassAt map[string]float64 `json:"passAt"`
+	PassAt Curve `json:"passAt"`
 	// PassExp holds pass^k for k = 1..N, keyed "1".."N".
-	PassExp map[string]float64 `json:"passExp"`
+	PassExp Curve `json:"passExp"`
 	// PassRateCI is the Wilson 95% interval of PassRate; absent when N is 0.
 	PassRateCI *Interval `json:"passRateCI,omitempty"`
+	// MeanScore is the mean score of the N graded trials, for graders
+	// whose verdict is a score more than a pass (absent when N is 0).
+	MeanScore *float64 `json:"meanScore,omitempty"`
 	// Errors counts the trials left out of N, by error class.
 	Errors map[string]int `json:"errors,omitempty"`
 	// LeftOut counts the trials left out of N by owner (by class for
@@ -67,12 +70,21 @@ type TrialsRecord struct {
 	// Adaptive is set by an adaptive run: why the case stopped and its
 	// estimates that stay unbiased under the stopping rule.
 	Adaptive *AdaptiveCase `json:"adaptive,omitempty"`
+	// CaseHash is the content hash of the case (PromptCase.ContentHash);
+	// empty in records of older runs.
+	CaseHash string `json:"caseHash,omitempty"`
 }
 
 // Interval is a confidence interval.
 type Interval struct {
 	Low  float64 `json:"low"`
 	High float64 `json:"high"`
+	// Method is set where the interval is not the kind its field names:
+	// "exact" (Clopper–Pearson over the cases, when every case passed or
+	// every case failed, so a bootstrap over cases has no spread) or
+	// "none" (every case has the same value otherwise: the interval is
+	// the point).
+	Method string `json:"method,omitempty"`
 }
 
 // TrialEntry is one trial inside a TrialsRecord: the capture record of that
@@ -112,9 +124,20 @@ func NewTrialEntry(rec CaptureRecord, excluded string) TrialEntry {
 	return e
 }
 
-// RecordDuration is how long a record took in milliseconds: timing.total
-// when set, else end − start.
+// RecordDuration is how long a record's trial took in milliseconds: the
+// whole trial (timing.trial: the agent, a task's verification and the
+// graders in the trial's slot) when set, else the agent's part
+// (AgentDuration), which is all a record of an older run has.
 func RecordDuration(r *CaptureRecord) int64 {
+	if r.Timing.Trial > 0 {
+		return r.Timing.Trial
+	}
+	return AgentDuration(r)
+}
+
+// AgentDuration is the agent's part of a record's trial in milliseconds:
+// timing.total when set, else end − start.
+func AgentDuration(r *CaptureRecord) int64 {
 	if r.Timing.Total > 0 {
 		return r.Timing.Total
 	}
@@ -322,14 +345,18 @@ type TrialsSummary struct {
 	PassRate *float64 `json:"passRate,omitempty"`
 	// PassRateCI is a bootstrap interval of PassRate, resampling cases.
 	PassRateCI *Interval `json:"passRateCI,omitempty"`
+	// MeanScore is the mean over cases of their graded trials' mean
+	// score, with its bootstrap interval over cases; absent when nothing
+	// was graded or the records carry no scores.
+	MeanScore *Estimate `json:"meanScore,omitempty"`
 	// PassAtK and PassExpK are the means at the asked K, over the cases with
 	// n ≥ K; absent when no case has that many graded trials.
 	PassAtK  *Estimate `json:"passAtK,omitempty"`
 	PassExpK *Estimate `json:"passExpK,omitempty"`
 	// PassAt and PassExp hold the mean curves keyed "1".."max n"; each point
 	// averages the cases with n ≥ k (Cases says how many).
-	PassAt  map[string]Estimate `json:"passAt"`
-	PassExp map[string]Estimate `json:"passExp"`
+	PassAt  EstimateCurve `json:"passAt"`
+	PassExp EstimateCurve `json:"passExp"`
 	// Confidence, Seed and Resamples describe the bootstrap.
 	Confidence float64 `json:"confidence"`
 	Seed       uint64  `json:"seed"`
@@ -372,4 +399,7 @@ type Estimate struct {
 	Low   float64 `json:"low"`
 	High  float64 `json:"high"`
 	Cases int     `json:"cases"`
+	// Method is "exact" or "none" where the interval is not the bootstrap
+	// (see Interval.Method).
+	Method string `json:"method,omitempty"`
 }

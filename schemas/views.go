@@ -22,6 +22,9 @@ type SummaryResult struct {
 	Excluded string `json:"excluded,omitempty"`
 	// Error is the record's or the grader's error message, if any.
 	Error string `json:"error,omitempty"`
+	// ModelCalls sums the record's ledger of model calls, when it has
+	// one: calls, tokens and cost.
+	ModelCalls *ModelCallsSummary `json:"modelCalls,omitempty"`
 }
 
 // ValidationResult is one line of validate-refs output: what the grader said

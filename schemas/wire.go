@@ -45,13 +45,26 @@ type recordWire struct {
 	Format      int           `json:"format,omitempty"`
 }
 
+// GraderOutcome is where a record's grader result is written: a verdict
+// under "score", an error under "graderError", never both. It is the one
+// rule every writer of grader outcomes follows (a capture record written
+// whole, a results line regraded in place), so a line regraded after its
+// grader errored loses the old "graderError" and the other way round.
+func GraderOutcome(res *GraderResult) (score, graderError *GraderResult) {
+	if res == nil {
+		return nil, nil
+	}
+	if res.Error != nil {
+		return nil, res
+	}
+	return res, nil
+}
+
 // MarshalJSON writes the record in the current format: the peer's step
 // kinds in trajectory, the others in events.
 func (r CaptureRecord) MarshalJSON() ([]byte, error) {
 	w := recordWire{recordFields: recordFields(r), Format: FormatVersion}
-	if r.Score != nil && r.Score.Error != nil {
-		w.GraderError, w.Score = r.Score, nil
-	}
+	w.Score, w.GraderError = GraderOutcome(r.Score)
 	w.Trajectory = make([]Step, 0, len(r.Trajectory))
 	for _, s := range r.Trajectory {
 		if !PeerStep(s.Type) {

@@ -62,6 +62,10 @@ type Suite struct {
 	Workspace Workspace
 	// Flags are the run flags the suite sets, with the gates as flags.
 	Flags []Flag
+	// Regression is the comparison gate (gates.baseline,
+	// gates.max-regression, gates.significance): nil when the suite has
+	// none.
+	Regression *RegressionGate
 	// CaseFields names the field of each inline case, by id
 	// ("tests[2]", "prompts[0]"), for errors found after parsing.
 	CaseFields map[string]string
@@ -90,7 +94,10 @@ func (s *Suite) Line(field string) int {
 
 // Agent is one agent of the matrix.
 type Agent struct {
-	Name    string
+	Name string
+	// Line is the line of the agent's name in the suite (0 for the
+	// command given after --).
+	Line    int
 	Command []string
 	// Env holds KEY=VALUE pairs added to the agent's environment.
 	Env []string
@@ -101,6 +108,25 @@ type Agent struct {
 	// Flags are run flags for this agent only.
 	Flags []Flag
 }
+
+// RegressionGate is a suite's comparison gate: every other agent fails it
+// when its mean pass rate is lower than the baseline's by more than
+// MaxDrop and McNemar's exact test on the cases' outcomes gives a p-value
+// below Alpha.
+type RegressionGate struct {
+	// Baseline names the suite's agent the others are compared with.
+	Baseline string
+	// MaxDrop is the largest drop of mean pass rate allowed (0..1).
+	MaxDrop float64
+	// Alpha is the significance level (default DefaultAlpha).
+	Alpha float64
+	// Line is the line of gates.baseline.
+	Line int
+}
+
+// DefaultAlpha is the significance level of a comparison gate that does
+// not set one.
+const DefaultAlpha = 0.05
 
 // Workspace is the workspace template of every case and its hooks.
 type Workspace struct {
@@ -196,6 +222,7 @@ func Parse(name string, b []byte, check FlagCheck) (*Suite, error) {
 	}
 	p := &parser{s: s}
 	err = p.root(root)
+	err = errors.Join(err, s.checkBaseline())
 	if check != nil {
 		err = errors.Join(err, checkFlags(s, check))
 	}
@@ -714,7 +741,7 @@ func (p *parser) agents(v *yaml.Node) error {
 		if k.Value == "" || strings.ContainsAny(k.Value, "/\\ ") {
 			return p.errf(k, field, "an agent name must be a word (it names files)")
 		}
-		ag := Agent{Name: k.Value}
+		ag := Agent{Name: k.Value, Line: k.Line}
 		var err error
 		switch a.Kind {
 		case yaml.ScalarNode, yaml.SequenceNode:
@@ -855,17 +882,39 @@ func (p *parser) workspace(v *yaml.Node) error {
 	})
 }
 
-// gateKeys are the keys of gates: the gate flags of trials.
-var gateKeys = []string{"min-pass-rate", "min-pass-at", "min-pass-exp", "min-coverage", "allow-grader-errors", "fail-on", "leave-out", "max-cost", "max-tokens"}
+// gateKeys are the keys of gates: the gate flags of trials, then those of
+// the comparison gate.
+var gateKeys = []string{"min-pass-rate", "min-pass-at", "min-pass-exp", "min-coverage", "allow-grader-errors", "fail-on", "leave-out", "max-cost", "max-tokens",
+	"baseline", "max-regression", "significance"}
 
 func (p *parser) gates(v *yaml.Node) error {
 	if v.Kind != yaml.MappingNode {
 		return p.errf(v, "gates", "must be a mapping such as {min-pass-rate: 0.8, min-pass-at: {1: 0.6}}")
 	}
-	return pairs(v, func(k, n *yaml.Node) error {
+	var cmp struct {
+		baseline, drop, alpha *yaml.Node
+		dropKey, alphaKey     *yaml.Node
+	}
+	err := pairs(v, func(k, n *yaml.Node) error {
 		key := canonical(k.Value)
 		if !slices.Contains(gateKeys, key) {
 			return p.errf(k, "gates."+k.Value, "unknown gate%s (known: %s)", meant(key, gateKeys), strings.Join(gateKeys, ", "))
+		}
+		switch key {
+		case "baseline":
+			cmp.baseline = k
+			var name string
+			if err := p.str(n, "gates."+k.Value, &name); err != nil {
+				return err
+			}
+			p.s.Regression = &RegressionGate{Baseline: name, Alpha: DefaultAlpha, Line: k.Line}
+			return nil
+		case "max-regression":
+			cmp.drop, cmp.dropKey = n, k
+			return nil
+		case "significance":
+			cmp.alpha, cmp.alphaKey = n, k
+			return nil
 		}
 		if (key == "min-pass-at" || key == "min-pass-exp") && n.Kind == yaml.MappingNode {
 			f := Flag{Name: key, Line: k.Line, Field: "gates." + k.Value}
@@ -880,6 +929,64 @@ func (p *parser) gates(v *yaml.Node) error {
 		p.s.Flags = append(p.s.Flags, f)
 		return err
 	})
+	return errors.Join(err, p.regressionGate(cmp.baseline, cmp.dropKey, cmp.drop, cmp.alphaKey, cmp.alpha))
+}
+
+// regressionGate reads the comparison gate's drop and significance level
+// (the baseline is read, and checked against the agents, elsewhere).
+func (p *parser) regressionGate(baseline, dropKey, drop, alphaKey, alpha *yaml.Node) error {
+	g := p.s.Regression
+	if g == nil {
+		if baseline != nil {
+			return nil // its own error is told
+		}
+		for _, k := range []*yaml.Node{dropKey, alphaKey} {
+			if k != nil {
+				return p.errf(k, "gates."+k.Value, "compares each agent with a baseline: name it in gates.baseline (one of the suite's agents)")
+			}
+		}
+		return nil
+	}
+	var errs []error
+	if drop != nil {
+		x, err := strconv.ParseFloat(drop.Value, 64)
+		if err != nil || drop.Kind != yaml.ScalarNode || x < 0 || x > 1 {
+			errs = append(errs, p.errf(drop, "gates."+dropKey.Value, "want the largest allowed drop of pass rate, a fraction between 0 and 1 (0.05, not 5), got %q", drop.Value))
+		}
+		g.MaxDrop = x
+	}
+	if alpha != nil {
+		x, err := strconv.ParseFloat(alpha.Value, 64)
+		if err != nil || alpha.Kind != yaml.ScalarNode || x <= 0 || x >= 1 {
+			errs = append(errs, p.errf(alpha, "gates."+alphaKey.Value, "want a significance level between 0 and 1 (0.05), got %q", alpha.Value))
+		}
+		g.Alpha = x
+	}
+	return errors.Join(errs...)
+}
+
+// checkBaseline checks that the comparison gate's baseline is one of the
+// suite's agents (the agents may come after the gates in the file).
+func (s *Suite) checkBaseline() error {
+	g := s.Regression
+	if g == nil {
+		return nil
+	}
+	var names []string
+	for _, a := range s.Agents {
+		names = append(names, a.Name)
+	}
+	if len(names) < 2 {
+		return &Error{File: s.File, Line: g.Line, Field: "gates.baseline", Msg: "compares the suite's agents with one of them: name two agents or more under agents"}
+	}
+	if !slices.Contains(names, g.Baseline) {
+		msg := fmt.Sprintf("no agent %q", g.Baseline)
+		if n := suggest.Nearest(g.Baseline, names); n != "" {
+			msg += fmt.Sprintf(": did you mean %s?", n)
+		}
+		return &Error{File: s.File, Line: g.Line, Field: "gates.baseline", Msg: msg + " (agents: " + strings.Join(names, ", ") + ")"}
+	}
+	return nil
 }
 
 // flag reads a run flag set by its long name: a scalar, or a list for a

@@ -180,15 +180,43 @@ func TestErrors(t *testing.T) {
 		"name: x":                                                    `no cases`,
 		"tests: [{id: a, input: x, assert: [x]}, {id: b, input: y}]": `s.yaml:1: field "tests[1]": case "b" has no assert`,
 		"prompts: [\n": `s.yaml:1: not valid YAML`,
-		"tests:\n  - id: a\n    input: [{role: system, content: x}]": `s.yaml:3: field "tests[0].input": message 0: role "system"`,
-		"prompts: p.jsonl\nagents: {a: \"./x 'y\"}":                  `s.yaml:2: field "agents.a": unterminated '`,
-		"prompts: p.jsonl\ntimeout: {a: 1}":                          `s.yaml:2: field "timeout": unknown key`,
+		"tests:\n  - id: a\n    input: [{role: system, content: x}]":                         `s.yaml:3: field "tests[0].input": message 0: role "system"`,
+		"prompts: p.jsonl\nagents: {a: \"./x 'y\"}":                                          `s.yaml:2: field "agents.a": unterminated '`,
+		"prompts: p.jsonl\ntimeout: {a: 1}":                                                  `s.yaml:2: field "timeout": unknown key`,
+		"prompts: p.jsonl\nagents: {a: x, b: y}\ngates:\n  baseline: c":                      `s.yaml:4: field "gates.baseline": no agent "c" (agents: a, b)`,
+		"prompts: p.jsonl\nagents: {main: x, pr: y}\ngates: {baseline: mian}":                `s.yaml:3: field "gates.baseline": no agent "mian": did you mean main?`,
+		"prompts: p.jsonl\nagents: {a: x}\ngates: {baseline: a}":                             `s.yaml:3: field "gates.baseline": compares the suite's agents with one of them: name two agents or more`,
+		"prompts: p.jsonl\nagents: {a: x, b: y}\ngates:\n  max-regression: 0.1":              `s.yaml:4: field "gates.max-regression": compares each agent with a baseline: name it in gates.baseline`,
+		"prompts: p.jsonl\nagents: {a: x, b: y}\ngates:\n  baseline: a\n  max-regression: 5": `s.yaml:5: field "gates.max-regression": want the largest allowed drop of pass rate, a fraction between 0 and 1 (0.05, not 5), got "5"`,
+		"prompts: p.jsonl\nagents: {a: x, b: y}\ngates:\n  baseline: a\n  significance: 1":   `s.yaml:5: field "gates.significance": want a significance level between 0 and 1`,
+		"prompts: p.jsonl\nagents: {a: x, b: y}\ngates:\n  baselin: a":                       `s.yaml:4: field "gates.baselin": unknown gate: did you mean baseline?`,
 	}
 	for text, want := range cases {
 		_, err := Parse("s.yaml", []byte(text), nil)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q:\n got %v\nwant %s", text, err, want)
 		}
+	}
+}
+
+// A comparison gate names its baseline agent, the largest allowed drop
+// and the significance level (default 0.05), in any order around the
+// agents.
+func TestRegressionGate(t *testing.T) {
+	s, err := Parse("s.yaml", []byte("prompts: p.jsonl\ngates:\n  baseline: main\n  max_regression: 0.1\n  min-pass-rate: 0.5\nagents: {main: x, pr: y}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &RegressionGate{Baseline: "main", MaxDrop: 0.1, Alpha: DefaultAlpha, Line: 3}
+	if !reflect.DeepEqual(s.Regression, want) {
+		t.Errorf("gate %+v, want %+v", s.Regression, want)
+	}
+	if len(s.Flags) != 1 || s.Flags[0].Name != "min-pass-rate" {
+		t.Errorf("the comparison gate's keys are not run flags: %+v", s.Flags)
+	}
+	s, err = Parse("s.yaml", []byte("prompts: p.jsonl\nagents: {main: x, pr: y}\ngates: {baseline: main, significance: 0.01}\n"), nil)
+	if err != nil || s.Regression.Alpha != 0.01 || s.Regression.MaxDrop != 0 {
+		t.Errorf("gate %+v, %v", s.Regression, err)
 	}
 }
 
@@ -220,6 +248,17 @@ func TestSchemaMatchesParser(t *testing.T) {
 	}
 	if got, want := slices.Sorted(maps.Keys(doc.Properties)), slices.Sorted(slices.Values(RootKeys)); !reflect.DeepEqual(got, want) {
 		t.Errorf("schema keys %v, parser keys %v", got, want)
+	}
+	var gates struct {
+		Properties struct {
+			Gates struct {
+				Properties map[string]any `json:"properties"`
+			} `json:"gates"`
+		} `json:"properties"`
+	}
+	json.Unmarshal(b, &gates)
+	if got, want := slices.Sorted(maps.Keys(gates.Properties.Gates.Properties)), slices.Sorted(slices.Values(gateKeys)); !reflect.DeepEqual(got, want) {
+		t.Errorf("schema gates %v, parser gates %v", got, want)
 	}
 	var testProps []string
 	for k := range doc.Defs.Test.Properties {

@@ -1,19 +1,24 @@
 package suiterun
 
 import (
+	"path/filepath"
 	"strconv"
 
 	"harness/schemas"
 	"harness/suite"
 )
 
-// Budget is a run's spending limit, shared by its agents in turn: an agent
-// gets what the ones before it left. Zero fields are no limit.
+// Budget is a run's spending limit, split between its agents in turn: an
+// agent gets an equal share of what the ones before it left (Share), so
+// the last agent is never starved by the first. Zero fields are no limit.
 type Budget struct {
 	// Cost is the most the run may cost, in USD.
 	Cost float64
 	// Tokens is the most tokens the run may use.
 	Tokens int64
+	// CostLine and TokensLine are the suite lines that set Cost and
+	// Tokens: 0 when the caller gave them (or they are not set).
+	CostLine, TokensLine int
 }
 
 // Limit names the limit of a Budget that was reached.
@@ -38,10 +43,12 @@ func SuiteBudget(s *suite.Suite, cost float64, tokens int64) (Budget, error) {
 	for _, f := range s.Flags {
 		var err error
 		switch {
-		case f.Name == "max-cost" && b.Cost == 0:
+		case f.Name == "max-cost" && cost == 0:
 			b.Cost, err = strconv.ParseFloat(f.Values[len(f.Values)-1], 64)
-		case f.Name == "max-tokens" && b.Tokens == 0:
+			b.CostLine = f.Line
+		case f.Name == "max-tokens" && tokens == 0:
 			b.Tokens, err = strconv.ParseInt(f.Values[len(f.Values)-1], 10, 64)
+			b.TokensLine = f.Line
 		}
 		if err != nil || b.Cost < 0 || b.Tokens < 0 {
 			return b, &schemas.InputError{File: s.File, Line: f.Line, Field: f.Name, Msg: "must be a number ≥ 0"}
@@ -80,4 +87,25 @@ func (b Budget) Left(spent *schemas.Cost) Budget {
 		left.Tokens = max(b.Tokens-spent.Tokens(), 1)
 	}
 	return left
+}
+
+// Share is one agent's part of b once spent is spent: what is left
+// (Left), split evenly between the n agents still to run, this one among
+// them. What an agent leaves of its share goes to the ones after it.
+func (b Budget) Share(spent *schemas.Cost, n int) Budget {
+	left := b.Left(spent)
+	if n > 1 {
+		left.Cost /= float64(n)
+		if left.Tokens > 0 {
+			left.Tokens = max(left.Tokens/int64(n), 1)
+		}
+	}
+	return left
+}
+
+// Replayed reports whether agent a is harness replay, serving recorded
+// trials back (docs/replay.md): it costs nothing, so it takes no share of
+// the budget and needs no price.
+func Replayed(a *suite.Agent) bool {
+	return len(a.Command) >= 2 && filepath.Base(a.Command[0]) == "harness" && a.Command[1] == "replay"
 }

@@ -18,7 +18,7 @@ max-cost: 2.5
 max-tokens: 1000
 `})
 	b, err := SuiteBudget(s, 0, 0)
-	if err != nil || b != (Budget{Cost: 2.5, Tokens: 1000}) {
+	if err != nil || b != (Budget{Cost: 2.5, Tokens: 1000, CostLine: 2, TokensLine: 3}) {
 		t.Errorf("from the suite: %+v, %v", b, err)
 	}
 	// The caller's limits win over the suite's.
@@ -89,7 +89,7 @@ agents:
 	})
 	s.K = 3
 	out := filepath.Join(t.TempDir(), "a.jsonl")
-	tr := AgentTrials(s, &s.Agents[0], out, Budget{Tokens: 10}, &schemas.Cost{InputTokens: 4})
+	tr := AgentTrials(s, &s.Agents[0], out, Budget{Tokens: 10}, &schemas.Cost{InputTokens: 4}, 1)
 	want := Trials{
 		K: 3, Output: out, Workspace: suite.Workspace{Template: s.Dir, Setup: "make"},
 		Protect: []string{filepath.Dir(out), s.File, s.PromptsFile},
@@ -99,8 +99,32 @@ agents:
 		t.Errorf("agent a:\n%+v\nwant\n%+v", tr, want)
 	}
 	// The agent's own flags override its sandbox key and the suite's.
-	tr = AgentTrials(s, &s.Agents[1], out, Budget{}, nil)
+	tr = AgentTrials(s, &s.Agents[1], out, Budget{}, nil, 1)
 	if tr.Protect != nil || tr.Sandbox != "bwrap" {
 		t.Errorf("agent b out of the sandbox: sandbox %q, protect %v", tr.Sandbox, tr.Protect)
+	}
+}
+
+// An agent gets an equal share of what the agents before it left; a
+// replayed agent none, and it needs none.
+func TestBudgetShare(t *testing.T) {
+	b := Budget{Cost: 1, Tokens: 100}
+	if got := b.Share(nil, 2); got != (Budget{Cost: 0.5, Tokens: 50}) {
+		t.Errorf("first of two: %+v", got)
+	}
+	// The first spent 0.2 of its 0.5: the second gets the 0.8 left.
+	if got := b.Share(&schemas.Cost{USD: usd(0.2), InputTokens: 30}, 1); got != (Budget{Cost: 0.8, Tokens: 70}) {
+		t.Errorf("last: %+v", got)
+	}
+	s := parse(t, map[string]string{"suite.yaml": `tests: [{id: a, input: x}]
+agents:
+  main: harness replay runs/main/main.jsonl
+  pr: ./agent
+`})
+	if !Replayed(&s.Agents[0]) || Replayed(&s.Agents[1]) {
+		t.Errorf("replayed: %v %v", Replayed(&s.Agents[0]), Replayed(&s.Agents[1]))
+	}
+	if tr := AgentTrials(s, &s.Agents[0], "", b, nil, 1); tr.Budget != (Budget{}) {
+		t.Errorf("a replayed agent is given a budget: %+v", tr.Budget)
 	}
 }

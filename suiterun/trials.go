@@ -30,16 +30,21 @@ type Trials struct {
 	Adapter, Model string
 	// Env holds the agent's KEY=VALUE pairs.
 	Env []string
-	// Budget is what is left of the run's budget for this agent.
+	// Budget is this agent's share of what is left of the run's budget
+	// (none for a replayed agent).
 	Budget Budget
 }
 
 // AgentTrials is the options of agent a's trials into out, given what the
-// agents before it spent of the run's budget b.
-func AgentTrials(s *suite.Suite, a *suite.Agent, out string, b Budget, spent *schemas.Cost) Trials {
+// agents before it spent of the run's budget b and the number of agents
+// still to run that share it, this one among them (Budget.Share).
+func AgentTrials(s *suite.Suite, a *suite.Agent, out string, b Budget, spent *schemas.Cost, sharing int) Trials {
 	t := Trials{
 		K: s.K, Output: out, Workspace: s.Workspace, Sandbox: a.Sandbox,
-		Adapter: a.Adapter, Model: a.Model, Env: a.Env, Budget: b.Left(spent),
+		Adapter: a.Adapter, Model: a.Model, Env: a.Env,
+	}
+	if !Replayed(a) {
+		t.Budget = b.Share(spent, sharing)
 	}
 	if out != "" {
 		if _, err := os.Stat(out); err == nil {

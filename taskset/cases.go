@@ -18,7 +18,8 @@ import (
 var ErrTimeoutScale = errors.New("the timeout scale must be positive")
 
 // WriteCases writes one prompt case per task, as a JSON line: its id the
-// task's name, its input instruction.md, its timeout the task's agent
+// task's name, its input instruction.md (a multi-step task's: each
+// step's instruction, one turn each), its timeout the task's agent
 // timeout multiplied by scale, its metadata the task's and the task
 // directory ("task"). A scale that is not positive is ErrTimeoutScale.
 func (s *Set) WriteCases(w io.Writer, scale float64) error {
@@ -32,7 +33,12 @@ func (s *Set) WriteCases(w io.Writer, scale float64) error {
 			meta[k] = v
 		}
 		timeout := time.Duration(float64(t.Config.AgentTimeout) * scale)
-		c := map[string]any{"id": t.Name, "input": t.Instruction, "timeout": timeout.String(), "metadata": meta}
+		var input any = t.Instruction
+		if t.MultiStep() {
+			// One turn per step, in one session.
+			input = t.Prompts()
+		}
+		c := map[string]any{"id": t.Name, "input": input, "timeout": timeout.String(), "metadata": meta}
 		if err := enc.Encode(c); err != nil {
 			return fmt.Errorf("the case of task %s: %w", t.Name, err)
 		}
@@ -55,6 +61,11 @@ func (s *Set) WriteSuite(cacheDir string, scale float64) (string, error) {
 		if cacheDir, err = image.DefaultCacheDir(); err != nil {
 			return "", err
 		}
+	}
+	// The suite names its prompts file by path, read from the suite's
+	// directory: a relative cache directory would be counted twice.
+	if cacheDir, err = filepath.Abs(cacheDir); err != nil {
+		return "", err
 	}
 	sum := sha256.Sum256([]byte(abs))
 	base := filepath.Join(cacheDir, "task-suites", fmt.Sprintf("%s-%x", filepath.Base(abs), sum[:6]))

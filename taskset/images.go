@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
+	"sync"
 
 	"harness/harbor"
 	"harness/image"
+	"harness/image/pull"
 	"harness/schemas"
 )
 
@@ -32,6 +35,86 @@ type ResolveOptions struct {
 	ForceBuild bool
 	// OnImage, when set, is told of each image before it is resolved.
 	OnImage func(ImageChoice)
+	// Concurrency bounds the images fetched from registries at once
+	// (0 = 4).
+	Concurrency int
+	// OnFetch, when set, is told of each image fetched (or found
+	// stored) before any is resolved; OnLayer of each layer fetched.
+	OnFetch func(Fetched)
+	OnLayer func(pull.Progress)
+}
+
+// Fetched is one image a run made sure of before any agent started.
+type Fetched struct {
+	// Ref is the image, Tasks the tasks that use it.
+	Ref   string
+	Tasks []string
+	// Pulled says it was pulled now (else it was stored or local).
+	Pulled bool
+	// Layers, Fetched and Total are its layers, the bytes fetched and
+	// the bytes of its layers.
+	Layers         int
+	Fetched, Total int64
+	// Err is why it could not be had.
+	Err error
+}
+
+// Fetch makes sure of every task's prebuilt image before anything is
+// built or run: each reference the store lacks is pulled, up to
+// o.Concurrency at once. It returns the failures by reference.
+func (s *Set) Fetch(ctx context.Context, store *image.Store, o ResolveOptions) map[string]error {
+	var refs []string
+	tasks := map[string][]string{}
+	for _, t := range s.Tasks {
+		ref, _ := t.ImageChoice(o.ForceBuild)
+		if ref == "" || image.Kind(ref) != "local" {
+			continue
+		}
+		if tasks[ref] == nil {
+			refs = append(refs, ref)
+		}
+		tasks[ref] = append(tasks[ref], t.Name)
+	}
+	failed := map[string]error{}
+	if len(refs) == 0 || store.Registry == nil {
+		return failed
+	}
+	n := o.Concurrency
+	if n <= 0 {
+		n = 4
+	}
+	var mu sync.Mutex
+	last := map[string]pull.Progress{}
+	progress := func(p pull.Progress) {
+		mu.Lock()
+		last[p.Ref] = p
+		mu.Unlock()
+		if o.OnLayer != nil {
+			o.OnLayer(p)
+		}
+	}
+	sem := make(chan struct{}, n)
+	var wg sync.WaitGroup
+	for _, ref := range refs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			pulled, err := store.Fetch(ctx, ref, progress)
+			mu.Lock()
+			p := last[ref]
+			if err != nil {
+				failed[ref] = err
+			}
+			mu.Unlock()
+			if o.OnFetch != nil {
+				o.OnFetch(Fetched{Ref: ref, Tasks: tasks[ref], Pulled: pulled, Layers: p.Layers, Fetched: p.Fetched, Total: p.Total, Err: err})
+			}
+		}()
+	}
+	wg.Wait()
+	return failed
 }
 
 // ResolveImages builds or unpacks each task's image once, as Harbor
@@ -46,11 +129,31 @@ func (s *Set) ResolveImages(ctx context.Context, store *image.Store, o ResolveOp
 			o.OnImage(c)
 		}
 	}
+	// Every image from a registry first: a missing one fails the run
+	// before anything is built, naming every task it leaves without.
+	failed := s.Fetch(ctx, store, o)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	var errs []error
+	for _, t := range s.Tasks {
+		ref, fallback := t.ImageChoice(o.ForceBuild)
+		if err := failed[ref]; err != nil && fallback == "" {
+			errs = append(errs, fmt.Errorf("task %s: %w", t.Name, err))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
 	imgs := map[string]*image.Image{}
 	for _, t := range s.Tasks {
 		ref, fallback := t.ImageChoice(o.ForceBuild)
 		tell(ImageChoice{Task: t.Name, Ref: ref, Unbuildable: o.ForceBuild && t.Build == ""})
-		img, err := resolve(ctx, store, t, ref)
+		var img *image.Image
+		err := failed[ref]
+		if err == nil {
+			img, err = resolve(ctx, store, t, ref)
+		}
 		if err != nil && fallback != "" && ctx.Err() == nil {
 			tell(ImageChoice{Task: t.Name, Ref: fallback, Failed: err})
 			img, err = resolve(ctx, store, t, fallback)
@@ -59,6 +162,11 @@ func (s *Set) ResolveImages(ctx context.Context, store *image.Store, o ResolveOp
 			return nil, fmt.Errorf("task %s: %w", t.Name, err)
 		}
 		imgs[t.Name] = img
+	}
+	if dir, err := filepath.Abs(s.Dir); err == nil && s.Dir != "" {
+		for _, img := range imgs {
+			store.UsedBy(img, dir)
+		}
 	}
 	return imgs, nil
 }

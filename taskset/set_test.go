@@ -170,6 +170,18 @@ func TestWriteSuite(t *testing.T) {
 	if p2, err := rel.WriteSuite(cache, 2); err != nil || p2 != p {
 		t.Errorf("by a relative name: %s, %v; want %s", p2, err, p)
 	}
+	// A relative cache directory: the suite still reads its prompts.
+	relCache, err := filepath.Rel(filepath.Dir(set.Dir), cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p4, err := rel.WriteSuite(relCache, 2); err != nil || p4 != p {
+		t.Errorf("a relative cache directory: %s, %v; want %s", p4, err, p)
+	} else if s, err := suite.Load(p4, nil); err != nil {
+		t.Errorf("a relative cache directory: %v", err)
+	} else if _, err := os.Stat(s.PromptsFile); err != nil {
+		t.Errorf("a relative cache directory: prompts %v", err)
+	}
 	other := dataset(t)
 	if p3, err := other.WriteSuite(cache, 2); err != nil || p3 == p {
 		t.Errorf("another directory of the same name: %s, %v", p3, err)

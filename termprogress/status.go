@@ -51,8 +51,12 @@ func (s *status) count(rec *schemas.CaptureRecord) string {
 	case "ERR":
 		s.errors++
 	}
-	return fmt.Sprintf("[%d/%d] %s trial %d: %s %s (%d ms)\n",
-		s.done, s.total, rec.ID, rec.Trial, mark, detail, rec.Timing.Total)
+	took := fmt.Sprintf("%d ms", schemas.RecordDuration(rec))
+	if a := schemas.AgentDuration(rec); a != schemas.RecordDuration(rec) {
+		took += fmt.Sprintf(", agent %d ms", a)
+	}
+	return fmt.Sprintf("[%d/%d] %s trial %d: %s %s (%s)\n",
+		s.done, s.total, rec.ID, rec.Trial, mark, detail, took)
 }
 
 // stopNote says what a stopping run waits for; resume names how a later

@@ -75,6 +75,15 @@ type View struct {
 	strays  int     // stray messages seen
 	stopped chan struct{}
 	once    sync.Once
+	// graderErrs are the distinct grader errors of the records written,
+	// by gist, in the order first met.
+	graderErrs []gistCount
+}
+
+// gistCount is one distinct grader error and how many records had it.
+type gistCount struct {
+	gist string
+	n    int
 }
 
 // New returns a View that writes to w.
@@ -221,11 +230,26 @@ func (v *View) record(rec *schemas.CaptureRecord) {
 	if v.status == nil {
 		return
 	}
+	if rec.Error == nil && rec.Score != nil && rec.Score.Error != nil {
+		v.countGraderError(rec.Score.Error.Gist())
+	}
 	line := v.status.count(rec)
 	if !v.status.lines {
 		return
 	}
 	v.between(func() { fmt.Fprint(v.w, v.settings.Redact.String(line)) })
+}
+
+// countGraderError counts one record's grader error by its gist; v.mu is
+// held.
+func (v *View) countGraderError(gist string) {
+	for i := range v.graderErrs {
+		if v.graderErrs[i].gist == gist {
+			v.graderErrs[i].n++
+			return
+		}
+	}
+	v.graderErrs = append(v.graderErrs, gistCount{gist, 1})
 }
 
 // stopping says at once, on the first stop, what the run still waits
@@ -271,6 +295,13 @@ func (v *View) finished(res *evaluation.Result) {
 	}
 	v.stopStatus()
 	v.Printf("%s\n", res.Counts.Line())
+	v.mu.Lock()
+	errs := v.graderErrs
+	v.mu.Unlock()
+	// Each distinct grader error once, with where it happened.
+	for _, g := range errs {
+		v.Printf("grader error on %d record%s: %s\n", g.n, map[bool]string{true: "", false: "s"}[g.n == 1], g.gist)
+	}
 	for _, line := range v.settings.Notes.Finished(res) {
 		v.Printf("%s\n", line)
 	}

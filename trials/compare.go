@@ -24,7 +24,10 @@ type CompareOptions struct {
 // passes when a strict majority of its graded trials passed; with one trial
 // that trial's verdict), and paired bootstrap intervals of the differences
 // of mean pass rate and mean pass@K. Cases present in one run only are
-// listed apart; cases without a graded trial in a run are "not comparable".
+// listed apart; cases without a graded trial in a run are "not comparable";
+// cases whose content hash differs between the runs (the same id, another
+// prompts line) are "changed", listed apart in ChangedCases, and enter no
+// statistic.
 func Compare(a, b *Run, opt CompareOptions) schemas.CompareReport {
 	k := max(opt.K, 1)
 	rep := schemas.CompareReport{
@@ -52,6 +55,14 @@ func Compare(a, b *Run, opt CompareOptions) schemas.CompareReport {
 		}
 		rep.CommonCases++
 		d := schemas.CaseDelta{ID: ca.ID, A: side(ca, k), B: side(cb, k), Change: "not comparable"}
+		if ca.Hash != "" && cb.Hash != "" && ca.Hash != cb.Hash {
+			// The same id, another case: a difference of the case,
+			// not of the agent.
+			d.Change = "changed"
+			rep.ChangedCases = append(rep.ChangedCases, ca.ID)
+			rep.Cases = append(rep.Cases, d)
+			continue
+		}
 		if ca.N == 0 || cb.N == 0 {
 			rep.NotComparable = append(rep.NotComparable, ca.ID)
 			rep.Cases = append(rep.Cases, d)
@@ -93,6 +104,10 @@ func Compare(a, b *Run, opt CompareOptions) schemas.CompareReport {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d case(s) are in one run only and enter no statistic (%d only in A, %d only in B)",
 			n, len(rep.OnlyInA), len(rep.OnlyInB)))
 	}
+	if len(rep.ChangedCases) > 0 {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d common case(s) changed between the runs (their prompts lines differ: content hash) and enter no statistic: %s",
+			len(rep.ChangedCases), idList(rep.ChangedCases, 10)))
+	}
 	if len(rep.NotComparable) > 0 {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d common case(s) have no graded trial in a run and enter no statistic: %s",
 			len(rep.NotComparable), idList(rep.NotComparable, 10)))
@@ -112,6 +127,25 @@ func Compare(a, b *Run, opt CompareOptions) schemas.CompareReport {
 	}
 	if opt.Resamples < 1 {
 		rep.Warnings = append(rep.Warnings, "bootstrap disabled (resamples < 1): intervals have zero width")
+	} else {
+		for _, x := range []struct {
+			d    *schemas.DiffEstimate
+			a, b []float64
+		}{{rep.PassRate, rateA, rateB}, {rep.PassAtK, atA, atB}} {
+			if x.d == nil || (x.d == rep.PassAtK && x.d.K == 1) || !sameChange(x.a, x.b) {
+				continue
+			}
+			name := "mean pass rate"
+			if x.d == rep.PassAtK {
+				name = fmt.Sprintf("mean pass@%d", x.d.K)
+			}
+			what := fmt.Sprintf("changed its %s by the same amount (%+.3f)", strings.TrimPrefix(name, "mean "), x.d.Diff)
+			if x.d.Diff == 0 {
+				what = fmt.Sprintf("has the same %s in both runs", strings.TrimPrefix(name, "mean "))
+			}
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("every one of the %d cases %s: the paired bootstrap has no spread, so the difference has no interval; McNemar's exact test (p = %.4g) is the evidence",
+				x.d.Cases, what, rep.McNemar.PValue))
+		}
 	}
 	return rep
 }
@@ -119,8 +153,12 @@ func Compare(a, b *Run, opt CompareOptions) schemas.CompareReport {
 func runSummary(r *Run) schemas.RunSummary {
 	s := schemas.RunSummary{File: r.File, Kind: r.Kind, Cases: len(r.Cases)}
 	var all Counts
+	var scores []float64
 	for _, c := range r.Cases {
 		all.Merge(c.Counts())
+		if m := c.MeanScore(); m != nil {
+			scores = append(scores, *m)
+		}
 		s.Trials += c.Trials
 		s.Graded += c.N
 		s.Passes += c.C
@@ -141,6 +179,10 @@ func runSummary(r *Run) schemas.RunSummary {
 		s.LeftOut = maps.Clone(all.Errors)
 	}
 	s.Coverage, s.Covered = all.Coverage(), all.Covered()
+	if len(scores) > 0 {
+		m := mean(scores)
+		s.MeanScore = &m
+	}
 	return s
 }
 
@@ -186,6 +228,24 @@ func diffEstimate(k int, a, b []float64, opt CompareOptions) *schemas.DiffEstima
 	return d
 }
 
+// sameChange reports whether every case's value moved by the same amount
+// from a to b: then resampling the cases has no spread, and the paired
+// bootstrap gives no interval of the difference.
+func sameChange(a, b []float64) bool {
+	d := make([]float64, len(a))
+	for i := range a {
+		d[i] = b[i] - a[i]
+	}
+	return alike(d)
+}
+
+// NoInterval reports whether a difference's interval could not be
+// estimated: the bootstrap ran, and every case changed by the same amount
+// (the interval is the point).
+func NoInterval(d *schemas.DiffEstimate) bool {
+	return d != nil && d.Resamples >= 1 && d.Cases > 0 && d.Low == d.High
+}
+
 // WriteCompareText writes a comparison for people: the two runs, the paired
 // statistics, the cases that changed, and the cases in one run only.
 func WriteCompareText(w io.Writer, r schemas.CompareReport) error {
@@ -197,12 +257,12 @@ func WriteCompareText(w io.Writer, r schemas.CompareReport) error {
 		return fmt.Sprintf("%.3f", *p)
 	}
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "run\tfile\tcases\ttrials\tgraded\tpassed\tpass rate\tleft out")
+	fmt.Fprintln(tw, "run\tfile\tcases\ttrials\tgraded\tpassed\tpass rate\tmean score\tleft out")
 	for _, s := range []struct {
 		name string
 		r    schemas.RunSummary
 	}{{"A", r.A}, {"B", r.B}} {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", s.name, s.r.File, s.r.Cases, s.r.Trials, s.r.Graded, s.r.Passes, rate(s.r.PassRate), ClassCounts(cmpOr(s.r.LeftOut, s.r.Errors)))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", s.name, s.r.File, s.r.Cases, s.r.Trials, s.r.Graded, s.r.Passes, rate(s.r.PassRate), rate(s.r.MeanScore), ClassCounts(cmpOr(s.r.LeftOut, s.r.Errors)))
 	}
 	tw.Flush()
 	for _, s := range []struct {
@@ -225,6 +285,11 @@ func WriteCompareText(w io.Writer, r schemas.CompareReport) error {
 		name := fmt.Sprintf("mean pass@%d", d.K)
 		if d == r.PassRate {
 			name = "mean pass rate"
+		}
+		if NoInterval(d) {
+			fmt.Fprintf(&b, "%s: A %.3f  B %.3f  B−A %+.3f (no interval: every one of the %d cases changed by the same amount, so the paired bootstrap has no spread)\n",
+				name, d.MeanA, d.MeanB, d.Diff, d.Cases)
+			continue
 		}
 		fmt.Fprintf(&b, "%s: A %.3f  B %.3f  B−A %+.3f [%+.3f, %+.3f] (%.0f%% paired bootstrap over %d cases, %d resamples, seed %d)\n",
 			name, d.MeanA, d.MeanB, d.Diff, d.Low, d.High, 100*d.Confidence, d.Cases, d.Resamples, d.Seed)
@@ -250,6 +315,9 @@ func WriteCompareText(w io.Writer, r schemas.CompareReport) error {
 			fmt.Fprintf(tw, "  %s\t%s\t%d/%d\t%d/%d\t%s\n", c.ID, c.Change, c.A.C, c.A.N, c.B.C, c.B.N, delta)
 		}
 		tw.Flush()
+	}
+	if len(r.ChangedCases) > 0 {
+		fmt.Fprintf(&b, "\ncases that changed between the runs, not compared (%d): %s\n", len(r.ChangedCases), strings.Join(r.ChangedCases, ", "))
 	}
 	if len(r.OnlyInA) > 0 {
 		fmt.Fprintf(&b, "\nonly in A (%d): %s\n", len(r.OnlyInA), strings.Join(r.OnlyInA, ", "))

@@ -151,3 +151,47 @@ func TestReadRunTrialsFile(t *testing.T) {
 		t.Errorf("recount = %+v", back)
 	}
 }
+
+// A case whose content hash differs between the runs is another case under
+// the same id: listed apart as changed, never "same", and in no statistic.
+// Records without a hash (older runs) pair by id as before.
+func TestCompareChangedCases(t *testing.T) {
+	hashed := func(text string, hashes map[string]string) string {
+		var b strings.Builder
+		for line := range strings.Lines(text) {
+			var rec struct {
+				ID string `json:"id"`
+			}
+			json.Unmarshal([]byte(line), &rec)
+			if h, ok := hashes[rec.ID]; ok {
+				line = strings.TrimSuffix(line, "}\n") + `,"caseHash":"` + h + "\"}\n"
+			}
+			b.WriteString(line)
+		}
+		return b.String()
+	}
+	h1, h2 := strings.Repeat("1", 64), strings.Repeat("2", 64)
+	a := mustRun(t, "a.jsonl", hashed(captureLines("same=P", "edited=P", "old=P"), map[string]string{"same": h1, "edited": h1}))
+	b := mustRun(t, "b.jsonl", hashed(captureLines("same=P", "edited=P", "old=F"), map[string]string{"same": h1, "edited": h2, "old": h2}))
+	rep := Compare(a, b, CompareOptions{Resamples: 0})
+	if len(rep.ChangedCases) != 1 || rep.ChangedCases[0] != "edited" {
+		t.Fatalf("changed cases %v, want [edited]", rep.ChangedCases)
+	}
+	changes := map[string]string{}
+	for _, d := range rep.Cases {
+		changes[d.ID] = d.Change
+	}
+	if changes["edited"] != "changed" || changes["same"] != "same" || changes["old"] != "lost" {
+		t.Errorf("changes %v, want edited changed, same same, old (no hash in A) lost", changes)
+	}
+	if rep.McNemar.Cases != 2 || rep.CommonCases != 3 {
+		t.Errorf("McNemar over %d cases of %d common, want 2 of 3", rep.McNemar.Cases, rep.CommonCases)
+	}
+	var text bytes.Buffer
+	if err := WriteCompareText(&text, rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "cases that changed between the runs, not compared (1): edited") {
+		t.Errorf("text does not list the changed case:\n%s", text.String())
+	}
+}

@@ -48,6 +48,12 @@ type Regression struct {
 // A run under-covered (fewer than DefaultMinCoverage of its trials in n)
 // decides nothing: the result is a Regression with UnderCovered saying so.
 func Regressed(rep schemas.CompareReport, maxDrop float64) *Regression {
+	return RegressedAt(rep, maxDrop, 0.05)
+}
+
+// RegressedAt is Regressed at the significance level alpha: a regression
+// needs McNemar's p below alpha.
+func RegressedAt(rep schemas.CompareReport, maxDrop, alpha float64) *Regression {
 	if rep.PassRate == nil {
 		return nil
 	}
@@ -56,7 +62,7 @@ func Regressed(rep schemas.CompareReport, maxDrop float64) *Regression {
 			rep.A.Coverage, rep.B.Coverage)}
 	}
 	drop := -rep.PassRate.Diff
-	if drop <= maxDrop || rep.McNemar.PValue >= 0.05 {
+	if drop <= maxDrop || rep.McNemar.PValue >= alpha {
 		return nil
 	}
 	r := &Regression{Drop: drop, PValue: rep.McNemar.PValue}
@@ -89,10 +95,14 @@ func WriteCompareCSV(out io.Writer, rep schemas.CompareReport) error {
 // WriteRankingCSV writes a ranking as CSV, one row per run.
 func WriteRankingCSV(out io.Writer, rk Ranking) error {
 	w := csv.NewWriter(out)
-	w.Write([]string{"rank", "run", "meanPassRate", "low", "high"})
+	w.Write([]string{"rank", "run", "meanPassRate", "low", "high", "interval"})
 	g := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
 	for _, r := range rk.Runs {
-		w.Write([]string{strconv.Itoa(r.Rank), r.File, g(r.MeanPassRate), g(r.Low), g(r.High)})
+		method := r.Method
+		if method == "" {
+			method = IntervalBootstrap
+		}
+		w.Write([]string{strconv.Itoa(r.Rank), r.File, g(r.MeanPassRate), g(r.Low), g(r.High), method})
 	}
 	w.Flush()
 	return w.Error()

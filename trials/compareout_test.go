@@ -82,3 +82,34 @@ func TestWriteCompareCSV(t *testing.T) {
 		t.Errorf("CSV:\n%s\nwant:\n%s", b.String(), want)
 	}
 }
+
+// The comparison gate fails a significant drop over the allowed one,
+// says why with the p-value, and passes a drop that is not significant
+// at its level or within the allowance; no common graded case fails.
+func TestRegressionGateDecide(t *testing.T) {
+	rep := schemas.CompareReport{
+		PassRate: &schemas.DiffEstimate{MeanA: 0.9, MeanB: 0.5, Diff: -0.4},
+		McNemar:  schemas.McNemarResult{PValue: 0.0039},
+		Cases:    []schemas.CaseDelta{{ID: "a", Change: "lost"}, {ID: "b", Change: "same"}},
+	}
+	g := RegressionGate{Baseline: "main", MaxDrop: 0.1, Alpha: 0.05}
+	v := g.Decide("pr", rep)
+	if !v.Failed || *v.Drop != 0.4 || v.PValue != 0.0039 || len(v.Lost) != 1 {
+		t.Fatalf("verdict %+v", v)
+	}
+	want := "pr: pass rate 0.500 against 0.900 for the baseline main, a drop of 0.400, over the 0.1 allowed, and significant (McNemar p = 0.0039 < 0.05; 1 lost: a)"
+	if v.Reason != want {
+		t.Errorf("reason\n got %s\nwant %s", v.Reason, want)
+	}
+	g.Alpha = 0.001
+	if v := g.Decide("pr", rep); v.Failed || !strings.Contains(v.Reason, "not significant (McNemar p = 0.0039, not below 0.001") {
+		t.Errorf("at 0.001: %+v", v)
+	}
+	g.Alpha, g.MaxDrop = 0.05, 0.5
+	if v := g.Decide("pr", rep); v.Failed || !strings.Contains(v.Reason, "a change of -0.400, within the 0.5 drop allowed") {
+		t.Errorf("within 0.5: %+v", v)
+	}
+	if v := g.Decide("pr", schemas.CompareReport{}); !v.Failed || !strings.Contains(v.Reason, "no case was graded in both main and pr") {
+		t.Errorf("nothing common: %+v", v)
+	}
+}

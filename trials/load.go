@@ -17,21 +17,49 @@ type CaseCount struct {
 	Errors   map[string]int
 	// extra holds the counts by owner, failures in n and retries.
 	extra Counts
+	// ScoreSum sums the scores the N trials in n count with (CountedScore,
+	// or a trials record's flat score); Scored counts those that had one.
+	ScoreSum float64
+	Scored   int
 	// Estimate, for a case of an adaptive trials run, is its unbiased
 	// pass rate: there C/N is biased by the stopping rule.
 	Estimate *float64
+	// Hash is the content hash of the case as its records ran it ("" for
+	// records of older runs).
+	Hash string
 }
 
 // Add counts one trial of the case (as Counts.Add does) and returns how
 // it counted.
 func (cc *CaseCount) Add(r *schemas.CaptureRecord) (pass bool, excluded string) {
-	return cc.count(func(c *Counts) (bool, string) { return c.Add(r, Counting{}) })
+	pass, excluded = cc.count(func(c *Counts) (bool, string) { return c.Add(r, Counting{}) })
+	if excluded == "" {
+		// A trial in n has a score: its grader's, or 0 for a failure of
+		// the agent's own (as its trials record writes it).
+		cc.ScoreSum += CountedScore(r, pass)
+		cc.Scored++
+	}
+	return pass, excluded
+}
+
+// MeanScore is the mean score of the case's graded trials, or nil.
+func (cc *CaseCount) MeanScore() *float64 {
+	if cc.Scored == 0 {
+		return nil
+	}
+	m := cc.ScoreSum / float64(cc.Scored)
+	return &m
 }
 
 // AddEntry counts one trial of the case's trials record as the record
 // counted it (as Counts.AddEntry does) and returns how.
 func (cc *CaseCount) AddEntry(e *schemas.TrialEntry) (pass bool, excluded string) {
-	return cc.count(func(c *Counts) (bool, string) { return c.AddEntry(e) })
+	pass, excluded = cc.count(func(c *Counts) (bool, string) { return c.AddEntry(e) })
+	if excluded == "" && e.Score != nil {
+		cc.ScoreSum += *e.Score
+		cc.Scored++
+	}
+	return pass, excluded
 }
 
 func (cc *CaseCount) count(add func(*Counts) (bool, string)) (pass bool, excluded string) {
@@ -109,7 +137,11 @@ func ReadRun(name string, r io.Reader) (*Run, error) {
 					"case %q trial %d appears twice (first on line %d)", l.Capture.ID, l.Capture.Trial, first)}
 			}
 			seenTrial[k] = l.Line
-			get(l.Capture.ID).Add(l.Capture)
+			cc := get(l.Capture.ID)
+			cc.Add(l.Capture)
+			if cc.Hash == "" {
+				cc.Hash = l.Capture.CaseHash
+			}
 		case schemas.KindTrials:
 			if first, dup := seenCase[l.Trials.ID]; dup {
 				return &schemas.InputError{File: name, Line: l.Line, Field: "id", Msg: fmt.Sprintf(
@@ -117,6 +149,7 @@ func ReadRun(name string, r io.Reader) (*Run, error) {
 			}
 			seenCase[l.Trials.ID] = l.Line
 			cc := get(l.Trials.ID)
+			cc.Hash = l.Trials.CaseHash
 			for i := range l.Trials.Trials {
 				cc.AddEntry(&l.Trials.Trials[i])
 			}

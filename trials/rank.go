@@ -7,46 +7,25 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"harness/schemas"
 )
 
-// RankedRun is one run of a ranking.
-type RankedRun struct {
-	File string `json:"file"`
-	Rank int    `json:"rank"`
-	// MeanPassRate is the mean per-case pass rate over the cases every
-	// run graded; Low and High its bootstrap interval.
-	MeanPassRate float64 `json:"meanPassRate"`
-	Low          float64 `json:"low"`
-	High         float64 `json:"high"`
-}
-
-// RankPair is McNemar's exact test between two runs, with the p-value
-// Holm-corrected for the number of pairs.
-type RankPair struct {
-	A, B         string
-	OnlyA, OnlyB int
-	P            float64 `json:"pValue"`
-	PHolm        float64 `json:"pHolm"`
-	Significant  bool    `json:"significant"`
-}
-
-// Ranking compares N runs on the cases all of them graded.
-type Ranking struct {
-	Type     string      `json:"type"`
-	Cases    int         `json:"cases"`
-	Runs     []RankedRun `json:"runs"`
-	Pairs    []RankPair  `json:"pairs"`
-	Alpha    float64     `json:"alpha"`
-	Seed     uint64      `json:"seed"`
-	Warnings []string    `json:"warnings,omitempty"`
-}
+// RankedRun, RankPair and Ranking are the ranking's data format, kept
+// with the others in package schemas (harness schemas Ranking).
+type (
+	RankedRun = schemas.RankedRun
+	RankPair  = schemas.RankPair
+	Ranking   = schemas.Ranking
+)
 
 // Rank ranks runs by mean per-case pass rate over the cases every run has
-// with a graded trial, with seeded bootstrap intervals, and tests every
+// with a graded trial (runs with the same mean share a rank), with seeded
+// bootstrap intervals (exact ones where every case is alike), and tests every
 // pair with McNemar's exact test (a case passes when a strict majority of
 // its graded trials passed), the p-values corrected with Holm's method.
 func Rank(runs []*Run, opt CompareOptions) Ranking {
-	rk := Ranking{Type: "ranking", Alpha: 0.05, Seed: opt.Seed}
+	rk := Ranking{Type: schemas.RankingType, Alpha: 0.05, Seed: opt.Seed}
 	var common []string
 	for _, c := range runs[0].Cases {
 		ok := c.N > 0
@@ -64,6 +43,7 @@ func Rank(runs []*Run, opt CompareOptions) Ranking {
 		rk.Warnings = append(rk.Warnings, "no case has a graded trial in every run: nothing to rank")
 	}
 	outcomes := make([][]bool, len(runs))
+	var notes intervalNotes
 	for i, r := range runs {
 		rates := make([]float64, 0, len(common))
 		for _, id := range common {
@@ -72,21 +52,23 @@ func Rank(runs []*Run, opt CompareOptions) Ranking {
 			outcomes[i] = append(outcomes[i], 2*c.C > c.N)
 		}
 		rr := RankedRun{File: r.File, MeanPassRate: mean(rates)}
-		if lo, hi, ok := BootstrapMean(rates, opt.Seed, opt.Resamples, 0.95); ok {
-			rr.Low, rr.High = lo, hi
-		} else {
-			rr.Low, rr.High = rr.MeanPassRate, rr.MeanPassRate
-		}
+		var method string
+		rr.Low, rr.High, method = casesInterval(rates, opt.Seed, opt.Resamples)
+		rr.Method = methodField(method)
+		notes.add("the mean pass rate of "+r.File, method, len(rates))
 		rk.Runs = append(rk.Runs, rr)
 	}
-	order := make([]int, len(runs))
-	for i := range order {
-		order[i] = i
+	// Ties are ties: a run's rank is one more than the number of runs with
+	// a higher mean pass rate (1, 1, 3), so identical runs rank alike.
+	for i := range rk.Runs {
+		rk.Runs[i].Rank = 1
+		for j := range rk.Runs {
+			if rk.Runs[j].MeanPassRate > rk.Runs[i].MeanPassRate {
+				rk.Runs[i].Rank++
+			}
+		}
 	}
-	sort.SliceStable(order, func(a, b int) bool { return rk.Runs[order[a]].MeanPassRate > rk.Runs[order[b]].MeanPassRate })
-	for rank, i := range order {
-		rk.Runs[i].Rank = rank + 1
-	}
+	rk.Warnings = append(rk.Warnings, notes.warnings()...)
 	for i := range runs {
 		for j := i + 1; j < len(runs); j++ {
 			m, _ := McNemarExact(outcomes[i], outcomes[j])
@@ -129,7 +111,7 @@ func WriteRankingText(w io.Writer, rk Ranking) error {
 	runs := slices.Clone(rk.Runs)
 	sort.SliceStable(runs, func(i, j int) bool { return runs[i].Rank < runs[j].Rank })
 	for _, r := range runs {
-		fmt.Fprintf(tw, "%d\t%s\t%.3f\t[%.3f, %.3f]\n", r.Rank, r.File, r.MeanPassRate, r.Low, r.High)
+		fmt.Fprintf(tw, "%d\t%s\t%.3f\t%s\n", r.Rank, r.File, r.MeanPassRate, FormatInterval(r.Low, r.High, r.Method, func(x float64) string { return fmt.Sprintf("%.3f", x) }))
 	}
 	tw.Flush()
 	b.WriteString("\npairwise McNemar (exact), Holm-corrected:\n")

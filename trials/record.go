@@ -162,6 +162,24 @@ func BuildRecord(c schemas.PromptCase, k int, recs []schemas.CaptureRecord) sche
 	return BuildRecordFailing(c, k, recs, Counting{})
 }
 
+// caseHash is the content hash of the case the trials ran: the one their
+// records carry (made from the case as it ran, where c may have been
+// rebuilt from a record), "" when none does (records of older runs), c's
+// own when they disagree.
+func caseHash(c schemas.PromptCase, recs []schemas.CaptureRecord) string {
+	h := ""
+	for i := range recs {
+		switch r := recs[i].CaseHash; {
+		case r == "" || r == h:
+		case h == "":
+			h = r
+		default:
+			return c.ContentHash()
+		}
+	}
+	return h
+}
+
 // BuildRecordFailing is BuildRecord under policy p: trials count by
 // their owners, and the classes or owners p names move in or out of n
 // (see OutcomeUnder).
@@ -179,6 +197,7 @@ func BuildRecordFailing(c schemas.PromptCase, k int, recs []schemas.CaptureRecor
 		Metadata: c.Metadata,
 		K:        k,
 		Trials:   make([]schemas.TrialEntry, 0, len(sorted)),
+		CaseHash: caseHash(c, sorted),
 	}
 	var cnt Counts
 	for _, r := range sorted {
@@ -188,10 +207,7 @@ func BuildRecordFailing(c schemas.PromptCase, k int, recs []schemas.CaptureRecor
 			// A failed trial in n (or one graded as it stands): its
 			// verdict is written flat.
 			e := schemas.NewTrialEntry(r, "")
-			score := 0.0
-			if pass && r.Score != nil {
-				score = r.Score.Score
-			}
+			score := CountedScore(&r, pass)
 			e.Pass, e.Score = &pass, &score
 			tr.Trials = append(tr.Trials, e)
 			continue
@@ -201,6 +217,7 @@ func BuildRecordFailing(c schemas.PromptCase, k int, recs []schemas.CaptureRecor
 	tr.N, tr.C, tr.Ungraded, tr.Errors = cnt.Graded, cnt.Passed, cnt.Ungraded, cnt.Errors
 	tr.LeftOut, tr.Failures, tr.Attempts = cnt.LeftOut, cnt.Failures, cnt.Attempts
 	tr.Cost = tr.Cost.Add(cnt.AttemptsCost)
+	tr.MeanScore = EntriesMeanScore(tr.Trials)
 	for _, class := range slices.Sorted(maps.Keys(cnt.Failures)) {
 		tr.Warnings = append(tr.Warnings, fmt.Sprintf("%d %s trials counted as failures", cnt.Failures[class], class))
 	}
@@ -250,4 +267,32 @@ func FillMetrics(tr *schemas.TrialsRecord) {
 	tr.Warnings = append(tr.Warnings, fmt.Sprintf(
 		"passAtK and passExpK are absent: only n=%d of k=%d trials were graded (%d excluded), and the unbiased estimators need n ≥ k; passAt/passExp give k=1..%d",
 		tr.N, tr.K, excluded, tr.N))
+}
+
+// CountedScore is the score a trial in n counts with, given the verdict
+// it counts with: its grader's score when the grader gave that verdict
+// without an error, else 0 (a failure of the agent's own that no grader
+// scored, or one the grader's verdict does not stand for).
+func CountedScore(r *schemas.CaptureRecord, pass bool) float64 {
+	if r.Score != nil && r.Score.Error == nil && r.Score.Pass == pass {
+		return r.Score.Score
+	}
+	return 0
+}
+
+// EntriesMeanScore is the mean score of the graded trials of a case (those
+// with a flat score), or nil when none has one.
+func EntriesMeanScore(es []schemas.TrialEntry) *float64 {
+	sum, n := 0.0, 0
+	for _, e := range es {
+		if e.Excluded == "" && e.Score != nil {
+			sum += *e.Score
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	m := sum / float64(n)
+	return &m
 }

@@ -278,3 +278,24 @@ func TestCohenKappa(t *testing.T) {
 		t.Error("unknown label: no error")
 	}
 }
+
+func TestClopperPearson(t *testing.T) {
+	// Reference values (R: binom.test(c, n)$conf.int).
+	for _, tc := range []struct {
+		c, n     int
+		low, hig float64
+	}{
+		{12, 12, 0.7353515, 1},
+		{0, 12, 0, 0.2646485},
+		{3, 10, 0.06673951, 0.6524529},
+		{1, 1, 0.025, 1},
+	} {
+		lo, hi, ok := ClopperPearson(tc.c, tc.n, 0.95)
+		if !ok || math.Abs(lo-tc.low) > 1e-6 || math.Abs(hi-tc.hig) > 1e-6 {
+			t.Errorf("ClopperPearson(%d, %d) = [%.7f, %.7f] %v, want [%.7f, %.7f]", tc.c, tc.n, lo, hi, ok, tc.low, tc.hig)
+		}
+	}
+	if _, _, ok := ClopperPearson(1, 0, 0.95); ok {
+		t.Error("n = 0 gave an interval")
+	}
+}

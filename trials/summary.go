@@ -46,6 +46,8 @@ type Summary struct {
 	adaptive   *schemas.AdaptiveSummary
 	rates      []float64
 	allN, allC int
+	// scores are the cases' mean scores.
+	scores []float64
 }
 
 // NewSummary returns an empty summary for a run that asked k trials per case
@@ -75,9 +77,21 @@ func (s *Summary) Add(r schemas.TrialsRecord) {
 	if a := r.Adaptive; a != nil {
 		s.addAdaptive(r)
 		s.add(r.ID, a.MinK, len(r.Trials), a.FirstN, a.FirstC, r.Ungraded, r.Missing, r.Errors)
+		s.addScore(r.MeanScore, r.Trials)
 		return
 	}
 	s.add(r.ID, r.K, len(r.Trials), r.N, r.C, r.Ungraded, r.Missing, r.Errors)
+	s.addScore(r.MeanScore, r.Trials)
+}
+
+// addScore counts a case's mean score: the record's, else its entries'.
+func (s *Summary) addScore(m *float64, es []schemas.TrialEntry) {
+	if m == nil {
+		m = EntriesMeanScore(es)
+	}
+	if m != nil {
+		s.scores = append(s.scores, *m)
+	}
 }
 
 func (s *Summary) addAdaptive(r schemas.TrialsRecord) {
@@ -252,19 +266,36 @@ func (s *Summary) Result(seed uint64, resamples int) schemas.TrialsSummary {
 	// first makes the intervals independent of the order cases finished in
 	// (a run with -j, or shards merged).
 	ns, cs := canonical(s.n, s.c)
+	var notes intervalNotes
+	rateMethod := IntervalBootstrap
 	if s.adaptive != nil && len(s.rates) > 0 {
 		rates := slices.Sorted(slices.Values(s.rates))
 		rate = mean(rates)
-		lo, hi = rate, rate
-		if l, h, ok := BootstrapMean(rates, seed, resamples, DefaultConfidence); ok {
+		lo, hi, rateMethod = casesInterval(rates, seed, resamples)
+		notes.add("the pass rate", rateMethod, len(rates))
+	} else {
+		rates := make([]float64, len(ns))
+		for i := range ns {
+			rates[i] = float64(cs[i]) / float64(ns[i])
+		}
+		if alike(rates) && resamples >= 1 {
+			// Σc/Σn is then the common rate: the same interval as the
+			// mean's.
+			lo, hi, rateMethod = casesInterval(rates, seed, resamples)
+			notes.add("the pass rate", rateMethod, len(rates))
+		} else if l, h, ok := bootstrapRatio(cs, ns, seed, resamples, DefaultConfidence); ok {
 			lo, hi = l, h
 		}
-	} else if l, h, ok := bootstrapRatio(cs, ns, seed, resamples, DefaultConfidence); ok {
-		lo, hi = l, h
 	}
 	out.PassRate = &rate
-	out.PassRateCI = &schemas.Interval{Low: lo, High: hi}
+	out.PassRateCI = &schemas.Interval{Low: lo, High: hi, Method: methodField(rateMethod)}
+	if len(s.scores) > 0 {
+		ms := estimate(0, slices.Sorted(slices.Values(s.scores)), seed, resamples, &notes, "the mean score")
+		ms.Cases = len(s.scores)
+		out.MeanScore = &ms
+	}
 	if len(ns) == 0 {
+		out.Warnings = append(out.Warnings, notes.warnings()...)
 		s.last = &out
 		return out
 	}
@@ -282,8 +313,8 @@ func (s *Summary) Result(seed uint64, resamples int) schemas.TrialsSummary {
 			exp = append(exp, e)
 		}
 		key := strconv.Itoa(k)
-		out.PassAt[key] = estimate(k, at, seed, resamples)
-		out.PassExp[key] = estimate(k, exp, seed, resamples)
+		out.PassAt[key] = estimate(k, at, seed, resamples, &notes, "pass@"+key)
+		out.PassExp[key] = estimate(k, exp, seed, resamples, &notes, "pass^"+key)
 	}
 	if s.k >= 1 {
 		if e, ok := out.PassAt[strconv.Itoa(s.k)]; ok {
@@ -303,6 +334,7 @@ func (s *Summary) Result(seed uint64, resamples int) schemas.TrialsSummary {
 		out.Warnings = append(out.Warnings, fmt.Sprintf(
 			"cases have between %d and %d graded trials: curve points above k=%d average fewer cases (see cases)", minN, maxN, minN))
 	}
+	out.Warnings = append(out.Warnings, notes.warnings()...)
 	s.last = &out
 	return out
 }
@@ -326,12 +358,12 @@ func canonical(n, c []int) (ns, cs []int) {
 	return ns, cs
 }
 
-func estimate(k int, values []float64, seed uint64, resamples int) schemas.Estimate {
+func estimate(k int, values []float64, seed uint64, resamples int, notes *intervalNotes, name string) schemas.Estimate {
 	e := schemas.Estimate{K: k, Cases: len(values), Mean: mean(values)}
-	e.Low, e.High = e.Mean, e.Mean
-	if lo, hi, ok := BootstrapMean(values, seed, resamples, DefaultConfidence); ok {
-		e.Low, e.High = lo, hi
-	}
+	var method string
+	e.Low, e.High, method = casesInterval(values, seed, resamples)
+	e.Method = methodField(method)
+	notes.add(name, method, len(values))
 	return e
 }
 
@@ -433,7 +465,18 @@ func WriteSummaryTable(w io.Writer, r schemas.TrialsSummary) error {
 	if r.Cost != nil {
 		fmt.Fprintf(&b, "cost: %s\n", cost.Format(r.Cost))
 	}
-	if r.PassRate != nil {
+	f3 := func(x float64) string { return fmt.Sprintf("%.3f", x) }
+	if r.PassRate != nil && r.PassRateCI != nil && r.PassRateCI.Method != "" {
+		ci := r.PassRateCI
+		fmt.Fprintf(&b, "pass rate: %.3f %s (%d/%d graded trials; ", *r.PassRate, FormatInterval(ci.Low, ci.High, ci.Method, f3), r.Passes, r.Graded)
+		if ci.Method == IntervalExact {
+			fmt.Fprintf(&b, "%.0f%% exact Clopper–Pearson over the %d cases, as every case had the same verdict; other intervals: %.0f%% bootstrap over cases, %d resamples, seed %d)\n",
+				100*r.Confidence, r.ScoredCases, 100*r.Confidence, r.Resamples, r.Seed)
+		} else {
+			fmt.Fprintf(&b, "every case has the same pass rate, so a bootstrap over cases has no spread; other intervals: %.0f%% bootstrap over cases, %d resamples, seed %d)\n",
+				100*r.Confidence, r.Resamples, r.Seed)
+		}
+	} else if r.PassRate != nil {
 		fmt.Fprintf(&b, "pass rate: %.3f", *r.PassRate)
 		if r.PassRateCI != nil {
 			fmt.Fprintf(&b, " [%.3f, %.3f]", r.PassRateCI.Low, r.PassRateCI.High)
@@ -448,6 +491,10 @@ func WriteSummaryTable(w io.Writer, r schemas.TrialsSummary) error {
 		}
 	} else {
 		b.WriteString("pass rate: n/a (no graded trial)\n")
+	}
+	if m := r.MeanScore; m != nil {
+		fmt.Fprintf(&b, "mean score: %.3f [%.3f, %.3f] (mean over %s of their graded trials' scores; %.0f%% bootstrap over cases)\n",
+			m.Mean, m.Low, m.High, caseCount(m.Cases), 100*r.Confidence)
 	}
 	if a := r.Adaptive; a != nil {
 		writeAdaptive(&b, a, counts.Passed, counts.Graded)
@@ -467,8 +514,8 @@ func WriteSummaryTable(w io.Writer, r schemas.TrialsSummary) error {
 			if k == r.K {
 				mark = " *"
 			}
-			fmt.Fprintf(tw, "%d%s\t%.3f\t[%.3f, %.3f]\t%.3f\t[%.3f, %.3f]\t%d\n",
-				k, mark, a.Mean, a.Low, a.High, e.Mean, e.Low, e.High, a.Cases)
+			fmt.Fprintf(tw, "%d%s\t%.3f\t%s\t%.3f\t%s\t%d\n",
+				k, mark, a.Mean, FormatInterval(a.Low, a.High, a.Method, f3), e.Mean, FormatInterval(e.Low, e.High, e.Method, f3), a.Cases)
 		}
 		tw.Flush()
 		if r.PassAtK != nil {
@@ -488,6 +535,9 @@ func WriteSummaryTable(w io.Writer, r schemas.TrialsSummary) error {
 func (s *Summary) AddCount(cc *CaseCount, k int) {
 	s.extra.Merge(cc.extra)
 	s.add(cc.ID, k, cc.Trials, cc.N, cc.C, cc.Ungraded, max(0, k-cc.Trials), cc.Errors)
+	if m := cc.MeanScore(); m != nil {
+		s.scores = append(s.scores, *m)
+	}
 }
 
 // GraderErrors counts the trials of a summary left out of n because their
@@ -525,4 +575,12 @@ func PolicyNote(p *schemas.CountPolicy) string {
 		return "the default (agent failures in n, the others left out)"
 	}
 	return strings.Join(parts, "; ")
+}
+
+// caseCount is "1 case" or "n cases".
+func caseCount(n int) string {
+	if n == 1 {
+		return "1 case"
+	}
+	return fmt.Sprintf("%d cases", n)
 }

@@ -301,6 +301,14 @@ func TestBrowserView(t *testing.T) {
 	if n := evalJS[int](tb, `document.querySelectorAll("#cmp-pairs tr").length`); n != 4 {
 		t.Errorf("pairs table has %d rows, want 1 + 3 pairs", n)
 	}
+	// Dollars as every harness output writes them: four decimals.
+	if got := evalJS[string](tb, `window.HarnessTranscript.usd(0.0154) + " " + window.HarnessTranscript.usd(2.5)`); got != "$0.0154 $2.5000" {
+		t.Errorf("usd: %q, want $0.0154 $2.5000 (as cost.Format)", got)
+	}
+	// Each pair names its two runs and counts the cases each passes alone.
+	if row := evalJS[string](tb, `document.querySelectorAll("#cmp-pairs tr")[1].textContent`); strings.Contains(row, "undefined") || !strings.Contains(row, " vs ") {
+		t.Errorf("first pair row %q", row)
+	}
 	tb.clean()
 }
 

@@ -63,6 +63,9 @@ type delta struct {
 	Diff  float64 `json:"diff"`
 	Low   float64 `json:"low"`
 	High  float64 `json:"high"`
+	// None says every pair changed by the same amount, so the paired
+	// bootstrap has no spread and there is no interval.
+	None bool `json:"none,omitempty"`
 }
 
 type curveDelta struct {
@@ -156,6 +159,7 @@ func pairedDelta(a, b []float64, seed uint64, resamples int) *delta {
 	d.Low, d.High = d.Diff, d.Diff
 	if lo, hi, ok := trials.PairedBootstrapDiff(a, b, seed, resamples, trials.DefaultConfidence); ok {
 		d.Low, d.High = lo, hi
+		d.None = lo == hi
 	}
 	return d
 }

@@ -120,6 +120,12 @@ func New(opt Options) (*Index, error) {
 			return nil, fmt.Errorf("view: %w", err)
 		}
 		r := root{given: g, real: real, isDir: st.IsDir()}
+		if out := strings.TrimSuffix(real, ".shards"); r.isDir && out != real && isResultName(filepath.Base(out)) {
+			// The shard directory of a --slurm run: the run it will be
+			// merged into, shown as one run with its progress, as
+			// from its parent.
+			r.isDir, real = false, out
+		}
 		if !r.isDir {
 			// A file root: its directory bounds what is served, and the
 			// file alone is shown.

@@ -354,3 +354,24 @@ func TestHoldOutput(t *testing.T) {
 	io.Copy(io.Discard, os.Stdin)
 	out.Close()
 }
+
+// TestIndexShardDirRoot: the shard directory of a --slurm run given as
+// the root shows as the one run it will be merged into, as from its
+// parent.
+func TestIndexShardDirRoot(t *testing.T) {
+	dir := t.TempDir()
+	shards := filepath.Join(dir, "sl.jsonl.shards")
+	os.Mkdir(shards, 0o755)
+	writeRecords(t, filepath.Join(shards, "shard-0.jsonl"), synthRecord("s1", 1, true, 1, 50))
+	writeRecords(t, filepath.Join(shards, "shard-1.jsonl"), synthRecord("s1", 2, false, 1, 50), synthRecord("s2", 1, true, 1, 50))
+	ix := newIndex(t, shards)
+	if got := sourceRows(t, ix, "sl.jsonl"); len(got) != 3 {
+		t.Fatalf("shard rows: %v", got)
+	}
+	ix.mu.RLock()
+	n, st := len(ix.runs), ix.runs["sl.jsonl"].status()
+	ix.mu.RUnlock()
+	if n != 1 || st != "running" {
+		t.Errorf("%d runs, status %q; want the one run, running", n, st)
+	}
+}

@@ -269,7 +269,7 @@ func (s *Source) query(q Query, other *Source) Page {
 func metaMatch(r *Row, want map[string]string) bool {
 	for k, v := range want {
 		got, ok := r.Meta[k]
-		if !ok || (v != "" && got != v) {
+		if !ok || (v != "" && got != v && !slices.Contains(r.metaItems[k], v)) {
 			return false
 		}
 	}

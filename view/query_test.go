@@ -1,11 +1,15 @@
 package view
 
 import (
+	"bytes"
 	"fmt"
 	"net/url"
+	"os"
 	"slices"
 	"sort"
 	"testing"
+
+	"harness/schemas"
 )
 
 // queryIDs runs a grid query given as URL parameters and returns the
@@ -103,5 +107,56 @@ func TestQuery(t *testing.T) {
 	_, p = queryIDs(t, ix, "trials_a.jsonl", "find=tools&ftrial=2")
 	if p.At < 0 || p.Rows[p.At-p.Offset].ID != "tools" || p.Rows[p.At-p.Offset].Trial != 2 {
 		t.Errorf("find tools/2: at %d offset %d", p.At, p.Offset)
+	}
+}
+
+// A trial's duration is the trial's, its verification included (the agent's
+// part beside it): the grid shows it and the duration filter reads it. A
+// record of an older run, with the agent's time only, keeps it.
+func TestQueryDurationIsTheTrials(t *testing.T) {
+	dir := t.TempDir()
+	verified := synthRecord("verified", 1, false, 1, 10)
+	verified.Timing.Total, verified.Timing.Trial = 147, 140_000
+	old := synthRecord("old", 1, true, 1, 10)
+	old.Timing.Total = 2000
+	writeRecords(t, dir+"/task.jsonl", verified, old)
+	ix := newIndex(t, dir)
+
+	ids, p := queryIDs(t, ix, "task.jsonl", "dmin=100000")
+	if fmt.Sprint(ids) != "[verified]" {
+		t.Fatalf("dmin=100000: %v, want the verified trial (140 s with its verifier)", ids)
+	}
+	if r := p.Rows[0]; r.Duration != 140_000 || r.AgentDuration != 147 {
+		t.Errorf("verified trial: duration %d, agent %d; want 140000 and 147", r.Duration, r.AgentDuration)
+	}
+	if _, p := queryIDs(t, ix, "task.jsonl", "dmax=5000"); len(p.Rows) != 1 || p.Rows[0].ID != "old" || p.Rows[0].Duration != 2000 {
+		t.Errorf("dmax=5000: %+v, want the older record at its 2000 ms", p.Rows)
+	}
+}
+
+// A line that is not JSON in the middle of a results file is said to be
+// not JSON, among the problems the run's grid shows above its rows.
+func TestNotJSONLineIsAProblemOfTheGrid(t *testing.T) {
+	dir := t.TempDir()
+	writeRecords(t, dir+"/a.jsonl", synthRecord("x", 1, true, 1, 10), synthRecord("y", 1, true, 1, 10))
+	b, err := os.ReadFile(dir + "/a.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.IndexByte(b, '\n')
+	damaged := slices.Concat(b[:i+1], []byte("this is not json\n"), b[i+1:])
+	if err := os.WriteFile(dir+"/a.jsonl", damaged, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ix := newIndex(t, dir)
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	s := ix.sources["a.jsonl"]
+	if s == nil {
+		t.Fatal("a.jsonl is not indexed")
+	}
+	want := "a.jsonl:2: " + schemas.NotJSONLine
+	if p := s.problems(); len(p) != 1 || p[0] != want {
+		t.Errorf("problems %q, want [%q]", p, want)
 	}
 }

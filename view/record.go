@@ -49,22 +49,28 @@ type Row struct {
 	FirstFailed string `json:"firstFailed,omitempty"`
 	// Error is the class of the trial's infrastructure error (the record's
 	// or its grader's); ErrorMessage its message, shortened.
-	Error        string            `json:"error,omitempty"`
-	ErrorMessage string            `json:"errorMessage,omitempty"`
-	Duration     int64             `json:"duration"`
-	Start        int64             `json:"start,omitempty"`
-	End          int64             `json:"end,omitempty"`
-	Tokens       int64             `json:"tokens,omitempty"`
-	Cost         *float64          `json:"cost,omitempty"`
-	Steps        int               `json:"steps"`
-	Stop         string            `json:"stop,omitempty"`
-	Meta         map[string]string `json:"meta,omitempty"`
+	Error        string `json:"error,omitempty"`
+	ErrorMessage string `json:"errorMessage,omitempty"`
+	Duration     int64  `json:"duration"`
+	// AgentDuration is the agent's part of Duration, the trial (which
+	// holds a task's verification too).
+	AgentDuration int64             `json:"agentDuration,omitempty"`
+	Start         int64             `json:"start,omitempty"`
+	End           int64             `json:"end,omitempty"`
+	Tokens        int64             `json:"tokens,omitempty"`
+	Cost          *float64          `json:"cost,omitempty"`
+	Steps         int               `json:"steps"`
+	Stop          string            `json:"stop,omitempty"`
+	Meta          map[string]string `json:"meta,omitempty"`
 
 	// excluded is why the trial is out of n ("" when graded).
 	excluded string
 	pass     bool
 	agent    string
 	cost     *schemas.Cost
+	// metaItems holds, for a metadata key whose value is a list (tags),
+	// its items as text: the filter offers and matches each.
+	metaItems map[string][]string
 	// hay is the lower-cased input and output, for the text filter.
 	hay string
 	loc location
@@ -352,7 +358,7 @@ func (f *recordFields) row(input schemas.Turns, meta map[string]any) *Row {
 		meta = merged
 	}
 	r := &Row{ID: f.id, Trial: max(rec.Trial, 1), Input: excerpt(input.Text(), excerptLen), Output: excerpt(f.output, excerptLen),
-		Duration: schemas.RecordDuration(rec), Start: rec.Timing.Start, End: rec.Timing.End, Steps: f.steps, Stop: f.stop, agent: f.agent, cost: f.cost}
+		Duration: schemas.RecordDuration(rec), AgentDuration: schemas.AgentDuration(rec), Start: rec.Timing.Start, End: rec.Timing.End, Steps: f.steps, Stop: f.stop, agent: f.agent, cost: f.cost}
 	pass, excluded := trials.Outcome(rec)
 	r.excluded, r.pass = excluded, pass
 	switch excluded {
@@ -407,6 +413,16 @@ func (f *recordFields) row(input schemas.Turns, meta map[string]any) *Row {
 		r.Meta = make(map[string]string, len(meta))
 		for k, v := range meta {
 			r.Meta[excerpt(k, metaLen)] = excerpt(metaText(v), metaLen)
+			if list, ok := v.([]any); ok {
+				if r.metaItems == nil {
+					r.metaItems = map[string][]string{}
+				}
+				items := make([]string, 0, len(list))
+				for _, x := range list {
+					items = append(items, excerpt(metaText(x), metaLen))
+				}
+				r.metaItems[excerpt(k, metaLen)] = items
+			}
 		}
 		r.Category = r.Meta["category"]
 	}
@@ -419,6 +435,9 @@ func (f *recordFields) row(input schemas.Turns, meta map[string]any) *Row {
 func parseLine(b []byte, off int64, fl *file) (parsedLine, error) {
 	b = bytes.TrimRight(b, " \t\r")
 	if len(b) == 0 || b[0] != '{' {
+		if !json.Valid(b) {
+			return parsedLine{}, &schemas.InputError{Msg: schemas.NotJSONLine}
+		}
 		return parsedLine{}, &schemas.InputError{Msg: "not a JSON object"}
 	}
 	f, err := walkRecord(b)

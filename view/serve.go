@@ -40,7 +40,7 @@ type Listener struct {
 func Listen(ix *Index, host string, port int, opt ServerOptions) (*Listener, error) {
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 	if err != nil {
-		return nil, fmt.Errorf("view: %w", err)
+		return nil, fmt.Errorf("serve the viewer: %w", err)
 	}
 	srv := &http.Server{Handler: NewServer(ix, opt), ReadHeaderTimeout: 10 * time.Second}
 	return &Listener{ix: ix, ln: ln, srv: srv, tok: opt.Token}, nil
@@ -48,9 +48,63 @@ func Listen(ix *Index, host string, port int, opt ServerOptions) (*Listener, err
 
 // URL is the address to open, with the token when there is one.
 func (l *Listener) URL() string {
-	u := "http://" + l.ln.Addr().String() + "/"
-	if l.tok != "" {
-		u += "?token=" + l.tok
+	return viewURL(l.ln.Addr().String(), l.tok)
+}
+
+// URLs are the addresses to open. A listener on every interface (0.0.0.0,
+// ::) has no address a browser can open: it gets one URL per address of
+// the machine that ifaces lists (nil: net.InterfaceAddrs), those of other
+// hosts' reach first, loopback last.
+func (l *Listener) URLs(ifaces func() ([]net.Addr, error)) []string {
+	tcp, ok := l.ln.Addr().(*net.TCPAddr)
+	if !ok || !tcp.IP.IsUnspecified() {
+		return []string{l.URL()}
+	}
+	if ifaces == nil {
+		ifaces = net.InterfaceAddrs
+	}
+	addrs, err := ifaces()
+	if err != nil {
+		return []string{viewURL(net.JoinHostPort("127.0.0.1", strconv.Itoa(tcp.Port)), l.tok)}
+	}
+	return machineURLs(addrs, tcp.IP.To4() != nil, tcp.Port, l.tok)
+}
+
+// machineURLs are the viewer's URLs on each address (IPv4 only when
+// the listener is IPv4's), loopback last, link-local ones left out.
+func machineURLs(addrs []net.Addr, v4only bool, port int, tok string) []string {
+	var out, loop []string
+	for _, a := range addrs {
+		var ip net.IP
+		switch a := a.(type) {
+		case *net.IPNet:
+			ip = a.IP
+		case *net.IPAddr:
+			ip = a.IP
+		default:
+			continue
+		}
+		if ip.IsLinkLocalUnicast() || (v4only && ip.To4() == nil) {
+			continue
+		}
+		u := viewURL(net.JoinHostPort(ip.String(), strconv.Itoa(port)), tok)
+		if ip.IsLoopback() {
+			loop = append(loop, u)
+		} else {
+			out = append(out, u)
+		}
+	}
+	out = append(out, loop...)
+	if len(out) == 0 {
+		out = []string{viewURL(net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), tok)}
+	}
+	return out
+}
+
+func viewURL(hostport, tok string) string {
+	u := "http://" + hostport + "/"
+	if tok != "" {
+		u += "?token=" + tok
 	}
 	return u
 }
@@ -75,6 +129,6 @@ func (l *Listener) Serve(ctx context.Context) error {
 		if errors.Is(err, http.ErrServerClosed) {
 			return nil
 		}
-		return fmt.Errorf("view: %w", err)
+		return fmt.Errorf("serve the viewer: %w", err)
 	}
 }

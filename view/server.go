@@ -203,6 +203,7 @@ func (s *Server) sourceView(src *Source) sourceView {
 	v := sourceView{ID: src.ID, Name: src.Name, Agent: src.agent, Kind: src.kind, Totals: src.totals(), Problems: src.problems()}
 	if m := src.run.manifest; m != nil && m.K > 0 && m.Cases > 0 {
 		v.Totals.Expected = m.K * m.Cases
+		v.Totals.ExpectedCases = m.Cases
 	}
 	v.Progress = src.inProgress()
 	return v
@@ -286,8 +287,14 @@ func (s *Server) apiSource(w http.ResponseWriter, r *http.Request) {
 			if meta[k] == nil {
 				meta[k] = map[string]bool{}
 			}
-			if len(meta[k]) < maxMetaValues {
-				meta[k][v] = true
+			values := []string{v}
+			if items, ok := row.metaItems[k]; ok {
+				values = items // a list (tags): each item is a value
+			}
+			for _, x := range values {
+				if len(meta[k]) < maxMetaValues {
+					meta[k][x] = true
+				}
 			}
 		}
 	}

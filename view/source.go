@@ -211,6 +211,10 @@ func (s *Source) caseAggs() map[string]*caseAgg {
 		if k == 0 && !a.done {
 			k = s.lastK
 		}
+		if k == 0 && !a.done && s.run != nil && s.run.manifest != nil {
+			// No case is done yet: the run's k, not the trials so far.
+			k = s.run.manifest.K
+		}
 		a.K = max(k, a.Trials)
 		a.status = caseStatus(a.N, a.C, len(a.Errors) > 0)
 		slices.SortFunc(a.rows, func(x, y *Row) int { return x.Trial - y.Trial })
@@ -264,8 +268,10 @@ type Totals struct {
 	// Coverage says what the pass rate is over ("over 96 of 100 trials;
 	// 4 left out (infra: 3, grader: 1)").
 	Coverage string `json:"coverage,omitempty"`
-	// Expected is the trials the run will have when done (0: unknown).
-	Expected int `json:"expected,omitempty"`
+	// Expected is the trials the run will have when done, ExpectedCases
+	// its cases (0: unknown).
+	Expected      int `json:"expected,omitempty"`
+	ExpectedCases int `json:"expectedCases,omitempty"`
 	// Start and End bound the trials' times (epoch ms).
 	Start int64 `json:"start,omitempty"`
 	End   int64 `json:"end,omitempty"`

@@ -23,6 +23,7 @@ type calibrateOptions struct {
 	js, force                    bool
 	graderTO                     time.Duration
 	judgeCache                   cli.JudgeCacheFlags
+	threshold                    cli.Threshold
 }
 
 const calibrateLong = `Reads graded results (capture or trials file) and writes a markdown review
@@ -39,8 +40,12 @@ sheet (or JSON with --json):
     rate (trials whose verdicts disagree) is reported
   - with --labels FILE: human verdicts (JSONL {"id", "trial"?, "pass": bool}
     or {"id", "trial"?, "label": "pass"|"fail"|"valid_failure"|"grader_bug"|
-    "ambiguous"}) compared with the grader's: confusion table and Cohen's
-    kappa. A label for a case or trial not in RESULTS is an input error.
+    "ambiguous"}) compared with the grader's: confusion table, Cohen's
+    kappa and the disagreements (trial, human label, grader verdict), under
+    the name of the grader they belong to. With -g, every labelled trial is
+    graded again by GRADER and its agreement comes first, then that of the
+    verdicts stored in RESULTS. A label for a case or trial not in RESULTS
+    is an input error. -s 0 samples no failures: agreement alone.
 
 Trials with infrastructure errors have no verdict and are never sampled.
 The "Generated" time is taken from SOURCE_DATE_EPOCH when it is set.
@@ -48,7 +53,8 @@ The "Generated" time is taken from SOURCE_DATE_EPOCH when it is set.
 Examples:
   harness calibrate results.jsonl -s 20 -o review.md
   harness calibrate results.jsonl -g judge.yaml --repeat 5
-  harness calibrate results.jsonl --labels labels.jsonl --json | jq .agreement.kappa`
+  harness calibrate results.jsonl --labels labels.jsonl --json | jq .agreement.kappa
+  harness calibrate results.jsonl -g grader-v2.js --labels labels.jsonl -s 0`
 
 // NewCmd returns the harness calibrate command.
 func NewCmd() *cli.Command {
@@ -60,10 +66,11 @@ func NewCmd() *cli.Command {
 		Long:  calibrateLong,
 		Flags: pflag.NewFlagSet("calibrate", pflag.ContinueOnError),
 	}
-	c.Flags.IntVarP(&o.sample, "sample", "s", review.DefaultSampleSize, "sample `n` failures")
+	c.Flags.IntVarP(&o.sample, "sample", "s", review.DefaultSampleSize, "sample `n` failures (0: none, agreement alone)")
 	c.Flags.StringVar(&o.seed, "seed", "1", "sampling `seed`")
 	c.Flags.StringVarP(&o.grader, "grader", "g", "", "re-score the samples with `grader`")
 	cli.GraderTimeoutVar(c.Flags, &o.graderTO)
+	o.threshold.Add(c.Flags)
 	c.Flags.IntVar(&o.repeat, "repeat", 0, "with -g: grade a sample of graded trials `m` times each and report the flip rate")
 	c.Flags.StringVar(&o.labels, "labels", "", "human labels `file` (JSONL) to compare with the grader's verdicts")
 	c.Flags.BoolVar(&o.js, "json", false, "write the report as JSON")
@@ -81,8 +88,8 @@ func runCalibrate(ctx context.Context, e *cli.Env, o *calibrateOptions, args []s
 	if len(args) != 1 {
 		return cli.Usagef("want one results file, got %d arguments", len(args))
 	}
-	if o.sample < 1 {
-		return cli.Usagef("--sample %d: want at least 1", o.sample)
+	if o.sample < 0 {
+		return cli.Usagef("--sample %d: want 0 (no sample: agreement alone) or more", o.sample)
 	}
 	if o.repeat != 0 && (o.repeat < 2 || o.grader == "") {
 		return cli.Usagef("--repeat needs -g and a count of at least 2")
@@ -108,12 +115,21 @@ func runCalibrate(ctx context.Context, e *cli.Env, o *calibrateOptions, args []s
 		if err != nil {
 			return err
 		}
-		g, fn, err := cli.LoadReviewGrader(e, o.grader, o.graderTO, cache)
+		th, err := o.threshold.Value()
+		if err != nil {
+			return err
+		}
+		g, fn, err := cli.LoadReviewGrader(e, "calibrate", o.grader, o.graderTO, th, cache)
 		if err != nil {
 			return err
 		}
 		opt.Grade, opt.GraderName = drawCounter(fn), g.Name()
 	}
+	name, err := cli.OneResults(args[0])
+	if err != nil {
+		return err
+	}
+	args = []string{name}
 	in, err := cli.ReviewInput(e, args[0])
 	if err != nil {
 		return err

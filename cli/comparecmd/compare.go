@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"harness/cli"
+	"harness/review"
+	"harness/schemas"
 	"harness/trials"
 )
 
@@ -17,7 +19,7 @@ import (
 type compareOptions struct {
 	output, seed, format string
 	k, resamples         int
-	js, force            bool
+	js, force, asRuns    bool
 	maxRegression        float64
 }
 
@@ -34,9 +36,21 @@ acp-harness's). Deltas are B − A.
   - cases found in one run only are listed apart and enter no statistic;
     trials with infrastructure errors are excluded from n, never failures
 
+When A and B hold the same trials (the same cases, trial numbers and
+trajectories: one run graded twice, as harness grade writes it), they are
+two graders, not two runs: compare reports how B's verdicts agree with
+A's trial by trial (the flipped trials, Cohen's kappa between the two
+graders, the change of score) instead. --as-runs compares them as runs
+all the same; --max-regression always does.
+
 Examples:
   harness compare before.jsonl after.jsonl
-  harness compare before.jsonl after.jsonl --pass-at 5 --json | jq .passAtK`
+  harness compare before.jsonl after.jsonl --pass-at 5 --json | jq .passAtK
+  harness compare runs/main-last:main runs/pr:candidate --max-regression 0.05
+  harness compare graded-v1.jsonl graded-v2.jsonl
+
+A run directory of harness run stands for its agents' outputs, and
+RUNDIR:AGENT for one of them.`
 
 // NewCmd returns the harness compare command.
 func NewCmd() *cli.Command {
@@ -57,6 +71,7 @@ func NewCmd() *cli.Command {
 	c.Flags.StringVarP(&o.output, "output", "o", "", "write to `file` (default stdout)")
 	c.Flags.BoolVar(&o.force, "force", false, "overwrite an existing output file")
 	c.Flags.StringVar(&o.format, "format", "text", "output `format`: text, json or csv (per-case rows for two runs, the ranking for more)")
+	c.Flags.BoolVar(&o.asRuns, "as-runs", false, "compare two files holding the same trials as two runs (cases, McNemar), not as two graders")
 	c.Flags.Float64Var(&o.maxRegression, "max-regression", -1, "exit 1 when B's pass rate is lower than A's by more than `x` (0..1) and McNemar's exact test says the change is real (p < 0.05); the lost cases are listed")
 	c.Run = func(ctx context.Context, e *cli.Env, args, agent []string) error {
 		return runCompare(e, o, args)
@@ -77,8 +92,8 @@ func runCompare(e *cli.Env, o compareOptions, args []string) error {
 	default:
 		return cli.Usagef("--format %q: want text, json or csv", o.format)
 	}
-	if len(args) < 2 {
-		return cli.Usagef("want two or more results files (A B [C...]), got %d arguments", len(args))
+	if len(args) < 1 {
+		return cli.Usagef("want two or more results files (A B [C...]), got none")
 	}
 	if o.k < 1 {
 		return cli.Usagef("--pass-at %d: K must be at least 1", o.k)
@@ -86,6 +101,23 @@ func runCompare(e *cli.Env, o compareOptions, args []string) error {
 	sd, err := cli.ParseSeed(o.seed)
 	if err != nil {
 		return err
+	}
+	if args, err = cli.ResultsArgs(args); err != nil {
+		return err
+	}
+	if len(args) < 2 {
+		return cli.Usagef("want two or more results files (A B [C...]; a run directory stands for its agents), got %d", len(args))
+	}
+	if len(args) == 2 && !o.asRuns && o.maxRegression == -1 && args[0] != "-" && args[1] != "-" {
+		rep, same, err := compareGradings(e, args[0], args[1])
+		if err != nil {
+			return cli.ReviewInputErr(err)
+		}
+		if same {
+			return cli.WriteOutput(e, o.output, o.force, func(out io.Writer) error {
+				return writeAs(out, o, rep, review.WriteGraderAgreementText, review.WriteGraderAgreementCSV)
+			})
+		}
 	}
 	runs, err := trials.ReadRuns(args, func(name string) (io.ReadCloser, error) { return cli.ReviewInput(e, name) })
 	if err != nil {
@@ -119,6 +151,22 @@ func runCompare(e *cli.Env, o compareOptions, args []string) error {
 			r.Drop, o.maxRegression, r.PValue, strings.Join(r.Lost, ", ")))
 	}
 	return nil
+}
+
+// compareGradings compares the gradings of files a and b when they hold the
+// same trials.
+func compareGradings(e *cli.Env, a, b string) (schemas.GraderAgreement, bool, error) {
+	ra, err := cli.ReviewInput(e, a)
+	if err != nil {
+		return schemas.GraderAgreement{}, false, err
+	}
+	defer ra.Close()
+	rb, err := cli.ReviewInput(e, b)
+	if err != nil {
+		return schemas.GraderAgreement{}, false, err
+	}
+	defer rb.Close()
+	return review.CompareGradings(a, ra, b, rb)
 }
 
 // writeAs writes v as JSON, CSV or text, as --json and --format ask.

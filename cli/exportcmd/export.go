@@ -90,6 +90,11 @@ func runExport(e *cli.Env, o exportOptions, args []string) error {
 	if o.dir != "" && o.output != "" {
 		return cli.Usagef("-o and --dir are different outputs: choose one")
 	}
+	name, err := cli.OneResults(args[0])
+	if err != nil {
+		return err
+	}
+	args = []string{name}
 	in, err := cli.ReviewInput(e, args[0])
 	if err != nil {
 		return err

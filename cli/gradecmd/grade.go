@@ -129,7 +129,7 @@ func runGrade(ctx context.Context, e *cli.Env, fs *pflag.FlagSet, f *gradeFlags,
 	if err != nil {
 		return err
 	}
-	opts := graders.Options{Getenv: e.Getenv, JudgeCache: cache, Timeout: f.timeout}
+	opts := graders.Options{Getenv: e.Getenv, JudgeCache: cache, Timeout: f.timeout, Warn: e.GraderWarn("grade")}
 	if wd, err := os.Getwd(); err == nil {
 		opts.Dir = wd
 	}
@@ -300,6 +300,10 @@ func gradeFiles(ctx context.Context, e *cli.Env, f *gradeFlags, files []string, 
 			msg += fmt.Sprintf(" (sample of %d from %d, seed %d)", f.sample, total, f.seed)
 		}
 		fmt.Fprintln(e.Stderr, "harness grade: "+msg)
+		// Each distinct grader error once, with where it happened.
+		for _, ge := range st.GraderErrors {
+			fmt.Fprintf(e.Stderr, "harness grade: grader error on %s: %s\n", cli.Plural(ge.Count, "record"), ge.Gist)
+		}
 	}
 	if interrupted {
 		return cli.WithCode(cli.ExitInterrupted, errors.New("interrupted; the output holds every finished record"))

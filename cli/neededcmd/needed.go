@@ -75,7 +75,11 @@ func runTrialsNeeded(e *cli.Env, fs *pflag.FlagSet, o neededOptions, args []stri
 	if err != nil {
 		return err
 	}
-	pilot, warnings, err := readPilot(e, args[0])
+	name, err := cli.OneResults(args[0])
+	if err != nil {
+		return err
+	}
+	pilot, warnings, err := readPilot(e, name)
 	if err != nil {
 		return err
 	}

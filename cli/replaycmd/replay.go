@@ -48,6 +48,11 @@ Examples:
 		if args[0] == "-" {
 			return cli.Usagef("RESULTS cannot be standard input: the replay speaks ACP there")
 		}
+		name, err := cli.OneResults(args[0])
+		if err != nil {
+			return err
+		}
+		args = []string{name}
 		in, err := cli.ReviewInput(e, args[0])
 		if err != nil {
 			return err

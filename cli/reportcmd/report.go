@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -110,23 +112,53 @@ func runReport(e *cli.Env, o reportOptions, args []string) error {
 		return cli.Usagef("only one of -o, --junit and --markdown can write to stdout")
 	}
 	if len(args) == 1 {
-		if st, err := os.Stat(args[0]); err == nil && st.IsDir() {
-			if !rundir.Is(args[0]) {
-				return reportRunsDir(e, args[0], o.title, o.output, o.junit, o.markdown, o.force)
-			}
-			// One run directory: its agents side by side.
-			files, suite, err := report.RunDirInputs(args[0])
-			if err != nil {
-				return cli.Input(err)
-			}
-			if len(files) == 0 || len(files) > report.MaxRuns {
-				return cli.Usagef("%s holds %d agent outputs; a report shows 1 to %d side by side: name the files", args[0], len(files), report.MaxRuns)
-			}
-			args = files
-			if o.title == "" {
-				o.title = suite
+		if st, err := os.Stat(args[0]); err == nil && st.IsDir() && !rundir.Is(args[0]) {
+			return reportRunsDir(e, args[0], o.title, o.output, o.junit, o.markdown, o.force)
+		}
+	}
+	// A run still running stands for what its agents wrote so far.
+	var running []string
+	if len(args) == 1 && rundir.Is(args[0]) {
+		m, err := rundir.Read(args[0])
+		if err != nil {
+			return cli.Input(err)
+		}
+		if m.Status == "running" {
+			if running, err = runningInputs(e, args[0], m); err != nil {
+				return err
 			}
 		}
+	}
+	// A run directory stands for its agents, DIR:AGENT for one of them.
+	var inputs []rundir.Input
+	if running == nil {
+		if inputs, err = rundir.ExpandAll(args); err != nil {
+			return cli.Input(err)
+		}
+	} else {
+		inputs = []rundir.Input{{Dir: args[0]}}
+	}
+	if len(inputs) > report.MaxRuns {
+		return cli.Usagef("%s name %d agent outputs; a report shows 1 to %d side by side: name the agents (RUNDIR:AGENT)", strings.Join(args, " "), len(inputs), report.MaxRuns)
+	}
+	var stopped string
+	var gates []trials.RegressionVerdict
+	if len(args) == 1 && len(inputs) > 0 && inputs[0].Dir == args[0] {
+		// One whole run directory: its suite's name, and what its
+		// manifest says of the run (stopped early, the comparison gate).
+		m, err := rundir.Read(args[0])
+		if err != nil {
+			return cli.Input(err)
+		}
+		if o.title == "" {
+			o.title = m.Suite.Name
+		}
+		stopped, gates = m.Stopped, m.Gates
+	}
+	if running != nil {
+		args = running
+	} else {
+		args = rundir.Files(inputs)
 	}
 	runs, err := report.ReadRuns(args, func(name string) (io.ReadCloser, error) { return cli.ReviewInput(e, name) }, o.output != "")
 	if err != nil {
@@ -134,8 +166,57 @@ func runReport(e *cli.Env, o reportOptions, args []string) error {
 	}
 	defer report.CloseRuns(runs)
 	out := report.Outputs{HTML: o.output, JUnit: o.junit, Markdown: o.markdown}
-	opts := report.BuildOptions{Title: o.title, Rule: cr, Seed: sd, Resamples: resamplesOpt(o.resamples)}
+	opts := report.BuildOptions{Title: o.title, Rule: cr, Seed: sd, Resamples: resamplesOpt(o.resamples), Gates: gates, Stopped: stopped}
 	return report.Build(runs, out, opts, func(path string) (report.Sink, error) { return cli.ReviewOutput(e, path, o.force) })
+}
+
+// runningInputs are the agent outputs of a run still running (or killed
+// before it ended) that hold records: they are reported, with a note
+// naming the agents that have none yet; with none, it is an error that
+// points to the live viewer.
+func runningInputs(e *cli.Env, dir string, m *rundir.Manifest) ([]string, error) {
+	var have []string
+	var waiting []string
+	for _, a := range m.Agents {
+		p := filepath.Join(dir, a.Output)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Size() > 0 {
+			have = append(have, p)
+			continue
+		}
+		what := a.Name + " (no case finished yet"
+		if n := countLines(p + ".partial"); n > 0 {
+			what += fmt.Sprintf("; %s of unfinished cases in %s.partial", cli.Plural(n, "finished trial"), a.Output)
+		}
+		waiting = append(waiting, what+")")
+	}
+	running := fmt.Sprintf("%s is still running (its %s says so, or its run was killed before it ended)", dir, rundir.ManifestName)
+	if len(have) == 0 {
+		return nil, cli.Input(fmt.Errorf("%s: nothing to report yet: %s; watch it live with: harness view %s",
+			running, strings.Join(waiting, ", "), dir))
+	}
+	if len(waiting) > 0 {
+		fmt.Fprintf(e.Stderr, "harness report: note: %s: the report holds what its agents wrote so far; not yet: %s; watch it live with: harness view %s\n",
+			running, strings.Join(waiting, ", "), dir)
+	} else {
+		fmt.Fprintf(e.Stderr, "harness report: note: %s: the report holds what its agents wrote so far; watch it live with: harness view %s\n", running, dir)
+	}
+	return have, nil
+}
+
+// countLines counts the non-empty lines of a file (0 when it cannot be
+// read).
+func countLines(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for line := range strings.Lines(string(b)) {
+		if strings.TrimSpace(line) != "" {
+			n++
+		}
+	}
+	return n
 }
 
 // countStdout counts the outputs that go to stdout ("-").

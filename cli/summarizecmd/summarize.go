@@ -2,6 +2,7 @@
 package summarizecmd
 
 import (
+	"bytes"
 	"context"
 	"io"
 
@@ -81,6 +82,11 @@ func runSummarize(e *cli.Env, o summarizeOptions, args []string) error {
 	if err != nil {
 		return err
 	}
+	name, err := cli.OneResults(args[0])
+	if err != nil {
+		return err
+	}
+	args = []string{name}
 	in, err := cli.ReviewInput(e, args[0])
 	if err != nil {
 		return err
@@ -88,7 +94,17 @@ func runSummarize(e *cli.Env, o summarizeOptions, args []string) error {
 	defer in.Close()
 	return cli.WriteOutput(e, o.output, o.force, func(out io.Writer) error {
 		opts := review.ViewOptions{View: view, Seed: sd, Resamples: o.resamples, OutName: o.output}
-		return cli.ReviewInputErr(review.WriteView(out, in, args[0], opts))
+		if o.output != "" && o.output != "-" {
+			return cli.ReviewInputErr(review.WriteView(out, in, args[0], opts))
+		}
+		// On standard output too, a file with a bad line gives its
+		// error and nothing else: no view of the lines before it.
+		var buf bytes.Buffer
+		if err := review.WriteView(&buf, in, args[0], opts); err != nil {
+			return cli.ReviewInputErr(err)
+		}
+		_, err := out.Write(buf.Bytes())
+		return err
 	})
 }
 

@@ -23,8 +23,10 @@ func NewCmd() *cli.Command {
 		Usage: "validate-refs PROMPTS -g GRADER [-o FILE] | validate-refs TASKS [-o FILE]",
 		Short: "check that reference answers pass and negative references fail",
 		Long: `Grades each case's reference answer (it must pass) and negativeReference
-(it must fail) with GRADER, as if the agent had answered it (output = the
-answer, an empty trajectory). Cases with neither are skipped.
+(it must fail) with GRADER, exactly as if the agent had answered it: the
+answer is the output, the final assistant message of the conversation
+(messages, {{messages}}) and the trajectory's one message step. Cases
+with neither are skipped.
 
 Writes one JSON line per answer, a superset of acp-harness's
 ValidationResult: id, reference (the answer graded), passes (the grader's
@@ -46,8 +48,9 @@ Examples:
 		Flags: pflag.NewFlagSet("validate-refs", pflag.ContinueOnError),
 	}
 	var o refsOptions
-	c.Flags.StringVarP(&o.grader, "grader", "g", "", "the `grader` to check (executable, .js/.ts module, or .json/.yaml config); required")
+	c.Flags.StringVarP(&o.grader, "grader", "g", "", "the `grader` to check (executable, .js/.ts module, or .json/.yaml config); required with a prompts file, not given with task directories")
 	cli.GraderTimeoutVar(c.Flags, &o.graderTO)
+	o.threshold.Add(c.Flags)
 	c.Flags.StringVarP(&o.output, "output", "o", "", "write results to `file` (default stdout); a .zst or .gz suffix compresses")
 	c.Flags.BoolVar(&o.force, "force", false, "overwrite an existing output file")
 	c.Flags.BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr")
@@ -58,9 +61,15 @@ Examples:
 		if len(args) != 1 {
 			return cli.Usagef("want one prompts file, got %d arguments", len(args))
 		}
+		if err := cli.Missing(args[0], "a prompts file, or a Harbor task directory or dataset"); err != nil {
+			return err
+		}
 		if cli.IsTaskDir(args[0]) {
 			if o.grader != "" {
 				return cli.Usagef("--grader does not apply to task directories: their tests/test.sh is the verifier")
+			}
+			if c.Flags.Changed("threshold") {
+				return cli.Usagef("--threshold does not apply to task directories: their tests/test.sh is the verifier")
 			}
 			return cli.ValidateTaskRefs(ctx, e, args[0], tf, o.output, o.force, o.quiet)
 		}
@@ -68,7 +77,7 @@ Examples:
 			return err
 		}
 		if o.grader == "" {
-			return cli.Usagef("--grader (-g) is required")
+			return cli.Usagef("--grader (-g) is required with a prompts file (a task directory needs none: its tests/test.sh is the verifier)")
 		}
 		return validatePromptRefs(ctx, e, args[0], o)
 	}
@@ -81,6 +90,7 @@ type refsOptions struct {
 	graderTO       time.Duration
 	force, quiet   bool
 	jc             cli.JudgeCacheFlags
+	threshold      cli.Threshold
 }
 
 // validatePromptRefs grades the reference and negativeReference answers of
@@ -112,7 +122,11 @@ func validatePromptRefs(ctx context.Context, e *cli.Env, file string, o refsOpti
 	if err != nil {
 		return err
 	}
-	_, grade, err := cli.LoadReviewGrader(e, o.grader, o.graderTO, cache)
+	th, err := o.threshold.Value()
+	if err != nil {
+		return err
+	}
+	_, grade, err := cli.LoadReviewGrader(e, "validate-refs", o.grader, o.graderTO, th, cache)
 	if err != nil {
 		return err
 	}

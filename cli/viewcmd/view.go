@@ -3,8 +3,12 @@ package viewcmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -16,7 +20,7 @@ import (
 // viewOptions are the flags of harness view.
 type viewOptions struct {
 	host, seed string
-	port       int
+	port       portValue
 	open       bool
 	poll       time.Duration
 }
@@ -55,6 +59,28 @@ Examples:
   harness view trials.jsonl before.jsonl --open
   harness view /shared/evals --host 0.0.0.0 --port 8080`
 
+// viewExits are the exit statuses of harness view.
+const viewExits = `Exit status:
+  0    stopped by an interrupt (Ctrl-C), after serving
+  1    the server failed while serving
+  2    usage or input error: a bad flag, a PATH that does not exist, an
+       address or port that cannot be listened on (nothing served)
+`
+
+// portValue is --port: a TCP port number, 0 for a free one.
+type portValue int
+
+func (p *portValue) String() string { return strconv.Itoa(int(*p)) }
+func (p *portValue) Type() string   { return "port" }
+func (p *portValue) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("want a port number, 0 to 65535 (0: a free one)")
+	}
+	*p = portValue(n)
+	return nil
+}
+
 // NewCmd returns the harness view command.
 func NewCmd() *cli.Command {
 	var o viewOptions
@@ -63,9 +89,10 @@ func NewCmd() *cli.Command {
 		Usage: "view [PATH...] [--port N] [--open] [--host ADDR]",
 		Short: "a local web viewer of runs: live, every trajectory, runs compared",
 		Long:  viewLong,
+		Exits: viewExits,
 		Flags: pflag.NewFlagSet("view", pflag.ContinueOnError),
 	}
-	c.Flags.IntVar(&o.port, "port", 0, "listen on `port` (default: a free one)")
+	c.Flags.Var(&o.port, "port", "listen on `port` (default: a free one)")
 	c.Flags.StringVar(&o.host, "host", "127.0.0.1", "listen on `address`; any other than 127.0.0.1 needs the printed token")
 	c.Flags.BoolVar(&o.open, "open", false, "open the URL in a browser (xdg-open)")
 	c.Flags.DurationVar(&o.poll, "poll", 250*time.Millisecond, "check the files for new records every `duration`")
@@ -82,12 +109,14 @@ func serveView(ctx context.Context, e *cli.Env, o viewOptions, args []string) er
 	if err != nil {
 		return err
 	}
-	if o.port < 0 || o.port > 65535 {
-		return cli.Usagef("--port %d: want 0 to 65535", o.port)
-	}
 	ix, err := view.New(view.Options{Roots: args, Poll: o.poll})
 	if err != nil {
 		return cli.Input(err)
+	}
+	for _, a := range args {
+		if st, err := os.Stat(a); err == nil && st.Mode().IsRegular() && st.Size() == 0 {
+			fmt.Fprintf(e.Stderr, "harness view: %s is empty: it holds no trials yet (they show as they are written)\n", a)
+		}
 	}
 	defer ix.Close()
 	opt := view.ServerOptions{Loopback: view.IsLoopback(o.host), Seed: sd}
@@ -96,12 +125,18 @@ func serveView(ctx context.Context, e *cli.Env, o viewOptions, args []string) er
 			return err
 		}
 	}
-	l, err := view.Listen(ix, o.host, o.port, opt)
+	l, err := view.Listen(ix, o.host, int(o.port), opt)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return cli.Input(fmt.Errorf("%w\nanother program listens on port %d: give --port another port, or leave --port out for a free one", err, int(o.port)))
+	}
 	if err != nil {
 		return cli.Input(err)
 	}
-	u := l.URL()
-	fmt.Fprintf(e.Stdout, "harness view: %s\n", u)
+	urls := l.URLs(nil)
+	u := urls[0]
+	for _, x := range urls {
+		fmt.Fprintf(e.Stdout, "harness view: %s\n", x)
+	}
 	if o.open {
 		if p, err := exec.LookPath("xdg-open"); err == nil {
 			exec.Command(p, u).Start()

@@ -36,7 +36,7 @@ type imageFlags struct {
 }
 
 func (f *imageFlags) add(fs *pflag.FlagSet) {
-	fs.StringVar(&f.ref, "image", "", "run every case in a fresh layer over `image`: a root filesystem directory or tar, an OCI layout, a local podman image, or a build context with a Dockerfile (docs/tasks.md)")
+	fs.StringVar(&f.ref, "image", "", "run every case in a fresh layer over `image`: a root filesystem directory or tar, an OCI layout, a local podman image, an image in a registry (pulled once), or a build context with a Dockerfile (docs/tasks.md)")
 	fs.StringVar(&f.tasks, "tasks", "", "run the Harbor task `dir` (or dataset of tasks) instead of a prompts file: each task in its image, graded by its tests/test.sh (docs/tasks.md)")
 	fs.BoolVar(&f.agentInImage, "agent-in-image", false, "with --image or --tasks, run the agent command as the image has it instead of binding the host's program in")
 	fs.BoolVar(&f.noNetwork, "image-no-network", false, "with --image or --tasks, give the agent loopback only")
@@ -137,8 +137,24 @@ func (f *imageFlags) configure(ctx context.Context, e *cli.Env, rf *runFlags, s 
 			return err
 		}
 		ic.For = f.set.ImageFor(imgs)
-	} else if ic.For, err = f.caseImages(ctx, store, s.caseImages); err != nil {
-		return err
+	} else {
+		// Who uses each image, for the message of one that cannot be had.
+		users := map[string][]string{}
+		if f.ref != "" {
+			users[f.ref] = []string{"--image"}
+		}
+		s.scan(func(_ int, c *schemas.PromptCase) error {
+			if c.Image != "" && len(users[c.Image]) < 3 {
+				users[c.Image] = append(users[c.Image], "case "+c.ID)
+			}
+			return nil
+		})
+		if err := cli.FetchImages(ctx, e, store, append([]string{f.ref}, s.caseImages...), users, rf.quiet); err != nil {
+			return err
+		}
+		if ic.For, err = f.caseImages(ctx, store, s.caseImages); err != nil {
+			return err
+		}
 	}
 	// The first agent, started to check that the agent runs, starts in a
 	// layer over the first case's image, as that case's agent will.

@@ -25,6 +25,8 @@ import (
 	"harness/cli/comparecmd"
 	"harness/cli/exportcmd"
 	"harness/cli/gradecmd"
+	"harness/cli/imagescmd"
+	"harness/cli/keycmd"
 	"harness/cli/mergecmd"
 	"harness/cli/neededcmd"
 	"harness/cli/replaycmd"
@@ -54,6 +56,7 @@ func commands() []*cli.Command {
 		calibratecmd.NewCmd(),
 		validaterefscmd.NewCmd(),
 		balancecmd.NewCmd(),
+		imagescmd.NewCmd(),
 		comparecmd.NewCmd(),
 		neededcmd.NewCmd(),
 		reportcmd.NewCmd(),
@@ -61,12 +64,13 @@ func commands() []*cli.Command {
 		mergecmd.NewCmd(),
 		checkcmd.NewCmd(),
 		schemascmd.NewCmd(),
+		keycmd.NewCmd(),
 		exportcmd.NewCmd(),
 		replaycmd.NewCmd(),
 		newRunCmd(),
 	}
 	for _, c := range cmds {
-		if !c.Agent && c.Name != "schemas" && c.Name != "balance" {
+		if !c.Agent && c.Name != "schemas" && c.Name != "balance" && c.Name != "key" {
 			c.Flags.StringArrayVar(&c.SecretEnv, "secret-env", nil, "redact the value of environment variable `NAME` from all output; repeatable (API key variables are redacted anyway)")
 		}
 	}
@@ -123,7 +127,11 @@ func runMain(ctx context.Context, e *cli.Env, args []string) int {
 	}
 	c := findCommand(cmds, args[0])
 	if c == nil {
-		fmt.Fprintf(e.Stderr, "harness: unknown command %q\nRun 'harness help' for the list of commands.\n", args[0])
+		meant := ""
+		if best := closestCommand(cmds, args[0]); best != "" {
+			meant = fmt.Sprintf("\ndid you mean harness %s?", best)
+		}
+		fmt.Fprintf(e.Stderr, "harness: unknown command %q%s\nRun 'harness help' for the list of commands.\n", args[0], meant)
 		return cli.ExitUsage
 	}
 	c.Flags.SetOutput(io.Discard)
@@ -175,7 +183,11 @@ func helpOrVersion(e *cli.Env, cmds []*cli.Command, args []string) (code int, do
 				fmt.Fprintf(e.Stdout, "Usage: harness version\n\n%s\n\nAlso: harness --version, harness -v.\n", versionShort)
 				return cli.ExitOK, true
 			}
-			fmt.Fprintf(e.Stderr, "harness: unknown command %q\n", args[1])
+			meant := ""
+			if best := closestCommand(cmds, args[1]); best != "" {
+				meant = fmt.Sprintf("\ndid you mean harness help %s?", best)
+			}
+			fmt.Fprintf(e.Stderr, "harness: unknown command %q%s\n", args[1], meant)
 			return cli.ExitUsage, true
 		}
 		printOverview(e.Stdout, cmds, e.Build().Version)
@@ -296,5 +308,36 @@ func flagValue(args []string, name string) string {
 func closestFlag(fs *pflag.FlagSet, name string) string {
 	var names []string
 	fs.VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
-	return suggest.Nearest(name, names)
+	return nearestOrPrefixed(name, names)
+}
+
+// nearestOrPrefixed is the known name nearest to name (suggest.Nearest),
+// else the one known name that name begins (--out for --output), if it is
+// three letters or more.
+func nearestOrPrefixed(name string, known []string) string {
+	if best := suggest.Nearest(name, known); best != "" || slices.Contains(known, name) {
+		return best
+	}
+	if len(name) < 3 {
+		return ""
+	}
+	found := ""
+	for _, k := range known {
+		if strings.HasPrefix(k, name) {
+			if found != "" {
+				return ""
+			}
+			found = k
+		}
+	}
+	return found
+}
+
+// closestCommand is the command name nearest to a mistyped one.
+func closestCommand(cmds []*cli.Command, name string) string {
+	var names []string
+	for _, c := range cmds {
+		names = append(names, c.Name)
+	}
+	return nearestOrPrefixed(name, names)
 }

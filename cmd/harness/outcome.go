@@ -86,11 +86,24 @@ func (n runNotes) Finished(res *evaluation.Result) []string {
 	if res.Spent != nil {
 		lines = append(lines, "cost: "+costLine(res.Spent, res.AgentReportedUSD, n.v.f.prices))
 	}
+	if len(n.v.f.prices) > 0 && res.Unpriced > 0 {
+		lines = append(lines, noUsageLine(res.Unpriced, res.Priced))
+	}
 	if res.SharedWrites > 0 {
 		lines = append(lines, fmt.Sprintf("warning: %s of %d wrote files in the working directory they share, %s (%s, ...): what one writes, the next sees; give --workspace DIR for a fresh copy per unit",
 			cli.Plural(res.SharedWrites, "unit"), n.v.planned, n.v.setup.cfg.Cwd, res.SharedPath))
 	}
 	return lines
+}
+
+// noUsageLine says, once per run, that --prices priced nothing of the
+// records whose agent reported no usage.
+func noUsageLine(unpriced, priced int) string {
+	which := "its " + cli.Plural(unpriced, "record")
+	if priced > 0 {
+		which = fmt.Sprintf("%d of its %d records", unpriced, unpriced+priced)
+	}
+	return fmt.Sprintf("note: the agent reported no usage (tokens or cost) for %s, so --prices gave them no cost: their cost and tokens are blank", which)
 }
 
 // outcome turns what a run did into its status and the command's error
@@ -105,14 +118,14 @@ func (v *runView) outcome(ctx context.Context, res *evaluation.Result, err error
 			err = cli.OutputError(ee.Err)
 		case evaluation.KindForeign:
 			// The budget and the stop rule are said first.
-			if status, stop := runStopError(res); stop != nil && !res.Interrupted {
+			if status, stop := v.stopError(res); stop != nil && !res.Interrupted {
 				return status, stop
 			}
 			return statusError, cli.WithCode(cli.ExitForeign, ee.Err)
 		}
 	}
 	if err == nil && !res.Interrupted {
-		if status, stop := runStopError(res); stop != nil {
+		if status, stop := v.stopError(res); stop != nil {
 			return status, stop
 		}
 	}
@@ -170,22 +183,29 @@ func finishedOutcome(res *evaluation.Result, gates func(schemas.TrialsSummary) e
 	return statusOK, nil
 }
 
-// runStopError says why the budget or the stop rule ended a run.
-func runStopError(res *evaluation.Result) (string, error) {
+// stopError says why the budget or the stop rule ended a run.
+func (v *runView) stopError(res *evaluation.Result) (string, error) {
 	stop := res.Stop
 	switch {
 	case stop == nil:
 		return "", nil
 	case stop.Kind == runctl.KindBudget:
+		limit := limitText(stop.Limit)
+		if v.f.budgetName != "" {
+			limit = v.f.budgetName
+		}
 		return statusBudget, cli.WithCode(cli.ExitBudget, fmt.Errorf("budget spent (%s; %s): no new work was started, %s not run; the output holds every finished record, continue with --resume and a larger budget",
-			cost.Format(res.Spent), limitText(stop.Limit), cli.Plural(res.NotRun(), "unit")))
+			cost.Format(res.Spent), limit, cli.Plural(res.NotRun(), "unit")))
 	case stop.Kind == runctl.KindConfig:
 		// Not exit 3: a run its configuration stopped measured nothing.
 		return statusError, cli.WithCode(cli.ExitUsage, fmt.Errorf("stopped after %d units failed for the agent's configuration (the last: case %q trial %d: %s; %s); %s not run; fix the agent's command, key or login, then continue with --resume --retry-errors",
 			stop.Limit.ConfigStop, stop.ID, max(stop.Trial, 1), stop.Error.Evidence, cli.FirstLine(stop.Error.Message), cli.Plural(res.NotRun(), "unit")))
+	case stop.Kind == runctl.KindSameGraderError:
+		return statusInfraErrors, cli.WithCode(cli.ExitInfraErrors, fmt.Errorf("stopped: the first %s all had the same grader error, so the grader is broken rather than the agent: %s; %s not run; fix the grader, then grade the kept records with harness grade and continue with --resume (--stop-on-same-grader-error 0 runs on)",
+			cli.Plural(stop.Limit.SameGraderError, "graded record"), stop.Error.Gist(), cli.Plural(res.NotRun(), "unit")))
 	case stop.Kind == runctl.KindStopOn:
 		return statusInfraErrors, cli.WithCode(cli.ExitInfraErrors, fmt.Errorf("stopped at the first %s error (case %q trial %d): %s; %s not run; the output holds every finished record, continue with --resume",
-			stop.Error.Class, stop.ID, max(stop.Trial, 1), cli.FirstLine(stop.Error.Message), cli.Plural(res.NotRun(), "unit")))
+			stop.Error.Class, stop.ID, max(stop.Trial, 1), stop.Error.Gist(), cli.Plural(res.NotRun(), "unit")))
 	}
 	return "", nil
 }
@@ -205,7 +225,10 @@ func limitText(l runctl.Limits) string {
 // resumeError words an output that could not be continued.
 func resumeError(err error) error {
 	var rm *evaluation.RuleMismatchError
+	var cc *evaluation.ChangedCasesError
 	switch {
+	case errors.As(err, &cc):
+		return cli.Input(fmt.Errorf("--resume: %w; to run them again, resume with --rerun-changed", err))
 	case errors.As(err, &rm):
 		switch {
 		case rm.Want == nil:

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -26,6 +27,7 @@ import (
 	"harness/schemas"
 	"harness/suite"
 	"harness/suiterun"
+	"harness/trials"
 )
 
 // runCmdFlags are the flags of harness run.
@@ -37,6 +39,7 @@ type runCmdFlags struct {
 	maxTokens                   int64
 	k                           int
 	suiteChanged, quiet         bool
+	rerunChanged                bool
 	image                       imageRunFlags
 	flags                       *pflag.FlagSet
 }
@@ -54,6 +57,7 @@ func (f *runCmdFlags) addFlags(fs *pflag.FlagSet) {
 	fs.IntVarP(&f.k, "k", "k", 0, "trials per case (overrides the suite's k)")
 	fs.BoolVar(&f.suiteChanged, "allow-suite-change", false, "with --resume: continue although the suite file changed")
 	cli.DeprecatedAlias(fs, "force", "", "allow-suite-change")
+	fs.BoolVar(&f.rerunChanged, "rerun-changed", false, "with --resume: run again the cases whose content changed since the run began (their trials are replaced), instead of refusing to resume")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors on stderr")
 	f.image.add(fs)
 }
@@ -71,23 +75,36 @@ k times, as 'harness trials' would, into a new directory
 RUNS/<time>-<name>/:
 
   run.json          the manifest: suite file and hash, harness version,
-                    start and end, each agent's status, pass rate and cost
+                    start and end, k and flags, each agent's status,
+                    pass rate and cost
   cases.jsonl       the cases run
   <agent>.jsonl     each agent's trials records (and <agent>.summary.json)
   compare.json      with several agents: the ranking (mean pass rate with
                     intervals, pairwise McNemar with Holm correction)
   report.html       the agents side by side (up to 8; with more, one
-                    report-<agent>.html each), and summary.md
+                    report-<agent>.html each), and summary.md; first, the
+                    comparison gate's verdicts (gates.baseline) and, for
+                    a run stopped early, what did not run
+  junit.xml         JUnit XML, one testsuite per agent
+
+A run directory stands for its agents' outputs wherever a results file is
+taken, RUNDIR:AGENT for one of them (compare, report, replay...).
 
 A suite that names no agents takes the agent command after --. agentv's
 eval YAML runs as written: workspace.template, tests[].id/input/assert,
 plain-string asserts judged by an LLM against the rubric, type: script
 asserts, target.
 
---resume RUNDIR continues a run where it stopped (the suite must be
-unchanged, or --allow-suite-change). -j, -t and --sandbox apply to every
-agent, over the suite's run flags. --max-cost and --max-tokens (or the suite's gates) bound the
-whole run: once spent, no new work starts, and the exit status is 4.
+--resume RUNDIR continues a run where it stopped, with the k, agents and
+flags it was started with (run.json); a flag that contradicts them is
+refused, but -j, --keep-layers, --max-cost and --max-tokens. The suite
+must be unchanged, or --allow-suite-change. -j, -t, --sandbox and --slurm
+apply to every agent, over the suite's run flags. --max-cost and
+--max-tokens (or the suite's gates) bound the whole run, split between the
+agents (a replayed baseline takes no share): an agent that spent its share
+starts no new work, and the exit status is 4. A suite's comparison gate
+(gates.baseline, max-regression, significance) fails an agent
+significantly worse than the baseline: exit 1.
 
 Examples:
   harness run examples/suite/suite.yaml
@@ -127,15 +144,22 @@ type suiteRun struct {
 	f         *runCmdFlags
 	s         *suite.Suite
 	suiteFile string
-	m         *rundir.Manifest // nil until the directory is made, unless resumed
-	dir       string
-	agents    []suite.Agent
-	cases     *suiterun.Cases
-	prices    cost.Table
-	budget    suiterun.Budget
-	spent     *schemas.Cost
-	errs      []error
-	stopped   bool
+	// tasksDir is the task directory the suite was made of ("" for a
+	// suite file).
+	tasksDir string
+	m        *rundir.Manifest // nil until the directory is made, unless resumed
+	dir      string
+	agents   []suite.Agent
+	cases    *suiterun.Cases
+	prices   cost.Table
+	budget   suiterun.Budget
+	spent    *schemas.Cost
+	errs     []error
+	stopped  bool
+	// budgetHit says an agent spent its share of the budget; notRun
+	// counts, by agent, the units a budget stop left unrun.
+	budgetHit bool
+	notRun    map[string]int
 }
 
 func (r *suiteRun) logf(format string, a ...any) {
@@ -161,11 +185,28 @@ func (f *runCmdFlags) load(e *cli.Env, args, agentCmd []string) (*suiteRun, erro
 		return nil, cli.Usagef("%s changed since the run in %s began (sha256 %.12s, now %.12s): start a new run, or continue with the new suite with --allow-suite-change",
 			r.suiteFile, r.dir, r.m.Suite.Hash, s.Hash)
 	}
+	k := f.k
+	if r.m != nil {
+		// A resumed run is the run that was started: its agent
+		// command and k.
+		if agentCmd, err = resumeAgentCommand(s, agentCmd, r.m, r.dir); err != nil {
+			return nil, err
+		}
+		if k, err = resumeK(k, r.m, r.dir); err != nil {
+			return nil, err
+		}
+	}
 	if r.agents, err = suiteAgents(s, agentCmd, f.only); err != nil {
 		return nil, err
 	}
-	if f.k > 0 {
-		s.K = f.k
+	if g := s.Regression; g != nil && !slices.ContainsFunc(r.agents, func(a suite.Agent) bool { return a.Name == g.Baseline }) {
+		// A run of the other agents alone (the main branch's run, which
+		// later runs compare with) decides no comparison.
+		r.logf("harness run: the comparison gate (%s line %d) is not decided: --agent leaves out its baseline %s\n", s.File, g.Line, g.Baseline)
+		s.Regression = nil
+	}
+	if k > 0 {
+		s.K = k
 	}
 	if s.K == 0 {
 		s.K = 1
@@ -182,7 +223,39 @@ func (f *runCmdFlags) load(e *cli.Env, args, agentCmd []string) (*suiteRun, erro
 	if r.budget, err = suiterun.SuiteBudget(s, f.maxCost, f.maxTokens); err != nil {
 		return nil, cli.Input(err)
 	}
+	if err := r.checkCases(); err != nil {
+		return nil, err
+	}
 	return r, nil
+}
+
+// checkCases refuses to resume a run whose cases changed since it began
+// (its agents' trials of the old and the new version would be mixed, and
+// compared), naming them, unless they are to run again.
+func (r *suiteRun) checkCases() error {
+	if r.m == nil {
+		if r.f.rerunChanged {
+			return cli.Usagef("--rerun-changed needs --resume")
+		}
+		return nil
+	}
+	changed, err := rundir.ChangedCases(r.dir, r.cases.List)
+	if err != nil {
+		return cli.Input(err)
+	}
+	if len(changed) == 0 || r.f.rerunChanged {
+		return nil
+	}
+	quoted := make([]string, len(changed))
+	for i, id := range changed {
+		quoted[i] = fmt.Sprintf("%q", id)
+	}
+	what := "case "
+	if len(changed) > 1 {
+		what = "cases "
+	}
+	return cli.Input(fmt.Errorf("%s changed since the run in %s began (their content hash differs from %s's): resuming would mix two versions of a case in its trials and comparison; start a new run, or run the changed cases again with --rerun-changed",
+		what+strings.Join(quoted, ", "), r.dir, rundir.CasesName))
 }
 
 // suitePrices is the suite's price table with --prices's added.
@@ -212,11 +285,15 @@ func (r *suiteRun) locate(args []string) error {
 	case len(args) == 1 && cli.IsTaskDir(args[0]):
 		// A Harbor task directory or dataset: its tasks are the cases,
 		// each in its image (docs/tasks.md).
-		p, err := taskSuite(r.e, args[0], f.image.timeoutScale, f.image.cacheDir)
+		abs, err := filepath.Abs(args[0])
 		if err != nil {
 			return err
 		}
-		r.suiteFile = p
+		p, err := taskSuite(r.e, abs, f.image.timeoutScale, f.image.cacheDir)
+		if err != nil {
+			return err
+		}
+		r.suiteFile, r.tasksDir = p, abs
 	case len(args) == 1:
 		if err := cli.NotTaskDir(args[0]); err != nil {
 			return err
@@ -245,13 +322,34 @@ func (r *suiteRun) locateResumed(args []string) error {
 	if err != nil {
 		return cli.Input(err)
 	}
-	r.m, r.dir, r.suiteFile = m, resumeDir, m.Suite.Path
+	r.m, r.dir, r.suiteFile, r.tasksDir = m, resumeDir, m.Suite.Path, m.Suite.Tasks
+	// The settings the run was started with, from its manifest: its
+	// image cache and timeout scale first, which its suite is made with.
+	if err := resumeFlags(r.f.flags, m, resumeDir); err != nil {
+		return err
+	}
+	if r.tasksDir != "" {
+		// The suite of a task directory is made again, as at the start
+		// (the cache it went to may have been cleared since).
+		if r.suiteFile, err = taskSuite(r.e, r.tasksDir, r.f.image.timeoutScale, r.f.image.cacheDir); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
-// check loads the graders and every agent's flags before anything is
-// made.
+// check loads the graders and every agent's flags, and checks that every
+// agent's command can be found and that a cost budget can be decided,
+// before anything is made.
 func (r *suiteRun) check() error {
+	for i := range r.agents {
+		if err := r.checkCommand(&r.agents[i]); err != nil {
+			return err
+		}
+	}
+	if err := r.checkPrices(); err != nil {
+		return err
+	}
 	if build := suiterun.Graders(r.s, r.cases); build != nil {
 		if _, err := build(graders.Options{Getenv: r.e.Getenv, Dir: r.s.Dir}); err != nil {
 			return cli.Input(err)
@@ -261,6 +359,62 @@ func (r *suiteRun) check() error {
 		if _, _, err := r.trialsCmd(&r.agents[i], "", true); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// checkCommand checks that agent a's program can be run: found on PATH,
+// or an executable file. An agent whose command is the image's is left
+// for the image to find.
+func (r *suiteRun) checkCommand(a *suite.Agent) error {
+	if len(a.Command) == 0 || setsFlag(r.s, a, "agent-in-image") || r.f.flags.Changed("agent-in-image") {
+		return nil
+	}
+	prog := a.Command[0]
+	if _, err := exec.LookPath(prog); err != nil {
+		where := r.s.File
+		if a.Line > 0 {
+			where = fmt.Sprintf("%s:%d", r.s.File, a.Line)
+		}
+		why := "not found on PATH"
+		if strings.Contains(prog, "/") {
+			why = "no executable file there"
+		}
+		return cli.Usagef("%s: agent %s: command %q: %s; no agent was started", where, a.Name, prog, why)
+	}
+	return nil
+}
+
+// setsFlag reports whether the suite or agent a sets the run flag name.
+func setsFlag(s *suite.Suite, a *suite.Agent, name string) bool {
+	for _, flags := range [][]suite.Flag{s.Flags, a.Flags} {
+		for _, f := range flags {
+			if f.Name == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// checkPrices refuses a cost budget that cannot be decided: an agent
+// (but a replayed one, which costs nothing) whose tokens no price row
+// prices would spend without counting.
+func (r *suiteRun) checkPrices() error {
+	if r.budget.Cost <= 0 {
+		return nil
+	}
+	for i := range r.agents {
+		a := &r.agents[i]
+		if suiterun.Replayed(a) || func() bool { _, ok := r.prices.Lookup(a.Model); return ok }() {
+			continue
+		}
+		model := "its tokens name no model (give the agent model: NAME)"
+		if a.Model != "" {
+			model = fmt.Sprintf("model %q has no row in prices", a.Model)
+		}
+		return cli.Usagef("%s: the cost budget cannot be decided: agent %s: %s, and no \"*\" row prices any model; add its price under prices: (USD per million tokens) or drop the cost budget; nothing was run",
+			r.budgetText(), a.Name, model)
 	}
 	return nil
 }
@@ -277,13 +431,14 @@ func (r *suiteRun) makeDir() error {
 		bi := r.e.Build()
 		r.dir = dir
 		r.m = &rundir.Manifest{
-			Suite:   rundir.Suite{Name: r.s.Name, File: r.suiteFile, Path: abs, Hash: r.s.Hash},
+			Suite:   rundir.Suite{Name: r.s.Name, File: r.suiteFile, Path: abs, Hash: r.s.Hash, Tasks: r.tasksDir},
 			Harness: rundir.Harness{Version: bi.Version, Revision: bi.Revision, Dirty: bi.Dirty},
 			Started: time.Now().UTC().Format(time.RFC3339),
 		}
 	}
 	m := r.m
 	m.Status, m.Ended, m.K, m.Cases = "running", "", r.s.K, len(r.cases.List)
+	m.Flags = givenFlags(r.f.flags)
 	m.Agents = m.Agents[:0]
 	for _, a := range r.agents {
 		m.Agents = append(m.Agents, rundir.Agent{Name: a.Name, Command: a.Command, Output: a.Name + ".jsonl", Summary: a.Name + ".summary.json", Status: "pending"})
@@ -303,14 +458,14 @@ func (r *suiteRun) runAgent(ctx context.Context, i int) error {
 	if r.stopped {
 		return nil
 	}
-	if limit := r.budget.Reached(r.spent); limit != suiterun.NoLimit {
+	if limit := r.budget.Reached(r.spent); limit != suiterun.NoLimit && !suiterun.Replayed(a) {
 		// The agents before this one spent the run's budget: it does
 		// not start.
-		err := cli.WithCode(cli.ExitBudget, fmt.Errorf("budget spent (%s; %s) before it started; continue with --resume and a larger budget", cost.Format(r.spent), budgetLimitText(r.budget, limit)))
+		err := cli.WithCode(cli.ExitBudget, fmt.Errorf("budget spent (%s; %s) before it started; continue with --resume and a larger budget", cost.Format(r.spent), budgetLimitText(r.suiteFile, r.budget, limit)))
 		ma.Status, ma.Message = statusBudget, err.Error()
 		r.errs = append(r.errs, fmt.Errorf("agent %s: %w", a.Name, err))
 		r.logf("harness run: agent %s: %v\n", a.Name, err)
-		r.stopped = true
+		r.budgetHit = true
 		return rundir.Write(r.dir, r.m)
 	}
 	r.logf("\n== agent %s (%d of %d): %s\n", a.Name, i+1, len(r.agents), strings.Join(a.Command, " "))
@@ -321,25 +476,88 @@ func (r *suiteRun) runAgent(ctx context.Context, i int) error {
 	}
 	if sum := agentSummary(res, filepath.Join(r.dir, ma.Summary)); sum != nil {
 		ma.PassRate, ma.Cost = sum.PassRate, sum.Cost
-		r.spent = r.spent.Add(sum.Cost)
+		if !suiterun.Replayed(a) {
+			// A replayed agent serves recorded trials at no model
+			// cost: what they cost when recorded is not spent again.
+			r.spent = r.spent.Add(sum.Cost)
+		}
 	}
 	if err != nil {
 		r.errs = append(r.errs, fmt.Errorf("agent %s: %w", a.Name, err))
 		r.logf("harness run: agent %s: %v\n", a.Name, err)
 	}
-	if ma.Status == statusInterrupted || ma.Status == statusBudget {
+	switch ma.Status {
+	case statusInterrupted:
 		r.stopped = true
+	case statusBudget:
+		// The next agents still run on their shares of the budget.
+		r.budgetHit = true
+	}
+	if ma.Status == statusBudget || ma.Status == statusInterrupted {
+		if res != nil {
+			if r.notRun == nil {
+				r.notRun = map[string]int{}
+			}
+			r.notRun[a.Name] = res.NotRun()
+		}
 	}
 	return rundir.Write(r.dir, r.m)
 }
 
-// budgetLimitText names the limit of b that was reached by its flag
-// ("--max-tokens 30").
-func budgetLimitText(b suiterun.Budget, l suiterun.Limit) string {
+// budgetLimitText names the limit of b that was reached as the user set
+// it: the suite's key and line ("max-cost 0.5 (suite.yaml line 12)"), or
+// the flag ("--max-tokens 30").
+func budgetLimitText(file string, b suiterun.Budget, l suiterun.Limit) string {
 	if l == suiterun.CostLimit {
+		if b.CostLine > 0 {
+			return fmt.Sprintf("max-cost %g (%s line %d)", b.Cost, file, b.CostLine)
+		}
 		return fmt.Sprintf("--max-cost %g", b.Cost)
 	}
+	if b.TokensLine > 0 {
+		return fmt.Sprintf("max-tokens %d (%s line %d)", b.Tokens, file, b.TokensLine)
+	}
 	return fmt.Sprintf("--max-tokens %d", b.Tokens)
+}
+
+// budgetText names the run's budget as the user set it: each limit it
+// sets, by budgetLimitText ("" when there is none).
+func (r *suiteRun) budgetText() string {
+	var parts []string
+	if r.budget.Cost > 0 {
+		parts = append(parts, budgetLimitText(r.suiteFile, r.budget, suiterun.CostLimit))
+	}
+	if r.budget.Tokens > 0 {
+		parts = append(parts, budgetLimitText(r.suiteFile, r.budget, suiterun.TokensLimit))
+	}
+	return strings.Join(parts, " and ")
+}
+
+// sharing is the number of agents, a and those after it, that share what
+// is left of the budget: a replayed agent costs nothing and takes no share.
+func (r *suiteRun) sharing(a *suite.Agent) int {
+	n, after := 0, false
+	for i := range r.agents {
+		b := &r.agents[i]
+		after = after || b.Name == a.Name
+		if after && !suiterun.Replayed(b) {
+			n++
+		}
+	}
+	return max(n, 1)
+}
+
+// budgetName names the budget agent a runs under, in words the user
+// typed: its share of the run's budget is a number nobody typed.
+func (r *suiteRun) budgetName(a *suite.Agent) string {
+	run := r.budgetText()
+	if run == "" || suiterun.Replayed(a) {
+		return ""
+	}
+	if n := r.sharing(a); n > 1 {
+		return fmt.Sprintf("its share of the run's budget, %s, split between it and the %s after it", run, cli.Plural(n-1, "agent"))
+	}
+	return "what the agents before it left of the run's budget, " + run
 }
 
 // trials runs the trials of one agent into out, with the suite's graders,
@@ -357,13 +575,12 @@ func (r *suiteRun) trials(ctx context.Context, a *suite.Agent, out string) (*eva
 func (r *suiteRun) finish() error {
 	m := r.m
 	m.Cost = r.spent
-	if !r.stopped {
-		m.Compare, m.Report = r.reports()
-	}
+	m.Stopped = r.stoppedText()
+	m.Compare, m.Report, m.JUnit = r.reports()
 	m.Ended = time.Now().UTC().Format(time.RFC3339)
 	m.Status = "done"
 	switch {
-	case r.stopped:
+	case r.stopped || r.budgetHit:
 		m.Status = "stopped"
 	case slices.ContainsFunc(m.Agents, func(a rundir.Agent) bool { return a.Status == statusError }):
 		m.Status = "failed"
@@ -372,7 +589,10 @@ func (r *suiteRun) finish() error {
 		return err
 	}
 	r.logf("\nrun %s: %s in %s\n", m.Status, runLine(m), r.dir)
-	if r.stopped {
+	if m.Stopped != "" {
+		r.logf("stopped early: %s\n", m.Stopped)
+	}
+	if r.stopped || r.budgetHit {
 		r.logf("continue with: harness run --resume %s\n", r.dir)
 	}
 	// The agents' errors were told as they happened, their stderr with
@@ -380,20 +600,67 @@ func (r *suiteRun) finish() error {
 	return runExit(r.errs, !r.f.quiet)
 }
 
-// reports writes compare.json (several agents) and the HTML report and
-// markdown of the run's outputs, and returns their names ("" when not
-// made). Problems are told, never fatal: the records are safe.
-func (r *suiteRun) reports() (compareName, reportName string) {
+// stoppedText says what stopped the run early (the budget, an interrupt)
+// and what did not run, for the reports; "" when it ran to its end.
+func (r *suiteRun) stoppedText() string {
+	if !r.stopped && !r.budgetHit {
+		return ""
+	}
+	why := "it was interrupted"
+	if !r.stopped {
+		why = "the budget (" + r.budgetText() + ") was spent"
+	}
+	perAgent := r.s.K * len(r.cases.List)
+	var notRun []string
+	for _, a := range r.m.Agents {
+		switch n := r.notRun[a.Name]; {
+		case a.Status == "pending" || (a.Status == statusBudget && a.PassRate == nil && a.Cost == nil && n == 0):
+			notRun = append(notRun, fmt.Sprintf("%s (all %s)", a.Name, cli.Plural(perAgent, "trial")))
+		case n > 0:
+			notRun = append(notRun, fmt.Sprintf("%s (%s of %d)", a.Name, cli.Plural(n, "trial"), perAgent))
+		}
+	}
+	if len(notRun) == 0 {
+		return why + "; every agent's trials ran"
+	}
+	text := why + "; not run: " + strings.Join(notRun, ", ") + "."
+	if len(r.m.Agents) > 1 {
+		text += " The comparison covers the cases both agents ran."
+	}
+	return text + " Continue with harness run --resume " + r.dir
+}
+
+// reports writes compare.json (several agents), the HTML report and
+// markdown of the run's outputs and their JUnit XML, and returns the names
+// of the comparison, the report and the JUnit file ("" when not made). Problems are told, never fatal: the records are safe.
+func (r *suiteRun) reports() (compareName, reportName, junitName string) {
 	opt := report.SuiteOptions{
-		Title:  r.s.Name,
-		Create: func(path string) (*results.File, error) { return cli.ReviewOutput(r.e, path, true) },
-		Warn:   func(what string, err error) { r.logf("harness run: %s: %v\n", what, err) },
+		Title:   r.s.Name,
+		Stopped: r.m.Stopped,
+		Create:  func(path string) (*results.File, error) { return cli.ReviewOutput(r.e, path, true) },
+		Warn:    func(what string, err error) { r.logf("harness run: %s: %v\n", what, err) },
 	}
 	if !r.f.quiet {
 		opt.Text = r.e.Stderr
 	}
+	if g := r.s.Regression; g != nil {
+		opt.Regression = &trials.RegressionGate{Baseline: g.Baseline, MaxDrop: g.MaxDrop, Alpha: g.Alpha}
+	}
 	rep := report.WriteSuite(r.dir, r.m, opt)
-	return rep.Compare, rep.Report
+	r.m.Gates = rep.Gates
+	for _, v := range rep.Gates {
+		if !v.Failed {
+			continue
+		}
+		err := cli.WithCode(cli.ExitGateFailed, fmt.Errorf("comparison gate (%s line %d) failed: %s", r.suiteFile, r.s.Regression.Line, v.Reason))
+		r.errs = append(r.errs, fmt.Errorf("agent %s: %w", v.Run, err))
+		for i := range r.m.Agents {
+			if ma := &r.m.Agents[i]; ma.Name == v.Run && (ma.Status == statusOK || ma.Status == statusInfraErrors) {
+				ma.Status, ma.Message = statusGateFailed, err.Error()
+			}
+		}
+	}
+	return rep.Compare, rep.Report, rep.JUnit
 }
 
 // suiteAgents picks the agents to run: the suite's (its target, or those

@@ -22,6 +22,8 @@ import (
 	"harness/headless"
 	"harness/internal/buildinfo"
 	"harness/internal/redact"
+	"harness/modelgateway"
+	"harness/modelrecord"
 	"harness/sandbox"
 	"harness/schemas"
 )
@@ -39,6 +41,7 @@ type runFlags struct {
 	wsPrepare      string
 	resume         bool
 	retryErrors    bool
+	rerunChanged   bool
 	force          bool
 	permission     string
 	fs             bool
@@ -52,6 +55,8 @@ type runFlags struct {
 	maxRecordBytes int64
 	sandbox        cli.SandboxFlags
 	stopOn         []string
+	sameGraderErr  int
+	threshold      cli.Threshold
 	env            []string
 	secretEnv      []string
 	mcpServers     []string
@@ -73,10 +78,17 @@ type runFlags struct {
 	pricesFile     string
 	agentModel     string
 	maxCost        float64
+	// budgetName, when not empty, names the budget in messages instead of
+	// --max-cost and --max-tokens with their values: a suite's agent runs
+	// under its share of the run's budget, a number nobody typed.
+	budgetName     string
 	maxTokens      int64
 	retries        int
 	retryOn        []string
 	retryBackoff   time.Duration
+	noModelGateway bool
+	modelRecord    string
+	modelReplay    string
 	// prices is the price table (from --prices, or set by harness run).
 	prices cost.Table
 	// moreGraders, when set, builds graders besides -g's with the same
@@ -105,6 +117,7 @@ func (f *runFlags) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.wsPrepare, "workspace-prepare", "", "run shell `command` once in a copy of each template, which the case copies are made from (agentv's before_all)")
 	fs.BoolVar(&f.resume, "resume", false, "append to an existing output and run only the units it does not hold yet")
 	fs.BoolVar(&f.retryErrors, "retry-errors", false, "with --resume, also rerun units whose record has an error")
+	fs.BoolVar(&f.rerunChanged, "rerun-changed", false, "with --resume, run again the cases whose prompts line changed since their records were written (their records are replaced), instead of refusing to resume")
 	fs.BoolVar(&f.force, "force", false, "overwrite an existing output file")
 	fs.StringVar(&f.permission, "permission", "allow", "answer permission requests by `policy`: allow (allow_once, else allow_always), deny (reject_once, else reject_always), or cancel")
 	fs.BoolVar(&f.fs, "fs", false, "serve fs/read_text_file and fs/write_text_file inside the session's workspace")
@@ -127,6 +140,7 @@ func (f *runFlags) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.freshProcess, "fresh-process", false, "start a new agent process for every case and trial")
 	fs.IntVar(&f.warm, "warm", 0, "while a unit runs, prepare the next `n` units of each worker: workspace copy, agent (when each unit has its own) and session (0: none; default 2 with --sandbox bwrap and a workspace, else 1)")
 	cli.GraderTimeoutVar(fs, &f.graderTimeout)
+	f.threshold.Add(fs)
 	fs.BoolVar(&f.agentStderr, "agent-stderr", false, "copy the agent's stderr to harness's stderr")
 	fs.BoolVar(&f.progress, "progress", false, "print a line per finished record on stderr (default on a terminal)")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors on stderr")
@@ -134,12 +148,16 @@ func (f *runFlags) addFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&f.retryOn, "retry-on", nil, "retry the failures of these owners or error `classes` (infra,grader,config,agent_error,...) instead of infrastructure failures; the agent's own are never retried")
 	cli.DurationVar(fs, &f.retryBackoff, "retry-backoff", time.Second, "wait about this `duration` before the first retry, doubling for each next one (with jitter; a provider's Retry-After waits longer)")
 	fs.StringSliceVar(&f.stopOn, "stop-on", nil, "end the run at the first record with one of these error `classes` (auth_required,...) instead of failing every case the same way")
+	fs.IntVar(&f.sameGraderErr, "stop-on-same-grader-error", 3, "end the run when each of the first `n` graded records had the same grader error, rather than run the agent for a grader that fails every record (0: never)")
 	fs.StringVar(&f.shard, "shard", "", "run only share `I/N` of the units (1-based I), for spreading a run over machines")
 	fs.StringVar(&f.junit, "junit", "", "after the run, write a JUnit XML report of the output to `file` (one testcase per case)")
 	fs.StringVar(&f.events, "events", "", "write the run's events (planned, started, turn_answered, record_written, case_finished, stop_requested, summary_written, finished) to `file` as JSON lines, as they happen")
 	fs.StringVar(&f.markdown, "markdown", "", "after the run, write a markdown summary of the output to `file`, for pull-request comments")
 	fs.StringVar(&f.pricesFile, "prices", "", "price table `file` (YAML or JSON: model -> {input, output, cacheRead, cacheWrite} in USD per million tokens) for the cost of each record")
 	fs.StringVar(&f.agentModel, "agent-model", "", "the `model` whose price applies to the agent's tokens (default: the table's \"*\" row, else the cost the agent reports)")
+	fs.StringVar(&f.modelRecord, "model-record", "", "record every model call of the run (redacted, zstd) into `dir`, a file per trial, for --model-replay")
+	fs.StringVar(&f.modelReplay, "model-replay", "", "answer the agent's model calls from the recording in `dir` (--model-record), reaching no provider; a call with no recording fails its trial as replay_miss")
+	fs.BoolVar(&f.noModelGateway, "no-model-gateway", false, "let the agent reach its model provider directly, not through the run's model gateway (which puts each model call on the record: modelCalls, with usage and cost their sums)")
 	fs.Float64Var(&f.maxCost, "max-cost", 0, "start no new work once the run has cost `usd` (needs prices, or an agent that reports its cost); exit 4")
 	fs.Int64Var(&f.maxTokens, "max-tokens", 0, "start no new work once the run has used `n` tokens (agent and judge); exit 4")
 	f.slurm.addFlags(fs)
@@ -150,6 +168,7 @@ func (f *runFlags) addFlags(fs *pflag.FlagSet) {
 
 // runSetup is everything a run needs, checked before any agent starts.
 type runSetup struct {
+	cmd     string // the command: capture, trials, run
 	file    string // the prompts file as named on the command line
 	path    string // where to read it (a copy, for standard input)
 	cleanup func()
@@ -180,7 +199,7 @@ func (f *runFlags) prepare(ctx context.Context, e *cli.Env, args, agent []string
 	if err != nil {
 		return nil, err
 	}
-	s.shard = v.shard
+	s.shard, s.cmd = v.shard, cmdName
 	if err := f.configure(ctx, e, s, v, agent); err != nil {
 		s.cleanup()
 		return nil, err
@@ -201,6 +220,9 @@ type validFlags struct {
 // validate checks the run flags that need nothing from the outside world.
 func (f *runFlags) validate() (*validFlags, error) {
 	v := &validFlags{}
+	if _, err := f.threshold.Value(); err != nil {
+		return nil, err
+	}
 	var err error
 	if v.retry, err = f.retryPolicy(); err != nil {
 		return nil, err
@@ -208,6 +230,8 @@ func (f *runFlags) validate() (*validFlags, error) {
 	switch {
 	case f.concurrency < 1:
 		return nil, cli.Usagef("--concurrency must be at least 1")
+	case f.sameGraderErr < 0:
+		return nil, cli.Usagef("--stop-on-same-grader-error %d: want a count of records, or 0 for never", f.sameGraderErr)
 	case f.timeout <= 0:
 		return nil, cli.Usagef("--timeout must be positive")
 	case f.maxCost < 0 || f.maxTokens < 0:
@@ -216,6 +240,10 @@ func (f *runFlags) validate() (*validFlags, error) {
 		return nil, cli.Usagef("--max-agent-requests, --max-agent-bytes and --request-timeout must be positive")
 	case f.maxRecordBytes < 0:
 		return nil, cli.Usagef("--max-record-bytes must not be negative")
+	case f.modelRecord != "" && f.modelReplay != "":
+		return nil, cli.Usagef("--model-record and --model-replay: choose one")
+	case f.noModelGateway && (f.modelRecord != "" || f.modelReplay != ""):
+		return nil, cli.Usagef("--model-record and --model-replay need the model gateway: drop --no-model-gateway")
 	}
 	if err := checkClasses("--stop-on", f.stopOn); err != nil {
 		return nil, err
@@ -339,6 +367,39 @@ func (f *runFlags) configure(ctx context.Context, e *cli.Env, s *runSetup, v *va
 		return err
 	}
 	f.sandbox.ImageRun = f.image.active() || s.casesWithImage > 0
+	var gw *modelgateway.Gateway
+	tapeRedact := &lateRedactor{}
+	if !f.noModelGateway {
+		var opts modelgateway.Options
+		var recorder *modelrecord.Recorder
+		switch {
+		case f.modelRecord != "":
+			if recorder, err = modelrecord.NewRecorder(f.modelRecord, tapeRedact); err != nil {
+				return cli.Input(fmt.Errorf("--model-record: %w", err))
+			}
+			opts.Tape = recorder
+		case f.modelReplay != "":
+			player, err := modelrecord.NewPlayer(f.modelReplay, tapeRedact)
+			if err != nil {
+				return cli.Input(fmt.Errorf("--model-replay: %w", err))
+			}
+			opts.Tape = player
+		}
+		if gw, err = modelgateway.Start(opts); err != nil {
+			return err
+		}
+		prev := s.cleanup
+		s.cleanup = func() {
+			gw.Close()
+			if recorder != nil {
+				if err := recorder.Err(); err != nil {
+					fmt.Fprintf(e.Stderr, "harness: --model-record: %v\n", err)
+				}
+			}
+			prev()
+		}
+		f.sandbox.ModelEndpoint = gw.URL
+	}
 	sb, err := f.sandbox.Runner(f.env, f.secretEnv, agent)
 	if err != nil {
 		return err
@@ -363,6 +424,7 @@ func (f *runFlags) configure(ctx context.Context, e *cli.Env, s *runSetup, v *va
 		return cli.Usagef("--env %v", err)
 	}
 	s.redact = redact.New(secrets, agentEnv)
+	tapeRedact.r = s.redact
 	v.build = e.Build()
 	a := f.agentOptions(v, agent, agentEnv, cwd, workspace, sb)
 	a.AnyCaseWorkspace, a.Graders, a.Redact = s.anyCaseWorkspace, s.graders, s.redact
@@ -370,6 +432,7 @@ func (f *runFlags) configure(ctx context.Context, e *cli.Env, s *runSetup, v *va
 		a.Stderr = e.Stderr
 	}
 	s.cfg = evaluation.CaptureConfig(a)
+	s.cfg.Gateway, s.cfg.Prices = gw, f.prices
 	f.protect(e, s, sb, gopts)
 	return f.image.configure(ctx, e, f, s)
 }
@@ -393,8 +456,12 @@ func (f *runFlags) graderOptions(e *cli.Env, s *runSetup, wd string, sb sandbox.
 		s.cleanup = func() { bc.Remove(); prev() }
 	}
 	secrets := new([]string)
-	return graders.Options{Timeout: f.graderTimeout, Getenv: e.Getenv, Dir: wd, Sandbox: gsb, JudgeCache: cache,
-		SecretEnv: func(name string) { *secrets = append(*secrets, name) }}, secrets, nil
+	threshold, err := f.threshold.Value()
+	if err != nil {
+		return graders.Options{}, nil, err
+	}
+	return graders.Options{Threshold: threshold, Timeout: f.graderTimeout, Getenv: e.Getenv, Dir: wd, Sandbox: gsb, JudgeCache: cache,
+		SecretEnv: func(name string) { *secrets = append(*secrets, name) }, Warn: e.GraderWarn(s.cmd)}, secrets, nil
 }
 
 // loadGraders loads -g's graders and harness run's (moreGraders).
@@ -506,6 +573,9 @@ func (f *runFlags) checkOutput() error {
 	if f.retryErrors && !f.resume {
 		return cli.Usagef("--retry-errors needs --resume")
 	}
+	if f.rerunChanged && !f.resume {
+		return cli.Usagef("--rerun-changed needs --resume")
+	}
 	if f.output == "" || f.output == "-" {
 		if f.resume {
 			return cli.Usagef("--resume needs an output file (-o)")
@@ -578,4 +648,16 @@ func (f *runFlags) retryPolicy() (capture.Retry, error) {
 		}
 	}
 	return p, nil
+}
+
+// lateRedactor redacts with the run's redactor once it is made (the
+// model gateway starts before it, for the sandbox to allow it).
+type lateRedactor struct{ r *redact.Redactor }
+
+// Bytes redacts b.
+func (l *lateRedactor) Bytes(b []byte) []byte {
+	if l.r == nil {
+		return b
+	}
+	return l.r.Bytes(b)
 }

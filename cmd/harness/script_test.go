@@ -12,11 +12,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"harness/cli"
@@ -24,6 +26,8 @@ import (
 	"harness/results"
 	"harness/sandbox"
 	"harness/testkit/fakeagent"
+	"harness/testkit/fakemodel"
+	"harness/testkit/registrytest"
 	"harness/testkit/testagents"
 )
 
@@ -58,6 +62,11 @@ func TestScripts(t *testing.T) {
 		}
 		bunDir = ""
 	}
+	_, err := exec.LookPath(registrytest.Binary)
+	registryUp := err == nil
+	if !registryUp && os.Getenv(testagents.RequireEnv) != "" {
+		t.Fatal("docker-registry not installed: the registry scripts need it (scripts/test installs it)")
+	}
 	taskImages := baseImageReady()
 	if !taskImages && os.Getenv(testagents.RequireEnv) != "" {
 		t.Fatal("podman or the task base image is missing: the task scripts need them (scripts/test installs podman and runs scripts/build-base-image)")
@@ -81,6 +90,7 @@ func TestScripts(t *testing.T) {
 		}
 		t.Logf("the --slurm scripts are skipped: %s", slurmWhy)
 	}
+	regs := &registries{t: t, m: map[*testscript.TestScript]*registrytest.Registry{}}
 	testscript.Run(t, testscript.Params{
 		Dir:                 "../../testdata/script",
 		RequireExplicitExec: true,
@@ -103,11 +113,19 @@ func TestScripts(t *testing.T) {
 			"waitfile":   waitFile,
 			"fakejudge":  fakeJudge,
 			"httpserver": httpServer,
+			"fakemodel":  fakeModel,
+			"zstdcat":    zstdCat,
 			"sign":       signLines,
+			"envfile":    envFile,
+			"registry":   regs.start,
+			"push":       regs.push,
 		},
 		Condition: func(cond string) (bool, error) {
-			if cond == "taskimages" {
+			switch cond {
+			case "taskimages":
 				return taskImages, nil
+			case "registry":
+				return registryUp, nil
 			}
 			if cond != "slurm" {
 				return false, fmt.Errorf("unknown condition %q", cond)
@@ -172,7 +190,8 @@ func waitFile(ts *testscript.TestScript, neg bool, args []string) {
 // script and points OPENAI_BASE_URL and OPENAI_API_KEY at it: "fakejudge
 // VERDICT" answers every request with pass VERDICT (true or false), score 1
 // or 0, and 40 prompt and 8 completion tokens. The number of requests so far
-// is in the file judge.count of the script's directory.
+// is in the file judge.count of the script's directory, and every request's
+// body, one a line, in judge.requests.
 func fakeJudge(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 || (args[0] != "true" && args[0] != "false") {
 		ts.Fatalf("usage: fakejudge true|false")
@@ -180,8 +199,16 @@ func fakeJudge(ts *testscript.TestScript, neg bool, args []string) {
 	pass := args[0] == "true"
 	var n atomic.Int64
 	count := ts.MkAbs("judge.count")
+	requests := ts.MkAbs("judge.requests")
+	var mu sync.Mutex
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		if f, err := os.OpenFile(requests, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+			f.Write(append(body, '\n'))
+			f.Close()
+		}
+		mu.Unlock()
 		if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/chat/completions") {
 			http.NotFound(w, r)
 			return
@@ -225,6 +252,47 @@ func httpServer(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Setenv(strings.ToUpper(name)+"_PORT", port)
 }
 
+// fakeModel starts the fake Anthropic Messages server of the real-agent
+// tests for the script, every answer reporting 111 input, 7 cached, 3
+// cache-write and 22 output tokens, and points ANTHROPIC_BASE_URL at it:
+// "fakemodel" sets FAKEMODEL_PORT to its port. The number of requests it has served is in the file
+// fakemodel.count of the script's directory.
+func fakeModel(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: fakemodel")
+	}
+	count := ts.MkAbs("fakemodel.count")
+	os.WriteFile(count, []byte("0"), 0o644)
+	counted := func(log *fakemodel.Log, opts fakemodel.Options, done <-chan struct{}) http.Handler {
+		h := fakemodel.Anthropic(log, opts, done)
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h.ServeHTTP(w, r)
+			os.WriteFile(count, []byte(fmt.Sprint(len(log.Requests()))), 0o644)
+		})
+	}
+	srv := fakemodel.Start(counted, fakemodel.Options{Usage: &fakemodel.Usage{Input: 111, Cached: 7, CacheWrite: 3, Output: 22}})
+	ts.Defer(srv.Close)
+	ts.Setenv("ANTHROPIC_BASE_URL", srv.URL)
+	_, port, _ := strings.Cut(strings.TrimPrefix(srv.URL, "http://"), ":")
+	ts.Setenv("FAKEMODEL_PORT", port)
+}
+
+// zstdCat writes the decompressed content of a zstd file (its frames one
+// after another) to the script's stdout: "zstdcat FILE".
+func zstdCat(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: zstdcat FILE")
+	}
+	f, err := os.Open(ts.MkAbs(args[0]))
+	ts.Check(err)
+	defer f.Close()
+	zr, err := zstd.NewReader(f)
+	ts.Check(err)
+	defer zr.Close()
+	_, err = io.Copy(ts.Stdout(), zr)
+	ts.Check(err)
+}
+
 // signLines signs every JSON line of each file in place with the record
 // key of the scripts, as harness signs the lines it writes: "sign FILE...".
 // Lines that are not JSON (a record cut short) are left as they are.
@@ -247,6 +315,18 @@ func signLines(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		ts.Check(os.WriteFile(ts.MkAbs(name), []byte(strings.Join(lines, "")), 0o644))
 	}
+}
+
+// envFile sets an environment variable of the script to the contents of
+// a file, less its final newline, as a CI system hands a secret to a step:
+// "envfile NAME FILE".
+func envFile(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: envfile NAME FILE")
+	}
+	b, err := os.ReadFile(ts.MkAbs(args[1]))
+	ts.Check(err)
+	ts.Setenv(args[0], strings.TrimSuffix(string(b), "\n"))
 }
 
 // RequireSlurmEnv, when set, turns a missing Slurm cluster into a failure

@@ -16,17 +16,17 @@ import (
 )
 
 // runFlagsSetByRun are the run flags harness run decides itself.
-var runFlagsSetByRun = []string{"output", "resume", "force", "summary", "shard", "junit", "markdown", "k"}
+var runFlagsSetByRun = []string{"output", "resume", "force", "summary", "shard", "junit", "markdown", "k", "rerun-changed"}
 
 // trialsCmd is the trials command of agent a of the suite, writing to out
 // ("" to check the flags only): its flags are the agent's trials options
 // (suiterun.AgentTrials), then the suite's run flags, then the agent's,
 // then those given to harness run, each over the one before.
 func (r *suiteRun) trialsCmd(a *suite.Agent, out string, quiet bool) (*cli.Command, *trialsFlags, error) {
-	t := suiterun.AgentTrials(r.s, a, out, r.budget, r.spent)
-	f := &runFlags{moreGraders: suiterun.Graders(r.s, r.cases), prices: r.prices}
+	t := suiterun.AgentTrials(r.s, a, out, r.budget, r.spent, r.sharing(a))
+	f := &runFlags{moreGraders: suiterun.Graders(r.s, r.cases), prices: r.prices, budgetName: r.budgetName(a)}
 	tc, tf := newTrialsCmdWith(f)
-	onSlurm := out != "" && suiterun.OnSlurm(r.s, a)
+	onSlurm := out != "" && (suiterun.OnSlurm(r.s, a) || r.f.flags.Changed("slurm"))
 	if onSlurm {
 		// The tasks run harness trials with these options as arguments.
 		if err := r.slurmTrialsFlags(tc, f, t, quiet); err != nil {
@@ -34,6 +34,7 @@ func (r *suiteRun) trialsCmd(a *suite.Agent, out string, quiet bool) (*cli.Comma
 		}
 	} else {
 		setTrialsOptions(tf, t, quiet)
+		f.rerunChanged = t.Resume && r.f.rerunChanged
 	}
 	if err := applySuiteFlags(tc, r.s, a); err != nil {
 		return nil, nil, err
@@ -98,6 +99,11 @@ func suiteFlagProblem(tc *cli.Command) suite.FlagCheck {
 		}
 		if slices.Contains(runFlagsSetByRun, f.Name) {
 			return "harness run sets this itself"
+		}
+		if f.Name == "grader" {
+			// The run flag would take paths from the current directory:
+			// a suite's graders are relative to the suite.
+			return "did you mean graders? (a list of grader files relative to the suite, or grader configs)"
 		}
 		fl := tc.Flags.Lookup(f.Name)
 		if fl == nil {
@@ -168,6 +174,7 @@ func (f *imageRunFlags) add(fs *pflag.FlagSet) {
 	fs.Bool("image-no-network", false, "give the agents in images loopback only")
 	fs.Float64Var(&f.timeoutScale, "task-timeout-scale", 1, "multiply each task's agent and verifier timeouts by `factor` (a slower machine, a slower agent)")
 	fs.Bool("force-build", false, "build each task's environment/Dockerfile even when its task.toml names a prebuilt docker_image")
+	fs.Int("slurm", 0, "run every agent's trials as a Slurm array job of `n` tasks (over the suite's slurm)")
 }
 
 // passOn sets the image flags given to harness run on a trials run's
@@ -176,7 +183,7 @@ func (f *imageRunFlags) passOn(trials, run *pflag.FlagSet) error {
 	if f.timeoutScale <= 0 {
 		return cli.Usagef("--task-timeout-scale must be positive")
 	}
-	for _, name := range []string{"concurrency", "timeout", "sandbox", "cache-dir", "keep-layers", "agent-in-image", "image-no-network", "task-timeout-scale", "force-build"} {
+	for _, name := range []string{"concurrency", "timeout", "sandbox", "cache-dir", "keep-layers", "agent-in-image", "image-no-network", "task-timeout-scale", "force-build", "slurm"} {
 		fl := run.Lookup(name)
 		if fl == nil || !fl.Changed {
 			continue

@@ -62,7 +62,7 @@ agents:
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := suiterun.AgentTrials(s, a, out, r.budget, r.spent)
+	opts := suiterun.AgentTrials(s, a, out, r.budget, r.spent, r.sharing(a))
 	atc, args := newTrialsCmdWith(&runFlags{})
 	if err := atc.Flags.Parse(trialsArgs(opts, suiterun.TaskFiles{}, true)); err != nil {
 		t.Fatal(err)

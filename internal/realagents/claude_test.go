@@ -6,19 +6,28 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"harness/acp"
+	"harness/capture"
 	"harness/schemas"
 	"harness/testkit/fakemodel"
+	"harness/testkit/testagents"
 )
 
 // claudeSetup finds @zed-industries/claude-code-acp, starts a fake
 // Anthropic server and a sandbox pointing the agent at it.
 func claudeSetup(t *testing.T, opts fakemodel.Options) (*sandbox, *fakemodel.Server, []string) {
 	t.Helper()
-	script := nodeAgent(t, "@zed-industries/claude-code-acp/dist/index.js")
+	return claudeSetupWith(t, testagents.ClaudeAdapters()[0], opts)
+}
+
+// claudeSetupWith is claudeSetup with one of Claude Code's ACP adapters.
+func claudeSetupWith(t *testing.T, a testagents.ClaudeAdapter, opts fakemodel.Options) (*sandbox, *fakemodel.Server, []string) {
+	t.Helper()
+	script := nodeAgent(t, a.Script)
 	srv := startModel(t, fakemodel.Anthropic, opts)
 	sb := newSandbox(t)
 	sb.Env = append(sb.Env,
@@ -38,7 +47,8 @@ func claudeSetup(t *testing.T, opts fakemodel.Options) (*sandbox, *fakemodel.Ser
 // through fs/*.
 func TestClaudeCode(t *testing.T) {
 	t.Parallel()
-	sb, srv, agent := claudeSetup(t, fakemodel.Options{})
+	a := testagents.ClaudeAdapters()[0]
+	sb, srv, agent := claudeSetupWith(t, a, fakemodel.Options{})
 	cfg, wire := baseConfig(t, sb, agent)
 	cfg.Client.FS = &acp.FSOptions{}
 	cfg.Client.Terminal = &acp.TerminalOptions{Timeout: 30 * time.Second, Env: sb.Env}
@@ -72,7 +82,7 @@ func TestClaudeCode(t *testing.T) {
 			t.Errorf("no %s step; terminal steps: %v", m, methods)
 		}
 	}
-	if rec.Provenance.AgentName != "@zed-industries/claude-code-acp" || rec.Provenance.AgentVersion != "0.16.2" {
+	if rec.Provenance.AgentName != a.Package || rec.Provenance.AgentVersion != a.Version {
 		t.Errorf("provenance = %+v", rec.Provenance)
 	}
 
@@ -139,4 +149,56 @@ func checkAnthropicRequest(r fakemodel.Request) error {
 		return fmt.Errorf("stream %v, tools %v", body.Stream, names)
 	}
 	return nil
+}
+
+// TestClaudeCodeAdapters runs a shell turn and a plain answer on each of
+// Claude Code's ACP adapters, through the model gateway: the tool call and
+// the answer on the record, the model calls on the ledger, and nothing of
+// the agent's on no record (claude-agent-acp's usage_update and its
+// sessionless _auth/status_update included).
+func TestClaudeCodeAdapters(t *testing.T) {
+	t.Parallel()
+	for _, a := range testagents.ClaudeAdapters() {
+		t.Run(a.Package, func(t *testing.T) {
+			t.Parallel()
+			sb, srv, agent := claudeSetupWith(t, a, fakemodel.Options{Usage: &gatewayUsage})
+			cfg, _ := baseConfig(t, sb, agent)
+			cfg.Gateway = startGateway(t)
+			var mu sync.Mutex
+			var strays []capture.Stray
+			cfg.Log = func(s capture.Stray) {
+				mu.Lock()
+				strays = append(strays, s)
+				mu.Unlock()
+			}
+			recs := runCases(t, cfg, "bash echo hello-adapter", "bash echo second-case")
+			for _, rec := range recs {
+				checkTurn(t, rec, true, true, "")
+				if rec.Provenance.AgentName != a.Package || rec.Provenance.AgentVersion != a.Version {
+					t.Errorf("provenance = %+v", rec.Provenance)
+				}
+				if len(rec.ModelCalls) == 0 || rec.Usage == nil {
+					t.Errorf("case %s: %d model calls, usage %+v", rec.ID, len(rec.ModelCalls), rec.Usage)
+				}
+				// claude-agent-acp reports its context window in
+				// usage_update: the agent's report, kept beside the
+				// ledger's sums.
+				if a.Version == "0.101.0" && (rec.AgentUsage == nil || rec.AgentUsage.Used == nil || rec.AgentUsage.Size == nil) {
+					t.Errorf("case %s: agent's usage %+v, want usage_update's used and size", rec.ID, rec.AgentUsage)
+				}
+			}
+			if !strings.Contains(recs[0].Output, "hello-adapter") || len(srv.Requests()) == 0 {
+				t.Errorf("output %q", recs[0].Output)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, s := range strays {
+				// A session's title (session_info_update) may come
+				// after its turn ended: that one is on no record.
+				if strings.Contains(s.What, "usage_update") || strings.Contains(s.What, "_auth/") || s.SessionID == "" {
+					t.Errorf("a message on no record: %+v", s)
+				}
+			}
+		})
+	}
 }

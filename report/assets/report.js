@@ -352,11 +352,11 @@
     var rec = record(run, t.ref);
     // The verdict: from the full record when the page has it (every
     // grader, every check's full evidence), else from the index.
-    var vrec = rec || { score: t.g || t.r || (t.ck && t.ck.length) ? { grader: t.g, reasoning: t.r, checks: t.ck, score: t.sc, pass: t.s === "pass" } : null, error: t.e };
+    var vrec = rec || { score: t.g || t.r || (t.ck && t.ck.length) ? { grader: t.g, reasoning: t.r, checks: t.ck, score: t.sc, pass: t.s === "pass", outcome: t["go"] ? { output: t["go"] } : null } : null, error: t.e };
     if (vrec.score && t.e && t.s === "error" && !rec) { vrec.score.error = t.e; vrec.error = null; }
     box.appendChild(HT.verdict({ status: t.s, trial: t.t, score: t.sc }, vrec));
     var kv = HT.kvList();
-    kv.row("duration", ms(t.d));
+    kv.row("duration", ms(t.d) + (t.ad != null && t.ad !== t.d ? " (agent " + ms(t.ad) + ")" : ""));
     kv.row("started", iso(t.st));
     kv.row("stop reason", t.stop);
     kv.row("steps", t.n ? t.n + (t.tools ? " (" + t.tools + " tool calls)" : "") : "");
@@ -401,7 +401,7 @@
       }
       var n = HT.step(s);
       if (state.hidden[s.type]) n.style.display = "none";
-      traj.appendChild(n);
+      HT.placeStep(traj, n, s, null);
     });
     if (!steps.length) traj.appendChild(el("p", { class: "note", text: "no steps" }));
     frag.appendChild(traj);

@@ -46,7 +46,9 @@
     if (v < 60000) return (v / 1000).toFixed(2) + " s";
     return Math.floor(v / 60000) + " min " + Math.round((v % 60000) / 1000) + " s";
   }
-  function usd(v) { return v == null ? "" : "$" + (v < 0.01 && v > 0 ? v.toFixed(4) : v.toFixed(2)); }
+  // usd writes dollars as every harness output does ($0.0154): four
+  // decimals, the cost of one trial being often under a cent.
+  function usd(v) { return v == null ? "" : "$" + v.toFixed(4); }
   function iso(epoch) { return epoch ? new Date(epoch).toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC") : ""; }
   function json(v) {
     if (typeof v === "string") return v;
@@ -102,8 +104,39 @@
     return box;
   }
 
+  var TAIL_LINES = 40;   // lines of a command's output shown before "show all"
+
+  // outputBlock shows the output of a grader's command (a verifier's
+  // test.sh), folded: the failing tests pytest's summary names first, then
+  // the output's tail, the whole of it a click away.
+  function outputBlock(g) {
+    var text = String(g.outcome.output).replace(/\s+$/, "");
+    if (!text) return null;
+    var lines = text.split("\n");
+    var failing = lines.filter(function (l) { return /^(FAILED|ERROR) \S/.test(l); });
+    var label = (g.grader === "harbor-verifier" ? "verifier output" : "grader output") + " (" + lines.length + " line" + (lines.length === 1 ? "" : "s");
+    if (g.outcome.exitCode != null) label += ", exit " + g.outcome.exitCode;
+    if (failing.length) label += ", " + failing.length + " failing test" + (failing.length === 1 ? "" : "s");
+    var d = el("details", { class: "gout" }, el("summary", { text: label + ")" }));
+    if (failing.length) {
+      d.appendChild(el("div", { class: "note", text: "failing tests" }));
+      d.appendChild(el("pre", { class: "gfail err", text: failing.join("\n") }));
+    }
+    var cut = lines.length > TAIL_LINES;
+    if (failing.length || cut) d.appendChild(el("div", { class: "note", text: cut ? "last " + TAIL_LINES + " of " + lines.length + " lines" : "output" }));
+    var p = el("pre", { class: "gtail", text: (cut ? lines.slice(-TAIL_LINES) : lines).join("\n") });
+    d.appendChild(p);
+    if (cut) {
+      var b = el("button", { class: "showall", type: "button", text: "show all " + lines.length + " lines" });
+      b.addEventListener("click", function () { p.textContent = text; b.remove(); });
+      d.appendChild(b);
+    }
+    return d;
+  }
+
   // graderBlock shows one grader's result: verdict, score, reasoning,
-  // checks with evidence, or its error.
+  // checks with evidence, the output of its command (folded), or its
+  // error.
   function graderBlock(g) {
     var ok = g.error ? "error" : g.pass ? "pass" : "fail";
     var box = el("div", { class: "grader " + ok });
@@ -113,6 +146,7 @@
     box.appendChild(el("div", { class: "gline", text: head }));
     if (g.reasoning) box.appendChild(el("div", { class: "reason", text: g.reasoning }));
     if (g.checks && g.checks.length) box.appendChild(checksList(g.checks));
+    if (g.outcome && typeof g.outcome.output === "string") add(box, outputBlock(g));
     if (g.error) box.appendChild(errorBlock(g.error, "grader error"));
     return box;
   }
@@ -132,9 +166,10 @@
     return v;
   }
 
-  // timingBar draws where a trial's time went: the session's creation,
-  // the wait for the first response, the rest of the turns, and grading.
-  function timingBar(rec) {
+  // timingSegments are where a trial's time went: the session's creation,
+  // the wait for the first response, the rest of the turns, and grading,
+  // as [class, label, ms].
+  function timingSegments(rec) {
     var tm = rec.timing || {};
     var total = tm.total || Math.max(0, (tm.end || 0) - (tm.start || 0));
     var grading = 0;
@@ -146,39 +181,108 @@
     if (setup) segs.push(["setup", "session", setup]);
     if (first && first <= turns) { segs.push(["first", "first response", first]); turns -= first; }
     if (turns) segs.push(["turns", "turns", turns]);
-    if (grading) segs.push(["grading", "grading", grading]);
+    // A trial's own time after its agent's: a task's verification and
+    // the graders in its slot; else the graders' own times.
+    if (tm.trial && tm.trial > total) segs.push(["grading", "verification and grading", tm.trial - total]);
+    else if (grading) segs.push(["grading", "grading", grading]);
+    return segs;
+  }
+
+  // timingTotal is the length of a trial's timing bar, in ms.
+  function timingTotal(rec) {
+    return timingSegments(rec).reduce(function (a, s) { return a + s[2]; }, 0);
+  }
+
+  // timingBar draws where a trial's time went. With scale (ms), bars of
+  // several trials share it: the bar is as long as its trial against
+  // scale, so a 14 s trial and a 2 s one look their lengths.
+  function timingBar(rec, scale) {
+    var segs = timingSegments(rec);
     var sum = segs.reduce(function (a, s) { return a + s[2]; }, 0);
     var box = el("div", { class: "timing" });
     if (!sum) return box;
     var bar = el("div", { class: "tbar", role: "img", "aria-label": "timing" });
+    if (scale > 0) {
+      box.classList.add("scaled");
+      setStyle(bar, "width:" + Math.max(1, 100 * Math.min(1, sum / scale)).toFixed(2) + "%");
+      bar.setAttribute("data-scale", scale);
+    }
     var legend = el("div", { class: "tlegend" });
     segs.forEach(function (s) {
       bar.appendChild(el("span", { class: "tseg " + s[0], style: "flex-grow:" + Math.max(s[2] / sum, 0.01), title: s[1] + " " + ms(s[2]) }));
       legend.appendChild(el("span", { class: "tkey " + s[0] }, el("i"), s[1] + " " + ms(s[2])));
     });
     box.appendChild(bar);
+    var calls = rec.modelCalls || [];
+    var tm = rec.timing || {};
+    if (calls.length && tm.start) {
+      // The model calls of the ledger on the same time axis, a lane under
+      // the bar: each call from its start for its duration.
+      var lane = el("div", { class: "tcalls", role: "img", "aria-label": "model calls" });
+      if (scale > 0) setStyle(lane, "width:" + Math.max(1, 100 * Math.min(1, sum / scale)).toFixed(2) + "%");
+      calls.forEach(function (c) {
+        var left = Math.max(0, Math.min(1, (c.start - tm.start) / sum));
+        var width = Math.max((c.duration || 0) / sum, 0.004);
+        lane.appendChild(el("span", { class: "tcall" + (c.error ? " err" : ""),
+          style: "left:" + (100 * left).toFixed(2) + "%;width:" + (100 * Math.min(width, 1 - left)).toFixed(2) + "%",
+          title: callTitle(c) }));
+      });
+      box.appendChild(lane);
+      legend.appendChild(el("span", { class: "tkey calls" }, el("i"), calls.length + " model call" + (calls.length === 1 ? "" : "s")));
+    }
+    if (scale > 0) legend.appendChild(el("span", { class: "note", text: "· total " + ms(sum) + " of " + ms(scale) + " (one scale for the trials side by side)" }));
     box.appendChild(legend);
     return box;
   }
 
-  // recordHead shows a record's facts before its steps: timing, usage,
-  // agent, output, file changes and stderr.
-  function recordHead(rec) {
-    var frag = el("div", { class: "record" });
-    var kv = kvList();
-    var tm = rec.timing || {};
-    kv.row("timing", [tm.total != null ? "total " + ms(tm.total) : "", tm.firstResponse != null ? "first response " + ms(tm.firstResponse) : "", tm.sessionCreation != null ? "session " + ms(tm.sessionCreation) : ""].filter(Boolean).join(" · "));
-    kv.row("started", iso(tm.start));
-    if (rec.usage) kv.row("usage", JSON.stringify(rec.usage));
-    if (rec.cost) kv.row("cost", [rec.cost.usd != null ? usd(rec.cost.usd) : "", (rec.cost.inputTokens || 0) + " in / " + (rec.cost.outputTokens || 0) + " out tokens"].filter(Boolean).join(" · "));
-    if (rec.toolErrors) kv.row("tool errors", "yes");
-    var p = rec.provenance || {};
-    kv.row("agent", [p.agentName, p.agentVersion].filter(Boolean).join(" "));
-    kv.row("stop reason", rec.stopReason);
-    if (rec.stopReasons && rec.stopReasons.length > 1) kv.row("stop reasons", rec.stopReasons.join(", "));
-    frag.appendChild(kv);
-    frag.appendChild(el("h4", { text: "output" }));
-    frag.appendChild(pre(rec.output || ""));
+  // callTitle words one model call of the ledger.
+  function callTitle(c) {
+    var parts = [c.model || c.provider + " " + c.api, "turn " + (c.turn || "-"), "status " + c.status];
+    if (c.firstToken != null) parts.push("first token " + ms(c.firstToken));
+    parts.push(ms(c.duration || 0));
+    parts.push((c.inputTokens || 0) + " in / " + (c.cachedTokens || 0) + " cached / " + (c.outputTokens || 0) + " out");
+    parts.push(c.usd != null ? usd(c.usd) : "cost unknown");
+    if (c.retry) parts.push("retry " + c.retry);
+    if (c.error) parts.push(c.error.kind + ": " + c.error.message);
+    return parts.join(" · ");
+  }
+
+  // callSums sums a ledger's calls by turn: [{turn, calls, failed, in,
+  // cached, write, out, usd (null when a call with tokens has no price)}],
+  // in turn order, then the whole ledger as turn "all".
+  function callSums(calls) {
+    var by = {}, order = [];
+    function add(key, c) {
+      var s = by[key];
+      if (!s) { s = by[key] = { turn: key, calls: 0, failed: 0, in: 0, cached: 0, write: 0, out: 0, usd: 0 }; order.push(key); }
+      s.calls++;
+      if (c.error) s.failed++;
+      s.in += c.inputTokens || 0; s.cached += c.cachedTokens || 0; s.write += c.cacheWriteTokens || 0; s.out += c.outputTokens || 0;
+      var tokens = (c.inputTokens || 0) + (c.cachedTokens || 0) + (c.cacheWriteTokens || 0) + (c.outputTokens || 0);
+      if (c.usd != null && s.usd != null) s.usd += c.usd;
+      else if (c.usd == null && tokens > 0) s.usd = null;
+    }
+    calls.forEach(function (c) { add(c.turn || 0, c); });
+    order.sort(function (a, b) { return a - b; });
+    var out = order.map(function (k) { return by[k]; });
+    calls.forEach(function (c) { add("all", c); });
+    out.push(by.all);
+    return out;
+  }
+
+  function callSumText(s) {
+    return s.calls + " call" + (s.calls === 1 ? "" : "s") + (s.failed ? " (" + s.failed + " failed)" : "") + " · " +
+      s.in + " in / " + s.cached + " cached / " + s.write + " cache write / " + s.out + " out tokens · " +
+      (s.usd != null ? usd(s.usd) : "cost unknown");
+  }
+
+  var OUTSIDE_SHOWN = 500; // paths listed before "show all"
+
+  // changes shows what a trial changed: the workspace's files with their
+  // diffs, what changed inside .git (folded) and, in an image, the paths
+  // outside the working directory (folded, with their count by status).
+  function changes(rec) {
+    var frag = el("div", { class: "changes" });
     var ws = rec.workspace;
     if (ws && ws.fileChanges && ws.fileChanges.length) {
       var fc = el("details", { open: "", class: "filechanges" }, el("summary", { text: ws.fileChanges.length + " file change(s) in the workspace" }));
@@ -198,6 +302,51 @@
       });
       frag.appendChild(gc);
     }
+    if (ws && ws.outsideChanges && ws.outsideChanges.length) {
+      var by = {};
+      ws.outsideChanges.forEach(function (c) { by[c.status] = (by[c.status] || 0) + 1; });
+      var n = ws.outsideChanges.length;
+      var oc = el("details", { class: "outsidechanges" }, el("summary", { text: n + " path" + (n === 1 ? "" : "s") + " changed outside the working directory (" +
+        Object.keys(by).sort().map(function (k) { return by[k] + " " + k; }).join(", ") + ")" }));
+      var list = el("pre", { class: "mono outside" });
+      var show = function (upTo) { list.textContent = ws.outsideChanges.slice(0, upTo).map(function (c) { return c.status + " " + c.path; }).join("\n"); };
+      show(OUTSIDE_SHOWN);
+      oc.appendChild(list);
+      if (n > OUTSIDE_SHOWN) {
+        var b = el("button", { class: "showall", type: "button", text: "show all " + n + " paths" });
+        b.addEventListener("click", function () { show(n); b.remove(); });
+        oc.appendChild(b);
+      }
+      frag.appendChild(oc);
+    }
+    return frag;
+  }
+
+  // recordHead shows a record's facts before its steps: timing, usage,
+  // agent, output, file changes and stderr.
+  function recordHead(rec) {
+    var frag = el("div", { class: "record" });
+    var kv = kvList();
+    var tm = rec.timing || {};
+    kv.row("timing", [tm.trial ? "trial " + ms(tm.trial) : "", tm.total != null ? (tm.trial ? "agent " : "total ") + ms(tm.total) : "", tm.firstResponse != null ? "first response " + ms(tm.firstResponse) : "", tm.sessionCreation != null ? "session " + ms(tm.sessionCreation) : ""].filter(Boolean).join(" · "));
+    kv.row("started", iso(tm.start));
+    if (rec.usage) kv.row("usage", JSON.stringify(rec.usage));
+    if (rec.cost) kv.row("cost", [rec.cost.usd != null ? usd(rec.cost.usd) : "", (rec.cost.inputTokens || 0) + " in / " + (rec.cost.outputTokens || 0) + " out tokens"].filter(Boolean).join(" · "));
+    if (rec.modelCalls && rec.modelCalls.length) {
+      var sums = callSums(rec.modelCalls);
+      kv.row("model calls", callSumText(sums[sums.length - 1]));
+      if (sums.length > 2) sums.slice(0, -1).forEach(function (s) { kv.row("turn " + (s.turn || "-"), callSumText(s)); });
+      if (rec.agentUsage) kv.row("agent's usage", JSON.stringify(rec.agentUsage));
+    }
+    if (rec.toolErrors) kv.row("tool errors", "yes");
+    var p = rec.provenance || {};
+    kv.row("agent", [p.agentName, p.agentVersion].filter(Boolean).join(" "));
+    kv.row("stop reason", rec.stopReason);
+    if (rec.stopReasons && rec.stopReasons.length > 1) kv.row("stop reasons", rec.stopReasons.join(", "));
+    frag.appendChild(kv);
+    frag.appendChild(el("h4", { text: "output" }));
+    frag.appendChild(pre(rec.output || ""));
+    frag.appendChild(changes(rec));
     if (rec.agentStderr) frag.appendChild(el("details", null, el("summary", { text: "agent stderr" }), pre(rec.agentStderr, "err")));
     return frag;
   }
@@ -245,9 +394,29 @@
     return steps;
   }
 
+  // toolCallOf is the tool call a step belongs to (a tool call's own id,
+  // the one a permission request gated), "" for none.
+  function toolCallOf(s) {
+    return s.toolCallId || (s.toolCall && s.toolCall.toolCallId) || "";
+  }
+
+  // placeStep adds a step's node to box before `end` (null: at the end);
+  // a permission request goes before the tool call it gated, which the
+  // agent announced first, so the request reads before what it allowed.
+  function placeStep(box, n, s, end) {
+    var id = s.type === "permission" ? toolCallOf(s) : "";
+    if (id) {
+      var calls = box.querySelectorAll(".step.tool_call");
+      for (var i = 0; i < calls.length; i++) {
+        if (calls[i].getAttribute("data-tcid") === id) { box.insertBefore(n, calls[i]); return; }
+      }
+    }
+    box.insertBefore(n, end || null);
+  }
+
   // step renders one trajectory step. Thoughts are folded.
   function step(s) {
-    var n = el("div", { class: "step " + s.type, "data-step": s.stepId || "" });
+    var n = el("div", { class: "step " + s.type, "data-step": s.stepId || "", "data-tcid": toolCallOf(s) || null });
     var h = el("div", { class: "sh" }, el("span", { class: "ts", title: "ms since the turn started", text: "+" + ms(s.timestamp || 0) }), el("span", { class: "ty", text: s.type }));
     if (s.turn && s.turn > 1) h.appendChild(tag("turn " + s.turn));
     if (s.phase) h.appendChild(tag(s.phase, "phase"));
@@ -334,7 +503,7 @@
 
   global.HarnessTranscript = {
     el: el, add: add, pre: pre, pct: pct, ms: ms, usd: usd, iso: iso, json: json, kvList: kvList,
-    checksList: checksList, graderBlock: graderBlock, errorBlock: errorBlock, verdict: verdict,
-    timingBar: timingBar, recordHead: recordHead, diffPre: diffPre, sortSteps: sortSteps, step: step
+    checksList: checksList, outputBlock: outputBlock, graderBlock: graderBlock, errorBlock: errorBlock, verdict: verdict,
+    timingBar: timingBar, timingTotal: timingTotal, placeStep: placeStep, changes: changes, recordHead: recordHead, diffPre: diffPre, sortSteps: sortSteps, step: step
   };
 })(this);

@@ -23,8 +23,12 @@ type bridgeConfig struct {
 	socket   string
 	http     string
 	forwards []Forward
+	// redirect says every other TCP connection is redirected to a
+	// listener of the bridge (see installRedirect); probe, that the
+	// bridge only checks that the redirection works here.
+	redirect, probe bool
 	// fds, in the second stage, are the inherited listeners: the HTTP
-	// proxy's, then one per forward.
+	// proxy's, one per forward, then the redirect listener.
 	fds   []int
 	agent []string
 }
@@ -65,16 +69,23 @@ func parseBridgeArgs(args []string) (bridgeConfig, error) {
 	fs.StringVar(&c.http, "http", "", "address of the HTTP proxy listener")
 	fs.Var(forwardFlag{&c.forwards}, "forward", "LISTEN=HOST:PORT plain forward")
 	fs.Var(fdsFlag{&c.fds}, "fds", "inherited listeners")
+	fs.BoolVar(&c.redirect, "redirect", false, "redirect every other TCP connection to the proxy")
+	fs.BoolVar(&c.probe, "probe-redirect", false, "check that the redirection works, and exit")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
 	c.agent = fs.Args()
+	n := 1 + len(c.forwards)
+	if c.redirect {
+		n++
+	}
 	switch {
+	case c.probe:
 	case c.socket == "" || c.http == "":
 		return c, errors.New("--socket and --http are required")
 	case len(c.agent) == 0:
 		return c, errors.New("no command to run (want ... -- COMMAND ARGS...)")
-	case c.fds != nil && len(c.fds) != 1+len(c.forwards):
+	case c.fds != nil && len(c.fds) != n:
 		return c, errors.New("--fds does not match the listeners")
 	}
 	return c, nil
@@ -118,8 +129,8 @@ func bridgeConn(c net.Conn, socket, target string) {
 	<-done
 }
 
-// acceptLoop bridges every connection l accepts.
-func acceptLoop(l net.Listener, socket, target string) {
+// acceptLoop hands every connection l accepts to handle.
+func acceptLoop(l net.Listener, handle func(net.Conn)) {
 	for {
 		c, err := l.Accept()
 		if err != nil {
@@ -129,7 +140,7 @@ func acceptLoop(l net.Listener, socket, target string) {
 			time.Sleep(10 * time.Millisecond) // e.g. out of file descriptors
 			continue
 		}
-		go bridgeConn(c, socket, target)
+		go handle(c)
 	}
 }
 

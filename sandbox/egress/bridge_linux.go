@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -33,6 +34,9 @@ func BridgeMain(args []string) int {
 	if err != nil {
 		return bridgeFail("%v", err)
 	}
+	if cfg.probe {
+		return probeMain()
+	}
 	if cfg.fds == nil {
 		return bridgeStage1(cfg, args)
 	}
@@ -43,6 +47,15 @@ func bridgeStage1(cfg bridgeConfig, args []string) int {
 	addrs := []string{cfg.http}
 	for _, f := range cfg.forwards {
 		addrs = append(addrs, f.Listen)
+	}
+	var keep []netip.AddrPort
+	for _, a := range addrs {
+		if ap, err := netip.ParseAddrPort(a); err == nil {
+			keep = append(keep, ap)
+		}
+	}
+	if cfg.redirect {
+		addrs = append(addrs, "127.0.0.1:0")
 	}
 	var fds []string
 	// The listeners' files stay reachable until the exec: a garbage
@@ -68,6 +81,13 @@ func bridgeStage1(cfg bridgeConfig, args []string) int {
 		}
 		files = append(files, f)
 		fds = append(fds, strconv.Itoa(int(f.Fd())))
+		if cfg.redirect && len(files) == len(addrs) {
+			// The last listener takes every other TCP connection.
+			to := l.Addr().(*net.TCPAddr).AddrPort()
+			if err := installRedirect(to, keep); err != nil {
+				return bridgeFail("redirect the connections that ignore the proxy: %v (the sandbox needs bwrap --cap-add CAP_NET_ADMIN for the bridge)", err)
+			}
+		}
 	}
 	if err := dropCapabilities(); err != nil {
 		return bridgeFail("%v", err)
@@ -97,7 +117,13 @@ func bridgeStage2(cfg bridgeConfig) int {
 		if err != nil {
 			return bridgeFail("listener %d: %v", fd, err)
 		}
-		go acceptLoop(l, cfg.socket, targets[i])
+		if i == len(targets) {
+			self := l.Addr().(*net.TCPAddr).AddrPort()
+			go acceptLoop(l, func(c net.Conn) { redirectedConn(c, cfg.socket, self) })
+			continue
+		}
+		target := targets[i]
+		go acceptLoop(l, func(c net.Conn) { bridgeConn(c, cfg.socket, target) })
 	}
 
 	sigs := make(chan os.Signal, 8)

@@ -42,6 +42,14 @@ func TestMain(m *testing.M) {
 //	connect=HOST:PORT    CONNECT through $HTTPS_PROXY, send a line, read the answer
 //	get=URL              a GET through $HTTP_PROXY
 //	dial=HOST:PORT       a direct connection: send a line, read the answer
+//	direct=HOST:PORT     the same, saying "refused" when nothing came back
+//	                     (refused, reset or closed, whichever came first)
+//	local                a direct connection to a server of its own on the
+//	                     sandbox's loopback, which echoes a line
+//	bench=MODE,ADDR,N    N connections to ADDR, one after the other, each
+//	                     sending a line and reading the answer to the end,
+//	                     through $HTTPS_PROXY (MODE proxy) or directly (any
+//	                     other MODE); says "ns=TOTAL" or the first error
 //	forge=HOST:PORT      CONNECT on the proxy's unix socket itself
 //	caps                 this process's capability sets and no-new-privs
 //	exit=N               exit with status N
@@ -118,6 +126,48 @@ func runAction(action, arg string) string {
 			return "closed"
 		}
 		return fmt.Sprintf("got %q", got)
+	case "direct":
+		c, err := net.DialTimeout("tcp", arg, 10*time.Second)
+		if err != nil {
+			return "refused"
+		}
+		defer c.Close()
+		io.WriteString(c, payload)
+		got, _ := io.ReadAll(c)
+		if len(got) == 0 {
+			return "refused"
+		}
+		return fmt.Sprintf("got %q", got)
+	case "bench":
+		parts := strings.Split(arg, ",")
+		if len(parts) != 3 {
+			return "error want MODE,ADDR,N"
+		}
+		var n int
+		fmt.Sscan(parts[2], &n)
+		start := time.Now()
+		for range n {
+			if err := benchConn(parts[0], parts[1]); err != nil {
+				return "error " + err.Error()
+			}
+		}
+		return fmt.Sprintf("ns=%d", time.Since(start).Nanoseconds())
+	case "local":
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return "error " + err.Error()
+		}
+		defer l.Close()
+		go func() {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			line, _ := bufio.NewReader(c).ReadString('\n')
+			io.WriteString(c, "local echo: "+line)
+		}()
+		return runAction("direct", l.Addr().String())
 	case "caps":
 		b, err := os.ReadFile("/proc/self/status")
 		if err != nil {
@@ -145,6 +195,47 @@ func runAction(action, arg string) string {
 		select {}
 	}
 	return "unknown action " + action
+}
+
+// benchConn is one connection of the bench action.
+func benchConn(mode, addr string) error {
+	target := addr
+	if mode == "proxy" {
+		u, err := url.Parse(os.Getenv("HTTPS_PROXY"))
+		if err != nil {
+			return err
+		}
+		target = u.Host
+	}
+	c, err := net.Dial("tcp", target)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	r := io.Reader(c)
+	if mode == "proxy" {
+		fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", addr, addr)
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			return err
+		}
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("status %d", resp.StatusCode)
+		}
+		r = br
+	}
+	if _, err := io.WriteString(c, "ping\n"); err != nil {
+		return err
+	}
+	got, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	if string(got) != "echo: ping\n" {
+		return fmt.Errorf("got %q", got)
+	}
+	return nil
 }
 
 func requireBwrap(t testing.TB) string {
@@ -200,7 +291,7 @@ type lineServer struct {
 	conns [][2]int64 // bytes read, bytes written
 }
 
-func newLineServer(t *testing.T) *lineServer {
+func newLineServer(t testing.TB) *lineServer {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -411,9 +502,10 @@ func TestBridgePassesExitAndSignals(t *testing.T) {
 	}
 }
 
-// TestBridgeEgressUnprivileged runs TestBridgeEgress as an unprivileged
-// user when the tests run as root: bwrap then makes user namespaces, and
-// the bridge must still bind port 443 and leave the agent nothing.
+// TestBridgeEgressUnprivileged runs TestBridgeEgress and
+// TestBridgeRedirect as an unprivileged user when the tests run as root:
+// bwrap then makes user namespaces, and the bridge must still bind port
+// 443, redirect connections and leave the agent nothing.
 func TestBridgeEgressUnprivileged(t *testing.T) {
 	requireBwrap(t)
 	if os.Geteuid() != 0 {
@@ -449,11 +541,95 @@ func TestBridgeEgressUnprivileged(t *testing.T) {
 	}
 	os.Chmod(dir, 0o755)
 	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups",
-		exe, "-test.run=^TestBridgeEgress$", "-test.count=1", "-test.v")
+		exe, "-test.run=^TestBridge(Egress|Redirect)$", "-test.count=1", "-test.v")
 	cmd.Dir = dir
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "TMPDIR=" + dir, "HOME=" + dir, "HARNESS_REQUIRE_AGENTS=1"}
 	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "--- PASS: TestBridgeEgress") {
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestBridgeEgress") || !strings.Contains(string(out), "--- PASS: TestBridgeRedirect") {
 		t.Errorf("as an unprivileged user: %v\n%s", err, out)
+	}
+}
+
+// TestBridgeRedirect: with the redirection, a connection that ignores
+// the proxy variables to an address no forward listens on goes to the
+// proxy too: a denied loopback port and an outside address are refused
+// and reported, where without it they were refused in the sandbox
+// without a trace; the allowed port still connects (through its
+// forward) and is reported; a server of the agent's own on the
+// sandbox's loopback is reached as before and is not the proxy's; the
+// agent has no capabilities (CAP_NET_ADMIN, which the bridge needs to
+// redirect, included).
+func TestBridgeRedirect(t *testing.T) {
+	bwrap := requireBwrap(t)
+	allowed, denied := newLineServer(t), newLineServer(t)
+	rules, err := ParseAllow(allowed.addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := NewProxy(rules, t.TempDir())
+	if err := p.ProbeRedirect(bwrap); err != nil {
+		t.Fatalf("the redirection does not work here: %v", err)
+	}
+	p.Redirect = true
+	var got collector
+	s, err := p.NewSession(got.add)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, dn := allowed.addr(), denied.addr()
+	out, code := runSandboxed(t, bwrap, s,
+		"direct="+a,
+		"direct="+dn,
+		"direct=192.0.2.1:80",
+		"local",
+		"connect="+a,
+		"caps")
+	if err := s.Close(); err != nil {
+		t.Error(err)
+	}
+	allowed.stop()
+	denied.stop()
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	want := []string{
+		fmt.Sprintf("direct %s -> got %q", a, "echo: hello direct "+a+"\n"),
+		fmt.Sprintf("direct %s -> refused", dn),
+		"direct 192.0.2.1:80 -> refused",
+		"",
+		fmt.Sprintf("connect %s -> status 200 got %q", a, "echo: hello connect "+a+"\n"),
+		"caps  -> CapInh:0000000000000000 CapPrm:0000000000000000 CapEff:0000000000000000 CapBnd:0000000000000000 CapAmb:0000000000000000 NoNewPrivs:1",
+	}
+	if len(lines) == len(want) {
+		// The agent's own server listens on a port of the kernel's choice.
+		if strings.HasPrefix(lines[3], "local  -> got \"local echo: hello direct 127.0.0.1:") {
+			want[3] = lines[3]
+		}
+	}
+	if !slices.Equal(lines, want) {
+		t.Errorf("agent output:\n%s\nwant:\n%s", out, strings.Join(want, "\n"))
+	}
+	if n := len(denied.seen()); n != 0 {
+		t.Errorf("the denied server saw %d connections", n)
+	}
+	var reports []string
+	for _, c := range got.conns {
+		r := fmt.Sprintf("%s:%d allowed=%v error=%q", c.Host, c.Port, c.Allowed, c.Error)
+		if c.Allowed && (c.BytesOut == 0 || c.BytesIn == 0) {
+			r += " without bytes"
+		}
+		reports = append(reports, r)
+	}
+	slices.Sort(reports)
+	wantReports := []string{
+		a + ` allowed=true error=""`,
+		a + ` allowed=true error=""`,
+		dn + ` allowed=false error="denied by the allowlist"`,
+		`192.0.2.1:80 allowed=false error="denied by the allowlist"`,
+	}
+	slices.Sort(wantReports)
+	if !slices.Equal(reports, wantReports) {
+		t.Errorf("reported:\n%s\nwant:\n%s", strings.Join(reports, "\n"), strings.Join(wantReports, "\n"))
 	}
 }

@@ -19,16 +19,25 @@
 //     hosts file bound over /etc/hosts maps it to ("localhost" stays on
 //     127.0.0.1). A rule without a port forwards 80 and 443.
 //
+// With Proxy.Redirect (where ProbeRedirect succeeds), every other TCP
+// connection opened in the sandbox is redirected by an nftables table in
+// its network namespace to one more listener of the bridge, which reads
+// the original destination (SO_ORIGINAL_DST) and asks the proxy for a
+// tunnel to it, as a forward does; a connection to a loopback address is
+// first tried on a server of the sandbox's own (see redirectedConn).
+//
 // The proxy checks every request against the allowlist itself (the bridge
 // and anything else in the sandbox can write to the socket, so nothing
 // they say is trusted), dials the allowed ones, answers 403 to the others
-// (a forward's client sees its connection reset) and reports each
-// connection, allowed or denied, once it has ended. Connections the
-// sandbox refuses by itself (a port nothing forwards, an address with no
-// route) never leave it and are not reported.
+// (a forward's or a redirected connection's client sees its connection
+// reset) and reports each connection, allowed or denied, once it has
+// ended. Without the redirection, connections the sandbox refuses by
+// itself (a port nothing forwards, an address with no route) never leave
+// it and are not reported.
 //
-// The bridge needs CAP_NET_BIND_SERVICE for ports below 1024 (443) and
-// CAP_SETPCAP to empty the bounding set. It binds its listeners, drops
+// The bridge needs CAP_NET_BIND_SERVICE for ports below 1024 (443),
+// CAP_NET_ADMIN to redirect, and CAP_SETPCAP to empty the bounding set.
+// It binds its listeners, installs the redirection, drops
 // every capability (effective, permitted, inheritable, ambient and
 // bounding), sets no-new-privs and re-executes itself; only then does it
 // start the agent, whose capability sets are therefore all empty even when
@@ -54,7 +63,9 @@
 // s.BwrapArgs are:
 //
 //	--unshare-net --cap-drop ALL --cap-add CAP_SETPCAP
-//	[--cap-add CAP_NET_BIND_SERVICE [--uid 0 --gid 0]]   (a port below 1024; uid 0 when not root)
+//	[--cap-add CAP_NET_BIND_SERVICE]                     (a port below 1024)
+//	[--cap-add CAP_NET_ADMIN]                            (Redirect)
+//	[--uid 0 --gid 0]                                    (either, when not root)
 //	--ro-bind SOCKETDIR /run/harness-net
 //	--ro-bind HOSTSFILE /etc/hosts
 //	--ro-bind HARNESS-EXECUTABLE /run/harness-bin/harness

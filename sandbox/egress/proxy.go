@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -91,6 +92,13 @@ type Proxy struct {
 	// namespace (mapped to the user; no capabilities once the bridge has
 	// dropped them).
 	Unprivileged bool
+	// Redirect makes every other TCP connection a sandboxed process opens
+	// (one that ignores the proxy variables, to an address no forward
+	// listens on) go to the proxy too, as a tunnel to where it was going:
+	// the bridge redirects them with nftables in the sandbox's network
+	// namespace (it then needs CAP_NET_ADMIN there). Set it only where
+	// ProbeRedirect succeeds.
+	Redirect bool
 }
 
 // maxHead bounds a request head (request line and headers).
@@ -241,13 +249,20 @@ func (p *Proxy) NewSession(onConn func(Connection)) (*Session, error) {
 			lowPort = true
 		}
 	}
+	if p.Redirect {
+		s.BridgeArgs = append(s.BridgeArgs, "--redirect")
+	}
 	s.BridgeArgs = append(s.BridgeArgs, "--")
 	s.BwrapArgs = []string{"--unshare-net", "--cap-drop", "ALL", "--cap-add", "CAP_SETPCAP"}
 	if lowPort {
 		s.BwrapArgs = append(s.BwrapArgs, "--cap-add", "CAP_NET_BIND_SERVICE")
-		if p.Unprivileged {
-			s.BwrapArgs = append(s.BwrapArgs, "--uid", "0", "--gid", "0")
-		}
+	}
+	if p.Redirect {
+		s.BwrapArgs = append(s.BwrapArgs, "--cap-add", "CAP_NET_ADMIN")
+	}
+	if (lowPort || p.Redirect) && p.Unprivileged {
+		// The sandbox's user namespace must own its network namespace.
+		s.BwrapArgs = append(s.BwrapArgs, "--uid", "0", "--gid", "0")
 	}
 	s.BwrapArgs = append(s.BwrapArgs,
 		"--ro-bind", sockDir, MountDir,
@@ -256,6 +271,31 @@ func (p *Proxy) NewSession(onConn func(Connection)) (*Session, error) {
 	s.wg.Add(1)
 	go s.accept()
 	return s, nil
+}
+
+// ProbeRedirect says whether a sandbox made by bwrap (the path of the
+// bubblewrap binary) can redirect the connections that ignore the proxy
+// variables (see Redirect): the bridge installs the redirection in a
+// throwaway network namespace and sends a connection through it. The
+// error says why not (no nftables in the kernel, no NAT, no netlink).
+func (p *Proxy) ProbeRedirect(bwrap string) error {
+	if p.Executable == "" {
+		return errors.New("the harness executable is unknown")
+	}
+	args := []string{"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--die-with-parent",
+		"--unshare-net", "--cap-drop", "ALL", "--cap-add", "CAP_NET_ADMIN"}
+	if p.Unprivileged {
+		args = append(args, "--uid", "0", "--gid", "0")
+	}
+	args = append(args, "--", p.Executable, BridgeArg, "--probe-redirect")
+	out, err := exec.Command(bwrap, args...).CombinedOutput()
+	if err != nil {
+		if msg := strings.TrimSpace(string(out)); msg != "" {
+			return errors.New(msg)
+		}
+		return err
+	}
+	return nil
 }
 
 // plan lays out the sandbox's side for rules: the HTTP proxy's address,

@@ -140,7 +140,7 @@ func TestWatchGivesUp(t *testing.T) {
 	}
 	for _, line := range []string{
 		"harness: task 1 FAILED (exit 2); resubmitted as job 2 (attempt 2 of 2), continuing its shard\n",
-		"harness: task 1 NODE_FAIL; given up after 2 attempt(s); its log: " + filepath.Join(r.Dir(), "task-1.log") + "\n",
+		"harness: task 1 NODE_FAIL; given up after 2 attempt(s); its log: " + filepath.Join(r.Dir(), "task-1.job-2.log") + "\n",
 		"tasks: 0 pending, 0 running, 2 done, 1 failed\n",
 	} {
 		if !strings.Contains(log.String(), line) {
@@ -259,7 +259,8 @@ func TestScript(t *testing.T) {
 # harness --slurm: array task i runs shard i of 3, continuing what an
 # earlier attempt of it wrote.
 #SBATCH --job-name=harness-trials
-#SBATCH --output=` + d + `/task-%a.log
+#SBATCH --output=` + d + `/task-%a.job-%A.log
+#SBATCH --open-mode=append
 #SBATCH --chdir=/srv/my runs
 #SBATCH --requeue
 #SBATCH --signal=B:TERM@60

@@ -99,6 +99,12 @@ func (r *Run) prepareDir() (made bool, err error) {
 	return made, nil
 }
 
+// TaskLog is the log of task i's attempt in array job job: each attempt
+// keeps its own.
+func (r *Run) TaskLog(i int, job string) string {
+	return filepath.Join(r.dir, fmt.Sprintf("task-%d.job-%s.log", i, job))
+}
+
 // scriptPath is the job script's file, which a resubmission submits again.
 func (r *Run) scriptPath() string { return filepath.Join(r.dir, "job.sh") }
 
@@ -123,7 +129,9 @@ func (r *Run) writeScript() (string, error) {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "#!/bin/sh\n# harness --slurm: array task i runs shard i of %d, continuing what an\n# earlier attempt of it wrote.\n", n)
-	fmt.Fprintf(&b, "#SBATCH --job-name=harness-%s\n#SBATCH --output=%s/task-%%a.log\n#SBATCH --chdir=%s\n", job.Command, r.dir, cwd)
+	// Each attempt of a task (a resubmission is an array job of its own)
+	// keeps its log; a requeue of the same job appends to it.
+	fmt.Fprintf(&b, "#SBATCH --job-name=harness-%s\n#SBATCH --output=%s/task-%%a.job-%%A.log\n#SBATCH --open-mode=append\n#SBATCH --chdir=%s\n", job.Command, r.dir, cwd)
 	// A task Slurm requeues itself (preemption) starts the script again
 	// and continues its shard; a minute before a time limit harness is
 	// told to stop, so the units in flight end as interrupted, not killed.

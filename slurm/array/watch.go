@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -96,7 +95,7 @@ func (r *Run) Watch(ctx context.Context, id string) error {
 				t.failed = true
 				failed++
 				given = append(given, i)
-				r.logf("harness: task %d %s; given up after %d attempt(s); its log: %s\n", i, t.last, t.attempts, filepath.Join(r.dir, fmt.Sprintf("task-%d.log", i)))
+				r.logf("harness: task %d %s; given up after %d attempt(s); its log: %s\n", i, t.last, t.attempts, r.TaskLog(i, t.job))
 				continue
 			}
 			again, err := r.cfg.Client.Submit(context.Background(), r.scriptPath(), strconv.Itoa(i), r.cfg.Opts)

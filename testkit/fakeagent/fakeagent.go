@@ -155,6 +155,9 @@
 //	                          completed with content [{type:diff,path,oldText?,newText}]
 //	                          (failed with the error text if writing failed); message
 //	                          "wrote NAME"; end_turn.
+//	write-here                writes "turn N\n" (N as for turn) to turn-SESSIONID.txt in the
+//	                          process's working directory (not the session cwd), as an
+//	                          agent's own tools do; message "wrote turn-SESSIONID.txt".
 //	caps                      message = the client's clientCapabilities JSON (compact).
 //	cwd                       message = the session cwd.
 //	env NAME                  message = value of environment variable NAME.

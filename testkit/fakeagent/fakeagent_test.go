@@ -1337,3 +1337,19 @@ func TestBinary(t *testing.T) {
 		t.Fatal("SIGTERM did not end --ignore-eof")
 	}
 }
+
+func TestWriteHere(t *testing.T) {
+	here := t.TempDir()
+	t.Chdir(here)
+	c, sid, cwd := setup(t)
+	r, seen := c.prompt(1, sid, "write-here", nil)
+	eq(t, "stopReason", stopReason(t, r), "end_turn")
+	name := "turn-" + sid + ".txt"
+	eq(t, "message", messageText(seen), "wrote "+name)
+	if b, err := os.ReadFile(filepath.Join(here, name)); err != nil || string(b) != "turn 1\n" {
+		t.Errorf("%s in the working directory = %q, %v", name, b, err)
+	}
+	if _, err := os.Stat(filepath.Join(cwd, name)); err == nil {
+		t.Errorf("%s written in the session cwd too", name)
+	}
+}

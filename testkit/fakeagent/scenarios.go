@@ -43,6 +43,7 @@ func init() {
 		"messages":        scMessages,
 		"usage":           scUsage,
 		"write-file":      scWriteFile,
+		"write-here":      scWriteHere,
 		"fs-flood":        scFSFlood,
 		"caps":            scCaps,
 		"cwd":             func(t *turn, _ string) { t.msg(t.s.cwd, "m1") },
@@ -419,6 +420,21 @@ func scWriteFile(t *turn, arg string) {
 		return
 	}
 	t.update(obj{"sessionUpdate": "tool_call_update", "toolCallId": callID, "status": "completed", "content": []any{diff}})
+	t.msg("wrote "+name, "m1")
+}
+
+// scWriteHere writes turn-SESSION.txt in the process's working directory,
+// not the session's cwd, as an agent's own tools do.
+func scWriteHere(t *turn, _ string) {
+	name := "turn-" + t.s.id + ".txt"
+	dir, err := os.Getwd()
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, name), []byte("turn "+strconv.Itoa(t.n)+"\n"), 0o644)
+	}
+	if err != nil {
+		t.msg("write failed: "+err.Error(), "m1")
+		return
+	}
 	t.msg("wrote "+name, "m1")
 }
 

@@ -161,19 +161,20 @@ func (a *anthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	msgID := fmt.Sprintf("msg_fake%04d", a.ids.Add(1))
-	usage := map[string]any{"input_tokens": 100, "output_tokens": 20, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+	u := a.opts.usage(Usage{Input: 100, Output: 20})
+	usage := map[string]any{"input_tokens": u.Input, "output_tokens": u.Output, "cache_creation_input_tokens": u.CacheWrite, "cache_read_input_tokens": u.Cached}
 	if !in.Stream {
 		writeJSON(w, map[string]any{"id": msgID, "type": "message", "role": "assistant", "model": model,
 			"content": content, "stop_reason": stop, "stop_sequence": nil, "usage": usage})
 		return
 	}
-	s := newSSE(w, false)
+	s := newSSE(w, false, a.opts)
 	send := func(typ string, v map[string]any) {
 		v["type"] = typ
 		b, _ := json.Marshal(v)
 		s.event(typ, b)
 	}
-	start := map[string]any{"input_tokens": 100, "output_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+	start := map[string]any{"input_tokens": u.Input, "output_tokens": 1, "cache_creation_input_tokens": u.CacheWrite, "cache_read_input_tokens": u.Cached}
 	send("message_start", map[string]any{"message": map[string]any{"id": msgID, "type": "message", "role": "assistant",
 		"model": model, "content": []any{}, "stop_reason": nil, "stop_sequence": nil, "usage": start}})
 	send("ping", map[string]any{})
@@ -199,7 +200,7 @@ func (a *anthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		send("content_block_stop", map[string]any{"index": i})
 	}
-	send("message_delta", map[string]any{"delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": map[string]any{"output_tokens": 20}})
+	send("message_delta", map[string]any{"delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": map[string]any{"output_tokens": u.Output}})
 	send("message_stop", map[string]any{})
 }
 

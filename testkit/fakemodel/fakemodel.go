@@ -60,6 +60,36 @@ type Options struct {
 	MaxRequests int
 	// MaxBody bounds a request body; 0 means 32 MiB.
 	MaxBody int64
+	// Usage, when set, is the token counts every reply reports, in each
+	// API's own fields (see Usage); nil keeps the defaults: 100 input and
+	// 20 output tokens (and, from OpenAI, 5 of them reasoning).
+	Usage *Usage
+	// Fail answers the first len(Fail) requests with these HTTP statuses
+	// instead (429, 500, 503, 529...), each with the API's error body and
+	// a retry-after of 0; the requests after them are served as usual.
+	Fail []int
+	// EventDelay is a pause before each server-sent event after the first:
+	// a slow stream.
+	EventDelay time.Duration
+}
+
+// Usage is the token counts a fake reply reports. Each API words them its
+// own way: Anthropic input_tokens (Input), cache_read_input_tokens
+// (Cached), cache_creation_input_tokens (CacheWrite), output_tokens
+// (Output); OpenAI input_tokens (Input+Cached) with cached_tokens,
+// output_tokens (Output) with reasoning_tokens (Reasoning); Gemini
+// promptTokenCount (Input+Cached) with cachedContentTokenCount,
+// candidatesTokenCount (Output-Reasoning) and thoughtsTokenCount
+// (Reasoning).
+type Usage struct {
+	Input, Cached, CacheWrite, Output, Reasoning int64
+}
+
+func (o Options) usage(def Usage) Usage {
+	if o.Usage == nil {
+		return def
+	}
+	return *o.Usage
 }
 
 func (o Options) slow() time.Duration {
@@ -105,8 +135,9 @@ type Request struct {
 // Log records the requests a fake model received. It is safe for
 // concurrent use.
 type Log struct {
-	mu   sync.Mutex
-	reqs []*Request
+	mu     sync.Mutex
+	reqs   []*Request
+	served int // requests taken, for Options.Fail
 }
 
 // Requests returns a copy of every request received so far, in arrival
@@ -188,7 +219,44 @@ func base(log *Log, opts Options, w http.ResponseWriter, r *http.Request) *Reque
 		http.Error(w, "fakemodel: reading body: "+err.Error(), http.StatusRequestEntityTooLarge)
 		return nil
 	}
+	log.mu.Lock()
+	n := log.served
+	log.served++
+	log.mu.Unlock()
+	if n < len(opts.Fail) {
+		status := opts.Fail[n]
+		log.setReply(req, fmt.Sprintf("fail: %d", status), "")
+		fail(w, r.URL.Path, status)
+		return nil
+	}
 	return req
+}
+
+// fail answers an injected error in the body shape of the API the path
+// belongs to.
+func fail(w http.ResponseWriter, path string, status int) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", "0")
+	w.Header().Set("Retry-After-Ms", "1")
+	msg := http.StatusText(status)
+	var body string
+	switch {
+	case strings.Contains(path, ":"):
+		body = fmt.Sprintf(`{"error":{"code":%d,"message":%q,"status":"UNAVAILABLE"}}`, status, msg)
+	case strings.HasSuffix(path, "/messages"):
+		typ := "api_error"
+		switch status {
+		case 429:
+			typ = "rate_limit_error"
+		case 529:
+			typ, msg = "overloaded_error", "Overloaded"
+		}
+		body = fmt.Sprintf(`{"type":"error","error":{"type":%q,"message":%q}}`, typ, msg)
+	default:
+		body = fmt.Sprintf(`{"error":{"message":%q,"type":"server_error","code":null}}`, msg)
+	}
+	w.WriteHeader(status)
+	io.WriteString(w, body)
 }
 
 // Command is the tool call a prompt asks for.
@@ -289,16 +357,18 @@ func waitSlow(ctx context.Context, opts Options, done <-chan struct{}) bool {
 
 // sse writes server-sent events and flushes each.
 type sse struct {
-	w    http.ResponseWriter
-	err  error
-	crlf bool
+	w     http.ResponseWriter
+	err   error
+	crlf  bool
+	delay time.Duration
+	sent  int
 }
 
-func newSSE(w http.ResponseWriter, crlf bool) *sse {
+func newSSE(w http.ResponseWriter, crlf bool, opts Options) *sse {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
-	return &sse{w: w, crlf: crlf}
+	return &sse{w: w, crlf: crlf, delay: opts.EventDelay}
 }
 
 // event writes one event; name may be empty.
@@ -306,6 +376,10 @@ func (s *sse) event(name string, data []byte) {
 	if s.err != nil {
 		return
 	}
+	if s.sent > 0 && s.delay > 0 {
+		time.Sleep(s.delay)
+	}
+	s.sent++
 	var b bytes.Buffer
 	nl := "\n"
 	if s.crlf {

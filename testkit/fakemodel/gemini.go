@@ -181,7 +181,16 @@ func (g *gemini) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		out := map[string]any{"candidates": []any{cand}, "modelVersion": modelPath}
 		if last {
 			cand["finishReason"] = "STOP"
-			out["usageMetadata"] = map[string]any{"promptTokenCount": 100, "candidatesTokenCount": 20, "totalTokenCount": 120}
+			u := g.opts.usage(Usage{Input: 100, Output: 20})
+			um := map[string]any{"promptTokenCount": u.Input + u.Cached, "candidatesTokenCount": u.Output - u.Reasoning,
+				"totalTokenCount": u.Input + u.Cached + u.Output}
+			if u.Cached > 0 {
+				um["cachedContentTokenCount"] = u.Cached
+			}
+			if u.Reasoning > 0 {
+				um["thoughtsTokenCount"] = u.Reasoning
+			}
+			out["usageMetadata"] = um
 		}
 		return out
 	}
@@ -189,7 +198,7 @@ func (g *gemini) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, chunk(parts, true))
 		return
 	}
-	s := newSSE(w, true)
+	s := newSSE(w, true, g.opts)
 	for i, p := range parts {
 		b, _ := json.Marshal(chunk([]geminiPart{p}, i == len(parts)-1))
 		s.event("", b)

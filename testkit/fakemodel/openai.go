@@ -144,15 +144,16 @@ func (o *openAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			call)
 	}
 	respID := fmt.Sprintf("resp_fake%04d", id)
-	usage := map[string]any{"input_tokens": 100, "input_tokens_details": map[string]any{"cached_tokens": 0},
-		"output_tokens": 20, "output_tokens_details": map[string]any{"reasoning_tokens": 5}, "total_tokens": 120}
+	u := o.opts.usage(Usage{Input: 100, Output: 20, Reasoning: 5})
+	usage := map[string]any{"input_tokens": u.Input + u.Cached, "input_tokens_details": map[string]any{"cached_tokens": u.Cached},
+		"output_tokens": u.Output, "output_tokens_details": map[string]any{"reasoning_tokens": u.Reasoning}, "total_tokens": u.Input + u.Cached + u.Output}
 	completed := map[string]any{"id": respID, "object": "response", "status": "completed", "model": in.Model,
 		"output": items, "usage": usage}
 	if !in.Stream {
 		writeJSON(w, completed)
 		return
 	}
-	s := newSSE(w, false)
+	s := newSSE(w, false, o.opts)
 	seq := 0
 	send := func(typ string, v map[string]any) {
 		v["type"] = typ

@@ -47,6 +47,26 @@ func File(t testing.TB, rel string, needNode bool) string {
 	return p
 }
 
+// ClaudeAdapter is one of Claude Code's ACP adapters the tests run.
+type ClaudeAdapter struct {
+	// Package is its npm package, as it names itself in initialize.
+	Package string
+	// Version is the version testdata/agents/package.json pins.
+	Version string
+	// Script is its entry point under node_modules, run by node.
+	Script string
+}
+
+// ClaudeAdapters are Claude Code's ACP adapters the tests run, the older
+// first: @zed-industries/claude-code-acp and its successor
+// @agentclientprotocol/claude-agent-acp.
+func ClaudeAdapters() []ClaudeAdapter {
+	return []ClaudeAdapter{
+		{"@zed-industries/claude-code-acp", "0.16.2", "@zed-industries/claude-code-acp/dist/index.js"},
+		{"@agentclientprotocol/claude-agent-acp", "0.101.0", "@agentclientprotocol/claude-agent-acp/dist/index.js"},
+	}
+}
+
 // NodeScript returns the path of an npm-installed agent script run by node.
 func NodeScript(t testing.TB, rel string) string {
 	t.Helper()

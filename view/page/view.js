@@ -92,7 +92,8 @@
       head.appendChild(cmp);
       main.appendChild(head);
       if (!data.runs.length) {
-        main.appendChild(el("p", { class: "placeholder", text: data.scanned ? "No runs or results files found." : "Searching…" }));
+        main.appendChild(el("p", { class: "placeholder", id: "no-runs", text: data.scanned ? "No runs or results files with trials found: a results file shows here once it holds a record (an empty one is left out until then)." : "Searching…" }));
+        document.body.setAttribute("data-view", "runs");
         return;
       }
       var t = el("table", { class: "runs", id: "runs" });
@@ -120,6 +121,7 @@
             prog.appendChild(el("span", { class: "pbar" }, el("i", { style: "width:" + (100 * frac).toFixed(1) + "%" })));
             prog.appendChild(el("span", { class: "note", text: " " + s.totals.trials + "/" + s.totals.expected }));
           }
+          if (!s.totals.trials) prog.appendChild(el("span", { class: "note nothing", text: r.status === "running" ? "no trials written yet" : "no trials in this file" }));
           if (r.status === "running" && s.inProgress && s.inProgress.length) {
             prog.appendChild(el("div", { class: "note", text: s.inProgress.length + " case(s) with trials in: " + s.inProgress.slice(0, 3).map(function (c) { return c.id + " " + c.trials + (c.k ? "/" + c.k : "") + (c.start ? ", first began " + ago(c.start) + " ago" : ""); }).join("; ") }));
           }
@@ -169,9 +171,18 @@
     return q;
   }
 
-  function cell(c, r) {
+  // midCut shortens s to n characters by cutting its middle, so both the
+  // start and the end of a long case name (where its number is) show.
+  function midCut(s, n) {
+    s = String(s);
+    if (n < 8 || s.length <= n) return s;
+    var head = Math.ceil((n - 1) / 2), tail = n - 1 - head;
+    return s.slice(0, head) + "…" + s.slice(s.length - tail);
+  }
+
+  function cell(c, r, fit) {
     switch (c.key) {
-      case "id": return el("span", { class: "id", title: r.id, text: r.id });
+      case "id": return el("span", { class: "id", title: r.id, "aria-label": r.id, text: midCut(r.id, fit && fit.id) });
       case "trial": return el("span", { class: "num", text: r.trial });
       case "status": return el("span", null, pill(r.status));
       case "case": return el("span", { class: "num", title: "case " + r.caseStatus }, el("span", { class: "dot st-" + r.caseStatus }), " " + r.caseC + "/" + r.caseN);
@@ -181,7 +192,7 @@
       case "score": return el("span", { class: "num", text: r.score == null ? "" : (+r.score).toFixed(2) });
       case "checks": return el("span", { class: "txt" + (r.failed ? " bad" : ""), title: r.firstFailed || "", text: r.checks ? (r.failed ? "✗ " + r.failed + "/" + r.checks + (r.firstFailed ? " " + r.firstFailed : "") : "✓ " + r.checks) : "" });
       case "error": return el("span", { class: "txt errc", title: r.errorMessage || "", text: r.error || "" });
-      case "duration": return el("span", { class: "num", text: ms(r.duration) });
+      case "duration": return el("span", { class: "num", title: r.agentDuration != null && r.agentDuration !== r.duration ? "agent " + ms(r.agentDuration) + " of the trial's " + ms(r.duration) : "", text: ms(r.duration) });
       case "tokens": return el("span", { class: "num", text: r.tokens || "" });
       case "cost": return el("span", { class: "num", text: r.cost == null ? "" : usd(r.cost) });
       case "steps": return el("span", { class: "num", text: r.steps });
@@ -193,7 +204,11 @@
     var my = serial;
     var v = { kind: "run", src: params.get("src"), pages: {}, matched: 0, loading: {}, focus: focus };
     var query = gridQuery(params);
-    var head, list, rowsBox, count, summary;
+    var head, list, rowsBox, count, summary, statusEl, filterBox, filterSig;
+    // cur is the position of the row the keys move (j/k, arrows) and open
+    // (Enter); fit how many characters of a case name its column shows.
+    v.cur = 0;
+    var fit = {};
 
     function paramsWith(k, val) {
       var p = new URLSearchParams(params.toString());
@@ -202,12 +217,15 @@
     }
 
     function build(src) {
-      crumbs([{ text: "runs", href: "#/" }, { text: src.run.name, href: link("run", new URLSearchParams({ src: src.src })) }, { text: src.name }]);
+      // A lone results file is its own run: its name once.
+      var lone = src.run.name === src.name;
+      crumbs(lone ? [{ text: "runs", href: "#/" }, { text: src.name }] : [{ text: "runs", href: "#/" }, { text: src.run.name, href: link("run", new URLSearchParams({ src: src.src })) }, { text: src.name }]);
       main.textContent = "";
       document.body.setAttribute("data-view", "run");
       var top = el("div", { class: "bar" });
-      top.appendChild(el("h2", null, src.run.name + " · ", el("span", { class: "srcname", text: src.name })));
-      top.appendChild(el("span", { class: "status s-" + src.run.status, text: src.run.status }));
+      top.appendChild(el("h2", { id: "run-title" }, lone ? null : src.run.name + " · ", el("span", { class: "srcname", text: src.name })));
+      statusEl = el("span", { class: "status s-" + src.run.status, id: "run-status", text: src.run.status });
+      top.appendChild(statusEl);
       summary = el("span", { class: "summary", id: "summary" });
       top.appendChild(summary);
       main.appendChild(top);
@@ -222,7 +240,10 @@
         main.appendChild(tabs);
       }
       (src.problems || []).forEach(function (p) { main.appendChild(el("p", { class: "warn", text: p })); });
-      main.appendChild(filters(src));
+      if (!src.totals.trials) main.appendChild(el("p", { class: "note", id: "no-trials", text: src.run.status === "running" ? "No trials written yet: they show here as the run writes them." : "This file holds no trials." }));
+      filterBox = filters(src);
+      filterSig = filterSignature(src);
+      main.appendChild(filterBox);
       var grid = el("div", { class: "grid" });
       var cols = COLS.map(function (c) { return c.w; }).join(" ");
       head = el("div", { class: "ghead", id: "grid-head", style: "--cols:" + cols });
@@ -254,11 +275,20 @@
       rowsBox.addEventListener("click", function (ev) {
         var row = ev.target.closest(".grow");
         if (!row) return;
-        var p = new URLSearchParams(params.toString());
-        p.set("id", row.getAttribute("data-id"));
-        p.set("trial", row.getAttribute("data-trial"));
-        setHash("trial", p);
+        openRow(row);
       });
+      // Tab reaches the current row; a focused row is the current one.
+      rowsBox.addEventListener("focusin", function (ev) {
+        var row = ev.target.closest(".grow");
+        if (row) v.cur = +row.getAttribute("data-pos");
+      });
+      // How many characters of a case name its column shows (monospace).
+      var idHead = head.firstChild;
+      var probe = el("span", { class: "id", style: "position:absolute;visibility:hidden", text: "0000000000" });
+      rowsBox.appendChild(probe);
+      var cw = probe.getBoundingClientRect().width / 10 || 7.5;
+      probe.remove();
+      fit.id = Math.floor((idHead.getBoundingClientRect().width || 110) / cw);
     }
 
     function filters(src) {
@@ -361,20 +391,63 @@
         if (!rows) { fetchPage(pg); continue; }
         var r = rows[i - pg * PAGE];
         if (!r) continue;
-        var row = el("div", { class: "grow st-row-" + r.status, "data-id": r.id, "data-trial": r.trial, "data-pos": i, role: "button", style: "top:" + i * ROW + "px" });
-        COLS.forEach(function (c) { row.appendChild(cell(c, r)); });
+        var row = el("div", { class: "grow st-row-" + r.status + (i === v.cur ? " cur" : ""), "data-id": r.id, "data-trial": r.trial, "data-pos": i, role: "button",
+          tabindex: i === v.cur ? "0" : "-1", "aria-label": "case " + r.id + " trial " + r.trial + ": " + r.status, style: "top:" + i * ROW + "px" });
+        COLS.forEach(function (c) { row.appendChild(cell(c, r, fit)); });
         frag.appendChild(row);
       }
+      var refocus = document.activeElement && rowsBox.contains(document.activeElement);
       rowsBox.textContent = "";
       rowsBox.appendChild(frag);
+      if (refocus || v.wantFocus) {
+        var c = rowsBox.querySelector('.grow[data-pos="' + v.cur + '"]');
+        if (c) { c.focus({ preventScroll: true }); v.wantFocus = false; }
+      }
       document.body.setAttribute("data-ready", "1");
+    }
+
+    // moveTo makes the row at position i the current one, scrolled into
+    // view and focused.
+    function moveTo(i) {
+      if (!v.matched) return;
+      v.cur = Math.max(0, Math.min(v.matched - 1, i));
+      var top = v.cur * ROW;
+      if (top < list.scrollTop) list.scrollTop = top;
+      else if (top + ROW > list.scrollTop + list.clientHeight) list.scrollTop = top + ROW - list.clientHeight;
+      v.wantFocus = true;
+      renderRows();
+    }
+
+    function openRow(row) {
+      var p = new URLSearchParams(params.toString());
+      p.set("id", row.getAttribute("data-id"));
+      p.set("trial", row.getAttribute("data-trial"));
+      setHash("trial", p);
+    }
+
+    // filterSignature is what the filter bar offers: rebuilt when a live
+    // run's new trials bring categories, metadata or runs to compare.
+    function filterSignature(src) {
+      return JSON.stringify([src.categories, src.meta, src.others.map(function (o) { return o.src; })]);
     }
 
     function loadSummary(src) {
       var t = src.totals;
+      // A live run's status and filters follow it.
+      statusEl.textContent = src.run.status;
+      statusEl.className = "status s-" + src.run.status;
+      var sig = filterSignature(src);
+      if (sig !== filterSig && filterBox && filterBox.parentNode) {
+        var had = document.activeElement && filterBox.contains(document.activeElement) ? document.activeElement.id : null;
+        var fresh = filters(src);
+        filterBox.parentNode.replaceChild(fresh, filterBox);
+        filterBox = fresh;
+        filterSig = sig;
+        if (had && document.getElementById(had)) document.getElementById(had).focus();
+      }
       summary.textContent = "";
-      summary.appendChild(el("span", null, "pass rate ", el("b", { "data-field": "pass-rate", text: rate(t) })));
-      summary.appendChild(el("span", { text: t.trials + " trials of " + t.cases + " cases" + (t.expected ? " (of " + t.expected + ")" : "") + " · " + t.graded + " graded · " + t.errors + " errors" + (t.cost != null ? " · " + usd(t.cost) : "") }));
+      summary.appendChild(el("span", null, "pass rate ", el("b", { "data-field": "pass-rate", text: rate(t) }), t.low != null ? el("span", { class: "note", text: " (Wilson 95% over graded trials)" }) : null));
+      summary.appendChild(el("span", { id: "summary-counts", text: t.trials + (t.expected ? " of " + t.expected : "") + " trials · " + t.cases + (t.expectedCases ? " of " + t.expectedCases : "") + " cases · " + t.graded + " graded · " + t.errors + " errors" + (t.cost != null ? " · " + usd(t.cost) : "") }));
       if (src.run.status === "running" && src.inProgress && src.inProgress.length) {
         summary.appendChild(el("span", { class: "note", text: "in progress: " + src.inProgress.map(function (c) { return c.id + " (" + c.trials + (c.k ? "/" + c.k : "") + " trials" + (c.start ? ", " + ago(c.start) : "") + ")"; }).slice(0, 5).join(", ") }));
       }
@@ -408,14 +481,24 @@
       api("source", new URLSearchParams({ src: v.src })).then(function (src) { if (my === serial) loadSummary(src); }, fail);
     };
     v.onEvent = function (type, data) {
-      if (type === "runs") return;
+      // A run's status (running, finished) changes with its run.json and
+      // its files, not its rows.
+      if (type === "runs") { schedule(v.refreshHead, 300); return; }
       if (data && data.src && data.src !== v.src && data.src !== params.get("changed")) return;
       // New rows show at once; the counts above follow.
       schedule(v.refreshRows, 30);
       schedule(v.refreshHead, 500);
     };
     v.keys = function (ev) {
-      if (ev.key === "/") { ev.preventDefault(); $("#f-text").focus(); }
+      var k = ev.key;
+      if (k === "/") { ev.preventDefault(); $("#f-text").focus(); return; }
+      var inGrid = document.activeElement && list && list.contains(document.activeElement);
+      if (k === "j" || (k === "ArrowDown" && inGrid)) { ev.preventDefault(); moveTo(v.cur + 1); }
+      else if (k === "k" || (k === "ArrowUp" && inGrid)) { ev.preventDefault(); moveTo(v.cur - 1); }
+      else if (k === "Enter" && inGrid) {
+        var row = rowsBox.querySelector('.grow[data-pos="' + v.cur + '"]');
+        if (row) { ev.preventDefault(); openRow(row); }
+      }
     };
     v.refresh();
     return v;
@@ -539,7 +622,7 @@
           }
           var n = HT.step(s);
           if (mark != null && loaded + i === mark) n.classList.add("diffmark");
-          box.insertBefore(n, more);
+          HT.placeStep(box, n, s, more);
         });
         loaded += page.steps.length;
         if (detail) detail.setAttribute("data-steps", loaded);
@@ -571,10 +654,18 @@
     srcs.forEach(function (s) { q.append("src", s); });
     q.set("k", params.get("k") || "1");
 
-    function d3(d, asPct) {
+    // d3 is a difference with its interval, or says there is none: when
+    // every case changed by the same amount the paired bootstrap has no
+    // spread.
+    function d3(d, asPct, digits) {
       if (!d) return "n/a";
-      var f = asPct ? function (x) { return signed(100 * x, 1) + " pts"; } : function (x) { return signed(x, 2); };
+      var f = asPct ? function (x) { return signed(100 * x, 1) + " pts"; } : function (x) { return signed(x, digits || 2); };
+      if (d.none || (d.resamples >= 1 && d.low === d.high)) return f(d.diff) + " (no interval: every case changed by the same amount)";
       return f(d.diff) + " [" + f(d.low) + ", " + f(d.high) + "]";
+    }
+    function ci(r) {
+      if (r.method === "none") return "no interval (every case alike)";
+      return "[" + pct(r.low) + ", " + pct(r.high) + "]" + (r.method === "exact" ? " exact" : "");
     }
 
     function render(c) {
@@ -598,18 +689,21 @@
           el("td", { text: s.totals.cases }), el("td", { text: s.totals.trials }), el("td", { text: rate(s.totals) }), el("td", { text: s.totals.errors }), el("td", { text: s.totals.cost != null ? usd(s.totals.cost) : "" })));
       });
       main.appendChild(t);
+      var rs = c.against.length ? c.against[0].report.passRate : null;
+      main.appendChild(el("p", { class: "note", id: "cmp-methods", text: "Intervals (95%): a run's pass rate, Wilson over its graded trials; differences, paired bootstrap over the common cases" +
+        (rs ? " (" + rs.resamples + " resamples, seed " + rs.seed + ")" : "") + "; the ranking, bootstrap over cases, exact (Clopper–Pearson) where every case has the same verdict; McNemar and Fisher, exact tests." }));
       if (c.ranking) {
         main.appendChild(el("h3", { text: "Ranking on the " + c.ranking.cases + " cases graded in every run" }));
         var rk = el("table", { class: "num cmp", id: "cmp-ranking" });
-        rk.appendChild(el("tr", null, ["rank", "run", "mean pass rate", "95% bootstrap"].map(function (h) { return el("th", { text: h }); })));
+        rk.appendChild(el("tr", null, ["rank", "run", "mean pass rate", "95% interval"].map(function (h) { return el("th", { text: h }); })));
         c.ranking.runs.slice().sort(function (a, b) { return a.rank - b.rank; }).forEach(function (r) {
-          rk.appendChild(el("tr", null, el("td", { text: r.rank }), el("td", { text: names[r.file] }), el("td", { text: pct(r.meanPassRate) }), el("td", { text: "[" + pct(r.low) + ", " + pct(r.high) + "]" })));
+          rk.appendChild(el("tr", null, el("td", { text: r.rank }), el("td", { text: names[r.file] }), el("td", { text: pct(r.meanPassRate) }), el("td", { text: ci(r) })));
         });
         main.appendChild(rk);
         var pr = el("table", { class: "num cmp", id: "cmp-pairs" });
         pr.appendChild(el("tr", null, ["pair", "only first passes", "only second passes", "McNemar p", "p (Holm)", ""].map(function (h) { return el("th", { text: h }); })));
         c.ranking.pairs.forEach(function (p) {
-          pr.appendChild(el("tr", null, el("td", { text: names[p.A] + " vs " + names[p.B] }), el("td", { text: p.OnlyA }), el("td", { text: p.OnlyB }), el("td", { text: p.pValue.toPrecision(3) }), el("td", { text: p.pHolm.toPrecision(3) }), el("td", { text: p.significant ? "significant at " + c.ranking.alpha : "" })));
+          pr.appendChild(el("tr", null, el("td", { text: names[p.a] + " vs " + names[p.b] }), el("td", { text: p.onlyA }), el("td", { text: p.onlyB }), el("td", { text: p.pValue.toPrecision(3) }), el("td", { text: p.pHolm.toPrecision(3) }), el("td", { text: p.significant ? "significant at " + c.ranking.alpha : "" })));
         });
         main.appendChild(pr);
       }
@@ -619,9 +713,9 @@
         sec.appendChild(el("h3", { text: B + " against " + A + " on " + r.commonCases + " common cases (" + m.cases + " comparable)" }));
         var kv = HT.kvList();
         kv.row("McNemar (" + m.method + ")", "both pass " + m.bothPass + ", only " + A + " " + m.onlyA + ", only " + B + " " + m.onlyB + ", both fail " + m.bothFail + "; p = " + m.pValue.toPrecision(3));
-        if (r.passRate) kv.row("mean pass rate " + B + "−" + A, d3({ diff: r.passRate.diff, low: r.passRate.low, high: r.passRate.high }, true) + " (paired bootstrap, " + r.passRate.cases + " cases)");
-        if (r.passAtK && r.passAtK.k > 1) kv.row("mean pass@" + r.passAtK.k + " " + B + "−" + A, d3({ diff: r.passAtK.diff, low: r.passAtK.low, high: r.passAtK.high }, true));
-        kv.row("cost per case " + B + "−" + A, vs.cost ? d3(vs.cost) + " USD (" + usd(vs.cost.a) + " → " + usd(vs.cost.b) + ")" : "n/a");
+        if (r.passRate) kv.row("mean pass rate " + B + "−" + A, d3(r.passRate, true) + " (paired bootstrap, " + r.passRate.cases + " cases)");
+        if (r.passAtK && r.passAtK.k > 1) kv.row("mean pass@" + r.passAtK.k + " " + B + "−" + A, d3(r.passAtK, true));
+        kv.row("cost per case " + B + "−" + A, vs.cost ? d3(vs.cost, false, 4) + " USD (" + usd(vs.cost.a) + " → " + usd(vs.cost.b) + ")" : "n/a");
         kv.row("mean trial time " + B + "−" + A, vs.time ? signed(vs.time.diff, 0) + " ms [" + signed(vs.time.low, 0) + ", " + signed(vs.time.high, 0) + "] (" + ms(vs.time.a) + " → " + ms(vs.time.b) + ")" : "n/a");
         (r.warnings || []).forEach(function (w) { kv.row("note", w); });
         sec.appendChild(kv);
@@ -683,12 +777,15 @@
         if (my !== serial) return;
         info.textContent = diff.first < 0 ? "the two trajectories are the same step for step (" + diff.a + " steps)" : "first difference at step " + (diff.first + 1) + " (of " + diff.a + " and " + diff.b + ")";
         info.setAttribute("data-first", diff.first);
+        // The timing bars share one scale: the longer trial's.
+        var scale = Math.max.apply(null, ds.map(function (d) { return HT.timingTotal(d.record); }));
         ds.forEach(function (d, i) {
           var rec = d.record;
           var col = el("div", { class: "sidecol", "data-src": d.src });
           col.appendChild(el("h3", { text: String.fromCharCode(65 + i) + ": " + d.src + " · trial " + d.row.trial }));
           col.appendChild(HT.verdict({ status: d.row.status, trial: d.row.trial, score: d.row.score }, rec));
-          col.appendChild(HT.timingBar(rec));
+          col.appendChild(HT.timingBar(rec, scale));
+          col.appendChild(HT.changes(rec));
           var traj = el("div", { class: "traj" });
           col.appendChild(traj);
           cols.appendChild(col);

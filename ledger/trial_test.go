@@ -1,0 +1,45 @@
+package ledger_test
+
+import (
+	"testing"
+
+	"harness/cost"
+	"harness/ledger"
+	"harness/schemas"
+)
+
+func n(v int64) *int64 { return &v }
+
+func TestAnnotateTurnsRetriesAndPrices(t *testing.T) {
+	prices := cost.Table{"known": {Input: 1, Output: 10, CacheRead: 0.1, CacheWrite: 2}}
+	fail := &schemas.ModelCallError{Kind: schemas.ModelErrRateLimit, Message: "429"}
+	calls := []schemas.ModelCall{
+		{Model: "known", RequestHash: "b", Start: 1500, InputTokens: n(1000), CachedTokens: n(1000), CacheWriteTokens: n(1000), OutputTokens: n(1000)},
+		{Model: "known", RequestHash: "b", Start: 1000, Status: 429, Error: fail},
+		{Model: "known", RequestHash: "b", Start: 1100, Status: 429, Error: fail},
+		{Model: "mystery", RequestHash: "c", Start: 2500, InputTokens: n(5), OutputTokens: n(5)},
+	}
+	ledger.Annotate(calls, []int64{900, 2000}, prices)
+	if calls[0].RequestHash != "b" || calls[0].Retry != 0 || calls[1].Retry != 1 || calls[2].Retry != 2 {
+		t.Errorf("retries: %+v", calls)
+	}
+	if calls[0].Turn != 1 || calls[3].Turn != 2 {
+		t.Errorf("turns %d %d, want 1 2", calls[0].Turn, calls[3].Turn)
+	}
+	if u := calls[2].USD; u == nil || *u != 0.0131 {
+		t.Errorf("priced call costs %v, want 0.0131", u)
+	}
+	if calls[3].USD != nil {
+		t.Errorf("a model with no price costs %v, want unknown", *calls[3].USD)
+	}
+	c := cost.Of(&schemas.CaptureRecord{ModelCalls: calls}, nil, "")
+	if c.USD == nil || *c.USD != 0.0131 || len(c.Unpriced) != 1 || c.Unpriced[0] != "mystery" || c.InputTokens != 1005 {
+		t.Errorf("cost %+v", c)
+	}
+	if f := ledger.Failure(calls); f != nil {
+		t.Errorf("a trial whose last call worked failed: %+v", f)
+	}
+	if f := ledger.Failure(calls[:2]); f == nil || f.Kind != schemas.ModelErrRateLimit || f.Calls != 2 {
+		t.Errorf("failure %+v", f)
+	}
+}

@@ -1,0 +1,2 @@
+#!/bin/bash
+echo three >> /root/state.txt
