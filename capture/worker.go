@@ -876,7 +876,7 @@ func (w *worker) finish(run *caseRun) {
 	if run.ag != nil && rec.Error != nil && rec.Error.Stderr == "" && rec.Error.Class != schemas.ErrAgentError {
 		rec.Error.Stderr = run.ag.proc.StderrTail()
 	}
-	failure.Decide(rec.Error, run.stage)
+	failure.DecideRecord(rec, run.stage)
 	if run.ws != nil {
 		changes, git := run.changes, run.gitChanges
 		if run.changeErr != nil {

@@ -1,9 +1,10 @@
 // Package failure decides whose failure a trial is: the agent's, the
 // infrastructure's, the grader's or the configuration's, and at which
 // stage, from what the harness saw (the error class, exit status, signal,
-// cap, the agent's JSON-RPC error and the tail of its standard error). It
-// writes the decision and its evidence on the error, and says which
-// failures are worth another attempt.
+// cap, the model gateway's ledger of the trial's model calls, else the
+// agent's JSON-RPC error and the tail of its standard error). It writes
+// the decision and its evidence on the error, and says which failures are
+// worth another attempt.
 package failure
 
 import (
@@ -16,19 +17,84 @@ import (
 	"harness/schemas"
 )
 
+// DecideRecord decides the owner of a sealed record's failure as Decide
+// does, with the model gateway's ledger first: a record whose trial ended
+// on model calls the provider failed (ProviderFailure) is the
+// infrastructure's, the provider's status and kind its evidence, whatever
+// the agent made of them (it crashed, answered an error, hung until its
+// time limit, or ended its turn: then the record gets an error of class
+// provider_error). A cap the sandbox enforced stays the agent's. When the
+// ledger holds the trial's calls and the last did not fail, the provider
+// is not blamed from the agent's error text or stderr; without a ledger
+// (no gateway, or no call through it) that text is the only evidence.
+func DecideRecord(r *schemas.CaptureRecord, stage string) {
+	if pf := r.ProviderFailure; pf != nil && providerEnded(r.Error) {
+		ev := ProviderFailureEvidence(pf)
+		if r.Error == nil {
+			r.Error = &schemas.ErrorInfo{Class: schemas.ErrProviderError, Message: "the trial ended on failed model calls: " + ev}
+			r.Errors = append(r.Errors, r.Error.Message)
+		}
+		if r.Error.Owner == "" {
+			r.Error.Owner, r.Error.Evidence = schemas.OwnerInfra, ev
+			r.Error.Stage = stageOf(r.Error.Class, stage)
+		}
+		return
+	}
+	decideFrom(r.Error, stage, len(r.ModelCalls) == 0)
+}
+
+// providerEnded says whether a trial whose last model call failed ended
+// on it: with no error of its own, or with one the failed calls explain
+// (a crash, an error answered, a turn that ran out of time).
+func providerEnded(e *schemas.ErrorInfo) bool {
+	if e == nil {
+		return true
+	}
+	switch e.Class {
+	case schemas.ErrAgentCrash, schemas.ErrAgentError, schemas.ErrTimeout, schemas.ErrProviderError:
+		return true
+	}
+	return false
+}
+
+// ProviderFailureEvidence words the ledger's provider failure: "provider
+// answered 529 (overloaded); 3 failed model calls", "provider failed
+// (connection: ...); 1 failed model call".
+func ProviderFailureEvidence(pf *schemas.ProviderFailure) string {
+	calls := fmt.Sprintf("%d failed model calls", pf.Calls)
+	if pf.Calls == 1 {
+		calls = "1 failed model call"
+	}
+	if pf.Status > 0 {
+		return fmt.Sprintf("provider answered %d (%s); %s", pf.Status, pf.Kind, calls)
+	}
+	msg, _, _ := strings.Cut(strings.TrimSpace(pf.Message), "\n")
+	if msg == "" {
+		return fmt.Sprintf("provider failed (%s); %s", pf.Kind, calls)
+	}
+	return fmt.Sprintf("provider failed (%s: %s); %s", pf.Kind, msg, calls)
+}
+
 // Decide sets the owner, stage, limit and evidence of a unit's error,
-// keeping any already set. stage is where the unit was when it failed
+// keeping any already set, from the error alone (the provider's failures
+// read from its text: DecideRecord is the record's, with its ledger). stage is where the unit was when it failed
 // (schemas.StageSetup, StageAgentStart, StageTurn or StageGrading; "" lets
 // the error class say). An interrupted unit (the run was stopped) and an
 // error without a class get no owner: they count as they always did.
 func Decide(e *schemas.ErrorInfo, stage string) {
+	decideFrom(e, stage, true)
+}
+
+// decideFrom is Decide, reading the provider's failures from the error's
+// text only when fromText.
+func decideFrom(e *schemas.ErrorInfo, stage string, fromText bool) {
 	if e == nil || e.Owner != "" || e.Class == "" || e.Class == schemas.ErrInterrupted || e.Class == schemas.ErrUnclassified {
 		return
 	}
 	if e.Stage == "" {
 		e.Stage = stageOf(e.Class, stage)
 	}
-	owner, evidence, limit := decide(e)
+	owner, evidence, limit := decide(e, fromText)
 	e.Owner = owner
 	if e.Evidence == "" {
 		e.Evidence = evidence
@@ -55,8 +121,12 @@ func stageOf(class, stage string) string {
 	return schemas.StageTurn
 }
 
-func decide(e *schemas.ErrorInfo) (owner, evidence, limit string) {
+func decide(e *schemas.ErrorInfo, fromText bool) (owner, evidence, limit string) {
 	switch e.Class {
+	case schemas.ErrReplayMiss:
+		return schemas.OwnerInfra, "the model replay has no recording of a call", ""
+	case schemas.ErrProviderError:
+		return schemas.OwnerInfra, "the model provider failed the trial's last calls", ""
 	case schemas.ErrGraderError, schemas.ErrGraderTimeout, schemas.ErrGraderInvalid:
 		return schemas.OwnerGrader, e.Class, ""
 	case schemas.ErrWorkspaceSetup:
@@ -80,7 +150,7 @@ func decide(e *schemas.ErrorInfo) (owner, evidence, limit string) {
 	if ev := ConfigEvidence(text); ev != "" {
 		return schemas.OwnerConfig, ev, ""
 	}
-	if ev := ProviderEvidence(text); ev != "" {
+	if ev := ProviderEvidence(text); ev != "" && fromText {
 		return schemas.OwnerInfra, ev, ""
 	}
 	if e.Signal == "killed" {

@@ -89,3 +89,63 @@ func TestRetryable(t *testing.T) {
 		}
 	}
 }
+
+// TestDecideRecordLedger: with the model gateway's ledger, the provider's
+// failure on the last calls makes the record the infrastructure's with
+// the provider's status and kind as evidence (whatever the agent made of
+// it); a ledger whose last call answered means the agent's text is not
+// read for the provider's failures; without a ledger it still is.
+func TestDecideRecordLedger(t *testing.T) {
+	exit := func(n int) *int { return &n }
+	ok := []schemas.ModelCall{{Status: 200}}
+	overloaded := &schemas.ProviderFailure{Kind: schemas.ModelErrOverloaded, Message: "overloaded_error", Status: 529, Calls: 3}
+	lost := &schemas.ProviderFailure{Kind: schemas.ModelErrConnection, Message: "read: connection reset\nmore", Calls: 1}
+	crash := func() *schemas.ErrorInfo {
+		return &schemas.ErrorInfo{Class: schemas.ErrAgentCrash, Message: "the agent exited during turn 1 (exit status 1)", ExitCode: exit(1), Stderr: "API Error: 503 Service Unavailable"}
+	}
+	for _, tc := range []struct {
+		name                string
+		rec                 schemas.CaptureRecord
+		class, owner, stage string
+		limit, evidence     string
+	}{
+		{"crash on a provider's 529s", schemas.CaptureRecord{Error: crash(), ModelCalls: ok, ProviderFailure: overloaded},
+			schemas.ErrAgentCrash, schemas.OwnerInfra, schemas.StageTurn, "", "provider answered 529 (overloaded); 3 failed model calls"},
+		{"turn ended after the provider failed", schemas.CaptureRecord{ModelCalls: ok, ProviderFailure: lost},
+			schemas.ErrProviderError, schemas.OwnerInfra, schemas.StageTurn, "", "provider failed (connection: read: connection reset); 1 failed model call"},
+		{"hang while the provider failed", schemas.CaptureRecord{Error: &schemas.ErrorInfo{Class: schemas.ErrTimeout, Message: "turn 1 exceeded its 2s timeout"}, ModelCalls: ok, ProviderFailure: overloaded},
+			schemas.ErrTimeout, schemas.OwnerInfra, schemas.StageTurn, "", "provider answered 529 (overloaded); 3 failed model calls"},
+		{"a cap stays the agent's", schemas.CaptureRecord{Error: &schemas.ErrorInfo{Class: schemas.ErrResourceLimit, Message: "memory over the 64 MiB cap"}, ModelCalls: ok, ProviderFailure: overloaded},
+			schemas.ErrResourceLimit, schemas.OwnerAgent, schemas.StageTurn, "memory", "the sandbox ended it at its cap"},
+		{"ledger answered: a 503 in stderr is the agent's own", schemas.CaptureRecord{Error: crash(), ModelCalls: ok},
+			schemas.ErrAgentCrash, schemas.OwnerAgent, schemas.StageTurn, "", "the agent exited (exit status 1)"},
+		{"no ledger: stderr is the evidence", schemas.CaptureRecord{Error: crash()},
+			schemas.ErrAgentCrash, schemas.OwnerInfra, schemas.StageTurn, "", "provider answered 503"},
+		{"replay without a recording", schemas.CaptureRecord{Error: &schemas.ErrorInfo{Class: schemas.ErrReplayMiss, Message: "model call 1: no recording"}, ModelCalls: ok},
+			schemas.ErrReplayMiss, schemas.OwnerInfra, schemas.StageTurn, "", "the model replay has no recording of a call"},
+	} {
+		r := tc.rec
+		DecideRecord(&r, schemas.StageTurn)
+		e := r.Error
+		if e == nil {
+			t.Errorf("%s: no error", tc.name)
+			continue
+		}
+		if e.Class != tc.class || e.Owner != tc.owner || e.Stage != tc.stage || e.Limit != tc.limit || e.Evidence != tc.evidence {
+			t.Errorf("%s: class %q owner %q stage %q limit %q evidence %q, want %q %q %q %q %q", tc.name, e.Class, e.Owner, e.Stage, e.Limit, e.Evidence,
+				tc.class, tc.owner, tc.stage, tc.limit, tc.evidence)
+		}
+	}
+	// A trial that ended with no error gets one, listed with its errors,
+	// and is retried as the infrastructure's.
+	r := schemas.CaptureRecord{ModelCalls: ok, ProviderFailure: overloaded}
+	DecideRecord(&r, schemas.StageTurn)
+	if len(r.Errors) != 1 || r.Errors[0] != r.Error.Message || !Retryable(&r, nil) {
+		t.Errorf("errors %q, retryable %v", r.Errors, Retryable(&r, nil))
+	}
+	// A record that passed without a provider failure stays as it was.
+	r = schemas.CaptureRecord{ModelCalls: ok}
+	if DecideRecord(&r, schemas.StageTurn); r.Error != nil {
+		t.Errorf("clean record got %+v", r.Error)
+	}
+}

@@ -22,6 +22,7 @@ const (
 	ErrInterrupted    = "interrupted"     // the run was interrupted by a signal
 	ErrResourceLimit  = "resource_limit"  // the agent hit a resource cap of its sandbox (memory, pids, disk)
 	ErrReplayMiss     = "replay_miss"     // a model call had no recorded answer to replay (infrastructure)
+	ErrProviderError  = "provider_error"  // the trial ended on model calls the provider failed, as the model gateway saw them
 	// ErrUnclassified is the class counted for an error that has none.
 	ErrUnclassified = "unclassified"
 )

@@ -603,7 +603,7 @@ func (s *runSetup) scan(fn func(lineNo int, c *schemas.PromptCase) error) error 
 func errorClasses() []string {
 	return []string{schemas.ErrAgentStart, schemas.ErrWorkspaceSetup, schemas.ErrAgentCrash, schemas.ErrTimeout,
 		schemas.ErrProtocol, schemas.ErrAuthRequired, schemas.ErrAgentError, schemas.ErrGraderError, schemas.ErrGraderTimeout,
-		schemas.ErrGraderInvalid, schemas.ErrResourceLimit}
+		schemas.ErrGraderInvalid, schemas.ErrResourceLimit, schemas.ErrReplayMiss, schemas.ErrProviderError}
 }
 
 // checkClasses refuses an error class that does not exist.
