@@ -132,3 +132,38 @@ func TestCoverage(t *testing.T) {
 		t.Errorf("covered %v", got)
 	}
 }
+
+// TestMeanScoreFollowsOwners: the mean score is over the trials in n, the
+// agent's own failures counting 0 (or the score its grader gave with the
+// verdict counted), and the trials record and the case counts agree.
+func TestMeanScoreFollowsOwners(t *testing.T) {
+	g := schemas.Provenance{Graders: []string{"g"}}
+	fail := func(trial int, class, owner, limit string, score *schemas.GraderResult) schemas.CaptureRecord {
+		return schemas.CaptureRecord{ID: "a", Trial: trial, Error: &schemas.ErrorInfo{Class: class, Owner: owner, Limit: limit}, Score: score, Provenance: g}
+	}
+	recs := []schemas.CaptureRecord{
+		{ID: "a", Trial: 1, Score: &schemas.GraderResult{Pass: true, Score: 0.9}, Provenance: g},
+		fail(2, schemas.ErrAgentCrash, schemas.OwnerAgent, "", nil),
+		fail(3, schemas.ErrTimeout, schemas.OwnerAgent, "timeout", &schemas.GraderResult{Pass: false, Score: 0.3}),
+		fail(4, schemas.ErrAgentCrash, schemas.OwnerInfra, "", nil),
+	}
+	tr := BuildRecord(schemas.PromptCase{ID: "a"}, 4, recs)
+	const want = (0.9 + 0 + 0.3) / 3
+	if tr.MeanScore == nil || *tr.MeanScore < want-1e-9 || *tr.MeanScore > want+1e-9 {
+		t.Fatalf("trials record mean score %v, want %v (n %d)", tr.MeanScore, want, tr.N)
+	}
+	var cc CaseCount
+	for i := range recs {
+		cc.Add(&recs[i])
+	}
+	if m := cc.MeanScore(); m == nil || *m < want-1e-9 || *m > want+1e-9 {
+		t.Errorf("case count mean score %v, want %v", m, want)
+	}
+	var fromEntries CaseCount
+	for i := range tr.Trials {
+		fromEntries.AddEntry(&tr.Trials[i])
+	}
+	if m := fromEntries.MeanScore(); m == nil || *m < want-1e-9 || *m > want+1e-9 {
+		t.Errorf("mean score from the trials record's entries %v, want %v", m, want)
+	}
+}
