@@ -243,7 +243,8 @@ func ConfigEvidence(text string) string {
 }
 
 // Retryable says whether a record's failure is worth another attempt
-// under classes: infrastructure failures by default (classes empty), or
+// under classes: infrastructure failures by default (classes empty; not
+// a model replay's missing recording, which would miss again), or
 // those whose owner or error class is in classes. Agent-owned failures
 // are never retried, whatever classes says; nor are interrupted units.
 func Retryable(r *schemas.CaptureRecord, classes map[string]bool) bool {
@@ -252,7 +253,8 @@ func Retryable(r *schemas.CaptureRecord, classes map[string]bool) bool {
 		return false
 	}
 	if len(classes) == 0 {
-		return e.Owner == schemas.OwnerInfra
+		// A replay without a recording of the call would miss again.
+		return e.Owner == schemas.OwnerInfra && e.Class != schemas.ErrReplayMiss
 	}
 	return classes[e.Owner] || classes[e.Class]
 }

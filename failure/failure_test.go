@@ -81,6 +81,8 @@ func TestRetryable(t *testing.T) {
 		{rec(schemas.ErrAuthRequired, schemas.OwnerConfig), map[string]bool{schemas.OwnerConfig: true}, true},
 		{rec(schemas.ErrWorkspaceSetup, schemas.OwnerInfra), map[string]bool{schemas.ErrAgentError: true}, false},
 		{rec(schemas.ErrInterrupted, ""), nil, false},
+		{rec(schemas.ErrReplayMiss, schemas.OwnerInfra), nil, false},
+		{rec(schemas.ErrReplayMiss, schemas.OwnerInfra), map[string]bool{schemas.ErrReplayMiss: true}, true},
 		{rec(schemas.ErrAgentCrash, ""), nil, false},
 		{&schemas.CaptureRecord{}, nil, false},
 	} {
