@@ -28,6 +28,7 @@ func (e *executable) runsCommands() bool  { return true }
 func (s *script) runsCommands() bool      { return true }
 func (g *testsGrader) runsCommands() bool { return true }
 func (p *pinned) runsCommands() bool      { return RunsCommands(p.Grader) }
+func (n *noting) runsCommands() bool      { return RunsCommands(n.Grader) }
 func (c *composite) runsCommands() bool   { return anyRunsCommands(c.graders) }
 func (m *many) runsCommands() bool        { return anyRunsCommands(m.gs) }
 

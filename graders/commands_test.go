@@ -47,4 +47,12 @@ func TestRunsCommands(t *testing.T) {
 	if !RunsCommands(Many([]Grader{one})) || RunsCommands(Many(nil)) {
 		t.Error("Many: an executable runs commands, no grader none")
 	}
+	// One whose notes are said (as the CLI loads them) still does.
+	warned, err := Load(exe, Options{Warn: func(string) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !RunsCommands(warned) {
+		t.Error("an executable whose notes are said does not run commands")
+	}
 }
