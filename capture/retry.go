@@ -168,12 +168,15 @@ func (r *Runner) retry(ctx context.Context, run *caseRun) bool {
 // grading is kept as an attempt.
 func (r *Runner) regradeFailed(ctx, runCtx context.Context, rec *schemas.CaptureRecord, c *schemas.PromptCase) {
 	p := &r.cfg.Retry
-	for i := 0; i < p.Max && r.cfg.Grade != nil && graderFailed(rec) && runCtx.Err() == nil && ctx.Err() == nil; i++ {
+	for i := 0; i < p.Max && r.cfg.Grade != nil && graderFailed(rec) && runCtx.Err() == nil && ctx.Err() == nil && !r.stopped(); i++ {
 		wait := p.wait(i+1, nil)
 		start := time.Now()
 		select {
 		case <-time.After(wait):
 		case <-runCtx.Done():
+			return
+		}
+		if r.stopped() {
 			return
 		}
 		failed := *rec.Score.Error
@@ -188,5 +191,6 @@ func (r *Runner) regradeFailed(ctx, runCtx context.Context, rec *schemas.Capture
 // its agent did not fail first).
 func graderFailed(rec *schemas.CaptureRecord) bool {
 	return rec.Error == nil && rec.Score != nil && rec.Score.Error != nil && rec.Score.Error.Owner == schemas.OwnerGrader &&
-		failure.Retryable(&schemas.CaptureRecord{Error: rec.Score.Error}, map[string]bool{schemas.OwnerGrader: true})
+		failure.Retryable(&schemas.CaptureRecord{Error: rec.Score.Error}, map[string]bool{schemas.OwnerGrader: true}) &&
+		failure.Regradable(rec.Score.Error)
 }

@@ -394,6 +394,7 @@ func (r *Runner) Run(ctx context.Context, units iter.Seq[Unit], emit func(*schem
 			for run := range graded {
 				rec := run.record
 				r.grade(gradeCtx, rec, run.unit.Case)
+				r.graded(rec)
 				r.regradeFailed(gradeCtx, runCtx, rec, run.unit.Case)
 				r.timeTrial(run)
 				r.settleStop(ctx, gradeCtx, rec)

@@ -83,9 +83,11 @@ type Controller struct {
 	configs int                    // records that failed for the configuration
 	stop    *Stop
 	// graded counts the records graded so far; sameErr is the error
-	// every one of them had ("" once one differs or passed).
+	// every one of them had ("" once one differs or passed); judged holds
+	// the units counted there, each once (by its first grading).
 	graded  int
 	sameErr string
+	judged  map[unit]bool
 }
 
 type unit struct {
@@ -132,13 +134,31 @@ func (c *Controller) Record(rec *schemas.CaptureRecord) {
 	c.checkGrader(rec)
 }
 
+// Graded takes a unit's grading as it answers, before the record is in
+// (and before a grader's failure is graded again): the stop rule and the
+// same grader error stop are decided on it, so a broken grader stops the
+// run at once rather than after its retries.
+func (c *Controller) Graded(rec *schemas.CaptureRecord) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if rec.Error != nil || rec.Score == nil || rec.Score.Error == nil {
+		return
+	}
+	c.check(rec)
+	c.checkGrader(rec)
+}
+
 // checkGrader stops the run when the first graded records all had the
 // same grader error; c.mu is held.
 func (c *Controller) checkGrader(rec *schemas.CaptureRecord) {
 	n := c.limits.SameGraderError
-	if n <= 0 || c.stop != nil || rec.Error != nil || rec.Score == nil || c.graded >= n {
+	if n <= 0 || c.stop != nil || rec.Error != nil || rec.Score == nil || c.graded >= n || c.judged[unit{rec.ID, rec.Trial}] {
 		return
 	}
+	if c.judged == nil {
+		c.judged = map[unit]bool{}
+	}
+	c.judged[unit{rec.ID, rec.Trial}] = true
 	c.graded++
 	e := rec.Score.Error
 	key := ""
