@@ -259,6 +259,24 @@ func Retryable(r *schemas.CaptureRecord, classes map[string]bool) bool {
 	return classes[e.Owner] || classes[e.Class]
 }
 
+// Regradable says whether a grader's failure may pass on another try:
+// the grader ran out of time, was killed by SIGKILL, or its error shows
+// the judge's model provider failing (429/5xx, a lost connection). A
+// grader that threw, exited with an error of its own or gave an invalid
+// result would fail the same way again.
+func Regradable(e *schemas.ErrorInfo) bool {
+	if e == nil {
+		return false
+	}
+	switch e.Class {
+	case schemas.ErrGraderTimeout:
+		return true
+	case schemas.ErrGraderError, "":
+		return e.Signal == "killed" || ProviderEvidence(e.Message+"\n"+string(e.Data)+"\n"+e.Stderr) != ""
+	}
+	return false
+}
+
 var retryAfterRE = regexp.MustCompile(`(?i)retry[- ]after["':= ]+\s*([0-9]+(?:\.[0-9]+)?)\s*(ms|s|seconds?)?`)
 
 // RetryAfter is the wait a provider asked for in text ("Retry-After: 7",

@@ -151,3 +151,21 @@ func TestDecideRecordLedger(t *testing.T) {
 		t.Errorf("clean record got %+v", r.Error)
 	}
 }
+
+func TestRegradable(t *testing.T) {
+	for _, tc := range []struct {
+		e    schemas.ErrorInfo
+		want bool
+	}{
+		{schemas.ErrorInfo{Class: schemas.ErrGraderTimeout}, true},
+		{schemas.ErrorInfo{Class: schemas.ErrGraderError, Message: "judge: status 529 overloaded"}, true},
+		{schemas.ErrorInfo{Class: schemas.ErrGraderError, Message: "judge: read: connection reset by peer"}, true},
+		{schemas.ErrorInfo{Class: schemas.ErrGraderError, Message: "grader was killed", Signal: "killed"}, true},
+		{schemas.ErrorInfo{Class: schemas.ErrGraderError, Message: "grade(input) threw: Error: grader bug"}, false},
+		{schemas.ErrorInfo{Class: schemas.ErrGraderInvalid, Message: "not a grader result"}, false},
+	} {
+		if got := Regradable(&tc.e); got != tc.want {
+			t.Errorf("%+v: %v, want %v", tc.e, got, tc.want)
+		}
+	}
+}
