@@ -57,7 +57,7 @@ func countsRun(t *testing.T, dir string, want int, args ...string) string {
 var (
 	lastLineRE = regexp.MustCompile(`(?m)^(\d+) records(?:: pass ([0-9.]+)% over (\d+) of \d+ trials?)?(?:; \d+ left out \(([^)]*)\))?[^\n]*$`)
 	headlineRE = regexp.MustCompile(`trials: (\d+) graded of (\d+)   passed: (\d+)`)
-	markdownRE = regexp.MustCompile(`(\d+) of (\d+) graded trials passed · \d+ of \d+ cases graded · (\d+) of (\d+) trials graded`)
+	markdownRE = regexp.MustCompile(`(\d+) of (\d+) graded trials passed · (?:mean score [^·]* · )?\d+ of \d+ cases graded · (\d+) of (\d+) trials graded`)
 	leftOutRE  = regexp.MustCompile(`(?m)^(?:⚠️ )?The pass rate is over \d+ of \d+ trials?; \d+ left out \(([^)]*)\)`)
 	excludedRE = regexp.MustCompile(`(?m)^pass [0-9.]+% \[[^]]*\] over \d+ of \d+ trials?; \d+ left out \(([^)]*)\)`)
 )
