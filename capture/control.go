@@ -30,6 +30,20 @@ type Control interface {
 	Stopped() <-chan struct{}
 }
 
+// GradeControl is a Control that is also told of each grading as it
+// answers, before a grader's failure is graded again: its stop rule can
+// then end the run on the first failed grading.
+type GradeControl interface {
+	Graded(rec *schemas.CaptureRecord)
+}
+
+// graded tells the run's Control, if it takes gradings, of rec's grading.
+func (r *Runner) graded(rec *schemas.CaptureRecord) {
+	if gc, ok := r.cfg.Control.(GradeControl); ok {
+		gc.Graded(&schemas.CaptureRecord{ID: rec.ID, Trial: rec.Trial, Error: rec.Error, Score: rec.Score})
+	}
+}
+
 // answered tells the run's Control, if any, that a turn of run answered.
 func (w *worker) answered(run *caseRun, info *schemas.ErrorInfo) {
 	ctl := w.r.cfg.Control

@@ -73,6 +73,7 @@ func (w *worker) playHeadless(ctx context.Context, u Unit) *caseRun {
 		agentArgv, agentEnv = run.route.Argv, run.route.Env
 	}
 	w.r.turning.Add(1)
+	run.stage = schemas.StageTurn
 	for i, text := range u.Case.Input.List {
 		run.rec.BeginTurn(i+1, time.Now())
 		run.turnStarts = append(run.turnStarts, time.Now().UnixMilli())

@@ -17,6 +17,7 @@ import (
 
 	"harness/acp"
 	"harness/cost"
+	"harness/failure"
 	"harness/headless"
 	"harness/internal/buildinfo"
 	"harness/modelgateway"
@@ -130,6 +131,10 @@ type Config struct {
 	// Control, when set, is told of every turn's answer as it arrives and
 	// can stop the run (see Control).
 	Control Control
+	// Retry says which failed units run again (infrastructure failures,
+	// by default) and how long to wait first; the zero value runs none
+	// again.
+	Retry Retry
 	// Gateway, when set, is the run's model gateway: every agent process
 	// gets a route through it (its base URL variables and base_url
 	// settings pointing there), and each record the ledger of its model
@@ -183,6 +188,9 @@ type Unit struct {
 	// (Ungraded): the unit is graded, in the workspace copy or layer that
 	// run kept, without running the agent again.
 	Record *schemas.CaptureRecord
+	// Attempts are the unit's earlier attempts that failed and are being
+	// retried: its record carries them.
+	Attempts []schemas.Attempt
 }
 
 // Stats counts what a run produced.
@@ -193,6 +201,9 @@ type Stats struct {
 	Graded   int
 	Passed   int
 	GradeErr int
+	// AgentFailures counts the records whose error is the agent's own
+	// (counted as failures, not as infrastructure errors).
+	AgentFailures int
 }
 
 func (s *Stats) add(rec *schemas.CaptureRecord) {
@@ -201,6 +212,9 @@ func (s *Stats) add(rec *schemas.CaptureRecord) {
 	s.Records++
 	if rec.Error != nil {
 		s.Errors[rec.Error.Class]++
+		if rec.Error.Owner == schemas.OwnerAgent {
+			s.AgentFailures++
+		}
 	}
 	if rec.Score != nil {
 		if rec.Score.Error != nil {
@@ -214,13 +228,15 @@ func (s *Stats) add(rec *schemas.CaptureRecord) {
 	}
 }
 
-// InfraErrors is the number of records with an error of any class.
+// InfraErrors is the number of records with an error that is not the
+// agent's own (the infrastructure's, the grader's, the configuration's,
+// or an error without an owner), which are left out of n.
 func (s *Stats) InfraErrors() int {
 	n := 0
 	for _, v := range s.Errors {
 		n += v
 	}
-	return n + s.GradeErr
+	return n - s.AgentFailures + s.GradeErr
 }
 
 // Runner runs units against agent processes.
@@ -239,6 +255,8 @@ type Runner struct {
 	// turning counts the units in their turns; judging those whose
 	// verifier or graders run.
 	turning, judging atomic.Int32
+	// retries holds the units waiting to run again.
+	retries *retrier
 }
 
 // InFlight says how many units are in their turns, and how many are being
@@ -367,6 +385,7 @@ func (r *Runner) Run(ctx context.Context, units iter.Seq[Unit], emit func(*schem
 		case <-gradeCtx.Done():
 		}
 	}()
+	r.retries = newRetrier()
 	var gwg sync.WaitGroup
 	for i := 0; i < r.cfg.Concurrency; i++ {
 		gwg.Add(1)
@@ -375,14 +394,20 @@ func (r *Runner) Run(ctx context.Context, units iter.Seq[Unit], emit func(*schem
 			for run := range graded {
 				rec := run.record
 				r.grade(gradeCtx, rec, run.unit.Case)
+				r.graded(rec)
+				r.regradeFailed(gradeCtx, runCtx, rec, run.unit.Case)
 				r.timeTrial(run)
 				r.settleStop(ctx, gradeCtx, rec)
 				r.cleanup(run)
 				close(run.judged)
+				if r.retry(runCtx, run) {
+					continue // it runs again; its record waits
+				}
 				r.stats.add(rec)
 				if err := emit(rec); err != nil {
 					emitOnce.Do(func() { emitErr = err; stop() })
 				}
+				r.retries.done()
 			}
 		}()
 	}
@@ -405,19 +430,17 @@ func (r *Runner) Run(ctx context.Context, units iter.Seq[Unit], emit func(*schem
 			w.loop(runCtx, work)
 		}()
 	}
-	for u := range units {
-		if runCtx.Err() != nil {
-			break
-		}
-		select {
-		case work <- u:
-			continue
-		case <-runCtx.Done():
-		}
-		break
-	}
+	r.feed(runCtx, units, work)
 	close(work)
 	wg.Wait()
+	// Units still waiting to run again when the run ended are written
+	// as their last attempt failed.
+	for _, run := range r.retries.flush() {
+		r.stats.add(run.record)
+		if err := emit(run.record); err != nil {
+			emitOnce.Do(func() { emitErr = err; stop() })
+		}
+	}
 	close(graded)
 	gwg.Wait()
 	r.removePrepared()
@@ -430,6 +453,58 @@ func (r *Runner) Run(ctx context.Context, units iter.Seq[Unit], emit func(*schem
 	r.retiring.wait()
 	r.removeScratch()
 	return &r.stats, emitErr
+}
+
+// feed hands the units to the workers, and the units to run again as
+// their waits end, until every unit handed out has its last record (or
+// the run stops).
+func (r *Runner) feed(ctx context.Context, units iter.Seq[Unit], work chan<- Unit) {
+	fresh := make(chan Unit)
+	go func() {
+		defer close(fresh)
+		for u := range units {
+			select {
+			case fresh <- u:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	q := r.retries
+	in := fresh
+	for {
+		u, ok := q.pop()
+		if !ok {
+			if in == nil {
+				if q.outstanding.Load() == 0 {
+					return
+				}
+				select {
+				case <-q.wake:
+				case <-ctx.Done():
+					return
+				}
+				continue
+			}
+			select {
+			case u, ok = <-in:
+				if !ok {
+					in = nil
+					continue
+				}
+				q.outstanding.Add(1)
+			case <-q.wake:
+				continue
+			case <-ctx.Done():
+				return
+			}
+		}
+		select {
+		case work <- u:
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // agent is one running agent process and its connection.
@@ -689,6 +764,17 @@ func rpcErrorInfo(ag *agent, class string, err error) *schemas.ErrorInfo {
 	return &schemas.ErrorInfo{Class: class, Message: err.Error()}
 }
 
+// decideGraders puts an owner on the grader results that failed (a
+// task's verifier's too).
+func decideGraders(rec *schemas.CaptureRecord) {
+	if rec.Score != nil {
+		failure.Decide(rec.Score.Error, schemas.StageGrading)
+	}
+	for i := range rec.Scores {
+		failure.Decide(rec.Scores[i].Error, schemas.StageGrading)
+	}
+}
+
 func authHint(ag *agent) string {
 	if ag == nil || ag.init == nil || len(ag.init.AuthMethods) == 0 {
 		return ""
@@ -716,8 +802,12 @@ func (r *Runner) timeTrial(run *caseRun) {
 
 // grade puts the graders' verdict on a record whose run got far enough to
 // be graded.
+//
+// A unit whose agent a limit ended (its turn's time limit, a cap) is
+// graded as it stands: the graders judge what the agent left.
 func (r *Runner) grade(ctx context.Context, rec *schemas.CaptureRecord, c *schemas.PromptCase) {
-	if r.cfg.Grade == nil || (rec.Error != nil && rec.Error.Class != schemas.ErrAgentError) {
+	defer decideGraders(rec)
+	if r.cfg.Grade == nil || (rec.Error != nil && rec.Error.Class != schemas.ErrAgentError && rec.Error.Limit == "") {
 		return
 	}
 	r.judging.Add(1)

@@ -14,6 +14,7 @@ import (
 
 	"harness/acp"
 	"harness/harbor"
+	"harness/failure"
 	"harness/ledger"
 	"harness/modelgateway"
 	"harness/sandbox"
@@ -79,6 +80,9 @@ type caseRun struct {
 	taskSteps *taskSteps
 	// judged is closed once the unit is graded and its record is out.
 	judged chan struct{}
+	// stage is where the unit is: the agent's start and session until
+	// its first turn.
+	stage string
 }
 
 func (w *worker) loop(ctx context.Context, work <-chan Unit) {
@@ -404,7 +408,7 @@ func unitMeta(ag *agent, u Unit) json.RawMessage {
 
 // newRun starts the bookkeeping of a unit.
 func (w *worker) newRun(u Unit) *caseRun {
-	run := &caseRun{unit: u, start: time.Now(), judged: make(chan struct{})}
+	run := &caseRun{unit: u, start: time.Now(), judged: make(chan struct{}), stage: schemas.StageAgentStart}
 	run.rec = NewRecorder(run.start)
 	run.record = newRecord(&w.r.cfg, u, run.start)
 	return run
@@ -655,6 +659,7 @@ func (w *worker) play(ctx context.Context, run *caseRun) (retry bool) {
 		timeout = time.Duration(c.Timeout)
 	}
 	w.r.turning.Add(1)
+	run.stage = schemas.StageTurn
 	turns := slices.Clone(c.Input.List)
 	steps := w.taskStepsOf(run)
 	if steps != nil {
@@ -901,6 +906,7 @@ func (w *worker) finish(run *caseRun) {
 	if run.ag != nil && rec.Error != nil && rec.Error.Stderr == "" && rec.Error.Class != schemas.ErrAgentError {
 		rec.Error.Stderr = run.ag.proc.StderrTail()
 	}
+	failure.DecideRecord(rec, run.stage)
 	if run.ws != nil {
 		changes, git := run.changes, run.gitChanges
 		if run.changeErr != nil {
@@ -1062,6 +1068,7 @@ func newRecord(cfg *Config, u Unit, start time.Time) *schemas.CaptureRecord {
 	if len(c.Input.List) > 1 {
 		rec.TurnCount = len(c.Input.List)
 	}
+	rec.Attempts = u.Attempts
 	return rec
 }
 

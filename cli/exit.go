@@ -23,7 +23,7 @@ const ExitCodesHelp = `Exit status:
   0    success
   1    the run completed but a declared gate failed (--min-pass-rate, a misjudged reference)
   2    usage or input error (nothing run, no output touched), or the output could not be written
-  3    the run completed with infrastructure errors (agent crash, timeout, grader error)
+  3    the run completed with failures not the agent's, left out of n after their retries (the provider, sandbox or machine, a grader); the agent's own crashes and timeouts are failures in n, not exit 3
   4    the budget (--max-cost, --max-tokens) was spent: no new work started; --resume continues
   5    an output, partial or shard file holds lines harness did not write (named FILE:LINE); its records cannot be trusted
   130  interrupted; the output holds every finished record

@@ -24,10 +24,10 @@ var flagTopics = []struct {
 	{"Workspace and sandbox", []string{"workspace*", "keep-workspaces", "sandbox*", "image*", "tasks", "cache-dir", "keep-layers",
 		"agent-in-image", "task-timeout-scale"}},
 	{"Grading", []string{"grader-timeout", "threshold", "prompts", "no-cache", "judge-cache*"}},
-	{"Trials and statistics", []string{"seed", "resamples", "summary", "min-pass-*", "allow-grader-errors", "fail-on", "adaptive",
+	{"Trials and statistics", []string{"seed", "resamples", "summary", "min-pass-*", "allow-grader-errors", "fail-on", "leave-out", "min-coverage", "adaptive",
 		"min-k", "max-k", "ci-width", "pass-at"}},
 	{"Output", []string{"junit", "markdown", "events", "max-record-bytes", "progress", "json", "title", "runs"}},
-	{"Run control", []string{"max-cost", "max-tokens", "prices", "stop-on", "retry-errors", "allow-suite-change", "shard", "slurm*"}},
+	{"Run control", []string{"max-cost", "max-tokens", "prices", "stop-on", "retries", "retry-on", "retry-backoff", "retry-errors", "allow-suite-change", "shard", "slurm*"}},
 }
 
 // groupedAbove is the number of flags from which help groups a command's

@@ -76,6 +76,9 @@ type AgentOptions struct {
 	// secrets removed.
 	Graders []graders.Grader
 	Redact  *redact.Redactor
+	// Retry says which failed units run again (infrastructure failures
+	// by default, never the agent's) and how long to wait first.
+	Retry capture.Retry
 }
 
 // CaptureConfig is the capture.Config of a run's agent: how each unit runs
@@ -103,6 +106,7 @@ func CaptureConfig(a *AgentOptions) capture.Config {
 		WorkspacePrepare: a.WorkspacePrepare,
 		AnyCaseWorkspace: a.AnyCaseWorkspace,
 		TurnTimeout:      a.TurnTimeout,
+		Retry:            a.Retry,
 		StartupTimeout:   a.StartupTimeout,
 		CancelGrace:      a.CancelGrace,
 		Settle:           a.Settle,

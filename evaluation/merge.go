@@ -2,7 +2,6 @@ package evaluation
 
 import (
 	"fmt"
-	"strings"
 
 	"harness/results"
 	"harness/schemas"
@@ -179,8 +178,9 @@ func (s *Shards) WriteCaptures(w *results.Writer) error {
 
 // MergeTrialsOptions configure WriteTrials.
 type MergeTrialsOptions struct {
-	// FailOn are the error classes whose trials count as failures.
-	FailOn []string
+	// FailOn are the error classes or owners whose trials count as
+	// failures; LeaveOut those left out of n.
+	FailOn, LeaveOut []string
 	// Seed and Resamples are for the summary's bootstrap intervals.
 	Seed      uint64
 	Resamples int
@@ -190,14 +190,9 @@ type MergeTrialsOptions struct {
 // set), built the way harness trials builds them, and returns the run's
 // summary, which the caller writes where it goes.
 func (s *Shards) WriteTrials(w *results.Writer, opts MergeTrialsOptions) (schemas.TrialsSummary, error) {
-	var failOn map[string]bool
-	for _, class := range opts.FailOn {
-		if failOn == nil {
-			failOn = map[string]bool{}
-		}
-		failOn[strings.TrimSpace(class)] = true
-	}
+	failOn := trials.NewCounting(opts.FailOn, opts.LeaveOut)
 	sum := trials.NewSummary(s.K)
+	sum.SetPolicy(failOn)
 	for i := range s.Cases {
 		c := &s.Cases[i]
 		recs, err := s.m.Trials(c.ID, s.K)

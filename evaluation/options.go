@@ -65,9 +65,10 @@ type Options struct {
 
 // TrialsOptions are the options of a run that writes trials records.
 type TrialsOptions struct {
-	// FailOn holds error classes counted as failures instead of being
-	// left out of n.
-	FailOn []string
+	// FailOn holds error classes or owners counted in n as failures
+	// instead of being left out; LeaveOut those left out of n instead of
+	// counted (trials.NewCounting).
+	FailOn, LeaveOut []string
 	// Adaptive, when set, gives each case trials until its interval is
 	// narrow enough (Options.K is then ignored for Adaptive.MinK).
 	Adaptive *trials.Policy

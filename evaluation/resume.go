@@ -22,13 +22,16 @@ import (
 // A record of a case whose content changed since it was written is
 // refused (a *ChangedCasesError naming the cases, the output left with
 // them), or with versions.rerun taken out, its unit run again.
-func resumeCapture(out *results.Output, retryErrors bool, graders []string, versions *caseVersions, counts *trials.Counts) (map[results.UnitKey]bool, map[results.UnitKey]*schemas.CaptureRecord, error) {
+//
+// A unit run again for its failure carries what its record was as failed
+// attempts (carried), so the new record keeps them.
+func resumeCapture(out *results.Output, retryErrors bool, graders []string, versions *caseVersions, counts *trials.Counts, carried map[results.UnitKey][]schemas.Attempt) (map[results.UnitKey]bool, map[results.UnitKey]*schemas.CaptureRecord, error) {
 	done := map[results.UnitKey]bool{}
 	ungraded := map[results.UnitKey]*schemas.CaptureRecord{}
 	check := graderCheck{file: out.Name(), want: graders}
 	var kept trials.Counts
 	_, err := out.Resume(func(line []byte) bool {
-		key, class, ok := results.RecordKey(line)
+		key, e, ok := results.RecordKeyError(line)
 		if !ok || done[key] {
 			return false
 		}
@@ -39,20 +42,25 @@ func resumeCapture(out *results.Output, retryErrors bool, graders []string, vers
 			versions.note(key.ID)
 			return true // left as it was: the resume is refused
 		}
+		class := ""
+		if e != nil {
+			class = e.Class
+		}
 		if rec := results.UngradedRecord(line, class); rec != nil {
 			if ungraded[key] == nil {
 				ungraded[key] = rec
 			}
 			return false
 		}
-		if results.Rerun(class, retryErrors) {
+		if results.Rerun(e, retryErrors) {
+			carry(carried, key, line)
 			return false
 		}
 		done[key] = true
 		var rec schemas.CaptureRecord
 		if json.Unmarshal(line, &rec) == nil {
 			check.see(key.ID, key.Trial, rec.Provenance.Graders)
-			kept.Add(&rec, nil)
+			kept.Add(&rec, trials.Counting{})
 		}
 		return true
 	})
@@ -67,6 +75,29 @@ func resumeCapture(out *results.Output, retryErrors bool, graders []string, vers
 	}
 	counts.Merge(kept)
 	return done, ungraded, nil
+}
+
+// carry keeps the record of a unit that runs again as its failed
+// attempts (an interrupted one is no attempt: the run stopped it).
+func carry(carried map[results.UnitKey][]schemas.Attempt, key results.UnitKey, line []byte) {
+	var rec schemas.CaptureRecord
+	if carried == nil || json.Unmarshal(line, &rec) != nil {
+		return
+	}
+	carryRecord(carried, key, &rec)
+}
+
+func carryRecord(carried map[results.UnitKey][]schemas.Attempt, key results.UnitKey, rec *schemas.CaptureRecord) {
+	if carried == nil || rec.Error == nil {
+		return
+	}
+	if rec.Error.Class == schemas.ErrInterrupted {
+		if len(rec.Attempts) > 0 {
+			carried[key] = rec.Attempts
+		}
+		return
+	}
+	carried[key] = rec.AsAttempts(0)
 }
 
 // graderCheck refuses to resume an output whose records other graders

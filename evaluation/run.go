@@ -25,7 +25,9 @@ import (
 type hooks struct {
 	// resume reads the units not to run from the output, and the
 	// ungraded records to grade; nil takes the capture records it holds.
-	resume func(out *results.Output) (map[results.UnitKey]bool, map[results.UnitKey]*schemas.CaptureRecord, error)
+	// The units that run again carry their records' failed attempts in
+	// carried.
+	resume func(out *results.Output, carried map[results.UnitKey][]schemas.Attempt) (map[results.UnitKey]bool, map[results.UnitKey]*schemas.CaptureRecord, error)
 	// onCase sees every case as the run reaches it, in file order.
 	onCase func(*schemas.PromptCase)
 	// collect takes each finished record instead of writing it.
@@ -62,8 +64,8 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	defer col.closePartial()
 	h := hooks{
-		resume: func(out *results.Output) (map[results.UnitKey]bool, map[results.UnitKey]*schemas.CaptureRecord, error) {
-			return col.resume(out, opts.RetryErrors)
+		resume: func(out *results.Output, carried map[results.UnitKey][]schemas.Attempt) (map[results.UnitKey]bool, map[results.UnitKey]*schemas.CaptureRecord, error) {
+			return col.resume(out, opts.RetryErrors, carried)
 		},
 		onCase:  col.seeCase,
 		collect: col.add,
@@ -175,6 +177,11 @@ func (s *runState) emit(rec *schemas.CaptureRecord) error {
 		s.shared.see(rec)
 	}
 	rec.Cost = s.price(rec)
+	for i := range rec.Attempts {
+		if a := &rec.Attempts[i]; a.Cost == nil && a.Usage != nil {
+			a.Cost = s.price(&schemas.CaptureRecord{Usage: a.Usage})
+		}
+	}
 	if len(s.opts.Prices) > 0 {
 		s.mu.Lock()
 		if rec.Cost == nil {
@@ -201,7 +208,7 @@ func (s *runState) emit(rec *schemas.CaptureRecord) error {
 		err = s.out.Write(rec)
 		if err == nil {
 			s.mu.Lock()
-			s.counts.Add(rec, nil)
+			s.counts.Add(rec, trials.Counting{})
 			s.mu.Unlock()
 		}
 	}
@@ -242,25 +249,26 @@ func run(ctx context.Context, opts *Options, ev *emitter, h hooks) (*Result, err
 	// not grade: they are graded, not run again.
 	var ungraded map[results.UnitKey]*schemas.CaptureRecord
 	var kept trials.Counts
+	carried := map[results.UnitKey][]schemas.Attempt{}
 	if opts.Resume {
 		resume := h.resume
 		if resume == nil {
-			resume = func(out *results.Output) (map[results.UnitKey]bool, map[results.UnitKey]*schemas.CaptureRecord, error) {
+			resume = func(out *results.Output, carried map[results.UnitKey][]schemas.Attempt) (map[results.UnitKey]bool, map[results.UnitKey]*schemas.CaptureRecord, error) {
 				versions, err := newCaseVersions(opts.Prompts, opts.RerunChanged)
 				if err != nil {
 					return nil, nil, err
 				}
-				return resumeCapture(out, opts.RetryErrors, opts.Config.GraderNames, versions, &kept)
+				return resumeCapture(out, opts.RetryErrors, opts.Config.GraderNames, versions, &kept, carried)
 			}
 		}
-		if done, ungraded, err = resume(out); err != nil {
+		if done, ungraded, err = resume(out, carried); err != nil {
 			return res, &Error{Kind: KindResume, Err: err}
 		}
 	}
 	res.Done = len(done)
 	_, total := units(opts, done, nil)
 	seq, _ := units(opts, done, h.onCase)
-	seq = withRecords(seq, ungraded)
+	seq = withAttempts(withRecords(seq, ungraded), carried)
 	var growing func(ctx context.Context, grow func(int)) iter.Seq[capture.Unit]
 	if h.units != nil {
 		total, growing = h.units(done)
@@ -308,7 +316,7 @@ func run(ctx context.Context, opts *Options, ev *emitter, h hooks) (*Result, err
 			case <-seqCtx.Done():
 			}
 		}()
-		seq = withRecords(growing(seqCtx, func(n int) { s.grown.Add(int64(n)); ev.emit(UnitsAdded{N: n}) }), ungraded)
+		seq = withAttempts(withRecords(growing(seqCtx, func(n int) { s.grown.Add(int64(n)); ev.emit(UnitsAdded{N: n}) }), ungraded), carried)
 	}
 	watchDone := make(chan struct{})
 	watched := make(chan struct{})
@@ -404,6 +412,24 @@ func withRecords(seq iter.Seq[capture.Unit], recs map[results.UnitKey]*schemas.C
 	return func(yield func(capture.Unit) bool) {
 		for u := range seq {
 			u.Record = recs[results.UnitKey{ID: u.Case.ID, Trial: u.Trial}]
+			if !yield(u) {
+				return
+			}
+		}
+	}
+}
+
+// withAttempts gives the units an earlier run's records failed the
+// attempts those records were: the new records keep them.
+func withAttempts(seq iter.Seq[capture.Unit], carried map[results.UnitKey][]schemas.Attempt) iter.Seq[capture.Unit] {
+	if len(carried) == 0 {
+		return seq
+	}
+	return func(yield func(capture.Unit) bool) {
+		for u := range seq {
+			if u.Record == nil {
+				u.Attempts = carried[results.UnitKey{ID: u.Case.ID, Trial: u.Trial}]
+			}
 			if !yield(u) {
 				return
 			}

@@ -10,7 +10,6 @@ import (
 	"iter"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 
 	"harness/capture"
@@ -32,8 +31,8 @@ type collector struct {
 	open    map[string]*pendingCase
 	queue   []*pendingCase  // cases seen and not yet written, in file order
 	written map[string]bool // cases whose records an earlier run wrote
-	// failOn holds the error classes counted as failures.
-	failOn      map[string]bool
+	// failOn is how failed trials count.
+	failOn      trials.Counting
 	summary     *trials.Summary
 	partialPath string
 	partial     *results.Output
@@ -63,15 +62,12 @@ type pendingCase struct {
 func newCollector(opts *Options, ev *emitter) (*collector, error) {
 	t := &collector{opts: opts, events: ev, k: opts.K, open: map[string]*pendingCase{}, summary: trials.NewSummary(opts.K),
 		partialPath: opts.partialPath()}
-	if fo := opts.Trials.FailOn; len(fo) > 0 {
-		t.failOn = map[string]bool{}
-		for _, class := range fo {
-			t.failOn[strings.TrimSpace(class)] = true
-		}
-	}
+	t.failOn = trials.NewCounting(opts.Trials.FailOn, opts.Trials.LeaveOut)
+	t.summary.SetPolicy(t.failOn)
 	if p := opts.Trials.Adaptive; p != nil {
 		t.k = p.MinK
 		t.summary = trials.NewSummary(p.MinK)
+		t.summary.SetPolicy(t.failOn)
 		t.adaptive = &adaptiveRun{est: trials.NewEstimator(*p), wake: make(chan struct{}, 1)}
 	}
 	if t.partialPath == "" {
@@ -94,7 +90,7 @@ func newCollector(opts *Options, ev *emitter) (*collector, error) {
 // units are done and they count in the summary), finished trials of
 // unfinished cases in the partial file, and the ungraded ones there (their
 // agents' turns complete, their grading cut short), which the run grades.
-func (t *collector) resume(out *results.Output, retryErrors bool) (map[results.UnitKey]bool, map[results.UnitKey]*schemas.CaptureRecord, error) {
+func (t *collector) resume(out *results.Output, retryErrors bool, carried map[results.UnitKey][]schemas.Attempt) (map[results.UnitKey]bool, map[results.UnitKey]*schemas.CaptureRecord, error) {
 	done := map[results.UnitKey]bool{}
 	ungraded := map[results.UnitKey]*schemas.CaptureRecord{}
 	complete := map[string]bool{}
@@ -135,11 +131,17 @@ func (t *collector) resume(out *results.Output, retryErrors bool) (map[results.U
 			check.see(tr.ID, tr.Trials[i].TrialNum, tr.Trials[i].Record.Provenance.Graders)
 		}
 		if retryErrors && len(tr.Errors) > 0 {
+			// The trials the agent failed on its own, and the good
+			// ones, are kept; the others run again, carrying what
+			// they were as failed attempts.
 			for i := range tr.Trials {
 				rec := tr.Trials[i].Capture()
 				rec.ID = tr.ID
-				if rec.Error == nil && (rec.Score == nil || rec.Score.Error == nil) {
+				switch {
+				case rec.Error == nil && (rec.Score == nil || rec.Score.Error == nil), rec.Error != nil && !results.Rerun(rec.Error, true):
 					retried = append(retried, rec)
+				default:
+					carryRecord(carried, results.UnitKey{ID: tr.ID, Trial: rec.Trial}, &rec)
 				}
 			}
 			return false
@@ -204,7 +206,8 @@ func (t *collector) resume(out *results.Output, retryErrors bool) (map[results.U
 			}
 			return nil
 		}
-		if rec.Error != nil && results.Rerun(rec.Error.Class, retryErrors) {
+		if rec.Error != nil && results.Rerun(rec.Error, retryErrors) {
+			carryRecord(carried, results.UnitKey{ID: rec.ID, Trial: rec.Trial}, &rec)
 			return nil
 		}
 		partial := graderCheck{want: check.want} // eachJSONLine names the file

@@ -193,6 +193,9 @@ type runView struct {
 	Summary                              schemas.TrialsSummary
 	FlakyMore, FailingMore, ErroredMore  int
 	FlakyTotal, FailingTotal, ErrorTotal int
+	// Coverage says what the pass rate is over, and the agent's own
+	// failures in it.
+	Coverage string
 }
 
 type statusCount struct {
@@ -307,6 +310,14 @@ func buildRunView(r *Run, label string, opt Options) runView {
 	}
 	if sum.Cost != nil {
 		v.Cost = cost.Format(sum.Cost)
+	}
+	all := trials.CountsOf(sum)
+	v.Coverage = all.Coverage()
+	if len(all.Failures) > 0 {
+		v.Coverage += "; failed by the agent: " + trials.ClassCounts(all.Failures)
+	}
+	if all.Attempts > 0 {
+		v.Coverage += "; " + all.RetryNote()
 	}
 	if sum.PassRate != nil {
 		v.PassRate = pct(*sum.PassRate)

@@ -198,6 +198,7 @@ func TestWriteHTMLHeadlineCountsGraded(t *testing.T) {
 	for _, want := range []string{
 		`data-field="cases">12 graded of 14 run (not graded: crash, hang)</td>`,
 		`data-field="grader-errors">1 trials hit grader errors: the pass rate covers only the graded trials</td>`,
+		`data-field="coverage">over 47 of 56 trials; 9 left out (agent_crash: 4, grader_error: 1, timeout: 4)</div>`,
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("report lacks %s", want)

@@ -154,12 +154,21 @@ func writeRunMarkdown(b *strings.Builder, r *Run, label string, rule CaseRule, o
 		fmt.Fprintf(b, " · cost %s", mdText(cost.Format(sum.Cost)))
 	}
 	b.WriteString("\n\n")
-	if len(sum.Errors) > 0 {
-		total := 0
-		for _, v := range sum.Errors {
-			total += v
+	counts := trials.CountsOf(sum)
+	if sum.PassRate != nil && counts.LeftOutCount() > 0 {
+		mark := ""
+		if len(sum.Errors) > 0 {
+			mark = "⚠️ "
 		}
-		fmt.Fprintf(b, "⚠️ %d trials left out of n for infrastructure errors: %s\n\n", total, mdText(classList(sum.Errors)))
+		fmt.Fprintf(b, "%sThe pass rate is %s\n\n", mark, mdText(counts.Coverage()))
+	} else if len(sum.Errors) > 0 {
+		fmt.Fprintf(b, "⚠️ %s\n\n", mdText(counts.Coverage()))
+	}
+	if len(counts.Failures) > 0 {
+		fmt.Fprintf(b, "Failed by the agent (in n): %s\n\n", mdText(classList(counts.Failures)))
+	}
+	if counts.Attempts > 0 {
+		fmt.Fprintf(b, "Retries: %s\n\n", mdText(counts.RetryNote()))
 	}
 	if n := trials.GraderErrors(sum); n > 0 {
 		fmt.Fprintf(b, "⚠️ **%d trials hit grader errors**: the pass rate covers only the graded trials.\n\n", n)

@@ -21,7 +21,7 @@ func TestWriteMarkdownSummary(t *testing.T) {
 		"**Pass rate " + pct(*sum.PassRate) + "** (95% CI " + pct(sum.PassRateCI.Low) + "–" + pct(sum.PassRateCI.High) + "): 41 of 47 graded trials passed · mean score " + fmt.Sprintf("%.3f (95%% CI %.3f–%.3f)", sum.MeanScore.Mean, sum.MeanScore.Low, sum.MeanScore.High) + " · 12 of 14 cases graded · 47 of 56 trials graded · k = 4",
 		"⚠️ **1 trials hit grader errors**: the pass rate covers only the graded trials.",
 		"Not graded (every trial excluded): crash, hang",
-		"⚠️ 9 trials left out of n for infrastructure errors: agent\\_crash 4, grader\\_error 1, timeout 4",
+		"⚠️ The pass rate is over 47 of 56 trials; 9 left out (agent\\_crash: 4, grader\\_error: 1, timeout: 4)",
 		"| k | pass@k | 95% CI | pass^k | 95% CI | cases |",
 		"| **4** | 90.9% |",
 		"Failing (1):\n- `wrong-answer` — 0/4: output lacks '42' (trial 1); first failed check output contains the expected text: looked for '42'\n",

@@ -15,26 +15,38 @@ type UnitKey struct {
 // RecordKey reads the unit key and error class of an encoded capture
 // record; ok is false for a line that is not one.
 func RecordKey(line []byte) (key UnitKey, errClass string, ok bool) {
+	key, e, ok := RecordKeyError(line)
+	if e != nil {
+		errClass = e.Class
+	}
+	return key, errClass, ok
+}
+
+// RecordKeyError reads the unit key and error of an encoded capture
+// record (nil for none); ok is false for a line that is not one.
+func RecordKeyError(line []byte) (key UnitKey, e *schemas.ErrorInfo, ok bool) {
 	var rec struct {
 		ID    string             `json:"id"`
 		Trial int                `json:"trial"`
 		Error *schemas.ErrorInfo `json:"error"`
 	}
 	if json.Unmarshal(line, &rec) != nil || rec.ID == "" {
-		return UnitKey{}, "", false
+		return UnitKey{}, nil, false
 	}
-	if rec.Error != nil {
-		errClass = rec.Error.Class
-	}
-	return UnitKey{rec.ID, max(rec.Trial, 1)}, errClass, true
+	return UnitKey{rec.ID, max(rec.Trial, 1)}, rec.Error, true
 }
 
-// Rerun is the resume rule: whether a unit whose record has error class
-// errClass ("" for none) runs again. Interrupted units always do (but an
-// ungraded one is only graded, see UngradedRecord); errored ones with
-// retryErrors.
-func Rerun(errClass string, retryErrors bool) bool {
-	return errClass == schemas.ErrInterrupted || (errClass != "" && retryErrors)
+// Rerun is the resume rule: whether a unit whose record has error e (nil
+// for none) runs again. Interrupted units always do (but an ungraded one
+// is only graded, see UngradedRecord); with retryErrors, those whose
+// failure is not the agent's own (the infrastructure's, the
+// configuration's, the grader's, or one without an owner, from an older
+// run). The agent's own failures are its results: they are kept.
+func Rerun(e *schemas.ErrorInfo, retryErrors bool) bool {
+	if e == nil || e.Class == "" {
+		return false
+	}
+	return e.Class == schemas.ErrInterrupted || (retryErrors && e.Owner != schemas.OwnerAgent)
 }
 
 // ResumeCapture continues an output of capture records: it returns the
@@ -48,9 +60,13 @@ func (o *Output) ResumeCapture(retryErrors bool) (done map[UnitKey]bool, ungrade
 	done = map[UnitKey]bool{}
 	ungraded = map[UnitKey]*schemas.CaptureRecord{}
 	_, err = o.Resume(func(line []byte) bool {
-		key, class, ok := RecordKey(line)
+		key, e, ok := RecordKeyError(line)
 		if !ok || done[key] {
 			return false
+		}
+		class := ""
+		if e != nil {
+			class = e.Class
 		}
 		if rec := UngradedRecord(line, class); rec != nil {
 			if ungraded[key] == nil {
@@ -58,7 +74,7 @@ func (o *Output) ResumeCapture(retryErrors bool) (done map[UnitKey]bool, ungrade
 			}
 			return false
 		}
-		if Rerun(class, retryErrors) {
+		if Rerun(e, retryErrors) {
 			return false
 		}
 		done[key] = true

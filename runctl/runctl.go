@@ -29,6 +29,11 @@ type Limits struct {
 	// of one of these classes: the agent's error, or the grader's (a
 	// grader class is known once the record is graded).
 	StopOn []string
+	// ConfigStop stops the run once this many records failed for the
+	// configuration's reasons (the agent cannot start: a missing binary,
+	// no key; owner config), so a run does not fail every unit the same
+	// way (0: never).
+	ConfigStop int
 	// SameGraderError stops the run when each of the first
 	// SameGraderError graded records has the same grader error (the
 	// same class and gist): a grader broken for every record would fail
@@ -42,6 +47,8 @@ const (
 	KindBudget = "budget"
 	// KindStopOn: a unit failed with an error class of StopOn.
 	KindStopOn = "stop-on"
+	// KindConfig: ConfigStop units failed for the configuration.
+	KindConfig = "config"
 	// KindSameGraderError: the first SameGraderError graded records all
 	// had the same grader error; ID, Trial and Error are the last's.
 	KindSameGraderError = "same-grader-error"
@@ -49,15 +56,15 @@ const (
 
 // Stop says why a run stopped.
 type Stop struct {
-	// Kind is KindBudget or KindStopOn.
+	// Kind is KindBudget, KindStopOn or KindConfig.
 	Kind string
 	// Limit is the one limit reached: MaxUSD, MaxTokens, or StopOn with
 	// the class of the error.
 	Limit Limits
 	// Spent is what the run had cost when it stopped.
 	Spent *schemas.Cost
-	// ID, Trial and Error are the unit that stopped a KindStopOn run and
-	// its error.
+	// ID, Trial and Error are the unit that stopped a KindStopOn or
+	// KindConfig run and its error.
 	ID    string
 	Trial int
 	Error *schemas.ErrorInfo
@@ -73,11 +80,14 @@ type Controller struct {
 	mu      sync.Mutex
 	final   *schemas.Cost          // records that are in
 	pending map[unit]*schemas.Cost // units whose turns answered, record not in yet
+	configs int                    // records that failed for the configuration
 	stop    *Stop
 	// graded counts the records graded so far; sameErr is the error
-	// every one of them had ("" once one differs or passed).
+	// every one of them had ("" once one differs or passed); judged holds
+	// the units counted there, each once (by its first grading).
 	graded  int
 	sameErr string
+	judged  map[unit]bool
 }
 
 type unit struct {
@@ -108,8 +118,31 @@ func (c *Controller) Record(rec *schemas.CaptureRecord) {
 	defer c.mu.Unlock()
 	delete(c.pending, unit{rec.ID, rec.Trial})
 	c.final = c.final.Add(rec.Cost)
+	// What its failed attempts spent is spent too.
+	c.final = c.final.Add(rec.AttemptsCost())
 	if rec.Error != nil && rec.Error.Class == schemas.ErrInterrupted {
 		return // a stop is not a verdict
+	}
+	if rec.Error != nil && rec.Error.Owner == schemas.OwnerConfig {
+		c.configs++
+		if c.stop == nil && c.limits.ConfigStop > 0 && c.configs >= c.limits.ConfigStop {
+			c.halt(&Stop{Kind: KindConfig, Limit: Limits{ConfigStop: c.limits.ConfigStop}, ID: rec.ID, Trial: rec.Trial, Error: rec.Error})
+			return
+		}
+	}
+	c.check(rec)
+	c.checkGrader(rec)
+}
+
+// Graded takes a unit's grading as it answers, before the record is in
+// (and before a grader's failure is graded again): the stop rule and the
+// same grader error stop are decided on it, so a broken grader stops the
+// run at once rather than after its retries.
+func (c *Controller) Graded(rec *schemas.CaptureRecord) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if rec.Error != nil || rec.Score == nil || rec.Score.Error == nil {
+		return
 	}
 	c.check(rec)
 	c.checkGrader(rec)
@@ -119,9 +152,13 @@ func (c *Controller) Record(rec *schemas.CaptureRecord) {
 // same grader error; c.mu is held.
 func (c *Controller) checkGrader(rec *schemas.CaptureRecord) {
 	n := c.limits.SameGraderError
-	if n <= 0 || c.stop != nil || rec.Error != nil || rec.Score == nil || c.graded >= n {
+	if n <= 0 || c.stop != nil || rec.Error != nil || rec.Score == nil || c.graded >= n || c.judged[unit{rec.ID, rec.Trial}] {
 		return
 	}
+	if c.judged == nil {
+		c.judged = map[unit]bool{}
+	}
+	c.judged[unit{rec.ID, rec.Trial}] = true
 	c.graded++
 	e := rec.Score.Error
 	key := ""

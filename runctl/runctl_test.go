@@ -204,3 +204,32 @@ func TestSameGraderError(t *testing.T) {
 		}
 	}
 }
+
+// TestGradedDecidesOnFirstGrading: a grading that failed is judged as it
+// answers, before the grader is tried again; the record that follows is
+// not counted a second time.
+func TestGradedDecidesOnFirstGrading(t *testing.T) {
+	broken := func(id string) *schemas.CaptureRecord {
+		r := rec(id, 1, 0)
+		r.Score = &schemas.GraderResult{Error: &schemas.ErrorInfo{Class: schemas.ErrGraderTimeout, Message: "slow"}}
+		return r
+	}
+	c := New(Limits{StopOn: []string{schemas.ErrGraderTimeout}}, tokens)
+	c.Graded(broken("a"))
+	if s := c.Stop(); s == nil || s.Kind != KindStopOn || s.ID != "a" {
+		t.Fatalf("stop-on at the first failed grading: %+v", s)
+	}
+	c = New(Limits{SameGraderError: 2}, tokens)
+	a := broken("a")
+	c.Graded(a)
+	// Graded again, it passed: its record is in, counted once.
+	a.Score = &schemas.GraderResult{Pass: true, Score: 1}
+	c.Record(a)
+	if stopped(c) {
+		t.Fatal("stopped after one graded unit")
+	}
+	c.Graded(broken("b"))
+	if s := c.Stop(); s == nil || s.Kind != KindSameGraderError || s.ID != "b" {
+		t.Fatalf("same grader error after two first gradings: %+v", s)
+	}
+}

@@ -49,6 +49,16 @@ type RunSummary struct {
 	MeanScore *float64       `json:"meanScore,omitempty"`
 	Ungraded  int            `json:"ungraded,omitempty"`
 	Errors    map[string]int `json:"errors,omitempty"`
+	// LeftOut counts the trials left out of n by owner (by class for
+	// those without one); Failures the trials in n its agent failed with
+	// an error of its own, by class.
+	LeftOut  map[string]int `json:"leftOut,omitempty"`
+	Failures map[string]int `json:"failures,omitempty"`
+	// Coverage says what the pass rate is over: "over 48 of 60 trials;
+	// 12 left out (infra: 12)".
+	Coverage string `json:"coverage"`
+	// Covered is the share of the run's trials in n.
+	Covered float64 `json:"covered"`
 }
 
 // CaseSide is one run's result on one case.

@@ -23,8 +23,41 @@ const (
 	ErrResourceLimit  = "resource_limit"  // the agent hit a resource cap of its sandbox (memory, pids, disk)
 	ErrReplayMiss     = "replay_miss"     // a model call had no recorded answer to replay (infrastructure)
 	ErrUserError      = "user_error"      // a case's simulated user failed or wrote no valid reply
+	ErrProviderError  = "provider_error"  // the trial ended on model calls the provider failed, as the model gateway saw them
 	// ErrUnclassified is the class counted for an error that has none.
 	ErrUnclassified = "unclassified"
+)
+
+// Owners of a failed trial (ErrorInfo.Owner): whose failure it is, as the
+// harness decided from what it saw.
+const (
+	// OwnerAgent: a wrong answer, a turn past its time limit, a cap
+	// exceeded, a crash or a protocol break of the agent's own. Counted in
+	// n as a failure.
+	OwnerAgent = "agent"
+	// OwnerInfra: the harness, sandbox or image failed, the machine ran
+	// out of something no cap set, the model provider answered
+	// 429/5xx/overloaded or the connection to it failed. Retried, then
+	// left out of n.
+	OwnerInfra = "infra"
+	// OwnerGrader: the grader or verifier failed to judge. Graded again,
+	// then left out of n.
+	OwnerGrader = "grader"
+	// OwnerConfig: the agent cannot start (a missing binary, no key,
+	// authentication required). Left out of n; a run stops after the
+	// first few.
+	OwnerConfig = "config"
+)
+
+// Owners lists the owners, in the order counts show them.
+var Owners = []string{OwnerAgent, OwnerInfra, OwnerGrader, OwnerConfig}
+
+// Stages of a unit where a failure happened (ErrorInfo.Stage).
+const (
+	StageSetup      = "setup"       // the workspace, image or sandbox was made
+	StageAgentStart = "agent_start" // the agent started, initialized and opened its session
+	StageTurn       = "turn"        // the agent's turns ran
+	StageGrading    = "grading"     // the graders or the verifier judged
 )
 
 // CaptureRecord is one line of capture output: what the agent did for one
@@ -68,8 +101,13 @@ type CaptureRecord struct {
 	// own logs.
 	Session *Session `json:"session,omitempty"`
 	// Cost is what the record spent: agent and judge tokens, and USD
-	// when priced.
+	// when priced. The spend of failed attempts is not in it: each
+	// attempt carries its own.
 	Cost *Cost `json:"cost,omitempty"`
+	// Attempts are the unit's earlier attempts that failed for reasons
+	// not the agent's (an infrastructure failure, retried), oldest first;
+	// the record itself is the last attempt. They never count as trials.
+	Attempts []Attempt `json:"attempts,omitempty"`
 	// CaseHash is the content hash of the case the record ran
 	// (PromptCase.ContentHash); empty in records of older runs.
 	CaseHash string `json:"caseHash,omitempty"`
@@ -92,6 +130,61 @@ type CaptureRecord struct {
 	// ProviderFailure says the trial ended on failed model calls the
 	// agent could not get past: the provider's fault, not the agent's.
 	ProviderFailure *ProviderFailure `json:"providerFailure,omitempty"`
+}
+
+// Attempt is one failed attempt at a unit, kept on the record of the
+// attempt that followed it.
+type Attempt struct {
+	// Attempt numbers the attempt, from 1.
+	Attempt int `json:"attempt"`
+	// Error is why it failed (with its owner and evidence).
+	Error *ErrorInfo `json:"error"`
+	// Timing is its wall clock.
+	Timing Timing `json:"timing"`
+	// Steps counts its trajectory's steps; Output is what the agent said.
+	Steps  int    `json:"steps"`
+	Output string `json:"output,omitempty"`
+	// Usage is what the agent reported using; Cost what it spent.
+	Usage *Usage `json:"usage,omitempty"`
+	Cost  *Cost  `json:"cost,omitempty"`
+	// Wait is how long the run waited before the next attempt, in
+	// milliseconds.
+	Wait int64 `json:"wait,omitempty"`
+}
+
+// OwnerOf says whose failure the record is ("" when it has no error, or
+// none with an owner: a pass, a wrong answer without an error, an
+// interrupted trial, a record of an older run). A grader's failure is the
+// grader's.
+func (r *CaptureRecord) OwnerOf() string {
+	if r.Error != nil {
+		return r.Error.Owner
+	}
+	if r.Score != nil && r.Score.Error != nil {
+		if r.Score.Error.Owner != "" {
+			return r.Score.Error.Owner
+		}
+	}
+	return ""
+}
+
+// AsAttempts returns the record's earlier attempts followed by the record
+// itself as one more failed attempt, wait after it: what a unit run again
+// carries.
+func (r *CaptureRecord) AsAttempts(wait int64) []Attempt {
+	out := append([]Attempt(nil), r.Attempts...)
+	return append(out, Attempt{Attempt: len(r.Attempts) + 1, Error: r.Error, Timing: r.Timing, Steps: len(r.Trajectory),
+		Output: r.Output, Usage: r.Usage, Cost: r.Cost, Wait: wait})
+}
+
+// AttemptsCost sums the cost of the record's failed attempts (nil when
+// none has one).
+func (r *CaptureRecord) AttemptsCost() *Cost {
+	var c *Cost
+	for i := range r.Attempts {
+		c = c.Add(r.Attempts[i].Cost)
+	}
+	return c
 }
 
 // Session is an ACP session: its id and the _meta the agent returned
@@ -160,6 +253,20 @@ type ErrorInfo struct {
 	Signal string `json:"signal,omitempty"`
 	// Stderr is the tail of the failed process's standard error.
 	Stderr string `json:"stderr,omitempty"`
+	// Owner says whose failure it is (OwnerAgent, OwnerInfra, OwnerGrader
+	// or OwnerConfig); absent on records of older runs and on interrupted
+	// ones, which count as they always did (left out of n).
+	Owner string `json:"owner,omitempty"`
+	// Stage is where the unit failed (StageSetup, StageAgentStart,
+	// StageTurn or StageGrading).
+	Stage string `json:"stage,omitempty"`
+	// Limit names the limit that ended an agent's trial: "timeout" (its
+	// turn's time limit) or the sandbox's cap ("memory", "pids", "disk",
+	// ...). Such a trial is graded as it stands.
+	Limit string `json:"limit,omitempty"`
+	// Evidence says in a few words what decided the owner: "provider
+	// answered 503", "exit status 3", "killed by SIGKILL with no cap set".
+	Evidence string `json:"evidence,omitempty"`
 	// Pending, on an interrupted record, says what of the unit is left:
 	// PendingGrading when its agent's turn is complete and only its
 	// grading was cut short, which --resume does without running the

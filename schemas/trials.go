@@ -50,6 +50,15 @@ type TrialsRecord struct {
 	MeanScore *float64 `json:"meanScore,omitempty"`
 	// Errors counts the trials left out of N, by error class.
 	Errors map[string]int `json:"errors,omitempty"`
+	// LeftOut counts the trials left out of N by owner (by class for
+	// those without one).
+	LeftOut map[string]int `json:"leftOut,omitempty"`
+	// Failures counts the trials in N that failed with an error (the
+	// agent's own), by class.
+	Failures map[string]int `json:"failures,omitempty"`
+	// Attempts counts the failed attempts retried before the trials'
+	// records (they are not trials).
+	Attempts int `json:"attempts,omitempty"`
 	// Ungraded counts trials that ran without a grader (also left out of N).
 	Ungraded int `json:"ungraded,omitempty"`
 	// Missing counts asked trials that have no record at all.
@@ -321,6 +330,16 @@ type TrialsSummary struct {
 	Missing int `json:"missing,omitempty"`
 	// Errors counts trials left out of n, by class.
 	Errors map[string]int `json:"errors,omitempty"`
+	// LeftOut counts trials left out of n by owner (infra, grader,
+	// config; by class for those without one).
+	LeftOut map[string]int `json:"leftOut,omitempty"`
+	// Failures counts the trials in n that failed with an error (the
+	// agent's own: a crash, a protocol break, a limit), by class.
+	Failures map[string]int `json:"failures,omitempty"`
+	// Policy is how failed trials were counted.
+	Policy *CountPolicy `json:"policy,omitempty"`
+	// Retries says what retrying infrastructure failures took.
+	Retries *RetryCounts `json:"retries,omitempty"`
 	// PassRate is Passes/Graded (pooled over trials); absent when nothing
 	// was graded.
 	PassRate *float64 `json:"passRate,omitempty"`
@@ -351,6 +370,26 @@ type TrialsSummary struct {
 	// PassAt and PassExp come from the first MinK trials of every case
 	// (K is MinK), and Graded and Passes count every trial.
 	Adaptive *AdaptiveSummary `json:"adaptive,omitempty"`
+}
+
+// CountPolicy is how a run counted its failed trials: the owners whose
+// failures are in n (Counted) and left out (LeftOut) by default, and the
+// classes or owners moved by hand (FailOn: counted in n as failures;
+// LeaveOut: left out).
+type CountPolicy struct {
+	Counted  []string `json:"counted"`
+	LeftOut  []string `json:"leftOut"`
+	FailOn   []string `json:"failOn,omitempty"`
+	LeaveOut []string `json:"leaveOut,omitempty"`
+}
+
+// RetryCounts are a run's retries: the failed attempts retried, the
+// trials that had any, and what the failed attempts spent (part of the
+// summary's Cost, shown apart here).
+type RetryCounts struct {
+	Attempts int   `json:"attempts"`
+	Trials   int   `json:"trials"`
+	Cost     *Cost `json:"cost,omitempty"`
 }
 
 // Estimate is a mean over cases with its bootstrap interval.

@@ -901,7 +901,7 @@ func (p *parser) workspace(v *yaml.Node) error {
 
 // gateKeys are the keys of gates: the gate flags of trials, then those of
 // the comparison gate.
-var gateKeys = []string{"min-pass-rate", "min-pass-at", "min-pass-exp", "allow-grader-errors", "fail-on", "max-cost", "max-tokens",
+var gateKeys = []string{"min-pass-rate", "min-pass-at", "min-pass-exp", "min-coverage", "allow-grader-errors", "fail-on", "leave-out", "max-cost", "max-tokens",
 	"baseline", "max-regression", "significance"}
 
 func (p *parser) gates(v *yaml.Node) error {

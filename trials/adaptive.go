@@ -134,16 +134,14 @@ const (
 	VerdictPass
 )
 
-// VerdictOf is how a capture record counts: trials whose error class is in
-// failOn count as failures, as in BuildRecordFailing.
-func VerdictOf(r *schemas.CaptureRecord, failOn map[string]bool) Verdict {
-	pass, excluded := Outcome(r)
+// VerdictOf is how a capture record counts under the counting policy, as
+// in BuildRecordFailing.
+func VerdictOf(r *schemas.CaptureRecord, counting Counting) Verdict {
+	pass, excluded := OutcomeUnder(r, counting)
 	switch {
 	case excluded == "" && pass:
 		return VerdictPass
 	case excluded == "":
-		return VerdictFail
-	case excluded != Ungraded && failOn[excluded]:
 		return VerdictFail
 	}
 	return VerdictExcluded
@@ -260,7 +258,7 @@ func (e *Estimator) Estimate(n, c int) (rate float64, ok bool) {
 // has stopped: BuildRecordFailing over its trials (k is the number the
 // policy gave it), plus the Adaptive part with the stop reason, the counts
 // of the first MinK trials and the unbiased pass rate.
-func BuildAdaptiveRecord(c schemas.PromptCase, recs []schemas.CaptureRecord, est *Estimator, failOn map[string]bool) schemas.TrialsRecord {
+func BuildAdaptiveRecord(c schemas.PromptCase, recs []schemas.CaptureRecord, est *Estimator, failOn Counting) schemas.TrialsRecord {
 	p := est.Policy()
 	finished := make(map[int]Verdict, len(recs))
 	for i := range recs {

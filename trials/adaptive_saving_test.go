@@ -53,7 +53,7 @@ func simulateSaving(r interface{ Float64() float64 }, rates []float64, k int, es
 	for i, q := range rates {
 		id := fmt.Sprint(i)
 		recs := simulateCase(r, id, q, p)
-		tr := BuildAdaptiveRecord(schemas.PromptCase{ID: id}, recs, est, nil)
+		tr := BuildAdaptiveRecord(schemas.PromptCase{ID: id}, recs, est, Counting{})
 		out.adaptiveTrials += len(tr.Trials)
 		out.widest = math.Max(out.widest, tr.PassRateCI.High-tr.PassRateCI.Low)
 		adaptive.Add(tr)

@@ -146,7 +146,7 @@ func TestAdaptiveSummaryUnbiased(t *testing.T) {
 		for i, q := range adaptiveSuite {
 			id := string(rune('a' + i))
 			recs := simulateCase(r, id, q, p)
-			tr := BuildAdaptiveRecord(schemas.PromptCase{ID: id}, recs, est, nil)
+			tr := BuildAdaptiveRecord(schemas.PromptCase{ID: id}, recs, est, Counting{})
 			if tr.Adaptive.Estimator != EstimatorRaoBlackwell {
 				t.Fatalf("case %s: estimator %q", id, tr.Adaptive.Estimator)
 			}
@@ -232,7 +232,7 @@ func TestBuildAdaptiveRecordFallback(t *testing.T) {
 		{ID: "x", Trial: 2, Error: &schemas.ErrorInfo{Class: schemas.ErrTimeout}},
 		{ID: "x", Trial: 3, Score: &schemas.GraderResult{}},
 	}
-	tr := BuildAdaptiveRecord(schemas.PromptCase{ID: "x"}, recs, est, nil)
+	tr := BuildAdaptiveRecord(schemas.PromptCase{ID: "x"}, recs, est, Counting{})
 	a := tr.Adaptive
 	if a.Estimator != EstimatorFirstMinK || a.FirstN != 2 || a.FirstC != 1 || *a.PassRate != 0.5 {
 		t.Fatalf("got %+v", a)
@@ -247,12 +247,12 @@ func TestAdaptiveStopsUngraded(t *testing.T) {
 	p := Policy{MinK: 2, MaxK: 10, CIWidth: 0.3}
 	crash := &schemas.ErrorInfo{Class: schemas.ErrAgentCrash}
 	recs := []schemas.CaptureRecord{{ID: "x", Trial: 1, Error: crash}, {ID: "x", Trial: 2, Error: crash}}
-	tr := BuildAdaptiveRecord(schemas.PromptCase{ID: "x"}, recs, NewEstimator(p), nil)
+	tr := BuildAdaptiveRecord(schemas.PromptCase{ID: "x"}, recs, NewEstimator(p), Counting{})
 	if tr.Adaptive.Stop != StopUngraded || tr.K != 2 || tr.Adaptive.PassRate != nil {
 		t.Fatalf("stop %q k %d passRate %v", tr.Adaptive.Stop, tr.K, tr.Adaptive.PassRate)
 	}
 	// With --fail-on agent_crash they count as failures: the case goes on.
-	if _, stop := p.Replay(map[int]Verdict{1: VerdictOf(&recs[0], map[string]bool{schemas.ErrAgentCrash: true}), 2: VerdictFail}); stop != "" {
+	if _, stop := p.Replay(map[int]Verdict{1: VerdictOf(&recs[0], NewCounting([]string{schemas.ErrAgentCrash}, nil)), 2: VerdictFail}); stop != "" {
 		t.Fatalf("counted failures: stop %q", stop)
 	}
 }
@@ -274,7 +274,7 @@ func TestAdaptiveHeadlineCoverage(t *testing.T) {
 		for i := range cases {
 			q := adaptiveSuite[r.IntN(len(adaptiveSuite))]
 			id := fmt.Sprintf("c%d", i)
-			s.Add(BuildAdaptiveRecord(schemas.PromptCase{ID: id}, simulateCase(r, id, q, p), est, nil))
+			s.Add(BuildAdaptiveRecord(schemas.PromptCase{ID: id}, simulateCase(r, id, q, p), est, Counting{}))
 		}
 		sum := s.Result(uint64(run+1), 300)
 		if sum.PassRateCI.Low <= truth && truth <= sum.PassRateCI.High {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -111,6 +112,9 @@ func Compare(a, b *Run, opt CompareOptions) schemas.CompareReport {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d common case(s) have no graded trial in a run and enter no statistic: %s",
 			len(rep.NotComparable), idList(rep.NotComparable, 10)))
 	}
+	if why := CoverageDiffers(rep.A, rep.B, DefaultMinCoverage, 0.05); why != "" {
+		rep.Warnings = append(rep.Warnings, why)
+	}
 	if rep.CommonCases == 0 {
 		rep.Warnings = append(rep.Warnings, "the runs have no case in common: nothing to compare")
 	}
@@ -148,8 +152,10 @@ func Compare(a, b *Run, opt CompareOptions) schemas.CompareReport {
 
 func runSummary(r *Run) schemas.RunSummary {
 	s := schemas.RunSummary{File: r.File, Kind: r.Kind, Cases: len(r.Cases)}
+	var all Counts
 	var scores []float64
 	for _, c := range r.Cases {
+		all.Merge(c.Counts())
 		if m := c.MeanScore(); m != nil {
 			scores = append(scores, *m)
 		}
@@ -168,11 +174,27 @@ func runSummary(r *Run) schemas.RunSummary {
 		rate := float64(s.Passes) / float64(s.Graded)
 		s.PassRate = &rate
 	}
+	s.LeftOut, s.Failures = all.LeftOut, all.Failures
+	if s.LeftOut == nil && len(all.Errors) > 0 {
+		s.LeftOut = maps.Clone(all.Errors)
+	}
+	s.Coverage, s.Covered = all.Coverage(), all.Covered()
 	if len(scores) > 0 {
 		m := mean(scores)
 		s.MeanScore = &m
 	}
 	return s
+}
+
+// CoverageDiffers says, when two runs' pass rates are over different
+// shares of their trials (more than minGap apart, or either under
+// minCov), why they are not comparable at face value; "" when they are.
+func CoverageDiffers(a, b schemas.RunSummary, minCov, minGap float64) string {
+	if a.Covered >= minCov && b.Covered >= minCov && math.Abs(a.Covered-b.Covered) <= minGap {
+		return ""
+	}
+	return fmt.Sprintf("coverage differs: A's pass rate is %s, B's %s; a run that lost trials to the infrastructure, the grader or its configuration is not comparable at face value",
+		a.Coverage, b.Coverage)
 }
 
 func side(c *CaseCount, k int) schemas.CaseSide {
@@ -235,14 +257,26 @@ func WriteCompareText(w io.Writer, r schemas.CompareReport) error {
 		return fmt.Sprintf("%.3f", *p)
 	}
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "run\tfile\tcases\ttrials\tgraded\tpassed\tpass rate\tmean score\terrors")
+	fmt.Fprintln(tw, "run\tfile\tcases\ttrials\tgraded\tpassed\tpass rate\tmean score\tleft out")
 	for _, s := range []struct {
 		name string
 		r    schemas.RunSummary
 	}{{"A", r.A}, {"B", r.B}} {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", s.name, s.r.File, s.r.Cases, s.r.Trials, s.r.Graded, s.r.Passes, rate(s.r.PassRate), rate(s.r.MeanScore), ClassCounts(s.r.Errors))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", s.name, s.r.File, s.r.Cases, s.r.Trials, s.r.Graded, s.r.Passes, rate(s.r.PassRate), rate(s.r.MeanScore), ClassCounts(cmpOr(s.r.LeftOut, s.r.Errors)))
 	}
 	tw.Flush()
+	for _, s := range []struct {
+		name string
+		r    schemas.RunSummary
+	}{{"A", r.A}, {"B", r.B}} {
+		if s.r.PassRate != nil && s.r.Coverage != "" {
+			fmt.Fprintf(&b, "%s: pass %.1f%% %s", s.name, 100**s.r.PassRate, s.r.Coverage)
+			if len(s.r.Failures) > 0 {
+				fmt.Fprintf(&b, "; failed by the agent: %s", ClassCounts(s.r.Failures))
+			}
+			b.WriteString("\n")
+		}
+	}
 	fmt.Fprintf(&b, "\ncommon cases: %d (comparable: %d)\n", r.CommonCases, r.McNemar.Cases)
 	for _, d := range []*schemas.DiffEstimate{r.PassRate, r.PassAtK} {
 		if d == nil || (d == r.PassAtK && d.K == 1) {
@@ -296,6 +330,13 @@ func WriteCompareText(w io.Writer, r schemas.CompareReport) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+func cmpOr(m, or map[string]int) map[string]int {
+	if len(m) > 0 {
+		return m
+	}
+	return or
 }
 
 // ClassCounts formats counts by error class as "class n, class n", in class

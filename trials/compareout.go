@@ -2,6 +2,7 @@ package trials
 
 import (
 	"encoding/csv"
+	"fmt"
 	"io"
 	"strconv"
 
@@ -34,11 +35,18 @@ type Regression struct {
 	PValue float64
 	// Lost are the cases that passed in A and fail in B.
 	Lost []string
+	// UnderCovered, when set, says why the comparison decides no
+	// regression: a run's pass rate is over too few of its trials (the
+	// gate fails for that reason, not for a number).
+	UnderCovered string
 }
 
 // Regressed reports a regression when B's pass rate is lower than A's by
 // more than maxDrop and McNemar's exact test says the change is real
 // (p < 0.05); nil otherwise, or when the report has no pass rates.
+//
+// A run under-covered (fewer than DefaultMinCoverage of its trials in n)
+// decides nothing: the result is a Regression with UnderCovered saying so.
 func Regressed(rep schemas.CompareReport, maxDrop float64) *Regression {
 	return RegressedAt(rep, maxDrop, 0.05)
 }
@@ -48,6 +56,10 @@ func Regressed(rep schemas.CompareReport, maxDrop float64) *Regression {
 func RegressedAt(rep schemas.CompareReport, maxDrop, alpha float64) *Regression {
 	if rep.PassRate == nil {
 		return nil
+	}
+	if under := func(r schemas.RunSummary) bool { return r.Coverage != "" && r.Covered < DefaultMinCoverage }; under(rep.A) || under(rep.B) {
+		return &Regression{UnderCovered: fmt.Sprintf("under-covered: A's pass rate is %s, B's %s; no regression can be decided until the left-out trials run again",
+			rep.A.Coverage, rep.B.Coverage)}
 	}
 	drop := -rep.PassRate.Diff
 	if drop <= maxDrop || rep.McNemar.PValue >= alpha {

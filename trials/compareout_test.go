@@ -28,6 +28,46 @@ func TestRegressed(t *testing.T) {
 	if r := Regressed(schemas.CompareReport{}, 0); r != nil {
 		t.Errorf("no pass rates, yet %+v", r)
 	}
+	// A run that lost a fifth of its trials to the infrastructure decides
+	// no regression: the gate fails for that reason.
+	rep.McNemar.PValue = 0.5
+	rep.B.Coverage, rep.B.Covered = "over 48 of 60 trials; 12 left out (infra: 12)", 0.8
+	if r := Regressed(rep, 0.5); r == nil || !strings.Contains(r.UnderCovered, "12 left out (infra: 12)") {
+		t.Errorf("under-covered B: %+v", r)
+	}
+}
+
+// Crashes and hangs are the candidate's failures: a comparison counts them
+// as lost cases, and the regression gate sees them.
+func TestCompareCountsAgentFailures(t *testing.T) {
+	rec := func(id string, pass bool, e *schemas.ErrorInfo) schemas.CaptureRecord {
+		r := schemas.CaptureRecord{ID: id, Trial: 1, Error: e, Provenance: schemas.Provenance{Graders: []string{"g"}}}
+		if e == nil {
+			r.Score = &schemas.GraderResult{Pass: pass}
+		}
+		return r
+	}
+	var ca, cb []*CaseCount
+	for i := range 12 {
+		id := string(rune('a' + i))
+		ra := rec(id, true, nil)
+		ca = append(ca, &CaseCount{ID: id})
+		ca[i].Add(&ra)
+		rb := rec(id, true, nil)
+		if i < 6 {
+			rb = rec(id, false, &schemas.ErrorInfo{Class: schemas.ErrAgentCrash, Owner: schemas.OwnerAgent})
+		}
+		cb = append(cb, &CaseCount{ID: id})
+		cb[i].Add(&rb)
+	}
+	a, b := NewRun("a", "capture", ca), NewRun("b", "capture", cb)
+	rep := Compare(a, b, CompareOptions{Resamples: 100})
+	if rep.McNemar.OnlyA != 6 || rep.B.Failures[schemas.ErrAgentCrash] != 6 || rep.B.Covered != 1 {
+		t.Fatalf("only A %d, B failures %v, covered %v", rep.McNemar.OnlyA, rep.B.Failures, rep.B.Covered)
+	}
+	if r := Regressed(rep, 0.1); r == nil || len(r.Lost) != 6 {
+		t.Errorf("regression: %+v", r)
+	}
 }
 
 func TestWriteCompareCSV(t *testing.T) {

@@ -13,7 +13,13 @@ const (
 	GatePassRate = "pass-rate" // the pooled pass rate of the summary
 	GatePassAt   = "pass-at"   // the mean pass@K of the summary
 	GatePassExp  = "pass-exp"  // the mean pass^K of the summary
+	GateCoverage = "coverage"  // the share of the asked trials in n
 )
+
+// DefaultMinCoverage is the coverage every gate needs when none is set:
+// a pass rate over fewer of the asked trials (the others left out for
+// infrastructure, grader or configuration failures) decides no gate.
+const DefaultMinCoverage = 0.9
 
 // Gate is one threshold a run must reach: a minimum pooled pass rate, or
 // a minimum mean pass@K or pass^K.
@@ -32,6 +38,8 @@ func (g Gate) String() string {
 		return fmt.Sprintf("pass@%d >= %g", g.K, g.Min)
 	case GatePassExp:
 		return fmt.Sprintf("pass^%d >= %g", g.K, g.Min)
+	case GateCoverage:
+		return fmt.Sprintf("coverage >= %g", g.Min)
 	}
 	return fmt.Sprintf("%s %d >= %g", g.Metric, g.K, g.Min)
 }
@@ -72,10 +80,34 @@ func parseFraction(s string) (float64, error) {
 
 // CheckGates evaluates the gates against a summary and returns one line per
 // failed gate (nil when all pass). A gate whose metric is absent from the
-// summary (nothing graded, or no case with K graded trials) fails.
+// summary (nothing graded, or no case with K graded trials) fails. A run
+// under-covered (fewer of its asked trials in n than the coverage gate,
+// DefaultMinCoverage when none is given) fails every gate for that reason,
+// not for a number.
 func CheckGates(gates []Gate, s schemas.TrialsSummary) []string {
+	if len(gates) == 0 {
+		return nil
+	}
+	minCov := DefaultMinCoverage
+	for _, g := range gates {
+		if g.Metric == GateCoverage {
+			minCov = g.Min
+		}
+	}
+	// Grader failures have their own gate, and trials run without a
+	// grader have no verdict to cover: the coverage gate is about the
+	// trials the infrastructure or the configuration lost.
+	c := CountsOf(s)
+	lost := c.LeftOutCount() - GraderErrors(s) - c.Ungraded
+	if asked := c.Trials + c.Missing; asked > 0 && lost > 0 && float64(asked-lost)/float64(asked) < minCov {
+		return []string{fmt.Sprintf("coverage >= %g: the run is under-covered, its pass rate is %s (%.1f%% covered); it decides no gate until the left-out trials run again",
+			minCov, c.Coverage(), 100*float64(asked-lost)/float64(asked))}
+	}
 	var fails []string
 	for _, g := range gates {
+		if g.Metric == GateCoverage {
+			continue
+		}
 		var (
 			got   float64
 			have  bool

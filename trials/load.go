@@ -15,8 +15,10 @@ type CaseCount struct {
 	N, C     int
 	Ungraded int
 	Errors   map[string]int
-	// ScoreSum sums the scores of the N graded trials; Scored counts those
-	// that had one.
+	// extra holds the counts by owner, failures in n and retries.
+	extra Counts
+	// ScoreSum sums the scores the N trials in n count with (CountedScore,
+	// or a trials record's flat score); Scored counts those that had one.
 	ScoreSum float64
 	Scored   int
 	// Estimate, for a case of an adaptive trials run, is its unbiased
@@ -30,9 +32,11 @@ type CaseCount struct {
 // Add counts one trial of the case (as Counts.Add does) and returns how
 // it counted.
 func (cc *CaseCount) Add(r *schemas.CaptureRecord) (pass bool, excluded string) {
-	pass, excluded = cc.count(func(c *Counts) (bool, string) { return c.Add(r, nil) })
-	if excluded == "" && r.Score != nil {
-		cc.ScoreSum += r.Score.Score
+	pass, excluded = cc.count(func(c *Counts) (bool, string) { return c.Add(r, Counting{}) })
+	if excluded == "" {
+		// A trial in n has a score: its grader's, or 0 for a failure of
+		// the agent's own (as its trials record writes it).
+		cc.ScoreSum += CountedScore(r, pass)
 		cc.Scored++
 	}
 	return pass, excluded
@@ -59,10 +63,19 @@ func (cc *CaseCount) AddEntry(e *schemas.TrialEntry) (pass bool, excluded string
 }
 
 func (cc *CaseCount) count(add func(*Counts) (bool, string)) (pass bool, excluded string) {
-	c := Counts{Trials: cc.Trials, Graded: cc.N, Passed: cc.C, Ungraded: cc.Ungraded, Errors: cc.Errors}
+	c := cc.extra
+	c.Trials, c.Graded, c.Passed, c.Ungraded, c.Errors = cc.Trials, cc.N, cc.C, cc.Ungraded, cc.Errors
 	pass, excluded = add(&c)
 	cc.Trials, cc.N, cc.C, cc.Ungraded, cc.Errors = c.Trials, c.Graded, c.Passed, c.Ungraded, c.Errors
+	cc.extra = Counts{LeftOut: c.LeftOut, Failures: c.Failures, Attempts: c.Attempts, Retried: c.Retried, AttemptsCost: c.AttemptsCost}
 	return pass, excluded
+}
+
+// Counts returns the case's counts.
+func (cc *CaseCount) Counts() Counts {
+	c := cc.extra
+	c.Trials, c.Graded, c.Passed, c.Ungraded, c.Errors = cc.Trials, cc.N, cc.C, cc.Ungraded, cc.Errors
+	return c
 }
 
 // Run is a results file reduced to per-case counts, in the order cases first
@@ -165,6 +178,7 @@ func Recount(tr *schemas.TrialsRecord) {
 		cc.Add(&rec)
 	}
 	tr.N, tr.C, tr.Ungraded, tr.Errors = cc.N, cc.C, cc.Ungraded, cc.Errors
+	tr.LeftOut, tr.Failures, tr.Attempts = cc.extra.LeftOut, cc.extra.Failures, cc.extra.Attempts
 	if tr.K < 1 {
 		tr.K = len(tr.Trials)
 	}

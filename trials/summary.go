@@ -35,8 +35,11 @@ type Summary struct {
 	ungraded int
 	missing  int
 	errors   map[string]int
-	cost     *schemas.Cost
-	last     *schemas.TrialsSummary
+	// extra are the counts by owner, the failures in n and the retries.
+	extra  Counts
+	policy *schemas.CountPolicy
+	cost   *schemas.Cost
+	last   *schemas.TrialsSummary
 	// adaptive accumulates the adaptive part of the records (nil when
 	// none has one); rates are their unbiased per-case pass rates, and
 	// allN, allC count every graded trial and pass.
@@ -59,6 +62,18 @@ func NewSummary(k int) *Summary {
 // pass rate (see schemas.TrialsSummary.Adaptive).
 func (s *Summary) Add(r schemas.TrialsRecord) {
 	s.cost = s.cost.Add(r.Cost)
+	leftOut := r.LeftOut
+	if leftOut == nil {
+		leftOut = r.Errors // a record of an older run: by class
+	}
+	s.extra.Merge(Counts{LeftOut: leftOut, Failures: r.Failures})
+	for i := range r.Trials {
+		if a := r.Trials[i].Record.Attempts; len(a) > 0 {
+			s.extra.Attempts += len(a)
+			s.extra.Retried++
+			s.extra.AttemptsCost = s.extra.AttemptsCost.Add(r.Trials[i].Record.AttemptsCost())
+		}
+	}
 	if a := r.Adaptive; a != nil {
 		s.addAdaptive(r)
 		s.add(r.ID, a.MinK, len(r.Trials), a.FirstN, a.FirstC, r.Ungraded, r.Missing, r.Errors)
@@ -87,6 +102,7 @@ func (s *Summary) addAdaptive(r schemas.TrialsRecord) {
 // trials record's Adaptive part: like Add, it counts the case's first MinK
 // trials in the curves and its unbiased pass rate in the pass rate.
 func (s *Summary) AddAdaptiveCount(cc *CaseCount, a *schemas.AdaptiveCase) {
+	s.extra.Merge(cc.extra)
 	s.addAdaptiveCounts(cc.ID, a, cc.Trials, cc.N, cc.C)
 	s.add(cc.ID, a.MinK, cc.Trials, a.FirstN, a.FirstC, cc.Ungraded, 0, cc.Errors)
 }
@@ -132,7 +148,9 @@ func (s *Summary) add(id string, k, trials, n, c, ungraded, missing int, errors 
 // without computing the metrics. Graded and Passed count every trial,
 // those of adaptive cases too.
 func (s *Summary) Counts() Counts {
-	c := Counts{Trials: s.trials, Ungraded: s.ungraded, Missing: s.missing}
+	c := Counts{Trials: s.trials, Ungraded: s.ungraded, Missing: s.missing,
+		LeftOut: maps.Clone(s.extra.LeftOut), Failures: maps.Clone(s.extra.Failures),
+		Attempts: s.extra.Attempts, Retried: s.extra.Retried, AttemptsCost: s.extra.AttemptsCost}
 	if len(s.errors) > 0 {
 		c.Errors = maps.Clone(s.errors)
 	}
@@ -176,6 +194,10 @@ func NoGradedReason(ungraded, missing int, errors map[string]int) string {
 	return strings.Join(parts, "; ")
 }
 
+// SetPolicy records the counting policy the summary's records were built
+// under.
+func (s *Summary) SetPolicy(p Counting) { s.policy = p.Record() }
+
 // Cases returns how many records were added.
 func (s *Summary) Cases() int { return s.cases }
 
@@ -202,6 +224,10 @@ func (s *Summary) Result(seed uint64, resamples int) schemas.TrialsSummary {
 	}
 	counts := s.Counts()
 	out.Graded, out.Passes, out.Errors = counts.Graded, counts.Passed, counts.Errors
+	out.LeftOut, out.Failures, out.Policy = counts.LeftOut, counts.Failures, s.policy
+	if counts.Attempts > 0 {
+		out.Retries = &schemas.RetryCounts{Attempts: counts.Attempts, Trials: counts.Retried, Cost: counts.AttemptsCost}
+	}
 	if s.cost != nil {
 		c := *s.cost
 		out.Cost = &c
@@ -406,18 +432,27 @@ func WriteSummaryTable(w io.Writer, r schemas.TrialsSummary) error {
 		fmt.Fprintf(&b, "   missing: %d", counts.Missing)
 	}
 	b.WriteString("\n")
-	if len(r.Errors) > 0 {
-		total := 0
-		var parts []string
-		for _, class := range slices.Sorted(maps.Keys(r.Errors)) {
-			total += r.Errors[class]
-			parts = append(parts, fmt.Sprintf("%s %d", class, r.Errors[class]))
+	if r.PassRate != nil {
+		fmt.Fprintf(&b, "pass %.1f%%", 100**r.PassRate)
+		if r.PassRateCI != nil {
+			fmt.Fprintf(&b, " [%.1f, %.1f]", 100*r.PassRateCI.Low, 100*r.PassRateCI.High)
 		}
-		fmt.Fprintf(&b, "excluded from n (infrastructure errors): %d (%s)\n", total, strings.Join(parts, ", "))
+		fmt.Fprintf(&b, " %s\n", counts.Coverage())
+	} else if counts.LeftOutCount() > 0 {
+		fmt.Fprintf(&b, "nothing in n: %s\n", counts.leftOutPart(true))
+	}
+	if len(counts.Failures) > 0 {
+		fmt.Fprintf(&b, "failed by the agent (in n): %s\n", ClassCounts(counts.Failures))
+	}
+	if counts.Attempts > 0 {
+		fmt.Fprintf(&b, "retries: %s\n", counts.RetryNote())
 	}
 	if n := GraderErrors(r); n > 0 {
 		fmt.Fprintf(&b, "WARNING: %d trials hit grader errors: they are left out, so the pass rate is over %d graded trials of %d, not over all\n",
 			n, r.Graded, r.Trials)
+	}
+	if p := r.Policy; p != nil && (len(p.FailOn) > 0 || len(p.LeaveOut) > 0) {
+		fmt.Fprintf(&b, "policy: %s\n", PolicyNote(p))
 	}
 	if len(r.UnscoredCases) > 0 {
 		ids := r.UnscoredCases
@@ -498,6 +533,7 @@ func WriteSummaryTable(w io.Writer, r schemas.TrialsSummary) error {
 // them), for summaries of files rather than of live runs; k is the number of
 // trials asked for the case.
 func (s *Summary) AddCount(cc *CaseCount, k int) {
+	s.extra.Merge(cc.extra)
 	s.add(cc.ID, k, cc.Trials, cc.N, cc.C, cc.Ungraded, max(0, k-cc.Trials), cc.Errors)
 	if m := cc.MeanScore(); m != nil {
 		s.scores = append(s.scores, *m)
@@ -523,6 +559,22 @@ func writeAdaptive(b *strings.Builder, a *schemas.AdaptiveSummary, passes, grade
 			passes, graded, *a.NaivePassRate)
 	}
 	fmt.Fprintf(b, "pass@k and pass^k below: from the first %d trials of every case, unbiased for k ≤ %d\n", a.MinK, a.MinK)
+}
+
+// PolicyNote words a counting policy that differs from the default:
+// "counted as failures: timeout; left out: agent".
+func PolicyNote(p *schemas.CountPolicy) string {
+	var parts []string
+	if len(p.FailOn) > 0 {
+		parts = append(parts, "counted as failures: "+strings.Join(p.FailOn, ", "))
+	}
+	if len(p.LeaveOut) > 0 {
+		parts = append(parts, "left out: "+strings.Join(p.LeaveOut, ", "))
+	}
+	if len(parts) == 0 {
+		return "the default (agent failures in n, the others left out)"
+	}
+	return strings.Join(parts, "; ")
 }
 
 // caseCount is "1 case" or "n cases".

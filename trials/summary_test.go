@@ -115,7 +115,7 @@ func TestWriteTable(t *testing.T) {
 	out := b.String()
 	for _, want := range []string{
 		"cases: 2 graded of 2 run   trials: 4 graded of 5   passed: 3",
-		"excluded from n (infrastructure errors): 1 (timeout 1)",
+		"pass 75.0% [50.0, 100.0] over 4 of 5 trials; 1 left out (timeout: 1)",
 		"pass rate: 0.750",
 		"k    pass@k  95% CI                pass^k  95% CI          cases\n",
 		"2 *  1.000   [0.158, 1.000] exact  0.500   [0.000, 1.000]  2\n",

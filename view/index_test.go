@@ -279,6 +279,9 @@ func TestIndexTrialsFixture(t *testing.T) {
 	if isSrc {
 		t.Error("a prompts file was taken for results")
 	}
+	if tot.Coverage != "over 47 of 56 trials; 9 left out (agent_crash: 4, grader_error: 1, timeout: 4)" {
+		t.Errorf("coverage %q", tot.Coverage)
+	}
 	if tot.Cases != 14 || aggs["flaky-echo"].status != "flaky" || aggs["crash"].status != statusError || aggs["wrong-answer"].status != statusFail {
 		t.Errorf("totals %+v; flaky-echo %s, crash %s", tot, aggs["flaky-echo"].status, aggs["crash"].status)
 	}

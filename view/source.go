@@ -265,6 +265,9 @@ type Totals struct {
 	High     *float64 `json:"high,omitempty"`
 	Cost     *float64 `json:"cost,omitempty"`
 	Tokens   int64    `json:"tokens,omitempty"`
+	// Coverage says what the pass rate is over ("over 96 of 100 trials;
+	// 4 left out (infra: 3, grader: 1)").
+	Coverage string `json:"coverage,omitempty"`
 	// Expected is the trials the run will have when done, ExpectedCases
 	// its cases (0: unknown).
 	Expected      int `json:"expected,omitempty"`
@@ -276,7 +279,10 @@ type Totals struct {
 
 func (s *Source) totals() Totals {
 	var t Totals
+	var all trials.Counts
 	for _, a := range s.caseAggs() {
+		cc := a.CaseCount
+		all.Merge(cc.Counts())
 		t.Cases++
 		t.Trials += a.Trials
 		t.Graded += a.N
@@ -307,6 +313,7 @@ func (s *Source) totals() Totals {
 		t.Cost = &c
 	}
 	if t.Graded > 0 {
+		t.Coverage = all.Coverage()
 		rate := float64(t.Passed) / float64(t.Graded)
 		t.PassRate = &rate
 		if lo, hi, ok := trials.Wilson(t.Passed, t.Graded, trials.Z95); ok {

@@ -29,7 +29,7 @@ func TestBrowserDegenerateStatistics(t *testing.T) {
 	tb := newTab(t, ts.URL, 1400, 900)
 
 	tb.open("#/run?src=a.jsonl")
-	if s := evalJS[string](tb, `document.getElementById("summary").textContent`); !strings.Contains(s, "100.0% [75.8%, 100.0%] (Wilson 95% over graded trials)") {
+	if s := evalJS[string](tb, `document.getElementById("summary").textContent`); !strings.Contains(s, "100.0% [75.8%, 100.0%] over 12 of 12 trials (Wilson 95% over graded trials)") {
 		t.Errorf("grid summary %q", s)
 	}
 

@@ -144,6 +144,9 @@ func runCompare(e *cli.Env, o compareOptions, args []string) error {
 		return err
 	}
 	if r := trials.Regressed(rep, o.maxRegression); r != nil {
+		if r.UnderCovered != "" {
+			return cli.WithCode(cli.ExitGateFailed, fmt.Errorf("--max-regression: %s (harness trials --resume --retry-errors)", r.UnderCovered))
+		}
 		return cli.WithCode(cli.ExitGateFailed, fmt.Errorf("regression: B's pass rate is %.3f lower than A's (over %.3f), McNemar p = %.4f; lost: %s",
 			r.Drop, o.maxRegression, r.PValue, strings.Join(r.Lost, ", ")))
 	}

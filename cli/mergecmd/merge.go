@@ -29,6 +29,7 @@ type Options struct {
 	Resamples    int
 	Quiet        bool
 	FailOn       []string
+	LeaveOut     []string
 }
 
 // NewCmd returns the harness merge command.
@@ -72,7 +73,8 @@ Examples:
 	fs.Uint64Var(&f.Seed, "seed", trials.DefaultSeed, "seed of the bootstrap intervals")
 	fs.IntVar(&f.Resamples, "resamples", trials.DefaultResamples, "bootstrap resamples")
 	fs.BoolVarP(&f.Quiet, "quiet", "q", false, "print nothing but errors on stderr")
-	fs.StringSliceVar(&f.FailOn, "fail-on", nil, "with -k: count trials with these error `classes` as failures, as trials --fail-on does")
+	fs.StringSliceVar(&f.FailOn, "fail-on", nil, "with -k: count trials with these error `classes` or owners as failures, as trials --fail-on does")
+	fs.StringSliceVar(&f.LeaveOut, "leave-out", nil, "with -k: leave trials with these error `classes` or owners out of n, as trials --leave-out does")
 	c.Run = func(ctx context.Context, e *cli.Env, args, _ []string) error {
 		return f.Run(e, args)
 	}
@@ -198,7 +200,7 @@ func (f *Options) read(e *cli.Env, args []string) (*evaluation.Shards, *results.
 // writeTrials writes one trials record per case, built the way harness
 // trials builds them, then the summary.
 func (f *Options) writeTrials(e *cli.Env, w *results.Writer, shards *evaluation.Shards) error {
-	res, err := shards.WriteTrials(w, evaluation.MergeTrialsOptions{FailOn: f.FailOn, Seed: f.Seed, Resamples: f.Resamples})
+	res, err := shards.WriteTrials(w, evaluation.MergeTrialsOptions{FailOn: f.FailOn, LeaveOut: f.LeaveOut, Seed: f.Seed, Resamples: f.Resamples})
 	if err != nil {
 		return err
 	}

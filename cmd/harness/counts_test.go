@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,10 +21,10 @@ import (
 )
 
 // counted is one place's counts of a run: trials, graded, passed and
-// the trials left out, by class.
+// the trials left out, by owner (by class for those without one).
 type counted struct {
 	trials, graded, passed int
-	errors                 string // "class n, class n" sorted, "" for none
+	errors                 string // "owner n, class n" sorted, "" for none
 }
 
 func (c counted) String() string {
@@ -54,12 +55,23 @@ func countsRun(t *testing.T, dir string, want int, args ...string) string {
 }
 
 var (
-	lastLineRE = regexp.MustCompile(`(?m)^(\d+) records(?:, (\d+) graded, (\d+) passed)?(?:, errors: ([^\n]*?))?(?:, grader errors \d+[^\n]*)?$`)
+	lastLineRE = regexp.MustCompile(`(?m)^(\d+) records(?:: pass ([0-9.]+)% over (\d+) of \d+ trials?)?(?:; \d+ left out \(([^)]*)\))?[^\n]*$`)
 	headlineRE = regexp.MustCompile(`trials: (\d+) graded of (\d+)   passed: (\d+)`)
-	markdownRE = regexp.MustCompile(`(\d+) of (\d+) graded trials passed(?: · mean score [^·]*)? · \d+ of \d+ cases graded · (\d+) of (\d+) trials graded`)
-	leftOutRE  = regexp.MustCompile(`trials left out of n for infrastructure errors: ([^\n]*)`)
-	excludedRE = regexp.MustCompile(`excluded from n \(infrastructure errors\): \d+ \(([^)]*)\)`)
+	markdownRE = regexp.MustCompile(`(\d+) of (\d+) graded trials passed · (?:mean score [^·]* · )?\d+ of \d+ cases graded · (\d+) of (\d+) trials graded`)
+	leftOutRE  = regexp.MustCompile(`(?m)^(?:⚠️ )?The pass rate is over \d+ of \d+ trials?; \d+ left out \(([^)]*)\)`)
+	excludedRE = regexp.MustCompile(`(?m)^pass [0-9.]+% \[[^]]*\] over \d+ of \d+ trials?; \d+ left out \(([^)]*)\)`)
 )
+
+// leftOutText turns "infra: 3, grader: 1" into "grader 1, infra 3".
+func leftOutText(s string) string {
+	var parts []string
+	for _, p := range strings.Split(s, ", ") {
+		if p = strings.TrimSpace(strings.Replace(p, ": ", " ", 1)); p != "" && !strings.HasPrefix(p, "ungraded ") && !strings.HasPrefix(p, "missing ") {
+			parts = append(parts, p)
+		}
+	}
+	return strings.Join(slices.Sorted(slices.Values(parts)), ", ")
+}
 
 func atoi(s string) int {
 	n, _ := strconv.Atoi(s)
@@ -74,7 +86,9 @@ func lastLine(t *testing.T, stderr string) counted {
 		t.Fatalf("no last line of counts in:\n%s", stderr)
 	}
 	l := m[len(m)-1]
-	return counted{trials: atoi(l[1]), graded: atoi(l[2]), passed: atoi(l[3]), errors: l[4]}
+	graded := atoi(l[3])
+	pct, _ := strconv.ParseFloat(l[2], 64)
+	return counted{trials: atoi(l[1]), graded: graded, passed: int(math.Round(pct * float64(graded) / 100)), errors: leftOutText(l[4])}
 }
 
 // headline reads the counts of the summary table a run prints.
@@ -86,7 +100,7 @@ func headline(t *testing.T, stderr string) counted {
 	}
 	c := counted{trials: atoi(m[2]), graded: atoi(m[1]), passed: atoi(m[3])}
 	if e := excludedRE.FindStringSubmatch(stderr); e != nil {
-		c.errors = e[1]
+		c.errors = leftOutText(e[1])
 	}
 	return c
 }
@@ -102,7 +116,7 @@ func summaryFile(t *testing.T, path string) counted {
 	if err := json.Unmarshal(b, &s); err != nil {
 		t.Fatal(err)
 	}
-	return counted{trials: s.Trials, graded: s.Graded, passed: s.Passes, errors: classText(s.Errors)}
+	return counted{trials: s.Trials, graded: s.Graded, passed: s.Passes, errors: classText(s.LeftOut)}
 }
 
 func classText(m map[string]int) string {
@@ -126,7 +140,7 @@ func reportCounts(t *testing.T, dir, output string) counted {
 	}
 	c := counted{trials: atoi(m[4]), graded: atoi(m[3]), passed: atoi(m[1])}
 	if e := leftOutRE.FindStringSubmatch(md); e != nil {
-		c.errors = strings.ReplaceAll(e[1], `\_`, "_") // markdown-escaped
+		c.errors = leftOutText(strings.ReplaceAll(e[1], `\_`, "_")) // markdown-escaped
 	}
 	if atoi(m[2]) != c.graded {
 		t.Errorf("report: %s graded in one place, %d in another:\n%s", m[2], c.graded, md)
@@ -162,8 +176,8 @@ if [ $pass = true ]; then echo '{"pass":true,"score":1}'; else echo '{"pass":fal
 // every trial of the output: after --resume (the earlier run's trials
 // too), in an adaptive run (every trial it ran, not the units it started
 // with) and in a replay whose recorded errors the grader graded anyway
-// (they are left out of n everywhere, unless --fail-on counts them as
-// failures, and then everywhere).
+// (the agent's own failures: counted in n as failures everywhere, unless
+// --leave-out leaves them out, and then everywhere).
 func TestCountsAgree(t *testing.T) {
 	dir := t.TempDir()
 	write(t, filepath.Join(dir, "g.sh"), countsGrader, 0o755)
@@ -217,28 +231,28 @@ func TestCountsAgree(t *testing.T) {
 	})
 
 	t.Run("replayed", func(t *testing.T) {
-		countsRun(t, dir, 3, "trials", "errs.jsonl", "-k", "2", "-g", "./pass.sh", "-o", "rec.jsonl", "-q", "--", "fakeagent")
-		stderr := countsRun(t, dir, 3, "trials", "errs.jsonl", "-k", "2", "-g", "./g.sh", "-o", "p.jsonl", "--", "harness", "replay", "rec.jsonl")
-		// The replayed agent errors are graded, and left out of n.
-		agree(t, counted{trials: 8, graded: 4, passed: 3, errors: "agent_error 4"}, map[string]counted{
+		countsRun(t, dir, 0, "trials", "errs.jsonl", "-k", "2", "-g", "./pass.sh", "-o", "rec.jsonl", "-q", "--", "fakeagent")
+		stderr := countsRun(t, dir, 0, "trials", "errs.jsonl", "-k", "2", "-g", "./g.sh", "-o", "p.jsonl", "--", "harness", "replay", "rec.jsonl")
+		// The replayed agent errors are the agent's own: failures in n.
+		agree(t, counted{trials: 8, graded: 8, passed: 3}, map[string]counted{
 			"last line": lastLine(t, stderr), "headline": headline(t, stderr),
 			"summary file": summaryFile(t, filepath.Join(dir, "p.summary.json")), "report": reportCounts(t, dir, "p.jsonl"),
 		})
 	})
 
-	t.Run("fail-on", func(t *testing.T) {
-		stderr := countsRun(t, dir, 3, "trials", "errs.jsonl", "-k", "2", "-g", "./g.sh", "--fail-on", "agent_error", "-o", "f.jsonl", "--", "fakeagent")
-		// The agent errors count in n as failures, in the report too.
-		agree(t, counted{trials: 8, graded: 8, passed: 3}, map[string]counted{
+	t.Run("leave-out", func(t *testing.T) {
+		stderr := countsRun(t, dir, 3, "trials", "errs.jsonl", "-k", "2", "-g", "./g.sh", "--leave-out", "agent", "-o", "f.jsonl", "--", "fakeagent")
+		// The agent errors are left out of n, in the report too.
+		agree(t, counted{trials: 8, graded: 4, passed: 3, errors: "agent 4"}, map[string]counted{
 			"last line": lastLine(t, stderr), "headline": headline(t, stderr),
 			"summary file": summaryFile(t, filepath.Join(dir, "f.summary.json")), "report": reportCounts(t, dir, "f.jsonl"),
 		})
 	})
 
 	t.Run("capture resumed", func(t *testing.T) {
-		countsRun(t, dir, 3, "capture", "errs.jsonl", "-g", "./g.sh", "-o", "c.jsonl", "-q", "--", "fakeagent")
+		countsRun(t, dir, 0, "capture", "errs.jsonl", "-g", "./g.sh", "-o", "c.jsonl", "-q", "--", "fakeagent")
 		stderr := countsRun(t, dir, 0, "capture", "all.jsonl", "-g", "./g.sh", "-o", "c.jsonl", "--resume", "--", "fakeagent")
-		agree(t, counted{trials: 6, graded: 4, passed: 3, errors: "agent_error 2"}, map[string]counted{
+		agree(t, counted{trials: 6, graded: 6, passed: 3}, map[string]counted{
 			"last line": lastLine(t, stderr), "report": reportCounts(t, dir, "c.jsonl"),
 		})
 	})

@@ -32,12 +32,16 @@ func (f *runFlags) options(e *cli.Env, setup *runSetup, k int, key *results.Key,
 		GraderFiles:  cli.GraderFiles(setup.graders),
 		Prices:       f.prices,
 		AgentModel:   f.agentModel,
-		Limits:       runctl.Limits{MaxUSD: f.maxCost, MaxTokens: f.maxTokens, StopOn: f.stopOn, SameGraderError: f.sameGraderErr},
+		Limits:       runctl.Limits{MaxUSD: f.maxCost, MaxTokens: f.maxTokens, StopOn: f.stopOn, SameGraderError: f.sameGraderErr, ConfigStop: configStop},
 		Trials:       trialsOpts,
 		JUnit:        f.junit,
 		Markdown:     f.markdown,
 	}
 }
+
+// configStop is how many units may fail for the agent's configuration
+// (a missing binary, no key) before the run stops.
+const configStop = 3
 
 // evaluate runs k trials of every case through the evaluation engine,
 // showing its progress on stderr, and turns its result into the exit

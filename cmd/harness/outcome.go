@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -167,8 +168,17 @@ func finishedOutcome(res *evaluation.Result, gates func(schemas.TrialsSummary) e
 			return statusGateFailed, err
 		}
 	}
-	if res.Stats != nil && res.Stats.InfraErrors() > 0 {
-		return statusInfraErrors, cli.WithCode(cli.ExitInfraErrors, fmt.Errorf("%d records have infrastructure errors", res.Stats.InfraErrors()))
+	if res.Stats == nil {
+		return statusOK, nil
+	}
+	// The agent's own failures are its results, not the infrastructure's
+	// errors, unless the run leaves them out of n.
+	errs := res.Stats.InfraErrors()
+	if res.Summary != nil && res.Summary.Policy != nil && slices.Contains(res.Summary.Policy.LeftOut, schemas.OwnerAgent) {
+		errs += res.Stats.AgentFailures
+	}
+	if errs > 0 {
+		return statusInfraErrors, cli.WithCode(cli.ExitInfraErrors, fmt.Errorf("%d records have infrastructure errors", errs))
 	}
 	return statusOK, nil
 }
@@ -186,6 +196,10 @@ func (v *runView) stopError(res *evaluation.Result) (string, error) {
 		}
 		return statusBudget, cli.WithCode(cli.ExitBudget, fmt.Errorf("budget spent (%s; %s): no new work was started, %s not run; the output holds every finished record, continue with --resume and a larger budget",
 			cost.Format(res.Spent), limit, cli.Plural(res.NotRun(), "unit")))
+	case stop.Kind == runctl.KindConfig:
+		// Not exit 3: a run its configuration stopped measured nothing.
+		return statusError, cli.WithCode(cli.ExitUsage, fmt.Errorf("stopped after %d units failed for the agent's configuration (the last: case %q trial %d: %s; %s); %s not run; fix the agent's command, key or login, then continue with --resume --retry-errors",
+			stop.Limit.ConfigStop, stop.ID, max(stop.Trial, 1), stop.Error.Evidence, cli.FirstLine(stop.Error.Message), cli.Plural(res.NotRun(), "unit")))
 	case stop.Kind == runctl.KindSameGraderError:
 		return statusInfraErrors, cli.WithCode(cli.ExitInfraErrors, fmt.Errorf("stopped: the first %s all had the same grader error, so the grader is broken rather than the agent: %s; %s not run; fix the grader, then grade the kept records with harness grade and continue with --resume (--stop-on-same-grader-error 0 runs on)",
 			cli.Plural(stop.Limit.SameGraderError, "graded record"), stop.Error.Gist(), cli.Plural(res.NotRun(), "unit")))

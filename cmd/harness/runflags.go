@@ -83,6 +83,9 @@ type runFlags struct {
 	// under its share of the run's budget, a number nobody typed.
 	budgetName     string
 	maxTokens      int64
+	retries        int
+	retryOn        []string
+	retryBackoff   time.Duration
 	noModelGateway bool
 	modelRecord    string
 	modelReplay    string
@@ -96,6 +99,7 @@ type runFlags struct {
 	// failOn and summaryPath are trials' --fail-on and --summary, which a
 	// Slurm run applies when it merges.
 	failOn      []string
+	leaveOut    []string
 	summaryPath string
 	// image runs cases in task images (--image, --tasks).
 	image imageFlags
@@ -140,6 +144,9 @@ func (f *runFlags) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.agentStderr, "agent-stderr", false, "copy the agent's stderr to harness's stderr")
 	fs.BoolVar(&f.progress, "progress", false, "print a line per finished record on stderr (default on a terminal)")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors on stderr")
+	fs.IntVar(&f.retries, "retries", 2, "run a unit that failed for the infrastructure (the provider's 429/5xx or lost connection, the sandbox, the machine) again up to `n` times, keeping each failed attempt on its record; never the agent's own failures (0: no retries)")
+	fs.StringSliceVar(&f.retryOn, "retry-on", nil, "retry the failures of these owners or error `classes` (infra,grader,config,agent_error,...) instead of infrastructure failures; the agent's own are never retried")
+	cli.DurationVar(fs, &f.retryBackoff, "retry-backoff", time.Second, "wait about this `duration` before the first retry, doubling for each next one (with jitter; a provider's Retry-After waits longer)")
 	fs.StringSliceVar(&f.stopOn, "stop-on", nil, "end the run at the first record with one of these error `classes` (auth_required,...) instead of failing every case the same way")
 	fs.IntVar(&f.sameGraderErr, "stop-on-same-grader-error", 3, "end the run when each of the first `n` graded records had the same grader error, rather than run the agent for a grader that fails every record (0: never)")
 	fs.StringVar(&f.shard, "shard", "", "run only share `I/N` of the units (1-based I), for spreading a run over machines")
@@ -207,6 +214,7 @@ type validFlags struct {
 	shard   evaluation.Shard
 	mcp     []json.RawMessage
 	adapter *headless.Adapter
+	retry   capture.Retry
 }
 
 // validate checks the run flags that need nothing from the outside world.
@@ -216,6 +224,9 @@ func (f *runFlags) validate() (*validFlags, error) {
 		return nil, err
 	}
 	var err error
+	if v.retry, err = f.retryPolicy(); err != nil {
+		return nil, err
+	}
 	switch {
 	case f.concurrency < 1:
 		return nil, cli.Usagef("--concurrency must be at least 1")
@@ -483,7 +494,7 @@ func (f *runFlags) agentOptions(v *validFlags, agent, agentEnv []string, cwd, wo
 		Concurrency: f.concurrency, MaxRecordBytes: f.maxRecordBytes, FreshProcess: f.freshProcess,
 		Auth: f.auth, MCPServers: v.mcp, Permission: v.policy,
 		Requests: acp.Limits{Requests: f.maxRequests, Bytes: f.maxBytes, Timeout: f.requestTO},
-		Sandbox:  sb, Build: v.build, Adapter: v.adapter,
+		Sandbox:  sb, Build: v.build, Adapter: v.adapter, Retry: v.retry,
 	}
 	if f.sandbox.Set != nil && f.sandbox.Set.Changed("warm") {
 		a.Warm = &f.warm
@@ -592,7 +603,7 @@ func (s *runSetup) scan(fn func(lineNo int, c *schemas.PromptCase) error) error 
 func errorClasses() []string {
 	return []string{schemas.ErrAgentStart, schemas.ErrWorkspaceSetup, schemas.ErrAgentCrash, schemas.ErrTimeout,
 		schemas.ErrProtocol, schemas.ErrAuthRequired, schemas.ErrAgentError, schemas.ErrGraderError, schemas.ErrGraderTimeout,
-		schemas.ErrGraderInvalid, schemas.ErrResourceLimit}
+		schemas.ErrGraderInvalid, schemas.ErrResourceLimit, schemas.ErrReplayMiss, schemas.ErrProviderError}
 }
 
 // checkClasses refuses an error class that does not exist.
@@ -604,6 +615,39 @@ func checkClasses(flag string, classes []string) error {
 		}
 	}
 	return nil
+}
+
+// checkOwnersOrClasses refuses a name that is neither an owner of
+// failures (agent, infra, grader, config) nor an error class.
+func checkOwnersOrClasses(flag string, names []string) error {
+	known := append(slices.Clone(schemas.Owners), errorClasses()...)
+	for _, c := range names {
+		if !slices.Contains(known, strings.TrimSpace(c)) {
+			return cli.Usagef("%s %q: neither an owner nor an error class (known: %s)", flag, c, strings.Join(known, ", "))
+		}
+	}
+	return nil
+}
+
+// retryPolicy is the retry of --retries, --retry-on and --retry-backoff.
+func (f *runFlags) retryPolicy() (capture.Retry, error) {
+	if f.retries < 0 {
+		return capture.Retry{}, cli.Usagef("--retries must be 0 or more")
+	}
+	if err := checkOwnersOrClasses("--retry-on", f.retryOn); err != nil {
+		return capture.Retry{}, err
+	}
+	p := capture.Retry{Max: f.retries, Backoff: f.retryBackoff}
+	for _, c := range f.retryOn {
+		if c = strings.TrimSpace(c); c == schemas.OwnerAgent {
+			return capture.Retry{}, cli.Usagef("--retry-on agent: the agent's own failures are never retried (they count as failures)")
+		} else if p.On == nil {
+			p.On = map[string]bool{c: true}
+		} else {
+			p.On[c] = true
+		}
+	}
+	return p, nil
 }
 
 // lateRedactor redacts with the run's redactor once it is made (the

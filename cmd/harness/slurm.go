@@ -293,7 +293,7 @@ func (r *slurmRun) mergeAndFinish(ctx context.Context, run *array.Run, prompts s
 	}
 	merge := &mergecmd.Options{Output: r.f.output, Prompts: prompts, Force: true, Quiet: true, Seed: trials.DefaultSeed, Resamples: trials.DefaultResamples}
 	if r.cmdName == "trials" {
-		merge.K, merge.SummaryPath, merge.FailOn = r.k, r.f.summaryPath, r.f.failOn
+		merge.K, merge.SummaryPath, merge.FailOn, merge.LeaveOut = r.k, r.f.summaryPath, r.f.failOn, r.f.leaveOut
 	}
 	if err := merge.Run(r.e, files); err != nil {
 		return fmt.Errorf("merging %s: %w (the shards are kept in %s)", cli.Plural(len(files), "shard"), err, run.Dir())

@@ -29,6 +29,8 @@ type trialsFlags struct {
 	minExp            []string
 	allowGraderErrors bool
 	failOn            []string
+	leaveOut          []string
+	minCoverage       string
 	adaptive          adaptiveFlags
 	flags             *pflag.FlagSet
 }
@@ -44,7 +46,9 @@ func (t *trialsFlags) addFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&t.minAt, "min-pass-at", nil, "exit 1 unless mean pass@K is at least X (`K=X`); repeatable")
 	fs.StringArrayVar(&t.minExp, "min-pass-exp", nil, "exit 1 unless mean pass^K is at least X (`K=X`); repeatable")
 	fs.BoolVar(&t.allowGraderErrors, "allow-grader-errors", false, "let the gates pass although some trials hit grader errors (left out of n)")
-	fs.StringSliceVar(&t.failOn, "fail-on", nil, "count trials with these error `classes` (timeout,agent_crash,...) as failures in n and the gates, instead of leaving them out")
+	fs.StringSliceVar(&t.failOn, "fail-on", nil, "count trials with these error `classes` or owners (infra,grader,config,timeout,...) as failures in n and the gates, instead of leaving them out")
+	fs.StringSliceVar(&t.leaveOut, "leave-out", nil, "leave trials with these error `classes` or owners (agent,timeout,...) out of n instead of counting them as failures; --leave-out agent counts as older versions did")
+	fs.StringVar(&t.minCoverage, "min-coverage", "", "with a gate, fail it unless at least `x` (0..1) of the asked trials are in n (default 0.9)")
 	t.adaptive.addFlags(fs)
 }
 
@@ -61,9 +65,12 @@ func newTrialsCmdWith(f *runFlags) (*cli.Command, *trialsFlags) {
 workspace copy with --workspace), grades them with -g, and writes one trials
 record per case: n (graded trials), c (passes), passRate with its Wilson 95%
 interval, the unbiased pass@k = 1 - C(n-c,k)/C(n,k) and pass^k = C(c,k)/C(n,k)
-at k = 1..n (passAt, passExp), and passAtK / passExpK at the asked k. Trials
-that failed for infrastructure reasons (agent crash, timeout, grader error)
-are left out of n and counted by class. The last line (or --summary FILE) is
+at k = 1..n (passAt, passExp), and passAtK / passExpK at the asked k. Every
+failed trial has an owner: the agent's own failures (a crash, a turn past
+its timeout, a cap) are failures in n (a trial a limit ended is graded as
+it stands); the infrastructure's (the provider's 429/5xx or lost
+connection, the sandbox) are retried (--retries) and, if still failing, left
+out of n, as are a grader's; every headline says its coverage. The last line (or --summary FILE) is
 the run summary: means over cases with bootstrap 95% intervals; a table of
 it is printed on stderr.
 
@@ -108,7 +115,7 @@ func (t *trialsFlags) execute(ctx context.Context, e *cli.Env, c *cli.Command, a
 	}
 	if f.slurm.tasks > 0 {
 		setup.cleanup()
-		f.failOn = t.failOn
+		f.failOn, f.leaveOut = t.failOn, t.leaveOut
 		err := runSlurm(ctx, &slurmRun{e: e, c: c, f: f, cmdName: "trials", k: t.k, agent: agent, finish: gates}, args)
 		return nil, exitStatus(err), err
 	}
@@ -130,12 +137,24 @@ func (t *trialsFlags) check() (*evaluation.TrialsOptions, func(schemas.TrialsSum
 	if t.k < 1 {
 		return nil, nil, cli.Usagef("-k must be at least 1")
 	}
-	if err := checkClasses("--fail-on", t.failOn); err != nil {
+	if err := checkOwnersOrClasses("--fail-on", t.failOn); err != nil {
+		return nil, nil, err
+	}
+	if err := checkOwnersOrClasses("--leave-out", t.leaveOut); err != nil {
 		return nil, nil, err
 	}
 	gates, err := parseGates(t.minRate, t.minAt, t.minExp)
 	if err != nil {
 		return nil, nil, cli.Usagef("%v", err)
+	}
+	if t.minCoverage != "" {
+		x, err := trials.ParseFraction(t.minCoverage)
+		if err != nil {
+			return nil, nil, cli.Usagef("--min-coverage: %v", err)
+		}
+		if len(gates) > 0 {
+			gates = append(gates, trials.Gate{Metric: trials.GateCoverage, Min: x})
+		}
 	}
 	summaryPath := t.summaryPath
 	if summaryPath != "" {
@@ -151,7 +170,7 @@ func (t *trialsFlags) check() (*evaluation.TrialsOptions, func(schemas.TrialsSum
 	if err != nil {
 		return nil, nil, err
 	}
-	to := &evaluation.TrialsOptions{FailOn: t.failOn, Adaptive: policy, SummaryPath: summaryPath, Seed: t.seed, Resamples: t.resamples}
+	to := &evaluation.TrialsOptions{FailOn: t.failOn, LeaveOut: t.leaveOut, Adaptive: policy, SummaryPath: summaryPath, Seed: t.seed, Resamples: t.resamples}
 	allow := t.allowGraderErrors
 	return to, func(sum schemas.TrialsSummary) error { return checkGates(gates, sum, allow) }, nil
 }

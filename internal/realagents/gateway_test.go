@@ -117,7 +117,7 @@ func TestCodexThroughGateway(t *testing.T) {
 
 // TestProviderErrorsThroughGateway: a 429 and a 503 the agent retries past
 // are on the ledger as failed calls; a provider that keeps failing ends the
-// trial owned by the provider.
+// trial owned by the provider: the infrastructure's failure.
 func TestProviderErrorsThroughGateway(t *testing.T) {
 	t.Parallel()
 	sb, _, agent := claudeSetup(t, fakemodel.Options{Fail: []int{429, 503}})
@@ -148,6 +148,11 @@ func TestProviderErrorsThroughGateway(t *testing.T) {
 	rec = runCases(t, cfg, "bash echo never")[0]
 	if f := rec.ProviderFailure; f == nil || f.Kind != schemas.ModelErrOverloaded || f.Status != 529 || f.Calls < 2 {
 		t.Fatalf("providerFailure %+v after %d calls; error %+v", rec.ProviderFailure, len(rec.ModelCalls), rec.Error)
+	}
+	// The ledger makes the failure the infrastructure's, whatever the
+	// agent made of it, with the provider's status and kind.
+	if e := rec.Error; e == nil || e.Owner != schemas.OwnerInfra || !strings.HasPrefix(e.Evidence, "provider answered 529 (overloaded); ") {
+		t.Errorf("error %+v, want the infrastructure's with the provider's 529 as evidence", rec.Error)
 	}
 }
 

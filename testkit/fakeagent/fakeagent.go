@@ -125,6 +125,12 @@
 //	crash                     u:agent_thought_chunk "thinking", message "about to crash",
 //	                          stderr "panic: simulated crash", exit code 3 (no answer).
 //	error                     JSON-RPC error -32603 "simulated failure" data {"detail":"x"}.
+//	flaky FILE N KIND TEXT    appends a line to FILE; while FILE has at most N lines, fails
+//	                          as a model provider would: KIND 503 (JSON-RPC error -32603
+//	                          data {"error":"API Error: 503 Service Unavailable"}), 429
+//	                          (data {"error":"429 Too Many Requests","retry-after":"0.01"})
+//	                          or drop (message "working", stderr "Error: read ECONNRESET",
+//	                          exit 1); then as echo TEXT.
 //	auth                      JSON-RPC error -32000 "Authentication required".
 //	junk                      message "before junk"; then raw lines: `this is not json`,
 //	                          `{"hello":1}`, a session/update without params.update,

@@ -51,6 +51,7 @@ func init() {
 		"env":             func(t *turn, arg string) { t.msg(os.Getenv(strings.TrimSpace(arg)), "m1") },
 		"mcp":             scMcp,
 		"turn":            func(t *turn, _ string) { t.msg("turn "+strconv.Itoa(t.n), "m1") },
+		"flaky":           scFlaky,
 	}
 }
 
@@ -508,4 +509,46 @@ func scFSFlood(t *turn, arg string) {
 		}
 	}
 	t.msg(fmt.Sprintf("flood ok=%d busy=%d bytes=%d denied=%d other=%d", counts["ok"], counts["busy"], counts["bytes"], counts["denied"], counts["other"]), "m1")
+}
+
+// scFlaky fails the first N prompts that name FILE as the model provider
+// would (counting them in FILE, one line each), then echoes TEXT:
+// "flaky FILE N KIND TEXT", KIND 503 (a JSON-RPC error carrying the
+// provider's 503), 429 (one carrying 429 Too Many Requests and a
+// Retry-After of 0.01 s) or drop (stderr "Error: read ECONNRESET", exit 1).
+func scFlaky(t *turn, arg string) {
+	f := strings.SplitN(arg, " ", 4)
+	if len(f) < 4 {
+		t.answerErr(-32602, "flaky: want FILE N KIND TEXT", nil)
+		return
+	}
+	n, err := strconv.Atoi(f[1])
+	if err != nil {
+		t.answerErr(-32602, "flaky: N is not a number", nil)
+		return
+	}
+	fh, err := os.OpenFile(f[0], os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.answerErr(-32603, "flaky: "+err.Error(), nil)
+		return
+	}
+	fh.WriteString("x\n")
+	fh.Close()
+	data, _ := os.ReadFile(f[0])
+	if strings.Count(string(data), "\n") <= n {
+		switch f[2] {
+		case "503":
+			t.answerErr(-32603, "Internal error", obj{"error": "API Error: 503 Service Unavailable"})
+			return
+		case "429":
+			t.answerErr(-32603, "Internal error", obj{"error": "429 Too Many Requests", "retry-after": "0.01"})
+			return
+		case "drop":
+			t.msg("working", "m1")
+			t.a.errorf("Error: read ECONNRESET")
+			t.exit(1)
+			return
+		}
+	}
+	scEcho(t, f[3])
 }

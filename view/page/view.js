@@ -63,7 +63,7 @@
 
   function rate(t) {
     if (!t || t.passRate == null) return "—";
-    return pct(t.passRate) + (t.low != null ? " [" + pct(t.low) + ", " + pct(t.high) + "]" : "");
+    return pct(t.passRate) + (t.low != null ? " [" + pct(t.low) + ", " + pct(t.high) + "]" : "") + (t.coverage ? " " + t.coverage : "");
   }
   function pill(status, text) { return el("span", { class: "pill st-" + status, text: text || status }); }
   function ago(epoch) {
