@@ -102,14 +102,14 @@ func Miss(calls []schemas.ModelCall) int {
 func Waited(calls []schemas.ModelCall, from, until, maxOpen int64) int64 {
 	type span struct{ a, b int64 }
 	var spans []span
-	for _, c := range calls {
+	for i, c := range calls {
 		if c.Start < from || !providerFailed(c) || c.Start >= until {
 			continue
 		}
 		end := c.Start + c.Duration
 		next := int64(-1)
-		for _, d := range calls {
-			if d.Start >= end && (next < 0 || d.Start < next) {
+		for j, d := range calls {
+			if j != i && d.Start >= end && (next < 0 || d.Start < next) {
 				next = d.Start
 			}
 		}

@@ -56,6 +56,12 @@ func TestWaited(t *testing.T) {
 		{Start: 3000, Duration: 10, Status: 400, Error: refused}, // the agent's fault: not counted
 		{Start: 4000, Duration: 100, Status: 429, Error: rate},   // no call after it: open until "until"
 	}
+	// A failure answered within the millisecond waits for the next call,
+	// not for itself.
+	instant := []schemas.ModelCall{{Start: 100, Status: 529, Error: over}, {Start: 600}}
+	if got := ledger.Waited(instant, 0, 1000, 0); got != 500 {
+		t.Errorf("a failure of no duration: waited %d, want 500", got)
+	}
 	for _, tc := range []struct {
 		name                 string
 		from, until, maxOpen int64
