@@ -153,8 +153,8 @@ func (w *worker) headlessTurn(ctx context.Context, run *caseRun, agentArgv, agen
 			}
 		}
 	}()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
+	clock := w.clock(run, timeout)
+	defer clock.stop()
 	var info *schemas.ErrorInfo
 	handle := func(l outLine) {
 		if len(bytes.TrimSpace(l.line)) == 0 && !l.cut {
@@ -183,9 +183,11 @@ read:
 				break read
 			}
 			handle(l)
-		case <-deadline.C:
-			info = &schemas.ErrorInfo{Class: schemas.ErrTimeout}
-			break read
+		case now := <-clock.C():
+			if clock.expired(now) {
+				info = &schemas.ErrorInfo{Class: schemas.ErrTimeout}
+				break read
+			}
 		case <-ctx.Done():
 			info = &schemas.ErrorInfo{Class: schemas.ErrInterrupted, Message: "interrupted"}
 			break read
@@ -201,7 +203,11 @@ read:
 			handle(l)
 		}
 		if info.Class == schemas.ErrTimeout {
-			info = ag.exitInfo(schemas.ErrTimeout, fmt.Sprintf("turn timed out after %s", timeout))
+			msg := fmt.Sprintf("turn timed out after %s", timeout)
+			if clock.route != nil {
+				msg = fmt.Sprintf("turn timed out after %s of working time (and %s on the provider's failures)", timeout, clock.waited.Round(time.Millisecond))
+			}
+			info = ag.exitInfo(schemas.ErrTimeout, msg)
 		}
 		return turn, info
 	}

@@ -142,6 +142,11 @@ type Config struct {
 	// kept in AgentUsage) and ProviderFailure when the trial ended on
 	// calls the provider failed.
 	Gateway *modelgateway.Gateway
+	// WorkingTime makes each turn's timeout count working time only:
+	// the turn's failed model calls, and the agent's wait after each
+	// until its next call, do not count (see ledger.Waited). It needs
+	// Gateway; without it turns count wall time.
+	WorkingTime bool
 	// Prices price the model calls (nil: cost.Builtin).
 	Prices cost.Table
 }

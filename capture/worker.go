@@ -756,29 +756,33 @@ func (w *worker) turn(ctx context.Context, run *caseRun, n int, text string, tim
 		resp, err := ag.client.Prompt(context.Background(), run.sessionID, []acp.ContentBlock{acp.TextBlock(text)})
 		done <- result{resp, err}
 	}()
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
+	clock := w.clock(run, timeout)
+	defer clock.stop()
 	var why *schemas.ErrorInfo
-	select {
-	case res := <-done:
-		if res.err != nil {
-			return nil, w.turnError(run, n, res.err)
+	for why == nil {
+		select {
+		case res := <-done:
+			if res.err != nil {
+				return nil, w.turnError(run, n, res.err)
+			}
+			return res.resp, nil
+		case <-ag.proc.Exited():
+			ag.reap()
+			if res := <-done; res.err == nil {
+				return res.resp, nil // it answered, then exited
+			}
+			return nil, ag.exitInfo(schemas.ErrAgentCrash, fmt.Sprintf("the agent exited during turn %d", n))
+		case now := <-clock.C():
+			if clock.expired(now) {
+				why = &schemas.ErrorInfo{Class: schemas.ErrTimeout, Message: clock.exceeded(n)}
+			}
+		case <-ctx.Done():
+			why = &schemas.ErrorInfo{Class: schemas.ErrInterrupted, Message: fmt.Sprintf("interrupted during turn %d", n)}
+		case <-w.r.cfg.Kill:
+			ag.kill()
+			<-done
+			return nil, &schemas.ErrorInfo{Class: schemas.ErrInterrupted, Message: fmt.Sprintf("killed during turn %d", n)}
 		}
-		return res.resp, nil
-	case <-ag.proc.Exited():
-		ag.reap()
-		if res := <-done; res.err == nil {
-			return res.resp, nil // it answered, then exited
-		}
-		return nil, ag.exitInfo(schemas.ErrAgentCrash, fmt.Sprintf("the agent exited during turn %d", n))
-	case <-timer.C:
-		why = &schemas.ErrorInfo{Class: schemas.ErrTimeout, Message: fmt.Sprintf("turn %d exceeded its %s timeout", n, timeout)}
-	case <-ctx.Done():
-		why = &schemas.ErrorInfo{Class: schemas.ErrInterrupted, Message: fmt.Sprintf("interrupted during turn %d", n)}
-	case <-w.r.cfg.Kill:
-		ag.kill()
-		<-done
-		return nil, &schemas.ErrorInfo{Class: schemas.ErrInterrupted, Message: fmt.Sprintf("killed during turn %d", n)}
 	}
 	run.rec.MarkCancelled()
 	// Cancel may block behind a prompt write the agent is not reading; the
@@ -884,6 +888,7 @@ func (w *worker) finish(run *caseRun) {
 	rec.Timing.End = run.end.UnixMilli()
 	rec.Timing.Total = run.end.Sub(run.start).Milliseconds()
 	rec.Timing.SessionCreation = run.sessionDur.Milliseconds()
+	rec.Timing.Waited = ledger.Waited(calls, 0, rec.Timing.End, 0)
 	if res.FirstResponse != nil {
 		d := res.FirstResponse.Milliseconds()
 		rec.Timing.FirstResponse = &d

@@ -20,7 +20,7 @@ var flagTopics = []struct {
 }{
 	{"Agent", []string{"cwd", "env", "secret-env", "mcp-server", "auth", "adapter", "agent", "agent-model", "permission",
 		"startup-timeout", "cancel-grace", "cancel-after", "settle", "eof-grace", "fresh-process", "warm", "agent-stderr",
-		"fs", "fs-max-bytes", "terminal", "terminal-timeout", "terminal-max-output", "max-agent-requests", "max-agent-bytes", "request-timeout", "no-model-gateway", "model-*"}},
+		"fs", "fs-max-bytes", "terminal", "terminal-timeout", "terminal-max-output", "max-agent-requests", "max-agent-bytes", "request-timeout", "no-model-gateway", "model-*", "working-limit"}},
 	{"Workspace and sandbox", []string{"workspace*", "keep-workspaces", "sandbox*", "image*", "tasks", "cache-dir", "keep-layers",
 		"agent-in-image", "task-timeout-scale"}},
 	{"Grading", []string{"grader-timeout", "threshold", "prompts", "no-cache", "judge-cache*"}},

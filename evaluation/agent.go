@@ -41,6 +41,9 @@ type AgentOptions struct {
 	// cancelled turn before its agent is killed, and the time updates are
 	// still collected after the last prompt answers.
 	TurnTimeout, StartupTimeout, CancelGrace, Settle time.Duration
+	// WorkingTime makes the turn timeout count working time only (see
+	// capture.Config.WorkingTime).
+	WorkingTime bool
 	// Concurrency is how many units run at once.
 	Concurrency int
 	// MaxRecordBytes cuts the largest contents of a record over it (0: no
@@ -107,6 +110,7 @@ func CaptureConfig(a *AgentOptions) capture.Config {
 		AnyCaseWorkspace: a.AnyCaseWorkspace,
 		TurnTimeout:      a.TurnTimeout,
 		Retry:            a.Retry,
+		WorkingTime:      a.WorkingTime,
 		StartupTimeout:   a.StartupTimeout,
 		CancelGrace:      a.CancelGrace,
 		Settle:           a.Settle,

@@ -91,3 +91,61 @@ func Miss(calls []schemas.ModelCall) int {
 	}
 	return -1
 }
+
+// Waited is the time (ms) the agent spent on the provider's failures: the
+// union of the intervals from the start of each call the provider failed
+// (rate limit, overload, server or connection error) to the start of the
+// agent's next call that began after that call ended, or to until when
+// none did. It is the failed calls' durations plus the agent's backoff
+// after them. Calls that started before from are left out, and an
+// interval still open at until counts at most maxOpen ms (0: no bound).
+func Waited(calls []schemas.ModelCall, from, until, maxOpen int64) int64 {
+	type span struct{ a, b int64 }
+	var spans []span
+	for i, c := range calls {
+		if c.Start < from || !providerFailed(c) || c.Start >= until {
+			continue
+		}
+		end := c.Start + c.Duration
+		next := int64(-1)
+		for j, d := range calls {
+			if j != i && d.Start >= end && (next < 0 || d.Start < next) {
+				next = d.Start
+			}
+		}
+		b := next
+		if b < 0 || b > until {
+			b = until
+			if maxOpen > 0 && b-end > maxOpen {
+				b = max(end+maxOpen, c.Start)
+			}
+		}
+		if b > c.Start {
+			spans = append(spans, span{c.Start, b})
+		}
+	}
+	sort.Slice(spans, func(i, j int) bool { return spans[i].a < spans[j].a })
+	var total, reach int64
+	for _, s := range spans {
+		if s.a < reach {
+			s.a = reach
+		}
+		if s.b > s.a {
+			total += s.b - s.a
+			reach = s.b
+		}
+	}
+	return total
+}
+
+// providerFailed says a call failed on the provider's side.
+func providerFailed(c schemas.ModelCall) bool {
+	if c.Error == nil {
+		return false
+	}
+	switch c.Error.Kind {
+	case schemas.ModelErrRateLimit, schemas.ModelErrOverloaded, schemas.ModelErrServer, schemas.ModelErrConnection:
+		return true
+	}
+	return false
+}

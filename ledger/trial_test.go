@@ -43,3 +43,38 @@ func TestAnnotateTurnsRetriesAndPrices(t *testing.T) {
 		t.Errorf("failure %+v", f)
 	}
 }
+
+func TestWaited(t *testing.T) {
+	rate := &schemas.ModelCallError{Kind: schemas.ModelErrRateLimit, Message: "429"}
+	over := &schemas.ModelCallError{Kind: schemas.ModelErrOverloaded, Message: "529"}
+	refused := &schemas.ModelCallError{Kind: schemas.ModelErrClient, Message: "400"}
+	calls := []schemas.ModelCall{
+		{Start: 1000, Duration: 50, Status: 429, Error: rate}, // waits 1000..1300
+		{Start: 1300, Duration: 20, Status: 529, Error: over}, // waits 1300..2000
+		{Start: 1310, Duration: 900},                          // in flight meanwhile: the next call after 1320 is at 2000
+		{Start: 2000, Duration: 100},
+		{Start: 3000, Duration: 10, Status: 400, Error: refused}, // the agent's fault: not counted
+		{Start: 4000, Duration: 100, Status: 429, Error: rate},   // no call after it: open until "until"
+	}
+	// A failure answered within the millisecond waits for the next call,
+	// not for itself.
+	instant := []schemas.ModelCall{{Start: 100, Status: 529, Error: over}, {Start: 600}}
+	if got := ledger.Waited(instant, 0, 1000, 0); got != 500 {
+		t.Errorf("a failure of no duration: waited %d, want 500", got)
+	}
+	for _, tc := range []struct {
+		name                 string
+		from, until, maxOpen int64
+		want                 int64
+	}{
+		{"whole trial", 0, 5000, 0, 300 + 700 + 1000},
+		{"open wait bounded", 0, 5000, 400, 300 + 700 + 500},
+		{"from the second turn", 3500, 5000, 0, 1000},
+		{"while the first call runs", 0, 1020, 0, 20},
+		{"before any call", 0, 900, 0, 0},
+	} {
+		if got := ledger.Waited(calls, tc.from, tc.until, tc.maxOpen); got != tc.want {
+			t.Errorf("%s: waited %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}

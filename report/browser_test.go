@@ -684,6 +684,7 @@ func TestBrowserModelCalls(t *testing.T) {
 		{Provider: "anthropic", API: "messages", Model: "mystery", Start: start + 1000, Duration: 200, Status: 200, Turn: 2,
 			InputTokens: n(10), OutputTokens: n(2)},
 	}
+	rec.Timing.Waited = 350 // the 429 and the wait after it
 	if err := run.AddCapture(&rec); err != nil {
 		t.Fatal(err)
 	}
@@ -696,6 +697,7 @@ func TestBrowserModelCalls(t *testing.T) {
 		Titles []string `json:"titles"`
 		Rows   []string `json:"rows"`
 		Legend string   `json:"legend"`
+		Timing string   `json:"timing"`
 	}
 	v := evalJS[view](tb, `(() => {
 		const calls = [...document.querySelectorAll("#detail .tcalls .tcall")];
@@ -705,8 +707,12 @@ func TestBrowserModelCalls(t *testing.T) {
 			titles: calls.map(c => c.title),
 			rows: dts.filter(d => /model calls|^turn /.test(d.textContent)).map(d => d.textContent + ": " + d.nextElementSibling.textContent),
 			legend: (document.querySelector("#detail .tkey.calls") || {}).textContent || "",
+			timing: dts.filter(d => d.textContent == "timing").map(d => d.nextElementSibling.textContent).join(),
 		};
 	})()`)
+	if !strings.HasSuffix(v.Timing, " · waited 350 ms on the provider") {
+		t.Errorf("timing row %q: want the time waited on the provider", v.Timing)
+	}
 	if fmt.Sprint(v.Calls) != "[tcall err tcall tcall]" || v.Legend != "3 model calls" {
 		t.Errorf("calls on the timing bar: %q, legend %q", v.Calls, v.Legend)
 	}

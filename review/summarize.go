@@ -25,6 +25,7 @@ func Summarize(rec *schemas.CaptureRecord) schemas.SummaryResult {
 		Steps:      len(rec.Trajectory),
 		StopReason: rec.StopReason,
 		ToolErrors: rec.ToolErrors,
+		Waited:     rec.Timing.Waited,
 	}
 	if len(rec.Input.List) > 1 {
 		s.Turns = len(rec.Input.List)
@@ -101,6 +102,9 @@ func WriteMarkdown(w io.Writer, rec *schemas.CaptureRecord) error {
 		fmt.Fprintf(&b, "**Duration:** %dms (agent %dms)\n", d, a)
 	} else {
 		fmt.Fprintf(&b, "**Duration:** %dms\n", d)
+	}
+	if rec.Timing.Waited > 0 {
+		fmt.Fprintf(&b, "**Waited:** %.1fs on the provider's failures\n", float64(rec.Timing.Waited)/1000)
 	}
 	if len(rec.ModelCalls) > 0 {
 		fmt.Fprintf(&b, "**Model Calls:** %s\n", ModelCallsLine(schemas.SumModelCalls(rec.ModelCalls, 0)))

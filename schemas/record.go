@@ -220,6 +220,11 @@ type Timing struct {
 	SessionCreation int64  `json:"sessionCreation"`
 	Total           int64  `json:"total"`
 	Trial           int64  `json:"trial,omitempty"`
+	// Waited is the part of the trial (ms) the agent spent on the model
+	// provider's failures: failed calls (rate limit, overload, server or
+	// connection errors) and the agent's wait after each until its next
+	// call (see ledger.Waited). Absent when none failed.
+	Waited int64 `json:"waited,omitempty"`
 }
 
 // Usage is the token and context usage the agent reported: the latest

@@ -25,6 +25,9 @@ type SummaryResult struct {
 	// ModelCalls sums the record's ledger of model calls, when it has
 	// one: calls, tokens and cost.
 	ModelCalls *ModelCallsSummary `json:"modelCalls,omitempty"`
+	// Waited is the record's timing.waited: ms spent on the model
+	// provider's failures.
+	Waited int64 `json:"waited,omitempty"`
 }
 
 // ValidationResult is one line of validate-refs output: what the grader said

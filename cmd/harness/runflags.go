@@ -87,6 +87,7 @@ type runFlags struct {
 	retryOn        []string
 	retryBackoff   time.Duration
 	noModelGateway bool
+	workingLimit   time.Duration
 	modelRecord    string
 	modelReplay    string
 	// prices is the price table (from --prices, or set by harness run).
@@ -158,6 +159,7 @@ func (f *runFlags) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.modelRecord, "model-record", "", "record every model call of the run (redacted, zstd) into `dir`, a file per trial, for --model-replay")
 	fs.StringVar(&f.modelReplay, "model-replay", "", "answer the agent's model calls from the recording in `dir` (--model-record), reaching no provider; a call with no recording fails its trial as replay_miss")
 	fs.BoolVar(&f.noModelGateway, "no-model-gateway", false, "let the agent reach its model provider directly, not through the run's model gateway (which puts each model call on the record: modelCalls, with usage and cost their sums)")
+	cli.DurationVar(fs, &f.workingLimit, "working-limit", 0, "per-turn limit of working time, in place of --timeout: a failed model call (rate limit, overload, server or connection error) and the agent's wait after it until its next call do not count (the record's timing.waited)")
 	fs.Float64Var(&f.maxCost, "max-cost", 0, "start no new work once the run has cost `usd` (needs prices, or an agent that reports its cost); exit 4")
 	fs.Int64Var(&f.maxTokens, "max-tokens", 0, "start no new work once the run has used `n` tokens (agent and judge); exit 4")
 	f.slurm.addFlags(fs)
@@ -242,6 +244,12 @@ func (f *runFlags) validate() (*validFlags, error) {
 		return nil, cli.Usagef("--max-record-bytes must not be negative")
 	case f.modelRecord != "" && f.modelReplay != "":
 		return nil, cli.Usagef("--model-record and --model-replay: choose one")
+	case f.workingLimit < 0:
+		return nil, cli.Usagef("--working-limit must be positive")
+	case f.workingLimit > 0 && f.noModelGateway:
+		return nil, cli.Usagef("--working-limit needs the model gateway to see the provider's failures: drop --no-model-gateway")
+	case f.workingLimit > 0 && f.sandbox.Set != nil && f.sandbox.Set.Changed("timeout"):
+		return nil, cli.Usagef("--working-limit and --timeout: choose one")
 	case f.noModelGateway && (f.modelRecord != "" || f.modelReplay != ""):
 		return nil, cli.Usagef("--model-record and --model-replay need the model gateway: drop --no-model-gateway")
 	}
@@ -495,6 +503,9 @@ func (f *runFlags) agentOptions(v *validFlags, agent, agentEnv []string, cwd, wo
 		Auth: f.auth, MCPServers: v.mcp, Permission: v.policy,
 		Requests: acp.Limits{Requests: f.maxRequests, Bytes: f.maxBytes, Timeout: f.requestTO},
 		Sandbox:  sb, Build: v.build, Adapter: v.adapter, Retry: v.retry,
+	}
+	if f.workingLimit > 0 {
+		a.TurnTimeout, a.WorkingTime = f.workingLimit, true
 	}
 	if f.sandbox.Set != nil && f.sandbox.Set.Changed("warm") {
 		a.Warm = &f.warm

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -255,12 +256,24 @@ func httpServer(ts *testscript.TestScript, neg bool, args []string) {
 // fakeModel starts the fake Anthropic Messages server of the real-agent
 // tests for the script, every answer reporting 111 input, 7 cached, 3
 // cache-write and 22 output tokens, and points ANTHROPIC_BASE_URL at it:
-// "fakemodel" sets FAKEMODEL_PORT to its port. The number of requests it has served is in the file
-// fakemodel.count of the script's directory.
+// "fakemodel [-fail STATUS,...]" sets FAKEMODEL_PORT to its port; -fail
+// answers the first requests with those HTTP statuses. The number of
+// requests it has served is in the file fakemodel.count of the script's
+// directory.
 func fakeModel(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 0 {
-		ts.Fatalf("usage: fakemodel")
+	var opts fakemodel.Options
+	if len(args) == 2 && args[0] == "-fail" {
+		for _, f := range strings.Split(args[1], ",") {
+			status, err := strconv.Atoi(f)
+			ts.Check(err)
+			opts.Fail = append(opts.Fail, status)
+		}
+		args = nil
 	}
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: fakemodel [-fail STATUS,...]")
+	}
+	opts.Usage = &fakemodel.Usage{Input: 111, Cached: 7, CacheWrite: 3, Output: 22}
 	count := ts.MkAbs("fakemodel.count")
 	os.WriteFile(count, []byte("0"), 0o644)
 	counted := func(log *fakemodel.Log, opts fakemodel.Options, done <-chan struct{}) http.Handler {
@@ -270,7 +283,7 @@ func fakeModel(ts *testscript.TestScript, neg bool, args []string) {
 			os.WriteFile(count, []byte(fmt.Sprint(len(log.Requests()))), 0o644)
 		})
 	}
-	srv := fakemodel.Start(counted, fakemodel.Options{Usage: &fakemodel.Usage{Input: 111, Cached: 7, CacheWrite: 3, Output: 22}})
+	srv := fakemodel.Start(counted, opts)
 	ts.Defer(srv.Close)
 	ts.Setenv("ANTHROPIC_BASE_URL", srv.URL)
 	_, port, _ := strings.Cut(strings.TrimPrefix(srv.URL, "http://"), ":")

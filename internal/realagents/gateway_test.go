@@ -4,9 +4,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"harness/cost"
 	"harness/headless"
+	"harness/ledger"
 	"harness/modelgateway"
 	"harness/schemas"
 	"harness/testkit/fakemodel"
@@ -123,8 +125,14 @@ func TestProviderErrorsThroughGateway(t *testing.T) {
 	sb, _, agent := claudeSetup(t, fakemodel.Options{Fail: []int{429, 503}})
 	cfg, _ := baseConfig(t, sb, agent)
 	cfg.Gateway = startGateway(t)
+	cfg.WorkingTime = true
 	rec := runCases(t, cfg, "bash echo after-retries")[0]
 	checkTurn(t, rec, true, true, "after-retries")
+	// Claude Code's backoff after the two failures is the record's waited.
+	if w := ledger.Waited(rec.ModelCalls, 0, rec.Timing.End, 0); rec.Timing.Waited <= 0 || rec.Timing.Waited != w {
+		t.Errorf("timing.waited %d, want the ledger's %d (> 0)", rec.Timing.Waited, w)
+	}
+	t.Logf("Claude Code waited %d ms on 2 failures of %d calls, in a turn of %d ms", rec.Timing.Waited, len(rec.ModelCalls), rec.Timing.Total)
 	var kinds []string
 	for _, c := range rec.ModelCalls {
 		if c.Error != nil {
@@ -154,6 +162,32 @@ func TestProviderErrorsThroughGateway(t *testing.T) {
 	if e := rec.Error; e == nil || e.Owner != schemas.OwnerInfra || !strings.HasPrefix(e.Evidence, "provider answered 529 (overloaded); ") {
 		t.Errorf("error %+v, want the infrastructure's with the provider's 529 as evidence", rec.Error)
 	}
+}
+
+// TestClaudeCodeWorkingLimit: Claude Code retries past a 429 and a 529
+// that each ask it to wait 4s. Counted in wall time its turn outlasts an
+// 8s limit by those waits alone; counted in working time (WorkingTime) it
+// completes, the waits on the record's timing.waited.
+func TestClaudeCodeWorkingLimit(t *testing.T) {
+	t.Parallel()
+	const after = 4 * time.Second
+	run := func(working bool) *schemas.CaptureRecord {
+		sb, _, agent := claudeSetup(t, fakemodel.Options{Fail: []int{429, 529}, RetryAfter: after})
+		cfg, _ := baseConfig(t, sb, agent)
+		cfg.Gateway = startGateway(t)
+		cfg.TurnTimeout, cfg.WorkingTime = 2*after, working
+		return runCases(t, cfg, "bash echo after-waits")[0]
+	}
+	wall := run(false)
+	if wall.Error == nil || wall.Error.Class != schemas.ErrTimeout {
+		t.Fatalf("wall time: error %+v, want a timeout (waited %d ms)", wall.Error, wall.Timing.Waited)
+	}
+	rec := run(true)
+	checkTurn(t, rec, true, true, "after-waits")
+	if rec.Timing.Waited < 2*after.Milliseconds() {
+		t.Errorf("timing.waited %d ms, want at least the two waits the provider asked for (%d ms)", rec.Timing.Waited, 2*after.Milliseconds())
+	}
+	t.Logf("working time: a turn of %d ms, %d waited on the provider", rec.Timing.Total, rec.Timing.Waited)
 }
 
 // TestClaudeHeadlessThroughGateway: an agent run through an adapter (claude

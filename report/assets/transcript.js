@@ -365,7 +365,7 @@
     var frag = el("div", { class: "record" });
     var kv = kvList();
     var tm = rec.timing || {};
-    kv.row("timing", [tm.trial ? "trial " + ms(tm.trial) : "", tm.total != null ? (tm.trial ? "agent " : "total ") + ms(tm.total) : "", tm.firstResponse != null ? "first response " + ms(tm.firstResponse) : "", tm.sessionCreation != null ? "session " + ms(tm.sessionCreation) : ""].filter(Boolean).join(" · "));
+    kv.row("timing", [tm.trial ? "trial " + ms(tm.trial) : "", tm.total != null ? (tm.trial ? "agent " : "total ") + ms(tm.total) : "", tm.firstResponse != null ? "first response " + ms(tm.firstResponse) : "", tm.sessionCreation != null ? "session " + ms(tm.sessionCreation) : "", tm.waited ? "waited " + ms(tm.waited) + " on the provider" : ""].filter(Boolean).join(" · "));
     kv.row("started", iso(tm.start));
     if (rec.usage) kv.row("usage", JSON.stringify(rec.usage));
     if (rec.cost) kv.row("cost", [rec.cost.usd != null ? usd(rec.cost.usd) : "", (rec.cost.inputTokens || 0) + " in / " + (rec.cost.outputTokens || 0) + " out tokens"].filter(Boolean).join(" · "));

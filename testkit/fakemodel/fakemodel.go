@@ -67,8 +67,11 @@ type Options struct {
 	Usage *Usage
 	// Fail answers the first len(Fail) requests with these HTTP statuses
 	// instead (429, 500, 503, 529...), each with the API's error body and
-	// a retry-after of 0; the requests after them are served as usual.
+	// a retry-after of RetryAfter (0 unless set); the requests after them
+	// are served as usual.
 	Fail []int
+	// RetryAfter is the retry-after the injected errors ask for.
+	RetryAfter time.Duration
 	// EventDelay is a pause before each server-sent event after the first:
 	// a slow stream.
 	EventDelay time.Duration
@@ -227,7 +230,7 @@ func base(log *Log, opts Options, w http.ResponseWriter, r *http.Request) *Reque
 	if n < len(opts.Fail) {
 		status := opts.Fail[n]
 		log.setReply(req, fmt.Sprintf("fail: %d", status), "")
-		fail(w, r.URL.Path, status)
+		fail(w, r.URL.Path, status, opts.RetryAfter)
 		return nil
 	}
 	return req
@@ -235,10 +238,10 @@ func base(log *Log, opts Options, w http.ResponseWriter, r *http.Request) *Reque
 
 // fail answers an injected error in the body shape of the API the path
 // belongs to.
-func fail(w http.ResponseWriter, path string, status int) {
+func fail(w http.ResponseWriter, path string, status int, after time.Duration) {
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Retry-After", "0")
-	w.Header().Set("Retry-After-Ms", "1")
+	w.Header().Set("Retry-After", fmt.Sprint(int(after.Seconds())))
+	w.Header().Set("Retry-After-Ms", fmt.Sprint(max(after.Milliseconds(), 1)))
 	msg := http.StatusText(status)
 	var body string
 	switch {
