@@ -127,6 +127,8 @@ func decide(e *schemas.ErrorInfo, fromText bool) (owner, evidence, limit string)
 		return schemas.OwnerInfra, "the model replay has no recording of a call", ""
 	case schemas.ErrProviderError:
 		return schemas.OwnerInfra, "the model provider failed the trial's last calls", ""
+	case schemas.ErrUserError:
+		return schemas.OwnerConfig, "the case's simulated user failed", ""
 	case schemas.ErrGraderError, schemas.ErrGraderTimeout, schemas.ErrGraderInvalid:
 		return schemas.OwnerGrader, e.Class, ""
 	case schemas.ErrWorkspaceSetup:

@@ -125,6 +125,8 @@ func TestDecideRecordLedger(t *testing.T) {
 			schemas.ErrAgentCrash, schemas.OwnerInfra, schemas.StageTurn, "", "provider answered 503"},
 		{"replay without a recording", schemas.CaptureRecord{Error: &schemas.ErrorInfo{Class: schemas.ErrReplayMiss, Message: "model call 1: no recording"}, ModelCalls: ok},
 			schemas.ErrReplayMiss, schemas.OwnerInfra, schemas.StageTurn, "", "the model replay has no recording of a call"},
+		{"a simulated user that failed is the case's configuration", schemas.CaptureRecord{Error: &schemas.ErrorInfo{Class: schemas.ErrUserError, Message: "user: exit status 1"}},
+			schemas.ErrUserError, schemas.OwnerConfig, schemas.StageTurn, "", "the case's simulated user failed"},
 	} {
 		r := tc.rec
 		DecideRecord(&r, schemas.StageTurn)
