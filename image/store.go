@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"harness/image/pull"
+	"harness/results"
 )
 
 // Store resolves image references and keeps their unpacked root
@@ -568,24 +569,10 @@ func (s *Store) fromRefIndex(ref, kind string) *Image {
 // writeRefIndex records that ref names the cache entry key, through a
 // temporary file renamed into place (concurrent runs agree).
 func writeRefIndex(file, ref, key string) error {
-	tmp, err := os.CreateTemp(filepath.Dir(file), ".tmp-ref-")
-	if err != nil {
+	return results.ReplaceFile(file, 0o644, func(w io.Writer) error {
+		_, err := io.WriteString(w, ref+"\n"+key+"\n")
 		return err
-	}
-	_, err = tmp.WriteString(ref + "\n" + key + "\n")
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), file)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-	}
-	return err
+	})
 }
 
 func copyFile(src, dst string, mode fs.FileMode) error {
