@@ -157,7 +157,7 @@ func TestModes(t *testing.T) {
 		want, notWant []string
 	}{
 		{"terminal", Settings{Terminal: true},
-			[]string{"\r\033[K", "3/3 done, 1 passed, 1 failed, 1 errors, 6s elapsed, ETA 0s", "[2/3] b trial 1: fail", "3 records, 2 graded, 1 passed, errors: timeout 1"}, nil},
+			[]string{"\r\033[K", "3/3 done, 1 passed, 1 failed, 1 errors, 6s elapsed, ETA 0s", "[2/3] b trial 1: fail", "3 records: pass 50.0% over 2 of 3 trials; 1 left out (timeout: 1)"}, nil},
 		{"log", Settings{Lines: true},
 			[]string{"[1/3] a trial 1: pass end_turn (1200 ms)", "[3/3] e trial 1: ERR timeout: slow", "3 records"}, []string{"\r", "\033", "ETA"}},
 		{"pipe", Settings{}, []string{"3 records"}, []string{"[1/3]", "\r"}},
@@ -182,7 +182,7 @@ func TestModes(t *testing.T) {
 				t.Errorf("%s: output has %q:\n%q", tc.name, w, out)
 			}
 		}
-		if tc.name == "terminal" && !strings.HasSuffix(out, "\r\033[K3 records, 2 graded, 1 passed, errors: timeout 1\n") {
+		if tc.name == "terminal" && !strings.HasSuffix(out, "\r\033[K3 records: pass 50.0% over 2 of 3 trials; 1 left out (timeout: 1)\n") {
 			t.Errorf("%s: the status line was not erased before the counts, or drawn after them: %q", tc.name, out)
 		}
 	}
