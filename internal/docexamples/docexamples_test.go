@@ -95,8 +95,8 @@ func checkQuickstart(t *testing.T, stdout, stderr string) {
 	if strings.TrimSpace(stdout) == "" || records != 4 {
 		t.Errorf("the Quickstart wrote %d records to stdout, want the 4 cases", records)
 	}
-	if !strings.Contains(stderr, "4 records, 4 graded, 4 passed") {
-		t.Errorf("the Quickstart does not end with 4 records, 4 graded, 4 passed:\n%s", stderr)
+	if !strings.Contains(stderr, "4 records: pass 100.0% over 4 of 4 trials") {
+		t.Errorf("the Quickstart does not end with 4 records: pass 100.0%% over 4 of 4 trials:\n%s", stderr)
 	}
 	if strings.Contains(strings.ToLower(stderr), "warning") {
 		t.Errorf("the Quickstart warns:\n%s", stderr)
