@@ -995,7 +995,7 @@ func TestSimulatedUser(t *testing.T) {
 	if want := c.ContentHash(); rec.CaseHash != want {
 		t.Errorf("caseHash %q, want the case's %q", rec.CaseHash, want)
 	}
-	rec.CaseHash = "CASEHASH"
+	rec.CaseHash = strings.Repeat("0", 64)
 	b, err := results.Marshal(rec)
 	if err != nil {
 		t.Fatal(err)
