@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"harness/acp"
-	"harness/harbor"
 	"harness/failure"
+	"harness/harbor"
 	"harness/ledger"
 	"harness/modelgateway"
 	"harness/sandbox"
