@@ -24,7 +24,7 @@ func TestCaptureConfigMapsTheAgentOptions(t *testing.T) {
 	var stderr bytes.Buffer
 	sb := sandbox.None{}
 	a := &AgentOptions{
-		Command: []string{"agent", "--acp"}, Env: []string{"A=1"}, Dir: "/work/dir",
+		Command: []string{"agent", "--acp"}, Env: []string{"A=1"}, Dir: "/srv/agent-dir",
 		Workspace: "/tpl", KeepWorkspaces: true, WorkspaceSetup: "make", WorkspacePrepare: "npm ci", AnyCaseWorkspace: true,
 		TurnTimeout: 2 * time.Minute, StartupTimeout: 30 * time.Second, CancelGrace: time.Second, Settle: 10 * time.Millisecond,
 		Concurrency: 3, MaxRecordBytes: 1000, FreshProcess: true, Auth: "login",
@@ -38,7 +38,7 @@ func TestCaptureConfigMapsTheAgentOptions(t *testing.T) {
 	switch {
 	case !slices.Equal(cfg.Agent, a.Command) || !slices.Equal(cfg.AgentEnv, a.Env):
 		t.Errorf("agent %v env %v", cfg.Agent, cfg.AgentEnv)
-	case cfg.AgentDir != "/work/dir" || cfg.Cwd != "/work/dir":
+	case cfg.AgentDir != "/srv/agent-dir" || cfg.Cwd != "/srv/agent-dir":
 		t.Errorf("agent dir %q, cwd %q: want the working directory for both", cfg.AgentDir, cfg.Cwd)
 	case cfg.Workspace != "/tpl" || !cfg.KeepWorkspaces || cfg.WorkspaceSetup != "make" || cfg.WorkspacePrepare != "npm ci" || !cfg.AnyCaseWorkspace:
 		t.Errorf("workspace settings lost: %+v", cfg)
@@ -61,7 +61,7 @@ func TestCaptureConfigMapsTheAgentOptions(t *testing.T) {
 		t.Errorf("fs options %+v", c.FS)
 	}
 	if c.Terminal == nil || c.Terminal.Timeout != time.Hour || c.Terminal.MaxOutput != 99 || !slices.Equal(c.Terminal.Env, a.Env) ||
-		c.Terminal.Sandbox != sb || !slices.Equal(c.Terminal.UserDirs, []string{"/work/dir"}) {
+		c.Terminal.Sandbox != sb || !slices.Equal(c.Terminal.UserDirs, []string{"/srv/agent-dir"}) {
 		t.Errorf("terminal options %+v", c.Terminal)
 	}
 	if a.Terminal.Env != nil || a.Terminal.UserDirs != nil {
