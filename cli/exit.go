@@ -92,3 +92,33 @@ func (e *Env) RedactError(err error) error {
 	}
 	return WithCode(ExitCode(err), errors.New(e.Redact.String(err.Error())))
 }
+
+// WorstExit is the exit status of a run from its parts' errors: an
+// interrupt first, then a usage or input error, a spent budget, a failed
+// gate, infrastructure errors. With brief, its message holds the first
+// line of each error only.
+func WorstExit(errs []error, brief bool) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	rank := map[int]int{ExitInterrupted: 5, ExitUsage: 4, ExitBudget: 3, ExitGateFailed: 2, ExitInfraErrors: 1}
+	best, bestRank := ExitGateFailed, -1
+	for _, err := range errs {
+		code := 1
+		var ee *ExitError
+		if errors.As(err, &ee) {
+			code = ee.Code
+		}
+		if rank[code] > bestRank {
+			best, bestRank = code, rank[code]
+		}
+	}
+	if brief {
+		var lines []string
+		for _, err := range errs {
+			lines = append(lines, FirstLine(err.Error()))
+		}
+		return WithCode(best, errors.New(strings.Join(lines, "\n")))
+	}
+	return WithCode(best, errors.Join(errs...))
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -100,3 +101,35 @@ func WarnDeprecated(w io.Writer, c *Command, args []string) {
 		}
 	})
 }
+
+// SwitchOrValue is a flag that is a switch (--resume, its operand given
+// as an argument) and also takes a value (--resume=DIR): On says it was
+// given, Value the value, "" for the switch alone.
+type SwitchOrValue struct {
+	On    bool
+	Value string
+}
+
+// Set takes "true", "false" or a value.
+func (r *SwitchOrValue) Set(s string) error {
+	switch s {
+	case "true":
+		r.On = true
+	case "false":
+		r.On, r.Value = false, ""
+	default:
+		r.On, r.Value = true, s
+	}
+	return nil
+}
+
+// String is the value, or whether the switch is on.
+func (r *SwitchOrValue) String() string {
+	if r.Value != "" {
+		return r.Value
+	}
+	return strconv.FormatBool(r.On)
+}
+
+// Type is "bool": the flag takes no separate argument.
+func (r *SwitchOrValue) Type() string { return "bool" }

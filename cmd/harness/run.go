@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -33,7 +32,7 @@ import (
 // runCmdFlags are the flags of harness run.
 type runCmdFlags struct {
 	runsDir, outDir, pricesFile string
-	resume                      resumeValue
+	resume                      cli.SwitchOrValue
 	only                        []string
 	maxCost                     float64
 	maxTokens                   int64
@@ -285,7 +284,7 @@ func (f *runCmdFlags) suitePrices(s *suite.Suite) (cost.Table, error) {
 func (r *suiteRun) locate(args []string) error {
 	f := r.f
 	switch {
-	case f.resume.on:
+	case f.resume.On:
 		return r.locateResumed(args)
 	case len(args) == 1 && cli.IsTaskDir(args[0]):
 		// A Harbor task directory or dataset: its tasks are the cases,
@@ -313,7 +312,7 @@ func (r *suiteRun) locate(args []string) error {
 // locateResumed reads the manifest of the run to resume, which names its
 // suite file.
 func (r *suiteRun) locateResumed(args []string) error {
-	resumeDir := r.f.resume.dir
+	resumeDir := r.f.resume.Value
 	if resumeDir == "" && len(args) == 1 {
 		resumeDir, args = args[0], nil
 	}
@@ -443,7 +442,7 @@ func (r *suiteRun) makeDir() error {
 	}
 	m := r.m
 	m.Status, m.Ended, m.K, m.Cases = "running", "", r.s.K, len(r.cases.List)
-	m.Flags = givenFlags(r.f.flags)
+	m.Flags = cli.GivenFlags(r.f.flags, runFlagsNotRecorded)
 	m.Agents = m.Agents[:0]
 	for _, a := range r.agents {
 		m.Agents = append(m.Agents, rundir.Agent{Name: a.Name, Command: a.Command, Output: a.Name + ".jsonl", Summary: a.Name + ".summary.json", Status: "pending"})
@@ -596,7 +595,7 @@ func (r *suiteRun) finish() error {
 	if err := rundir.Write(r.dir, m); err != nil {
 		return err
 	}
-	r.logf("\nrun %s: %s in %s\n", m.Status, runLine(m), r.dir)
+	r.logf("\nrun %s: %s in %s\n", m.Status, m.OutcomeLine(), r.dir)
 	if m.Stopped != "" {
 		r.logf("stopped early: %s\n", m.Stopped)
 	}
@@ -607,7 +606,7 @@ func (r *suiteRun) finish() error {
 	}
 	// The agents' errors were told as they happened, their stderr with
 	// them; the run ends with one line for each.
-	return runExit(r.errs, !r.f.quiet)
+	return cli.WorstExit(r.errs, !r.f.quiet)
 }
 
 // stoppedText says what stopped the run early (the budget, an interrupt)
@@ -682,12 +681,12 @@ func suiteAgents(s *suite.Suite, cmd, only []string) ([]suite.Agent, error) {
 		}
 		name := s.Target
 		if name == "" {
-			name = commandName(cmd)
+			name = suite.CommandName(cmd)
 		}
 		return []suite.Agent{{Name: export.FileSafe(name), Command: cmd}}, nil
 	}
 	if len(cmd) > 0 {
-		return nil, cli.Usagef("%s names its agents (%s): drop the command after --, or pick agents with --agent", s.File, agentNames(s.Agents))
+		return nil, cli.Usagef("%s names its agents (%s): drop the command after --, or pick agents with --agent", s.File, suite.AgentNames(s.Agents))
 	}
 	pick := only
 	if len(pick) == 0 && s.Target != "" {
@@ -700,30 +699,11 @@ func suiteAgents(s *suite.Suite, cmd, only []string) ([]suite.Agent, error) {
 	for _, name := range pick {
 		i := slices.IndexFunc(s.Agents, func(a suite.Agent) bool { return a.Name == name })
 		if i < 0 {
-			return nil, cli.Usagef("%s has no agent %q (agents: %s)", s.File, name, agentNames(s.Agents))
+			return nil, cli.Usagef("%s has no agent %q (agents: %s)", s.File, name, suite.AgentNames(s.Agents))
 		}
 		out = append(out, s.Agents[i])
 	}
 	return out, nil
-}
-
-// commandName names the agent of a command after its program: the base
-// name without its extension ("./bin/my-agent.sh" is my-agent), or
-// "agent" when that leaves nothing.
-func commandName(cmd []string) string {
-	base := filepath.Base(cmd[0])
-	if name := strings.TrimSuffix(base, filepath.Ext(base)); name != "" && name != "." && name != "/" {
-		return name
-	}
-	return "agent"
-}
-
-func agentNames(as []suite.Agent) string {
-	var names []string
-	for _, a := range as {
-		names = append(names, a.Name)
-	}
-	return strings.Join(names, ", ")
 }
 
 // agentSummary is the summary of an agent's run: the one it returned, or
@@ -737,52 +717,6 @@ func agentSummary(res *evaluation.Result, path string) *schemas.TrialsSummary {
 		return nil
 	}
 	return sum
-}
-
-// runExit is the exit status of a run from its agents' errors: an
-// interrupt first, then a usage or input error, a spent budget, a failed
-// gate, infrastructure errors. With brief, its message holds the first
-// line of each error only.
-func runExit(errs []error, brief bool) error {
-	if len(errs) == 0 {
-		return nil
-	}
-	rank := map[int]int{cli.ExitInterrupted: 5, cli.ExitUsage: 4, cli.ExitBudget: 3, cli.ExitGateFailed: 2, cli.ExitInfraErrors: 1}
-	best, bestRank := cli.ExitGateFailed, -1
-	for _, err := range errs {
-		code := 1
-		var ee *cli.ExitError
-		if errors.As(err, &ee) {
-			code = ee.Code
-		}
-		if rank[code] > bestRank {
-			best, bestRank = code, rank[code]
-		}
-	}
-	if brief {
-		var lines []string
-		for _, err := range errs {
-			lines = append(lines, cli.FirstLine(err.Error()))
-		}
-		return cli.WithCode(best, errors.New(strings.Join(lines, "\n")))
-	}
-	return cli.WithCode(best, errors.Join(errs...))
-}
-
-// runLine is a run's outcome in one line: each agent's pass rate and cost.
-func runLine(m *rundir.Manifest) string {
-	var parts []string
-	for _, a := range m.Agents {
-		p := a.Name + " " + a.Status
-		if a.PassRate != nil {
-			p += fmt.Sprintf(" pass rate %.3f", *a.PassRate)
-		}
-		if a.Cost != nil {
-			p += " (" + cost.Format(a.Cost) + ")"
-		}
-		parts = append(parts, p)
-	}
-	return strings.Join(parts, "; ")
 }
 
 // newRunDir makes the run directory: dir, which must not exist, or
@@ -822,31 +756,3 @@ func readSummary(path string) (*schemas.TrialsSummary, error) {
 	var s schemas.TrialsSummary
 	return &s, json.Unmarshal(b, &s)
 }
-
-// resumeValue is run's --resume: a switch (the run directory is the
-// argument) that also takes the directory as its value (--resume=DIR).
-type resumeValue struct {
-	on  bool
-	dir string
-}
-
-func (r *resumeValue) Set(s string) error {
-	switch s {
-	case "true":
-		r.on = true
-	case "false":
-		r.on, r.dir = false, ""
-	default:
-		r.on, r.dir = true, s
-	}
-	return nil
-}
-
-func (r *resumeValue) String() string {
-	if r.dir != "" {
-		return r.dir
-	}
-	return strconv.FormatBool(r.on)
-}
-
-func (r *resumeValue) Type() string { return "bool" }

@@ -22,39 +22,6 @@ var runFlagsNotRecorded = []string{"resume", "output", "runs", "quiet", "allow-s
 // what it measures.
 var runFlagsFreeOnResume = []string{"concurrency", "keep-layers", "max-cost", "max-tokens"}
 
-// givenFlags returns the settings given on fs, by long name, with their
-// values as the flags hold them.
-func givenFlags(fs *pflag.FlagSet) map[string][]string {
-	m := map[string][]string{}
-	fs.Visit(func(fl *pflag.Flag) {
-		if !slices.Contains(runFlagsNotRecorded, fl.Name) {
-			m[fl.Name] = flagValues(fl)
-		}
-	})
-	return m
-}
-
-// flagValues is what fl holds: the list of a repeatable flag, else its
-// one value.
-func flagValues(fl *pflag.Flag) []string {
-	if sv, ok := fl.Value.(pflag.SliceValue); ok {
-		return sv.GetSlice()
-	}
-	return []string{fl.Value.String()}
-}
-
-// flagText is a flag and its values as a command line would give them.
-func flagText(name string, values []string) string {
-	var parts []string
-	for _, v := range values {
-		parts = append(parts, "--"+name+" "+v)
-	}
-	if len(parts) == 0 {
-		return "no --" + name
-	}
-	return strings.Join(parts, " ")
-}
-
 // resumeFlags sets on fs the settings the manifest of the run in dir
 // recorded, and refuses a setting given now that contradicts one of them
 // (or, when it was not given at the start, is not its default), naming
@@ -71,7 +38,7 @@ func resumeFlags(fs *pflag.FlagSet, m *rundir.Manifest, dir string) error {
 		}
 		rec, was := m.Flags[fl.Name]
 		if fl.Changed {
-			now := flagValues(fl)
+			now := cli.FlagValues(fl)
 			switch {
 			case slices.Contains(runFlagsFreeOnResume, fl.Name),
 				was && slices.Equal(now, rec),
@@ -80,10 +47,10 @@ func resumeFlags(fs *pflag.FlagSet, m *rundir.Manifest, dir string) error {
 			}
 			started := "without --" + fl.Name
 			if was {
-				started = "with " + flagText(fl.Name, rec)
+				started = "with " + cli.FlagText(fl.Name, rec)
 			}
 			err = cli.Usagef("%s: the run in %s was started %s (its %s): drop the flag to continue the run as it was started, or start a new run",
-				flagText(fl.Name, now), dir, started, rundir.ManifestName)
+				cli.FlagText(fl.Name, now), dir, started, rundir.ManifestName)
 			return
 		}
 		for _, v := range rec {
