@@ -178,7 +178,7 @@ func finishedOutcome(res *evaluation.Result, gates func(schemas.TrialsSummary) e
 		errs += res.Stats.AgentFailures
 	}
 	if errs > 0 {
-		return statusInfraErrors, cli.WithCode(cli.ExitInfraErrors, fmt.Errorf("%d records have infrastructure errors", errs))
+		return statusInfraErrors, cli.WithCode(cli.ExitInfraErrors, fmt.Errorf("%d records are left out of n for errors not the agent's own (the infrastructure's, a grader's or the configuration's)", errs))
 	}
 	return statusOK, nil
 }

@@ -56,7 +56,7 @@ func TestOutcome(t *testing.T) {
 		{"interrupted", evaluation.Result{Interrupted: true, Stop: budget}, nil, nil, statusInterrupted, cli.ExitInterrupted, "interrupted; finished records"},
 		{"gate", evaluation.Result{Summary: &schemas.TrialsSummary{}}, nil, gateErr, statusGateFailed, -1, "gate failed"},
 		{"infra errors", evaluation.Result{Stats: &capture.Stats{Errors: map[string]int{"timeout": 2}}}, nil, nil, statusInfraErrors, cli.ExitInfraErrors,
-			"2 records have infrastructure errors"},
+			"2 records are left out of n for errors not the agent's own"},
 	} {
 		v := &runView{f: &runFlags{output: "out.jsonl"}, setup: &runSetup{redact: redact.New(nil, nil)}}
 		gates := func(schemas.TrialsSummary) error { return tc.gate }

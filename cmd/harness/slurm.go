@@ -318,7 +318,7 @@ func (r *slurmRun) mergeAndFinish(ctx context.Context, run *array.Run, prompts s
 	case gateErr != nil:
 		return gateErr
 	case infra > 0:
-		return cli.WithCode(cli.ExitInfraErrors, fmt.Errorf("%d records have infrastructure errors", infra))
+		return cli.WithCode(cli.ExitInfraErrors, fmt.Errorf("%d records are left out of n for errors not the agent's own (the infrastructure's, a grader's or the configuration's)", infra))
 	}
 	return nil
 }
