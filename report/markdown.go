@@ -144,7 +144,14 @@ func writeRunMarkdown(b *strings.Builder, r *Run, label string, rule CaseRule, o
 		fmt.Fprintf(b, "**No graded trials** (%s)", mdText(trials.NoGradedReason(sum.Ungraded, sum.Missing, sum.Errors)))
 	}
 	if m := sum.MeanScore; m != nil {
-		fmt.Fprintf(b, " · mean score %.3f (95%% CI %.3f–%.3f)", m.Mean, m.Low, m.High)
+		switch m.Method {
+		case trials.IntervalNone:
+			fmt.Fprintf(b, " · mean score %.3f (no interval: every case has the same mean score)", m.Mean)
+		case trials.IntervalExact:
+			fmt.Fprintf(b, " · mean score %.3f (95%% CI %.3f–%.3f, exact)", m.Mean, m.Low, m.High)
+		default:
+			fmt.Fprintf(b, " · mean score %.3f (95%% CI %.3f–%.3f)", m.Mean, m.Low, m.High)
+		}
 	}
 	fmt.Fprintf(b, " · %d of %d cases graded · %d of %d trials graded", sum.ScoredCases, sum.Cases, sum.Graded, sum.Trials)
 	if sum.K > 0 {

@@ -367,6 +367,18 @@ func estimate(k int, values []float64, seed uint64, resamples int, notes *interv
 	return e
 }
 
+// meanScoreMethod words how the mean score's interval was had, as its
+// summary line says it.
+func meanScoreMethod(method string, confidence float64) string {
+	switch method {
+	case IntervalExact:
+		return fmt.Sprintf("%.0f%% exact Clopper–Pearson over the cases, as every case scored the same, 0 or 1", 100*confidence)
+	case IntervalNone:
+		return "every case has the same mean score, so a bootstrap over cases has no spread"
+	}
+	return fmt.Sprintf("%.0f%% bootstrap over cases", 100*confidence)
+}
+
 // bootstrapRatio is the percentile bootstrap of Σc/Σn over cases.
 func bootstrapRatio(c, n []int, seed uint64, resamples int, conf float64) (low, high float64, ok bool) {
 	if len(n) == 0 || resamples < 1 {
@@ -493,8 +505,8 @@ func WriteSummaryTable(w io.Writer, r schemas.TrialsSummary) error {
 		b.WriteString("pass rate: n/a (no graded trial)\n")
 	}
 	if m := r.MeanScore; m != nil {
-		fmt.Fprintf(&b, "mean score: %.3f [%.3f, %.3f] (mean over %s of their graded trials' scores; %.0f%% bootstrap over cases)\n",
-			m.Mean, m.Low, m.High, caseCount(m.Cases), 100*r.Confidence)
+		fmt.Fprintf(&b, "mean score: %.3f %s (mean over %s of their graded trials' scores; %s)\n",
+			m.Mean, FormatInterval(m.Low, m.High, m.Method, f3), caseCount(m.Cases), meanScoreMethod(m.Method, r.Confidence))
 	}
 	if a := r.Adaptive; a != nil {
 		writeAdaptive(&b, a, counts.Passed, counts.Graded)

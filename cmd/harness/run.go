@@ -159,6 +159,8 @@ type suiteRun struct {
 	// counts, by agent, the units a budget stop left unrun.
 	budgetHit bool
 	notRun    map[string]int
+	// saidNoGrader: the run said its trials have no grader.
+	saidNoGrader bool
 }
 
 func (r *suiteRun) logf(format string, a ...any) {
@@ -607,6 +609,14 @@ func (r *suiteRun) finish() error {
 	// The agents' errors were told as they happened, their stderr with
 	// them; the run ends with one line for each.
 	return cli.WorstExit(r.errs, !r.f.quiet)
+}
+
+// sayNoGrader says, once for the run, that its trials are not scored.
+func (r *suiteRun) sayNoGrader() {
+	if !r.saidNoGrader {
+		r.saidNoGrader = true
+		r.logf("harness run: no grader (the suite's graders, its cases' asserts or -g in its flags): trials are recorded but nothing is scored\n")
+	}
 }
 
 // stoppedText says what stopped the run early (the budget, an interrupt)

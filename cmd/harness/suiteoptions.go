@@ -34,6 +34,7 @@ func (r *suiteRun) trialsCmd(a *suite.Agent, out string, quiet bool) (*cli.Comma
 		}
 	} else {
 		setTrialsOptions(tf, t, quiet)
+		tf.saidNoGrader = r.sayNoGrader
 		f.rerunChanged = t.Resume && r.f.rerunChanged
 	}
 	if err := applySuiteFlags(tc, r.s, a); err != nil {

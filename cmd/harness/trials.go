@@ -33,6 +33,9 @@ type trialsFlags struct {
 	minCoverage       string
 	adaptive          adaptiveFlags
 	flags             *pflag.FlagSet
+	// saidNoGrader, when set, says that the trials have no grader in the
+	// caller's words (harness run says it once for all its agents).
+	saidNoGrader func()
 }
 
 func (t *trialsFlags) addFlags(fs *pflag.FlagSet) {
@@ -124,7 +127,11 @@ func (t *trialsFlags) execute(ctx context.Context, e *cli.Env, c *cli.Command, a
 		return nil, statusError, cli.Usagef("--adaptive decides from the trials' verdicts: give a grader (-g)")
 	}
 	if setup.shard.N == 0 && len(setup.graders) == 0 && !f.quiet && f.image.tasks == "" {
-		fmt.Fprintln(e.Stderr, "harness trials: no grader (-g): trials are recorded but nothing is scored")
+		if t.saidNoGrader != nil {
+			t.saidNoGrader()
+		} else {
+			fmt.Fprintln(e.Stderr, "harness trials: no grader (-g): trials are recorded but nothing is scored")
+		}
 	}
 	to.CreatePartial = f.sandbox.Backend == "bwrap"
 	return evaluate(ctx, e, f, setup, t.k, to, gates)
