@@ -3,6 +3,7 @@ package fakeagent
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -532,10 +533,13 @@ func scFlaky(t *turn, arg string) {
 		t.answerErr(-32603, "flaky: "+err.Error(), nil)
 		return
 	}
+	// This prompt's number is where its own append ended (each append is
+	// atomic), not the file's length read afterwards, which counts the
+	// prompts of trials running at the same time too.
 	fh.WriteString("x\n")
+	end, _ := fh.Seek(0, io.SeekCurrent)
 	fh.Close()
-	data, _ := os.ReadFile(f[0])
-	if strings.Count(string(data), "\n") <= n {
+	if int(end/2) <= n {
 		switch f[2] {
 		case "503":
 			t.answerErr(-32603, "Internal error", obj{"error": "API Error: 503 Service Unavailable"})
