@@ -121,6 +121,23 @@ func (w *wireLog) has(out bool, s string) bool {
 	return false
 }
 
+// count is how many lines in the given direction contain s.
+func (w *wireLog) count(out bool, s string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	dir := " a2c "
+	if out {
+		dir = " c2a "
+	}
+	n := 0
+	for _, l := range w.lines {
+		if strings.Contains(l, dir) && strings.Contains(l, s) {
+			n++
+		}
+	}
+	return n
+}
+
 func (w *wireLog) String() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -186,9 +203,19 @@ func (l *lockedBuffer) String() string {
 // records in input order.
 func runCases(t *testing.T, cfg capture.Config, inputs ...string) []*schemas.CaptureRecord {
 	t.Helper()
-	var units []capture.Unit
+	var cases []*schemas.PromptCase
 	for i, in := range inputs {
-		c := &schemas.PromptCase{ID: fmt.Sprintf("c%d", i+1), Input: schemas.SingleTurn(in)}
+		cases = append(cases, &schemas.PromptCase{ID: fmt.Sprintf("c%d", i+1), Input: schemas.SingleTurn(in)})
+	}
+	return runPromptCases(t, cfg, cases...)
+}
+
+// runPromptCases runs the cases, trial 1 each, on one agent process and
+// returns the records in the cases' order.
+func runPromptCases(t *testing.T, cfg capture.Config, cases ...*schemas.PromptCase) []*schemas.CaptureRecord {
+	t.Helper()
+	var units []capture.Unit
+	for _, c := range cases {
 		units = append(units, capture.Unit{Case: c, Trial: 1})
 	}
 	r := capture.NewRunner(cfg)
@@ -220,7 +247,7 @@ func runCases(t *testing.T, cfg capture.Config, inputs ...string) []*schemas.Cap
 			t.Fatalf("no record for case %s", u.Case.ID)
 		}
 		t.Logf("case %s %q: stopReason %q, %d steps, session/new %d ms, total %d ms",
-			rec.ID, inputs[i], rec.StopReason, len(rec.Trajectory), rec.Timing.SessionCreation, rec.Timing.Total)
+			rec.ID, u.Case.Input.List, rec.StopReason, len(rec.Trajectory), rec.Timing.SessionCreation, rec.Timing.Total)
 		if os.Getenv("REALAGENTS_VERBOSE") != "" {
 			t.Logf("record %s:\n%s", rec.ID, dump(rec))
 		}

@@ -1,7 +1,7 @@
 // Package realagents holds end-to-end tests that drive real, unmodified ACP
-// agents (Claude Code through @zed-industries/claude-code-acp and, in
-// TestClaudeCodeAdapters, its successor @agentclientprotocol/claude-agent-acp, Gemini CLI
-// with --acp, and Codex through @zed-industries/codex-acp) through the
+// agents (Claude Code through @zed-industries/claude-code-acp and its
+// successor @agentclientprotocol/claude-agent-acp, Gemini CLI with --acp,
+// and Codex through @zed-industries/codex-acp) through the
 // capture runner, each pointed at a scripted fake model server from
 // testkit/fakemodel on 127.0.0.1, so that they run offline.
 //

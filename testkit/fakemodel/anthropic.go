@@ -27,6 +27,7 @@ type anthropicBlock struct {
 	Text      string          `json:"text,omitempty"`
 	Content   json.RawMessage `json:"content,omitempty"`
 	ToolUseID string          `json:"tool_use_id,omitempty"`
+	Input     map[string]any  `json:"input,omitempty"`
 }
 
 type anthropicMessage struct {
@@ -71,6 +72,52 @@ func toolResultText(raw json.RawMessage) string {
 	return strings.Join(parts, "\n")
 }
 
+// turn returns the prompt of the conversation's current turn (the text of
+// its latest user message that holds text besides system reminders and no
+// tool result) and how many tool results came after it.
+func (in anthropicRequest) turn() (prompt string, results int) {
+	for i := len(in.Messages) - 1; i >= 0; i-- {
+		m := in.Messages[i]
+		if m.Role != "user" {
+			continue
+		}
+		text, n := "", 0
+		for _, b := range m.blocks() {
+			switch {
+			case b.Type == "tool_result":
+				n++
+			case b.Type == "text" && !strings.HasPrefix(strings.TrimSpace(b.Text), "<system-reminder>"):
+				text = b.Text
+			}
+		}
+		if n == 0 && text != "" {
+			return text, results
+		}
+		results += n
+	}
+	return "", results
+}
+
+// lookup returns the key input (a string) of the conversation's latest
+// tool call that had one.
+func (in anthropicRequest) lookup(key string) (string, bool) {
+	for i := len(in.Messages) - 1; i >= 0; i-- {
+		if in.Messages[i].Role != "assistant" {
+			continue
+		}
+		bs := in.Messages[i].blocks()
+		for j := len(bs) - 1; j >= 0; j-- {
+			if bs[j].Type != "tool_use" {
+				continue
+			}
+			if v, ok := bs[j].Input[key].(string); ok {
+				return v, true
+			}
+		}
+	}
+	return "", false
+}
+
 // anthropicContent is one block of the reply.
 type anthropicContent struct {
 	Type      string         `json:"type"`
@@ -109,39 +156,37 @@ func (a *anthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		tools[t.Name] = true
 	}
 	var last []anthropicBlock
-	for i := len(in.Messages) - 1; i >= 0; i-- {
-		if in.Messages[i].Role == "user" {
-			last = in.Messages[i].blocks()
-			break
-		}
+	if n := len(in.Messages); n > 0 && in.Messages[n-1].Role == "user" {
+		last = in.Messages[n-1].blocks()
 	}
-	var prompt string
 	var results []string
 	hasResult := false
 	for _, b := range last {
-		switch {
-		case b.Type == "tool_result":
+		if b.Type == "tool_result" {
 			hasResult = true
 			results = append(results, toolResultText(b.Content))
-		case b.Type == "text" && !strings.HasPrefix(strings.TrimSpace(b.Text), "<system-reminder>"):
-			prompt = b.Text
 		}
 	}
+	prompt, done := in.turn()
 	model := in.Model
 	if model == "" {
 		model = "claude-fake"
 	}
 	var content []anthropicContent
 	stop := "end_turn"
+	script := ParseScript(prompt)
+	cmd, more, err := script.Step(done, in.lookup)
 	switch {
-	case hasResult:
+	case hasResult && !more:
 		a.log.setReply(req, "final", prompt)
 		content = []anthropicContent{{Type: "text", Text: final(strings.Join(results, "\n"))}}
 	case len(tools) == 0:
 		a.log.setReply(req, "side", prompt)
 		content = []anthropicContent{{Type: "text", Text: SideReply}}
+	case err != nil:
+		a.log.setReply(req, "unresolved", prompt)
+		content = []anthropicContent{{Type: "text", Text: Unresolved + err.Error()}}
 	default:
-		cmd := ParseCommand(prompt)
 		name, input := a.toolFor(cmd, tools)
 		if name == "" {
 			a.log.setReply(req, "side", prompt)

@@ -14,6 +14,11 @@
 //   - tools are offered and the last user turn is text: reply with a thought,
 //     a short text (Preamble) and one tool call chosen by ParseCommand from
 //     the prompt text;
+//   - (Anthropic) a prompt with "then" lines is a Script of several tool
+//     calls: the turn's tool results so far say which one is next, and the
+//     final text comes after the last; a step may name an input of an
+//     earlier tool call of the conversation ({{prev.KEY}}), so that a
+//     later turn's answer depends on the history the request carries;
 //   - no tools offered, or JSON output requested: reply with short text, or
 //     JSON built from the requested schema.
 //
@@ -48,6 +53,9 @@ const (
 	SideReply = "Fake summary."
 	// ThoughtMarker is part of every scripted thought.
 	ThoughtMarker = "fake model is thinking"
+	// Unresolved starts the answer to a script step that names an input
+	// no earlier tool call of the conversation had (see Expand).
+	Unresolved = "I cannot tell what that refers to: "
 )
 
 // Options tunes the scripted replies.
@@ -130,7 +138,8 @@ type Request struct {
 	// Body is the request body as sent.
 	Body []byte
 	// Reply says what the fake scripted: "tool:<name>", "final", "side",
-	// "json", "count_tokens", "cancelled", "other" or "error: ...".
+	// "json", "count_tokens", "cancelled", "unresolved", "other" or
+	// "error: ...".
 	Reply string
 	// Prompt is the prompt text the reply was chosen from, if any.
 	Prompt string
@@ -299,40 +308,116 @@ func ParseCommand(prompt string) Command {
 			c.Slow = true
 			line = strings.TrimSpace(rest)
 		}
-		if found {
-			continue
-		}
-		op, rest, _ := strings.Cut(line, " ")
-		rest = strings.TrimSpace(rest)
-		switch op {
-		case "read":
-			if rest != "" {
-				c.Op, c.Path, c.Shell = "read", rest, "cat "+rest
-				found = true
-			}
-		case "write":
-			if path, text, _ := strings.Cut(rest, " "); path != "" {
-				c.Op, c.Path, c.Text, c.Shell = "write", path, text, ""
-				found = true
-			}
-		case "bash":
-			if rest != "" {
-				c.Op, c.Shell = "bash", rest
-				found = true
-			}
-		case "plan":
-			c.Op = "plan"
-			found = true
-		case "tool":
-			name, args, _ := strings.Cut(rest, " ")
-			in := map[string]any{}
-			if name != "" && (strings.TrimSpace(args) == "" || json.Unmarshal([]byte(args), &in) == nil) {
-				c.Op, c.Tool, c.Args = "tool", name, in
-				found = true
-			}
+		if !found {
+			found = c.parseLine(line)
 		}
 	}
 	return c
+}
+
+// Script is what a prompt scripts: one tool call a model request, in
+// order. Its first step is the prompt without its "then" lines (read by
+// ParseCommand); each later line that starts with "then " is one more step
+// ("then bash cat notes.txt"). A model plays step n+1 when the turn holds n
+// tool results, and gives the final answer (FinalPrefix and the last
+// result) after the last. A step may name what an earlier tool call of the
+// conversation was given: {{prev.KEY}} is the KEY input (a string) of the
+// latest tool call that had one, in this turn or an earlier one of the
+// same conversation (see Expand).
+type Script struct {
+	// Steps are the steps' texts, each read by ParseCommand once
+	// expanded.
+	Steps []string
+}
+
+// ParseScript splits a prompt into its script's steps.
+func ParseScript(prompt string) Script {
+	var first []string
+	var then []string
+	for _, line := range strings.Split(prompt, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "then "); ok {
+			then = append(then, strings.TrimSpace(rest))
+			continue
+		}
+		first = append(first, line)
+	}
+	return Script{Steps: append([]string{strings.Join(first, "\n")}, then...)}
+}
+
+// Step returns step i expanded from the conversation's earlier tool
+// inputs (see Expand), and whether the script has such a step.
+func (s Script) Step(i int, lookup func(key string) (string, bool)) (Command, bool, error) {
+	if i < 0 || i >= len(s.Steps) {
+		return Command{}, false, nil
+	}
+	text, err := Expand(s.Steps[i], lookup)
+	if err != nil {
+		return Command{}, true, err
+	}
+	return ParseCommand(text), true, nil
+}
+
+// Expand replaces each {{prev.KEY}} of text by lookup(KEY): the KEY input
+// of the conversation's latest tool call that had one. A key lookup does
+// not find is an error naming it: the conversation does not hold what the
+// text refers to.
+func Expand(text string, lookup func(key string) (string, bool)) (string, error) {
+	var b strings.Builder
+	for {
+		i := strings.Index(text, "{{prev.")
+		if i < 0 {
+			b.WriteString(text)
+			return b.String(), nil
+		}
+		j := strings.Index(text[i:], "}}")
+		if j < 0 {
+			b.WriteString(text)
+			return b.String(), nil
+		}
+		key := text[i+len("{{prev.") : i+j]
+		v, ok := lookup(key)
+		if !ok {
+			return "", fmt.Errorf("no earlier tool call of the conversation has a %q input", key)
+		}
+		b.WriteString(text[:i])
+		b.WriteString(v)
+		text = text[i+j+2:]
+	}
+}
+
+// parseLine reads one line as a command into c, and reports whether it
+// was one.
+func (c *Command) parseLine(line string) bool {
+	op, rest, _ := strings.Cut(line, " ")
+	rest = strings.TrimSpace(rest)
+	switch op {
+	case "read":
+		if rest != "" {
+			c.Op, c.Path, c.Shell = "read", rest, "cat "+rest
+			return true
+		}
+	case "write":
+		if path, text, _ := strings.Cut(rest, " "); path != "" {
+			c.Op, c.Path, c.Text, c.Shell = "write", path, text, ""
+			return true
+		}
+	case "bash":
+		if rest != "" {
+			c.Op, c.Shell = "bash", rest
+			return true
+		}
+	case "plan":
+		c.Op = "plan"
+		return true
+	case "tool":
+		name, args, _ := strings.Cut(rest, " ")
+		in := map[string]any{}
+		if name != "" && (strings.TrimSpace(args) == "" || json.Unmarshal([]byte(args), &in) == nil) {
+			c.Op, c.Tool, c.Args = "tool", name, in
+			return true
+		}
+	}
+	return false
 }
 
 // thought is the scripted thinking text for a tool call.

@@ -210,3 +210,104 @@ func TestRequestLimit(t *testing.T) {
 		t.Errorf("codes %v, %d recorded", codes, len(srv.Requests()))
 	}
 }
+
+// streamed joins the text and tool input deltas of an Anthropic stream.
+func streamed(out string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(out, "\n") {
+		var ev struct {
+			Delta struct {
+				Text        string `json:"text"`
+				PartialJSON string `json:"partial_json"`
+			} `json:"delta"`
+		}
+		if json.Unmarshal([]byte(line), &ev) == nil {
+			b.WriteString(ev.Delta.Text + ev.Delta.PartialJSON)
+		}
+	}
+	return b.String()
+}
+
+func TestParseScript(t *testing.T) {
+	t.Parallel()
+	s := ParseScript("<context>\nslow tool Write {\"file_path\":\"a\"}\n  then bash cat {{prev.file_path}}\nthen read b\nthen nothing to do")
+	want := []string{"<context>\nslow tool Write {\"file_path\":\"a\"}", "bash cat {{prev.file_path}}", "read b", "nothing to do"}
+	if !reflect.DeepEqual(s.Steps, want) {
+		t.Fatalf("steps %q, want %q", s.Steps, want)
+	}
+	inputs := map[string]string{"file_path": "/w/a.txt"}
+	lookup := func(k string) (string, bool) { v, ok := inputs[k]; return v, ok }
+	for i, w := range []Command{
+		{Op: "tool", Shell: "echo hi", Tool: "Write", Args: map[string]any{"file_path": "a"}, Slow: true},
+		{Op: "bash", Shell: "cat /w/a.txt"},
+		{Op: "read", Path: "b", Shell: "cat b"},
+		{Op: "echo", Shell: "echo hi"},
+	} {
+		got, ok, err := s.Step(i, lookup)
+		if !ok || err != nil || !reflect.DeepEqual(got, w) {
+			t.Errorf("step %d = %+v, %v, %v; want %+v", i, got, ok, err, w)
+		}
+	}
+	if _, ok, _ := s.Step(4, lookup); ok {
+		t.Error("a step past the script's end")
+	}
+	delete(inputs, "file_path")
+	if _, ok, err := s.Step(1, lookup); !ok || err == nil || !strings.Contains(err.Error(), `"file_path"`) {
+		t.Errorf("unresolved step: %v, %v", ok, err)
+	}
+	if got := ParseScript("bash ls").Steps; len(got) != 1 || got[0] != "bash ls" {
+		t.Errorf("a one-command prompt's script: %q", got)
+	}
+}
+
+// TestAnthropicPlaysAScript checks that a scripted prompt's calls come one
+// a request, chosen by the tool results the turn holds, that a step's
+// {{prev.KEY}} comes from the conversation's earlier tool calls (an earlier
+// turn's included), and that the final answer follows the last step.
+func TestAnthropicPlaysAScript(t *testing.T) {
+	t.Parallel()
+	srv := Start(Anthropic, Options{})
+	defer srv.Close()
+	tools := `"tools":[{"name":"Bash"},{"name":"Read"},{"name":"Write"},{"name":"Edit"}]`
+	prompt := `{"role":"user","content":[{"type":"text","text":"<system-reminder>r</system-reminder>"},{"type":"text","text":"write notes.txt one\nthen tool Edit {\"file_path\":\"notes.txt\",\"old_string\":\"one\",\"new_string\":\"two\"}\nthen bash cat {{prev.file_path}}"}]}`
+	call := func(id, name, input string) string {
+		return `{"role":"assistant","content":[{"type":"text","text":"x"},{"type":"tool_use","id":"` + id + `","name":"` + name + `","input":` + input + `}]}`
+	}
+	result := func(id, text string) string {
+		return `{"role":"user","content":[{"type":"tool_result","tool_use_id":"` + id + `","content":"` + text + `"},{"type":"text","text":"<system-reminder>r</system-reminder>"}]}`
+	}
+	msgs := []string{prompt}
+	body := func() string { return `{"stream":true,` + tools + `,"messages":[` + strings.Join(msgs, ",") + `]}` }
+	for i, want := range []string{`"name":"Write"`, `"name":"Edit"`, `{"command":"cat notes.txt"`, FinalPrefix + "two"} {
+		_, out := post(t, srv, "/v1/messages", body())
+		if out += "\n" + streamed(out); !strings.Contains(out, want) {
+			t.Fatalf("request %d: want %s in\n%s", i+1, want, out)
+		}
+		switch i {
+		case 0:
+			msgs = append(msgs, call("t1", "Write", `{"file_path":"notes.txt","content":"one"}`), result("t1", "written"))
+		case 1:
+			msgs = append(msgs, call("t2", "Edit", `{"file_path":"notes.txt","old_string":"one","new_string":"two"}`), result("t2", "edited"))
+		case 2:
+			msgs = append(msgs, call("t3", "Bash", `{"command":"cat notes.txt"}`), result("t3", "two"))
+		}
+	}
+	// A next turn names the file of the first: taken from the history.
+	msgs = append(msgs, `{"role":"assistant","content":[{"type":"text","text":"done"}]}`,
+		`{"role":"user","content":[{"type":"text","text":"read {{prev.file_path}}"}]}`)
+	if _, out := post(t, srv, "/v1/messages", body()); !strings.Contains(out, `"name":"Read"`) || !strings.Contains(streamed(out), `{"file_path":"notes.txt"}`) {
+		t.Errorf("second turn: want a Read of notes.txt:\n%s", out)
+	}
+	// Without the history, the same prompt cannot be played.
+	_, out := post(t, srv, "/v1/messages", `{"stream":false,`+tools+`,"messages":[{"role":"user","content":"read {{prev.file_path}}"}]}`)
+	if !strings.Contains(out, Unresolved) || strings.Contains(out, "tool_use") {
+		t.Errorf("a step with no history: %s", out)
+	}
+	var replies []string
+	for _, r := range srv.Requests() {
+		replies = append(replies, r.Reply)
+	}
+	if got, want := strings.Join(replies, " "), "tool:Write tool:Edit tool:Bash final tool:Read unresolved"; got != want {
+		t.Errorf("replies:\n got %s\nwant %s", got, want)
+	}
+}

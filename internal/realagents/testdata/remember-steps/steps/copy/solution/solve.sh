@@ -1,0 +1,2 @@
+#!/bin/bash
+cp /root/first.txt /root/copy.txt

@@ -1,0 +1,2 @@
+#!/bin/bash
+printf falcon > /root/first.txt
