@@ -9,6 +9,7 @@ import (
 	"harness/schemas"
 	"harness/testkit/fakemodel"
 	"harness/testkit/mcpserver"
+	"harness/testkit/testagents"
 )
 
 // mcpServerEnv makes the test binary serve MCP on stdio (mcpserver.Main),
@@ -28,35 +29,48 @@ func mcpServerConfig(t *testing.T, name string) json.RawMessage {
 	return b
 }
 
-// TestClaudeCodeCallsAnMCPServersTool gives Claude Code our stdio MCP
-// server (on the official Go SDK) in session/new; the fake model calls its
-// lookup tool, and the call is in the trajectory as a tool call of that
-// server, with the answer only the server knows.
+// TestClaudeCodeCallsAnMCPServersTool gives Claude Code (each ACP
+// adapter) our stdio MCP server (on the official Go SDK) in session/new;
+// the fake model calls its lookup tool, and the call is in the trajectory
+// as a tool call of that server, with the answer only the server knows.
+// claude-agent-acp's Claude Code defers MCP tools: the model loads the
+// tool with ToolSearch first, a call of its own on the record.
 func TestClaudeCodeCallsAnMCPServersTool(t *testing.T) {
 	t.Parallel()
-	sb, srv, agent := claudeSetup(t, fakemodel.Options{})
-	cfg, _ := baseConfig(t, sb, agent)
-	cfg.MCPServers = []json.RawMessage{mcpServerConfig(t, "task")}
-	rec := runCases(t, cfg, `tool mcp__task__lookup {"key":"blue"}`)[0]
-	want := mcpserver.Value("blue")
-	tools := checkTurn(t, rec, true, true, want)
+	for _, a := range testagents.ClaudeAdapters() {
+		t.Run(a.Version, func(t *testing.T) {
+			t.Parallel()
+			sb, srv, agent := claudeSetupWith(t, a, fakemodel.Options{})
+			cfg, _ := baseConfig(t, sb, agent)
+			cfg.MCPServers = []json.RawMessage{mcpServerConfig(t, "task")}
+			rec := runCases(t, cfg, `tool mcp__task__lookup {"key":"blue"}`)[0]
+			want := mcpserver.Value("blue")
+			checkMCPCall(t, rec, checkTurn(t, rec, true, true, want), "mcp__task__lookup", `"blue"`, want)
+			checkRequests(t, srv, "mcp__task__lookup", nil)
+		})
+	}
+}
+
+// checkMCPCall checks the completed tool calls of a Claude Code turn: one
+// is the MCP tool's (named mcp__SERVER__TOOL, Claude Code's title for an
+// MCP tool call), with input in its input and the server's answer output
+// in its output.
+func checkMCPCall(t *testing.T, rec *schemas.CaptureRecord, tools []schemas.Step, name, input, output string) {
+	t.Helper()
 	var call *schemas.Step
+	var names []string
 	for i, s := range tools {
-		if strings.Contains(s.Name+s.ToolName+string(s.Input), "lookup") {
+		names = append(names, s.Name)
+		if s.Name == name {
 			call = &tools[i]
 		}
 	}
 	if call == nil {
-		t.Fatalf("no completed tool call of the MCP server's lookup:\n%s", dump(rec))
+		t.Fatalf("no completed call of %s among %q:\n%s", name, names, dump(rec))
 	}
-	if !strings.Contains(toolOutput(*call), want) || !strings.Contains(string(call.Input), `"blue"`) {
-		t.Errorf("lookup call %+v: want its input and the server's answer %q", *call, want)
+	if !strings.Contains(toolOutput(*call), output) || !strings.Contains(string(call.Input), input) {
+		t.Errorf("%s call %+v: want %s in its input and the server's answer %q in its output", name, *call, input, output)
 	}
-	// Claude Code titles an MCP tool call mcp__SERVER__TOOL.
-	if call.Name != "mcp__task__lookup" {
-		t.Errorf("the call does not name the server: name %q, toolName %q", call.Name, call.ToolName)
-	}
-	checkRequests(t, srv, "mcp__task__lookup", nil)
 }
 
 // TestGeminiCLICallsAnMCPServersTool gives Gemini CLI our stdio MCP server

@@ -27,6 +27,9 @@ type anthropicBlock struct {
 	Text      string          `json:"text,omitempty"`
 	Content   json.RawMessage `json:"content,omitempty"`
 	ToolUseID string          `json:"tool_use_id,omitempty"`
+	// ID and Name are a tool_use block's (in an assistant message).
+	ID   string `json:"id,omitempty"`
+	Name string `json:"name,omitempty"`
 }
 
 type anthropicMessage struct {
@@ -127,6 +130,14 @@ func (a *anthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			prompt = b.Text
 		}
 	}
+	// A result of ToolSearch (Claude Code's loader of deferred tools,
+	// MCP tools among them) for the prompt's "tool NAME" command is
+	// followed by the call of NAME, now offered, not by the final answer.
+	if hasResult && a.searched(in.Messages, last) {
+		if p := lastUserText(in.Messages); ParseCommand(p).Op == "tool" && tools[ParseCommand(p).Tool] {
+			hasResult, prompt = false, p
+		}
+	}
 	model := in.Model
 	if model == "" {
 		model = "claude-fake"
@@ -137,6 +148,11 @@ func (a *anthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case hasResult:
 		a.log.setReply(req, "final", prompt)
 		content = []anthropicContent{{Type: "text", Text: final(strings.Join(results, "\n"))}}
+	case strings.Contains(prompt, "<severity>N</severity>"):
+		// Claude Code's auto mode asks the model to grade an action's
+		// harm before running it: none.
+		a.log.setReply(req, "side", prompt)
+		content = []anthropicContent{{Type: "text", Text: "<severity>0</severity>"}}
 	case len(tools) == 0:
 		a.log.setReply(req, "side", prompt)
 		content = []anthropicContent{{Type: "text", Text: SideReply}}
@@ -220,6 +236,11 @@ func (a *anthropic) toolFor(c Command, tools map[string]bool) (string, map[strin
 		if tools[c.Tool] {
 			return c.Tool, c.Args
 		}
+		if tools["ToolSearch"] {
+			// Deferred (Claude Code offers MCP tools by name only, its
+			// ToolSearch loading them): load it first.
+			return "ToolSearch", map[string]any{"query": "select:" + c.Tool, "max_results": 1}
+		}
 		return "", nil // not offered: a plain answer says so
 	case "read":
 		if n := pick("mcp__acp__Read", "Read"); n != "" {
@@ -277,4 +298,49 @@ func writeJSON(w http.ResponseWriter, v any) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Write(b)
+}
+
+// searched says whether the tool results of last answer a ToolSearch call
+// of the assistant message before them.
+func (a *anthropic) searched(msgs []anthropicMessage, last []anthropicBlock) bool {
+	names := map[string]string{}
+	for _, m := range msgs {
+		if m.Role != "assistant" {
+			continue
+		}
+		for _, b := range m.blocks() {
+			if b.Type == "tool_use" {
+				names[b.ID] = b.Name
+			}
+		}
+	}
+	for _, b := range last {
+		if b.Type == "tool_result" && names[b.ToolUseID] == "ToolSearch" {
+			return true
+		}
+	}
+	return false
+}
+
+// lastUserText is the text of the last user message that carries no tool
+// result (system reminders aside): the prompt a turn started from.
+func lastUserText(msgs []anthropicMessage) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role != "user" {
+			continue
+		}
+		text, result := "", false
+		for _, b := range msgs[i].blocks() {
+			switch {
+			case b.Type == "tool_result":
+				result = true
+			case b.Type == "text" && !strings.HasPrefix(strings.TrimSpace(b.Text), "<system-reminder>"):
+				text = b.Text
+			}
+		}
+		if !result && text != "" {
+			return text
+		}
+	}
+	return ""
 }
