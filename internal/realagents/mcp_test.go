@@ -51,10 +51,10 @@ func TestClaudeCodeCallsAnMCPServersTool(t *testing.T) {
 	}
 }
 
-// checkMCPCall checks the completed tool calls of a Claude Code turn: one
-// is the MCP tool's (named mcp__SERVER__TOOL, Claude Code's title for an
-// MCP tool call), with input in its input and the server's answer output
-// in its output.
+// checkMCPCall checks the completed tool calls of a turn: one is the MCP
+// tool's (its step named name: Claude Code names it mcp__SERVER__TOOL),
+// with input in its input (an agent that reports none passes "") and the
+// server's answer output in its output.
 func checkMCPCall(t *testing.T, rec *schemas.CaptureRecord, tools []schemas.Step, name, input, output string) {
 	t.Helper()
 	var call *schemas.Step

@@ -90,36 +90,60 @@ command = "/usr/local/bin/lookup-mcp"
 	return task, img
 }
 
-// TestClaudeCodeCallsATaskMCPServerInItsImage runs Claude Code (each ACP
-// adapter), installed on the host, in the image of a task whose task.toml
-// declares a stdio MCP server the image carries: the agent starts the
-// server inside the trial's layer, the fake model calls its read tool on
-// a file only the image has, and the call is in the trajectory with that
-// file's text as its output.
-func TestClaudeCodeCallsATaskMCPServerInItsImage(t *testing.T) {
+// TestAgentsCallATaskMCPServerInItsImage runs Claude Code (each ACP
+// adapter) and Gemini CLI, installed on the host, in the image of a task
+// whose task.toml declares a stdio MCP server the image carries: the agent
+// starts the server inside the trial's layer, the fake model calls its
+// read tool on a file only the image has, and the call is in the
+// trajectory with that file's text as its output.
+func TestAgentsCallATaskMCPServerInItsImage(t *testing.T) {
 	task, img := mcpTask(t)
 	if _, err := os.Stat("/etc/harness-task-marker"); err == nil {
 		t.Fatal("the host has /etc/harness-task-marker: the test could not tell where the server ran")
 	}
+	type run struct {
+		name string
+		// setup starts the fake model and the agent's sandbox, and
+		// configures the capture.
+		setup func(t *testing.T) (*sandbox, *fakemodel.Server, []string, func(*capture.Config))
+		// tool is the name the model calls the read tool by; call the
+		// step's name of the call; input what its input shows ("" for an
+		// agent that reports none).
+		tool, call, input string
+	}
+	var runs []run
 	for _, a := range testagents.ClaudeAdapters() {
-		t.Run(a.Version, func(t *testing.T) {
-			t.Parallel()
+		runs = append(runs, run{"claude-" + a.Version, func(t *testing.T) (*sandbox, *fakemodel.Server, []string, func(*capture.Config)) {
 			sb, srv, agent := claudeSetupWith(t, a, fakemodel.Options{})
+			return sb, srv, agent, func(*capture.Config) {}
+		}, "mcp__task__read", "mcp__task__read", "/etc/harness-task-marker"})
+	}
+	runs = append(runs, run{"gemini", func(t *testing.T) (*sandbox, *fakemodel.Server, []string, func(*capture.Config)) {
+		sb, srv, agent := geminiSetup(t, fakemodel.Options{})
+		// Gemini CLI starts no MCP server in a folder it does not trust.
+		sb.Env = append(sb.Env, "GEMINI_CLI_TRUST_WORKSPACE=true")
+		return sb, srv, agent, func(c *capture.Config) { c.Auth = "gemini-api-key" }
+	}, "mcp_task_read", "read (task MCP Server)", ""})
+	for _, r := range runs {
+		t.Run(r.name, func(t *testing.T) {
+			t.Parallel()
+			sb, srv, agent, configure := r.setup(t)
 			cfg, _ := baseConfig(t, sb, agent)
+			configure(&cfg)
 			cfg.Image = &capture.ImageConfig{
 				For:      func(*schemas.PromptCase) (*image.Image, *harbor.Task, error) { return img, task, nil },
 				LayerDir: t.TempDir(),
 				Egress:   egress.NewProxy(egress.DefaultRules(sb.Env, agent), ""),
 			}
-			rec := runCases(t, cfg, `tool mcp__task__read {"path":"/etc/harness-task-marker"}`)[0]
-			checkMCPCall(t, rec, checkTurn(t, rec, true, true, imageMarker), "mcp__task__read", "/etc/harness-task-marker", imageMarker)
+			rec := runCases(t, cfg, "tool "+r.tool+` {"path":"/etc/harness-task-marker"}`)[0]
+			checkMCPCall(t, rec, checkTurn(t, rec, true, true, imageMarker), r.call, r.input, imageMarker)
 			if rec.Cwd != "/app" || rec.Provenance.Sandbox == nil || rec.Provenance.Sandbox.Backend != "image" {
 				t.Errorf("cwd %q, sandbox %+v: want the task's image", rec.Cwd, rec.Provenance.Sandbox)
 			}
 			if rec.Score == nil || rec.Score.Score != 1 {
 				t.Errorf("verdict %+v", rec.Score)
 			}
-			checkRequests(t, srv, "mcp__task__read", nil)
+			checkRequests(t, srv, r.tool, nil)
 		})
 	}
 }
