@@ -111,6 +111,9 @@ func TestGeminiCLICallsAnMCPServersTool(t *testing.T) {
 	if perms := stepsOf(rec, schemas.StepPermission); len(perms) == 0 || perms[0].Outcome != "selected" {
 		t.Errorf("permission steps %+v, want the call's permission granted", perms)
 	}
+	if len(rec.Errors) != 0 {
+		t.Errorf("errors %q: want none in a trusted folder", rec.Errors)
+	}
 	checkRequests(t, srv, "mcp_task_lookup", nil)
 	checkNoLeftovers(t, sb)
 }
