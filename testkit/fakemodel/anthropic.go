@@ -28,6 +28,9 @@ type anthropicBlock struct {
 	Content   json.RawMessage `json:"content,omitempty"`
 	ToolUseID string          `json:"tool_use_id,omitempty"`
 	Input     map[string]any  `json:"input,omitempty"`
+	// ID and Name are a tool_use block's (in an assistant message).
+	ID   string `json:"id,omitempty"`
+	Name string `json:"name,omitempty"`
 }
 
 type anthropicMessage struct {
@@ -76,21 +79,37 @@ func toolResultText(raw json.RawMessage) string {
 // its latest user message that holds text besides system reminders and no
 // tool result) and how many tool results came after it.
 func (in anthropicRequest) turn() (prompt string, results int) {
+	searches := map[string]bool{} // the ids of ToolSearch calls
+	for _, m := range in.Messages {
+		if m.Role != "assistant" {
+			continue
+		}
+		for _, b := range m.blocks() {
+			if b.Type == "tool_use" && b.Name == "ToolSearch" {
+				searches[b.ID] = true
+			}
+		}
+	}
 	for i := len(in.Messages) - 1; i >= 0; i-- {
 		m := in.Messages[i]
 		if m.Role != "user" {
 			continue
 		}
-		text, n := "", 0
+		text, n, result := "", 0, false
 		for _, b := range m.blocks() {
 			switch {
 			case b.Type == "tool_result":
-				n++
+				result = true
+				if !searches[b.ToolUseID] {
+					// Claude Code loading deferred tools is no step of
+					// the prompt's script.
+					n++
+				}
 			case b.Type == "text" && !strings.HasPrefix(strings.TrimSpace(b.Text), "<system-reminder>"):
 				text = b.Text
 			}
 		}
-		if n == 0 && text != "" {
+		if !result && text != "" {
 			return text, results
 		}
 		results += n
@@ -168,6 +187,17 @@ func (a *anthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	prompt, done := in.turn()
+	// A result of ToolSearch (Claude Code's loader of deferred tools,
+	// MCP tools among them) for the prompt's "tool NAME" command is
+	// followed by the call of NAME, now offered, not by the final answer;
+	// the search is no step of the prompt's script.
+	// A search that did not load it ends the turn.
+	searched := hasResult && a.searched(in.Messages, last)
+	if searched {
+		if c := ParseCommand(prompt); c.Op == "tool" && tools[c.Tool] {
+			hasResult = false
+		}
+	}
 	model := in.Model
 	if model == "" {
 		model = "claude-fake"
@@ -177,9 +207,14 @@ func (a *anthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	script := ParseScript(prompt)
 	cmd, more, err := script.Step(done, in.lookup)
 	switch {
-	case hasResult && !more:
+	case hasResult && (!more || searched):
 		a.log.setReply(req, "final", prompt)
 		content = []anthropicContent{{Type: "text", Text: final(strings.Join(results, "\n"))}}
+	case strings.Contains(prompt, "<severity>N</severity>"):
+		// Claude Code's auto mode asks the model to grade an action's
+		// harm before running it: none.
+		a.log.setReply(req, "side", prompt)
+		content = []anthropicContent{{Type: "text", Text: "<severity>0</severity>"}}
 	case len(tools) == 0:
 		a.log.setReply(req, "side", prompt)
 		content = []anthropicContent{{Type: "text", Text: SideReply}}
@@ -265,6 +300,11 @@ func (a *anthropic) toolFor(c Command, tools map[string]bool) (string, map[strin
 		if tools[c.Tool] {
 			return c.Tool, c.Args
 		}
+		if tools["ToolSearch"] {
+			// Deferred (Claude Code offers MCP tools by name only, its
+			// ToolSearch loading them): load it first.
+			return "ToolSearch", map[string]any{"query": "select:" + c.Tool, "max_results": 1}
+		}
 		return "", nil // not offered: a plain answer says so
 	case "read":
 		if n := pick("mcp__acp__Read", "Read"); n != "" {
@@ -322,4 +362,26 @@ func writeJSON(w http.ResponseWriter, v any) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Write(b)
+}
+
+// searched says whether the tool results of last answer a ToolSearch call
+// of the assistant message before them.
+func (a *anthropic) searched(msgs []anthropicMessage, last []anthropicBlock) bool {
+	names := map[string]string{}
+	for _, m := range msgs {
+		if m.Role != "assistant" {
+			continue
+		}
+		for _, b := range m.blocks() {
+			if b.Type == "tool_use" {
+				names[b.ID] = b.Name
+			}
+		}
+	}
+	for _, b := range last {
+		if b.Type == "tool_result" && names[b.ToolUseID] == "ToolSearch" {
+			return true
+		}
+	}
+	return false
 }

@@ -10,7 +10,10 @@
 // cannot derail it:
 //
 //   - the last user turn carries a tool result: reply with the final text
-//     FinalPrefix + the tool's output;
+//     FinalPrefix + the tool's output; except (Anthropic) a result of
+//     Claude Code's ToolSearch, which loads the tools it defers (MCP
+//     tools among them): then the prompt's "tool NAME" is called, now
+//     offered;
 //   - tools are offered and the last user turn is text: reply with a thought,
 //     a short text (Preamble) and one tool call chosen by ParseCommand from
 //     the prompt text;
@@ -20,7 +23,8 @@
 //     earlier tool call of the conversation ({{prev.KEY}}), so that a
 //     later turn's answer depends on the history the request carries;
 //   - no tools offered, or JSON output requested: reply with short text, or
-//     JSON built from the requested schema.
+//     JSON built from the requested schema; (Anthropic) Claude Code's auto
+//     mode asking for an action's harm (<severity>N</severity>) is told 0.
 //
 // A prompt with a line starting with "slow" makes the tool-call reply wait
 // Options.Slow (or until the client goes away or the server closes), which
@@ -288,7 +292,8 @@ type Command struct {
 	Slow bool
 	// Tool and Args are the tool of "tool NAME {ARGS}": an offered tool
 	// called by its name (an MCP server's tool, mcp__SERVER__TOOL in
-	// Claude Code) with the JSON object ARGS.
+	// Claude Code, loaded through its ToolSearch first when it defers
+	// it) with the JSON object ARGS.
 	Tool string
 	Args map[string]any
 }

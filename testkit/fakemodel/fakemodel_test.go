@@ -112,6 +112,35 @@ func TestAnthropicUsesACPTools(t *testing.T) {
 	}
 }
 
+// TestAnthropicLoadsDeferredTools checks the turn of a "tool NAME" prompt
+// whose tool Claude Code defers: ToolSearch loads it first, its result is
+// followed by the call of the tool (now offered), whose result gets the
+// final answer; the auto mode's harm grading is answered none.
+func TestAnthropicLoadsDeferredTools(t *testing.T) {
+	t.Parallel()
+	srv := Start(Anthropic, Options{})
+	defer srv.Close()
+	prompt := `{"role":"user","content":[{"type":"text","text":"<system-reminder>x</system-reminder>"},{"type":"text","text":"tool mcp__task__lookup {\"key\":\"blue\"}"}]}`
+	search := `{"role":"assistant","content":[{"type":"tool_use","id":"s1","name":"ToolSearch","input":{}}]}`
+	loaded := `{"role":"user","content":[{"type":"tool_result","tool_use_id":"s1","content":[{"type":"tool_reference","tool_name":"mcp__task__lookup"}]},{"type":"text","text":"Tool loaded."}]}`
+	call := `{"role":"assistant","content":[{"type":"tool_use","id":"c1","name":"mcp__task__lookup","input":{}}]}`
+	answer := `{"role":"user","content":[{"type":"tool_result","tool_use_id":"c1","content":[{"type":"text","text":"mcp-value-of-blue"}]}]}`
+	deferred := `"tools":[{"name":"Bash"},{"name":"ToolSearch"}]`
+	offered := `"tools":[{"name":"Bash"},{"name":"ToolSearch"},{"name":"mcp__task__lookup","defer_loading":true}]`
+	for _, tc := range []struct{ body, want string }{
+		{`{"stream":false,` + deferred + `,"messages":[` + prompt + `]}`, `"name":"ToolSearch","input":{"max_results":1,"query":"select:mcp__task__lookup"}`},
+		{`{"stream":false,` + offered + `,"messages":[` + prompt + `,` + search + `,` + loaded + `]}`, `"name":"mcp__task__lookup","input":{"key":"blue"}`},
+		{`{"stream":false,` + offered + `,"messages":[` + prompt + `,` + search + `,` + loaded + `,` + call + `,` + answer + `]}`, FinalPrefix + "mcp-value-of-blue"},
+		// A search that did not load the tool ends the turn.
+		{`{"stream":false,` + deferred + `,"messages":[` + prompt + `,` + search + `,` + loaded + `]}`, FinalPrefix},
+		{`{"stream":false,"messages":[{"role":"user","content":"Grade it. Respond with <severity>N</severity> ONLY."}]}`, `"text":"\u003cseverity\u003e0\u003c/severity\u003e"`},
+	} {
+		if _, out := post(t, srv, "/v1/messages", tc.body); !strings.Contains(out, tc.want) {
+			t.Errorf("reply to %s\n lacks %s:\n%s", tc.body, tc.want, out)
+		}
+	}
+}
+
 func TestGeminiScripts(t *testing.T) {
 	t.Parallel()
 	srv := Start(Gemini, Options{})

@@ -2,7 +2,8 @@
 // MCP SDK: a task or a run gives it to an agent, and the agent's calls of
 // its tools show in the trajectory. Its tool "lookup" answers a fixed
 // word for a key, so a test can tell that the tool (and nothing else)
-// produced it.
+// produced it; its tool "read" answers a file's text as the server sees
+// it, so a test can tell where the server ran (a file only an image has).
 package mcpserver
 
 import (
@@ -29,6 +30,18 @@ type LookupOutput struct {
 	Value string `json:"value"`
 }
 
+// ReadInput is the read tool's input.
+type ReadInput struct {
+	// Path is the file to read, as the server sees it.
+	Path string `json:"path" jsonschema:"the absolute path of the file to read"`
+}
+
+// ReadOutput is the read tool's structured answer.
+type ReadOutput struct {
+	// Text is the file's content.
+	Text string `json:"text"`
+}
+
 // Value is what lookup answers for key: a word no model invents.
 func Value(key string) string { return "mcp-value-of-" + key }
 
@@ -42,6 +55,14 @@ func NewServer() *mcp.Server {
 			}
 			v := Value(in.Key)
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: v}}}, LookupOutput{Value: v}, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "read", Description: "Reads a file where the server runs and answers its text."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in ReadInput) (*mcp.CallToolResult, ReadOutput, error) {
+			b, err := os.ReadFile(in.Path)
+			if err != nil {
+				return nil, ReadOutput{}, fmt.Errorf("read: %w", err)
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, ReadOutput{Text: string(b)}, nil
 		})
 	return s
 }
