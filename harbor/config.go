@@ -129,7 +129,7 @@ var (
 		"environment.healthcheck": true, "environment.skills_dir": true, "environment.gpu_types": true,
 		"environment.tpu": true,
 		"agent.user":      true, "agent.network_mode": true, "agent.allowed_hosts": true,
-		"verifier.user": true,
+		"verifier.user":        true,
 		"verifier.environment": true, "verifier.collect": true,
 		"multi_step_reward_mode": true,
 	}
