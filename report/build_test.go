@@ -91,3 +91,25 @@ func TestBuildPageDirLinksArtifacts(t *testing.T) {
 		}
 	}
 }
+
+// A suite run's report, written in the run directory beside the agents'
+// outputs, links their artifacts.
+func TestRunReportLinksArtifacts(t *testing.T) {
+	dir := t.TempDir()
+	b, err := os.ReadFile("../testdata/results/capture_steps.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "agent.jsonl")
+	if err := os.WriteFile(out, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	html := filepath.Join(dir, ReportName)
+	if err := WriteRunReport([]string{out}, html, "", SuiteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile(html)
+	if err != nil || !strings.Contains(string(page), `"artifacts":"agent.artifacts/"`) {
+		t.Errorf("the run's report does not link agent.artifacts/ (%v)", err)
+	}
+}
