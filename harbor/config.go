@@ -44,8 +44,9 @@ type Config struct {
 	AllowInternet bool
 	// AllowedHosts are the hosts of network_mode = "allowlist"
 	// (allowed_hosts, each HOST or HOST:PORT): the agent reaches them, and
-	// its model's endpoints, through the egress allowlist. Empty for any
-	// other mode.
+	// its model's endpoints, through the egress allowlist, and solve.sh
+	// and the verifier them alone (unless their own network_mode says
+	// otherwise; see Network). Empty for any other mode.
 	AllowedHosts []egress.Rule
 	// AgentNetworkMode is [agent] network_mode ("" = the environment's),
 	// AgentAllowedHosts its allowed_hosts when it is "allowlist".
