@@ -252,7 +252,7 @@ func (lr *layerRunner) Wrap(c sandbox.Command) (sandbox.Wrapped, error) {
 			return sandbox.Wrapped{}, fmt.Errorf("image network: %w", err)
 		}
 		log.sess = sess
-		binds = append(binds, sessionBinds(sess)...)
+		binds = append(binds, harbor.EgressBinds(sess)...)
 		argv = sess.Command(argv)
 		env = append(env, sess.Env...)
 	}
@@ -288,21 +288,6 @@ func (lr *layerRunner) Wrap(c sandbox.Command) (sandbox.Wrapped, error) {
 	w.Started = func(pid int) { g.Start(pid, func() { syscall.Kill(-pid, syscall.SIGKILL) }) }
 	w.LimitHit = g.Check
 	return w, nil
-}
-
-// sessionBinds are the read-only binds an egress session needs (its
-// socket directory, hosts file and the bridge binary), read from the
-// bubblewrap arguments it gives.
-func sessionBinds(s *egress.Session) []image.Bind {
-	var out []image.Bind
-	a := s.BwrapArgs
-	for i := 0; i+2 < len(a); i++ {
-		if a[i] == "--ro-bind" {
-			out = append(out, image.Bind{Src: a[i+1], Dst: a[i+2]})
-			i += 2
-		}
-	}
-	return out
 }
 
 // connLog keeps the connections of an agent's egress session until they
@@ -410,13 +395,14 @@ func (w *worker) finishLayer(run *caseRun, rec *schemas.CaptureRecord) {
 	rec.Workspace = ws
 }
 
-// verify runs a Harbor task's verifier in the layer its agent left. A
-// second interrupt stops it.
-func (w *worker) verify(cl *caseLayer) *schemas.GraderResult {
+// verify runs a Harbor task's verifier in the layer its agent left, on
+// the verifier's network (see verifierStep). A second interrupt stops it.
+func (w *worker) verify(cl *caseLayer, onConn func(egress.Connection)) *schemas.GraderResult {
 	var step harbor.Step
 	if s := w.r.cfg.Image.TimeoutScale; s > 0 && s != 1 {
 		step.Timeout = time.Duration(float64(cl.task.Config.VerifierTimeout) * s)
 	}
+	step = verifierStep(w.r.cfg.Image, cl.task, step, onConn)
 	ctx := w.r.grading
 	if ctx == nil {
 		ctx = context.Background()
@@ -425,6 +411,14 @@ func (w *worker) verify(cl *caseLayer) *schemas.GraderResult {
 	defer w.r.judging.Add(-1)
 	res := harbor.Verify(ctx, cl.layer, cl.task, step)
 	return &res
+}
+
+// verifierStep gives a task's verifier its network: the host's when its
+// task gives it the internet, else its allowlist's hosts (not the
+// agent's model endpoints) through a proxy set up as the run's, each
+// connection told to onConn, or loopback only.
+func verifierStep(ic *ImageConfig, t *harbor.Task, s harbor.Step, onConn func(egress.Connection)) harbor.Step {
+	return t.PhaseStep(s, harbor.PhaseVerifier, ic.Egress, onConn)
 }
 
 // isVerifierPath says whether p is where the verifier's files go.

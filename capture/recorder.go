@@ -521,7 +521,12 @@ func (r *Recorder) Seal(prefix string) Result {
 
 // Network records connections out of the sandbox as network steps, in
 // time order among the case's other steps.
-func (r *Recorder) Network(conns []egress.Connection) {
+func (r *Recorder) Network(conns []egress.Connection) { r.PhaseNetwork("", conns) }
+
+// PhaseNetwork records connections a phase other than the agent's made
+// (schemas.PhaseVerifier: a task's verifier) as network steps of that
+// phase, in time order among the case's other steps.
+func (r *Recorder) PhaseNetwork(phase string, conns []egress.Connection) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.sealed || len(conns) == 0 {
@@ -529,14 +534,20 @@ func (r *Recorder) Network(conns []egress.Connection) {
 	}
 	for _, c := range conns {
 		s := &stepState{at: c.At, firstSeen: c.At}
-		allowed := c.Allowed
-		out, in := c.BytesOut, c.BytesIn
-		d := c.Duration.Milliseconds()
-		s.step = schemas.Step{Type: schemas.StepNetwork, Host: c.Host, Port: c.Port, Allowed: &allowed,
-			BytesOut: &out, BytesIn: &in, Duration: &d, Error: c.Error, Open: c.Open}
+		s.step = networkStep(c)
+		s.step.Phase = phase
 		r.steps = append(r.steps, s)
 	}
 	sort.SliceStable(r.steps, func(i, j int) bool { return r.steps[i].at.Before(r.steps[j].at) })
+}
+
+// networkStep is a connection as a network step.
+func networkStep(c egress.Connection) schemas.Step {
+	allowed := c.Allowed
+	out, in := c.BytesOut, c.BytesIn
+	d := c.Duration.Milliseconds()
+	return schemas.Step{Type: schemas.StepNetwork, Host: c.Host, Port: c.Port, Allowed: &allowed,
+		BytesOut: &out, BytesIn: &in, Duration: &d, Error: c.Error, Open: c.Open}
 }
 
 // marshalText encodes s as a JSON string without HTML escaping, so agent

@@ -2,9 +2,13 @@ package capture
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"sync"
 
 	"harness/image"
+	"harness/sandbox/egress"
+	"harness/schemas"
 	"harness/workspace"
 )
 
@@ -60,7 +64,12 @@ func (w *worker) regrade(ctx context.Context, u Unit) bool {
 	rec.Error, rec.Score, rec.Scores, rec.Outcome = nil, nil, nil, nil
 	rec.Provenance.Graders = cfg.GraderNames
 	if run.layer != nil && run.layer.task != nil {
-		run.verdict = w.verify(run.layer)
+		var mu sync.Mutex
+		run.verdict = w.verify(run.layer, func(c egress.Connection) {
+			mu.Lock()
+			defer mu.Unlock()
+			addVerifierStep(&rec, c)
+		})
 		rec.Score = run.verdict
 		if rec.Score.Error == nil && len(rec.Score.Outcome) > 0 {
 			rec.Outcome = rec.Score.Outcome
@@ -69,6 +78,16 @@ func (w *worker) regrade(ctx context.Context, u Unit) bool {
 	w.emit(run)
 	w.await(run)
 	return true
+}
+
+// addVerifierStep puts a connection of a regraded unit's verifier at the
+// end of its written trajectory: a network step of phase verifier.
+func addVerifierStep(rec *schemas.CaptureRecord, c egress.Connection) {
+	st := networkStep(c)
+	st.Phase = schemas.PhaseVerifier
+	st.StepID = fmt.Sprintf("%s-t%d-s%d", rec.ID, rec.Trial, len(rec.Trajectory)+1)
+	st.Timestamp = max(c.At.UnixMilli()-rec.Timing.Start, 0)
+	rec.Trajectory = append(rec.Trajectory, st)
 }
 
 func isDir(p string) bool {

@@ -95,6 +95,7 @@ func (st *taskSteps) end(i int, info *schemas.ErrorInfo) bool {
 		ctx = context.Background()
 	}
 	st.w.r.judging.Add(1)
+	step = verifierStep(st.w.r.cfg.Image, st.task, step, st.run.verifierConn)
 	res := harbor.VerifyStep(ctx, st.run.layer.layer, st.task, i, step)
 	st.w.r.judging.Add(-1)
 	ts.Verdict = &res

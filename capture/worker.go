@@ -18,6 +18,7 @@ import (
 	"harness/ledger"
 	"harness/modelgateway"
 	"harness/sandbox"
+	"harness/sandbox/egress"
 	"harness/schemas"
 	"harness/workspace"
 )
@@ -960,10 +961,16 @@ func (w *worker) conclude(run *caseRun) {
 				run.verdict = run.taskSteps.verdict()
 			}
 		case run.layer.task != nil && (run.err == nil || run.err.Class != schemas.ErrInterrupted):
-			run.verdict = w.verify(run.layer)
+			run.verdict = w.verify(run.layer, run.verifierConn)
 		}
 		w.collectArtifacts(run)
 	}
+}
+
+// verifierConn puts a connection of the unit's verifier on its record: a
+// network step of phase verifier.
+func (run *caseRun) verifierConn(c egress.Connection) {
+	run.rec.PhaseNetwork(schemas.PhaseVerifier, []egress.Connection{c})
 }
 
 // collectArtifacts copies a Harbor task's artifacts out of the unit's
@@ -1010,11 +1017,12 @@ func (r *Runner) cleanup(run *caseRun) {
 	remove()
 }
 
-// countNetwork sums a trajectory's network steps (nil when it has none).
+// countNetwork sums a trajectory's network steps of the agent (nil when
+// it has none): a verifier's are on the trajectory, not in the counts.
 func countNetwork(steps []schemas.Step) *schemas.NetworkCounts {
 	var n *schemas.NetworkCounts
 	for _, st := range steps {
-		if st.Type != schemas.StepNetwork {
+		if st.Type != schemas.StepNetwork || st.Phase == schemas.PhaseVerifier {
 			continue
 		}
 		if n == nil {

@@ -17,6 +17,7 @@ import (
 	"harness/image/pull"
 	"harness/internal/suggest"
 	"harness/results"
+	"harness/sandbox/egress"
 	"harness/sandbox/limits"
 	"harness/taskset"
 )
@@ -346,7 +347,9 @@ func ValidateTaskRefs(ctx context.Context, e *Env, dir string, tf TaskFlags, out
 		}
 		tally, err = set.Validate(ctx, taskset.ValidateOptions{
 			Images: imgs,
-			Trial:  harbor.TrialOptions{Keep: tf.Keep},
+			// solve.sh and the verifier of a task with an allowlist
+			// reach its hosts through the proxy, and nothing else.
+			Trial: harbor.TrialOptions{Keep: tf.Keep, Egress: egress.NewProxy(nil, "")},
 			Each: func(o taskset.Outcome) error {
 				if !quiet {
 					sayRefOutcome(e.Stderr, o)
@@ -384,6 +387,11 @@ func sayRefOutcome(w io.Writer, o taskset.Outcome) {
 		}
 		solveTail = indentTail(r.Output, 10, "      ")
 	}
+	for _, c := range res.Network {
+		if !c.Allowed {
+			note += fmt.Sprintf("; %s was refused %s:%d (%s)", phaseName(c.Phase), c.Host, c.Port, c.Error)
+		}
+	}
 	if res.Layer != "" {
 		note += "; layer kept in " + res.Layer
 	}
@@ -395,6 +403,14 @@ func sayRefOutcome(w io.Writer, o taskset.Outcome) {
 	if solveTail != "" {
 		fmt.Fprintf(w, "    solve.sh's output ends:\n%s", solveTail)
 	}
+}
+
+// phaseName is the script a phase of a reference run runs.
+func phaseName(phase string) string {
+	if phase == harbor.PhaseSolution {
+		return "solve.sh"
+	}
+	return "the verifier"
 }
 
 // refsVerdict is the exit of validate-refs on tasks: interrupted, a

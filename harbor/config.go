@@ -44,13 +44,19 @@ type Config struct {
 	AllowInternet bool
 	// AllowedHosts are the hosts of network_mode = "allowlist"
 	// (allowed_hosts, each HOST or HOST:PORT): the agent reaches them, and
-	// its model's endpoints, through the egress allowlist. Empty for any
-	// other mode.
+	// its model's endpoints, through the egress allowlist, and solve.sh
+	// and the verifier them alone (unless their own network_mode says
+	// otherwise; see Network). Empty for any other mode.
 	AllowedHosts []egress.Rule
 	// AgentNetworkMode is [agent] network_mode ("" = the environment's),
 	// AgentAllowedHosts its allowed_hosts when it is "allowlist".
 	AgentNetworkMode  string
 	AgentAllowedHosts []egress.Rule
+	// VerifierNetworkMode is [verifier] network_mode ("" = the
+	// environment's), VerifierAllowedHosts its allowed_hosts when it is
+	// "allowlist".
+	VerifierNetworkMode  string
+	VerifierAllowedHosts []egress.Rule
 	// Workdir overrides the image's WORKDIR when set.
 	Workdir     string
 	DockerImage string
@@ -124,14 +130,14 @@ var (
 		"environment.healthcheck": true, "environment.skills_dir": true, "environment.gpu_types": true,
 		"environment.tpu": true,
 		"agent.user":      true, "agent.network_mode": true, "agent.allowed_hosts": true,
-		"verifier.user": true, "verifier.network_mode": true, "verifier.allowed_hosts": true,
+		"verifier.user":        true,
 		"verifier.environment": true, "verifier.collect": true,
 		"multi_step_reward_mode": true,
 	}
 )
 
 // specialFields are the fields of Harbor's schema read on their own.
-var specialFields = []string{"steps", "artifacts", "environment.gpus", "environment.network_mode", "environment.allowed_hosts", "agent.network_mode", "agent.allowed_hosts", "verifier.environment_mode"}
+var specialFields = []string{"steps", "artifacts", "environment.gpus", "environment.network_mode", "environment.allowed_hosts", "agent.network_mode", "agent.allowed_hosts", "verifier.network_mode", "verifier.allowed_hosts", "verifier.environment_mode"}
 
 // schemaKeys are the keys of Harbor's schema, tables and fields, sorted:
 // what a key it does not have may have been meant to be.
@@ -272,6 +278,14 @@ func (t *Task) parseConfig(file, src string, lookup func(string) (string, bool))
 		c.AgentAllowedHosts = r.allowedHosts(raw, "agent.allowed_hosts")
 	default:
 		r.fail("agent.network_mode", "must be public, no-network or allowlist, not %q", c.AgentNetworkMode)
+	}
+	// The verifier's own, over the environment's.
+	switch c.VerifierNetworkMode = r.str(raw, "verifier.network_mode"); c.VerifierNetworkMode {
+	case "", "public", "no-network":
+	case "allowlist":
+		c.VerifierAllowedHosts = r.allowedHosts(raw, "verifier.allowed_hosts")
+	default:
+		r.fail("verifier.network_mode", "must be public, no-network or allowlist, not %q", c.VerifierNetworkMode)
 	}
 	switch osName := r.str(raw, "environment.os"); strings.ToLower(osName) {
 	case "", "linux":
@@ -537,13 +551,40 @@ func (r *reader) get(raw map[string]any, dotted string) (any, bool) {
 // when it does not, the hosts it reaches besides its model's endpoints:
 // [agent] network_mode and allowed_hosts when set, else [environment]'s.
 func (c Config) AgentNetwork() (internet bool, hosts []egress.Rule) {
-	switch c.AgentNetworkMode {
+	return c.phaseNetwork(c.AgentNetworkMode, c.AgentAllowedHosts)
+}
+
+// Phases of a trial whose commands each have a network: the agent's,
+// solve.sh's (which stands for the agent) and the verifier's.
+const (
+	PhaseAgent    = "agent"
+	PhaseSolution = "solution"
+	PhaseVerifier = "verifier"
+)
+
+// Network is the network of a phase's commands: whether they have the
+// internet and, when they do not, the hosts they reach through the egress
+// allowlist (none: loopback only). The agent and solve.sh, which stands
+// for it as Harbor's oracle agent, have [agent] network_mode and
+// allowed_hosts over [environment]'s; the verifier [verifier]'s over
+// [environment]'s. (Harbor has no [solution] network_mode.)
+func (c Config) Network(phase string) (internet bool, hosts []egress.Rule) {
+	if phase == PhaseVerifier {
+		return c.phaseNetwork(c.VerifierNetworkMode, c.VerifierAllowedHosts)
+	}
+	return c.AgentNetwork()
+}
+
+// phaseNetwork is a phase's network_mode (and allowed_hosts) over the
+// environment's.
+func (c Config) phaseNetwork(mode string, allowed []egress.Rule) (bool, []egress.Rule) {
+	switch mode {
 	case "public":
 		return true, nil
 	case "no-network":
 		return false, nil
 	case "allowlist":
-		return false, c.AgentAllowedHosts
+		return false, allowed
 	}
 	return c.AllowInternet, c.AllowedHosts
 }

@@ -3,9 +3,11 @@ package harbor
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"harness/image"
+	"harness/sandbox/egress"
 	"harness/schemas"
 )
 
@@ -27,6 +29,10 @@ type TrialOptions struct {
 	Keep bool
 	// Step applies to the solution and the verifier.
 	Step Step
+	// Egress is the proxy set up as the solution's and the verifier's
+	// way out when the task gives them an allowlist: each reaches its
+	// phase's hosts through it (nil: such a phase gets loopback only).
+	Egress *egress.Proxy
 }
 
 // ReferenceResult is one reference run of a task.
@@ -46,6 +52,20 @@ type ReferenceResult struct {
 	// Steps are a multi-step task's steps as the reference played them;
 	// Verdict is then their combined verdict.
 	Steps []schemas.TaskStep
+	// Network are the connections solve.sh and the verifier made through
+	// the egress proxy, in the order they ended.
+	Network []schemas.Connection
+}
+
+// phaseStep is the step of a reference run's phase, with its network:
+// each connection goes on res.Network.
+func (res *ReferenceResult) phaseStep(t *Task, o TrialOptions, phase string) Step {
+	var mu sync.Mutex
+	return t.PhaseStep(o.Step, phase, o.Egress, func(c egress.Connection) {
+		mu.Lock()
+		defer mu.Unlock()
+		res.Network = append(res.Network, Connection(phase, c))
+	})
 }
 
 // RunReference runs the task in a fresh layer over img with the oracle or
@@ -69,9 +89,7 @@ func RunReference(ctx context.Context, t *Task, img *image.Image, agent string, 
 	switch agent {
 	case Oracle:
 		res.Want = 1
-		step := o.Step
-		step.NoNetwork = step.NoNetwork || !t.Config.AllowInternet
-		ran, err := Solve(ctx, l, t, step)
+		ran, err := Solve(ctx, l, t, res.phaseStep(t, o, PhaseSolution))
 		if err != nil {
 			return nil, err
 		}
@@ -85,7 +103,7 @@ func RunReference(ctx context.Context, t *Task, img *image.Image, agent string, 
 	default:
 		return nil, fmt.Errorf("reference agent %q: want %s or %s", agent, Oracle, Nop)
 	}
-	res.Verdict = Verify(ctx, l, t, o.Step)
+	res.Verdict = Verify(ctx, l, t, res.phaseStep(t, o, PhaseVerifier))
 	res.OK = res.Verdict.Error == nil && res.Verdict.Score == res.Want
 	return res, nil
 }
@@ -117,10 +135,8 @@ func runReferenceSteps(ctx context.Context, l *image.Layer, t *Task, agent strin
 			break
 		}
 		if agent == Oracle {
-			solve := o.Step
-			solve.NoNetwork = solve.NoNetwork || !t.Config.AllowInternet
 			agentStart := time.Now()
-			ran, err := SolveStep(ctx, l, t, i, solve)
+			ran, err := SolveStep(ctx, l, t, i, res.phaseStep(t, o, PhaseSolution))
 			if err != nil {
 				return err
 			}
@@ -137,7 +153,7 @@ func runReferenceSteps(ctx context.Context, l *image.Layer, t *Task, agent strin
 				}
 			}
 		}
-		v := VerifyStep(ctx, l, t, i, o.Step)
+		v := VerifyStep(ctx, l, t, i, res.phaseStep(t, o, PhaseVerifier))
 		ts.Verdict = &v
 		ts.Timing.Verifier = v.DurationMs
 		if v.Error == nil {

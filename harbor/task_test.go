@@ -202,7 +202,7 @@ command = "true"
 		"environment.gpu_types", "environment.healthcheck",
 		"environment.skills_dir", "environment.tpu",
 		"verifier.collect", "verifier.environment",
-		"verifier.environment_mode", "verifier.network_mode", "verifier.user",
+		"verifier.environment_mode", "verifier.user",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("unhonoured:\n got %q\nwant %q", got, want)
@@ -416,6 +416,8 @@ func TestAllowlistHostsAreRead(t *testing.T) {
 	}
 	for _, tc := range []struct{ toml, want string }{
 		{"[agent]\nnetwork_mode = \"closed\"\n", "task.toml:2: agent.network_mode: must be public, no-network or allowlist"},
+		{"[verifier]\nnetwork_mode = \"closed\"\n", "task.toml:2: verifier.network_mode: must be public, no-network or allowlist"},
+		{"[verifier]\nnetwork_mode = \"allowlist\"\nallowed_hosts = [\"a.org\", 5]\n", "task.toml:3: verifier.allowed_hosts: entry 2 must be a string"},
 		{"[agent]\nnetwork_mode = \"allowlist\"\nallowed_hosts = [\"\"]\n", "task.toml:3: agent.allowed_hosts: entry 1 \"\": "},
 		{"[environment]\nnetwork_mode = \"allowlist\"\nallowed_hosts = \"pypi.org\"\n", "task.toml:3: environment.allowed_hosts: must be a list of hosts"},
 		{"[environment]\nnetwork_mode = \"allowlist\"\nallowed_hosts = [\"ok.org\", 5]\n", "task.toml:3: environment.allowed_hosts: entry 2 must be a string"},
@@ -425,6 +427,33 @@ func TestAllowlistHostsAreRead(t *testing.T) {
 		_, err := Load(writeTask(t, tc.toml))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q:\n got %v\nwant …%s", tc.toml, err, tc.want)
+		}
+	}
+}
+
+// Each phase of a trial has its network: solve.sh the agent's, the
+// verifier [verifier]'s own over the environment's.
+func TestPhaseNetworks(t *testing.T) {
+	for _, tc := range []struct {
+		toml                         string
+		solution, verifier           string
+		solutionHosts, verifierHosts string
+	}{
+		{"[environment]\nnetwork_mode = \"allowlist\"\nallowed_hosts = [\"a.org\"]\n", "false", "false", "[a.org]", "[a.org]"},
+		{"[environment]\nnetwork_mode = \"no-network\"\n", "false", "false", "[]", "[]"},
+		{"[environment]\nnetwork_mode = \"public\"\n", "true", "true", "[]", "[]"},
+		{"[agent]\nnetwork_mode = \"allowlist\"\nallowed_hosts = [\"b.org\"]\n[verifier]\nnetwork_mode = \"allowlist\"\nallowed_hosts = [\"c.org:8080\"]\n[environment]\nnetwork_mode = \"no-network\"\n", "false", "false", "[b.org]", "[c.org:8080]"},
+		{"[verifier]\nnetwork_mode = \"public\"\n[environment]\nnetwork_mode = \"allowlist\"\nallowed_hosts = [\"a.org\"]\n", "false", "true", "[a.org]", "[]"},
+		{"[verifier]\nnetwork_mode = \"no-network\"\n[environment]\nallow_internet = true\n", "true", "false", "[]", "[]"},
+	} {
+		task, err := Load(writeTask(t, tc.toml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		si, sh := task.Config.Network(PhaseSolution)
+		vi, vh := task.Config.Network(PhaseVerifier)
+		if fmt.Sprint(si) != tc.solution || fmt.Sprint(vi) != tc.verifier || fmt.Sprint(sh) != tc.solutionHosts || fmt.Sprint(vh) != tc.verifierHosts || len(task.Unhonoured) != 0 {
+			t.Errorf("%q: solution %v %v, verifier %v %v (unhonoured %v)", tc.toml, si, sh, vi, vh, task.Unhonoured)
 		}
 	}
 }

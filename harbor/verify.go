@@ -16,6 +16,7 @@ import (
 
 	"harness/image"
 	"harness/pytestout"
+	"harness/sandbox/egress"
 	"harness/schemas"
 )
 
@@ -45,6 +46,14 @@ type Step struct {
 	Env []string
 	// NoNetwork gives the command loopback only.
 	NoNetwork bool
+	// Egress, when set, is the command's only way out: it reaches the
+	// hosts of the proxy's allowlist through it (a bridge inside the
+	// layer, as the agent does) and nothing else.
+	Egress *egress.Proxy
+	// OnConn is told of each connection the command made through Egress,
+	// allowed or refused, once it has ended (all of them before the
+	// command's function returns).
+	OnConn func(egress.Connection)
 	// Binds are host paths made visible in the image.
 	Binds []image.Bind
 	// Stdout and Stderr, when set, also receive the command's output.
@@ -101,7 +110,21 @@ func setEnv(env []string, kv string) []string {
 func run(ctx context.Context, l *image.Layer, argv []string, dir string, environ []string, timeout time.Duration, s Step) (Ran, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd, err := l.Command(ctx, image.Run{Argv: argv, Dir: dir, Env: environ, Binds: s.Binds, NoNetwork: s.NoNetwork})
+	binds, noNetwork := s.Binds, s.NoNetwork
+	if s.Egress != nil {
+		sess, err := s.Egress.NewSession(s.OnConn)
+		if err != nil {
+			return Ran{}, fmt.Errorf("network: %w", err)
+		}
+		// Closed once the command has ended: it waits for the last
+		// connections' reports.
+		defer sess.Close()
+		argv = sess.Command(argv)
+		binds = append(append([]image.Bind(nil), binds...), EgressBinds(sess)...)
+		environ = append(append([]string(nil), environ...), sess.Env...)
+		noNetwork = true
+	}
+	cmd, err := l.Command(ctx, image.Run{Argv: argv, Dir: dir, Env: environ, Binds: binds, NoNetwork: noNetwork})
 	if err != nil {
 		return Ran{}, err
 	}

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 
 	"harness/trials"
 )
@@ -78,7 +79,7 @@ func Build(runs []*Run, out Outputs, opts BuildOptions, create func(path string)
 		write func(io.Writer) error
 	}{
 		{out.HTML, func(w io.Writer) error {
-			return WriteHTML(w, Options{Title: opts.Title, Seed: opts.Seed, Resamples: opts.Resamples, Gates: opts.Gates, Stopped: opts.Stopped}, runs...)
+			return WriteHTML(w, Options{Title: opts.Title, Seed: opts.Seed, Resamples: opts.Resamples, Gates: opts.Gates, Stopped: opts.Stopped, Dir: pageDir(out.HTML)}, runs...)
 		}},
 		{out.JUnit, func(w io.Writer) error {
 			return WriteJUnit(w, JUnitOptions{Rule: opts.Rule}, runs...)
@@ -125,4 +126,12 @@ func Build(runs []*Run, out Outputs, opts BuildOptions, create func(path string)
 		}
 	}
 	return nil
+}
+
+// pageDir is the directory of the page written to path ("" for stdout).
+func pageDir(path string) string {
+	if path == "" || path == "-" {
+		return ""
+	}
+	return filepath.Dir(path)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -72,5 +73,43 @@ func TestReadRunsNamesTheFile(t *testing.T) {
 	_, err := ReadRuns([]string{fixture("trials_a.jsonl"), "nosuch.jsonl"}, func(name string) (io.ReadCloser, error) { return os.Open(name) }, false)
 	if err == nil || !strings.Contains(err.Error(), "nosuch.jsonl") {
 		t.Fatalf("err = %v, want one naming nosuch.jsonl", err)
+	}
+}
+
+// Build tells the page where it is written: a report beside a run's
+// results file links its artifacts directory; one on stdout does not.
+func TestBuildPageDirLinksArtifacts(t *testing.T) {
+	dir := t.TempDir()
+	run := artifactsRun(t, dir)
+	for out, want := range map[string]bool{filepath.Join(dir, "r.html"): true, "-": false, filepath.Join(t.TempDir(), "r.html"): false} {
+		s := &memSink{}
+		if err := Build([]*Run{run}, Outputs{HTML: out}, BuildOptions{}, func(string) (Sink, error) { return s, nil }); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(s.String(), `"artifacts":"out.artifacts/"`); got != want {
+			t.Errorf("%s: links the artifacts %v, want %v", out, got, want)
+		}
+	}
+}
+
+// A suite run's report, written in the run directory beside the agents'
+// outputs, links their artifacts.
+func TestRunReportLinksArtifacts(t *testing.T) {
+	dir := t.TempDir()
+	b, err := os.ReadFile("../testdata/results/capture_steps.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "agent.jsonl")
+	if err := os.WriteFile(out, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	html := filepath.Join(dir, ReportName)
+	if err := WriteRunReport([]string{out}, html, "", SuiteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile(html)
+	if err != nil || !strings.Contains(string(page), `"artifacts":"agent.artifacts/"`) {
+		t.Errorf("the run's report does not link agent.artifacts/ (%v)", err)
 	}
 }

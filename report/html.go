@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"io"
 	"maps"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 
 	"harness/cost"
 	"harness/report/assets"
+	"harness/results"
 	"harness/schemas"
 	"harness/trials"
 )
@@ -44,6 +46,11 @@ type Options struct {
 	// Stopped, when not empty, says what stopped the run early and what
 	// did not run, shown first.
 	Stopped string
+	// Dir is the directory the page is written to ("" when unknown, or
+	// not a file): a run's trial artifacts are linked, relatively, when
+	// the run's artifacts directory (results.ArtifactsDir of its results
+	// file) is in it.
+	Dir string
 }
 
 func (o Options) resamples() int {
@@ -82,7 +89,7 @@ func WriteHTML(w io.Writer, opt Options, runs ...*Run) error {
 		return fmt.Errorf("report: template: %w", err)
 	}
 	page := buildPage(opt, runs)
-	idx, err := safeJSON(buildIndex(runs))
+	idx, err := safeJSON(buildIndex(runs, opt.Dir))
 	if err != nil {
 		return fmt.Errorf("report: index: %w", err)
 	}
@@ -542,6 +549,9 @@ type indexRun struct {
 	Name    string `json:"name"`
 	Kind    string `json:"kind"`
 	Details bool   `json:"details"`
+	// Artifacts is the run's artifacts directory relative to the page,
+	// with a slash, when it sits beside it ("" otherwise).
+	Artifacts string `json:"artifacts,omitempty"`
 }
 
 type indexCase struct {
@@ -588,10 +598,10 @@ type indexTrial struct {
 	Ref       []int              `json:"ref,omitempty"`
 }
 
-func buildIndex(runs []*Run) index {
+func buildIndex(runs []*Run, dir string) index {
 	ix := index{Categories: []string{}, Cases: []indexCase{}}
 	for i, r := range runs {
-		ix.Runs = append(ix.Runs, indexRun{Label: runLabel(i, len(runs)), Name: r.Name, Kind: r.Kind, Details: r.HasDetails()})
+		ix.Runs = append(ix.Runs, indexRun{Label: runLabel(i, len(runs)), Name: r.Name, Kind: r.Kind, Details: r.HasDetails(), Artifacts: artifactsBeside(r.Name, dir)})
 	}
 	cats := map[string]bool{}
 	pos := map[string]int{}
@@ -658,4 +668,22 @@ func fmtMS(ms float64) string {
 		return fmt.Sprintf("%.1f s", d.Seconds())
 	}
 	return d.Round(time.Second).String()
+}
+
+// artifactsBeside is the artifacts directory of the results file name
+// relative to dir, the page's directory, as a URL path ending in a slash,
+// when it is in dir; "" when it is not, or either is unknown.
+func artifactsBeside(name, dir string) string {
+	if dir == "" || name == "" || name == "-" {
+		return ""
+	}
+	root, err := filepath.Abs(results.ArtifactsDir(name))
+	if err != nil {
+		return ""
+	}
+	d, err := filepath.Abs(dir)
+	if err != nil || filepath.Dir(root) != d {
+		return ""
+	}
+	return (&url.URL{Path: filepath.Base(root)}).EscapedPath() + "/"
 }

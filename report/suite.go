@@ -213,7 +213,7 @@ func WriteRunReport(outs []string, html, markdown string, opt SuiteOptions) erro
 	}
 	return errors.Join(
 		write(html, func(w io.Writer) error {
-			return WriteHTML(w, Options{Title: opt.Title, Seed: 1, Resamples: trials.DefaultResamples, Gates: opt.gates, Stopped: opt.Stopped}, runs...)
+			return WriteHTML(w, Options{Title: opt.Title, Seed: 1, Resamples: trials.DefaultResamples, Gates: opt.gates, Stopped: opt.Stopped, Dir: pageDir(html)}, runs...)
 		}),
 		write(markdown, func(w io.Writer) error {
 			return WriteMarkdownSummary(w, MarkdownOptions{Title: opt.Title, Rule: RuleAll, Seed: 1, Resamples: trials.DefaultResamples, Gates: opt.gates, Stopped: opt.Stopped}, runs...)

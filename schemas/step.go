@@ -33,6 +33,9 @@ const (
 	PhaseLate = "late"
 	// PhaseCancel marks updates that arrived after session/cancel was sent.
 	PhaseCancel = "after_cancel"
+	// PhaseVerifier marks the network steps of a task's verifier
+	// (tests/test.sh), which are not the agent's.
+	PhaseVerifier = "verifier"
 )
 
 // Step is one entry of a trajectory. Type says which of the optional fields

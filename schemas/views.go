@@ -49,6 +49,28 @@ type ValidationResult struct {
 	// Solve is what a Harbor task's solution/solve.sh did before the
 	// verifier ran (the oracle run of validate-refs TASKS only).
 	Solve *SolveRun `json:"solve,omitempty"`
+	// Network lists the connections solve.sh and the verifier made
+	// through the egress allowlist proxy, allowed or refused, each with
+	// its phase (a task whose phases have an allowlist only).
+	Network []Connection `json:"network,omitempty"`
+}
+
+// Connection is one connection a phase of a task's run made through the
+// egress allowlist proxy, allowed or refused.
+type Connection struct {
+	// Phase is "solution" (solve.sh) or "verifier" (tests/test.sh).
+	Phase string `json:"phase"`
+	Host  string `json:"host"`
+	Port  int    `json:"port"`
+	// Allowed says the allowlist let it through; Error says why it
+	// failed or was refused.
+	Allowed    bool   `json:"allowed"`
+	Error      string `json:"error,omitempty"`
+	BytesOut   int64  `json:"bytesOut"`
+	BytesIn    int64  `json:"bytesIn"`
+	DurationMs int64  `json:"durationMs"`
+	// Open says it was still open when the phase ended.
+	Open bool `json:"open,omitempty"`
 }
 
 // SolveRun is what a task's reference solution did: its exit status, whether

@@ -148,7 +148,7 @@ func outcome(ctx context.Context, t *harbor.Task, agent string, res *harbor.Refe
 		res.Verdict = schemas.GraderResult{Grader: harbor.GraderName, Error: &schemas.ErrorInfo{Class: schemas.ErrInterrupted, Message: "interrupted: " + stopped}}
 		res.OK = false
 	}
-	v := schemas.ValidationResult{ID: t.Name, Passes: res.Verdict.Pass, GraderResult: res.Verdict, Correct: res.OK}
+	v := schemas.ValidationResult{ID: t.Name, Passes: res.Verdict.Pass, GraderResult: res.Verdict, Correct: res.OK, Network: res.Network}
 	if agent == harbor.Oracle {
 		v.Kind, v.Want, v.Reference = schemas.RefPositive, "pass", "solution/solve.sh"
 		if r := res.Solve; r != nil {

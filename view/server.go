@@ -65,6 +65,7 @@ func NewServer(ix *Index, opt ServerOptions) *Server {
 	s.mux.HandleFunc("GET /api/source", s.apiSource)
 	s.mux.HandleFunc("GET /api/rows", s.apiRows)
 	s.mux.HandleFunc("GET /api/trial", s.apiTrial)
+	s.mux.HandleFunc("GET /api/artifact", s.apiArtifact)
 	s.mux.HandleFunc("GET /api/steps", s.apiSteps)
 	s.mux.HandleFunc("GET /api/compare", s.apiCompare)
 	s.mux.HandleFunc("GET /api/diff", s.apiDiff)
@@ -367,6 +368,9 @@ type trialDetail struct {
 	Steps  int             `json:"steps"`
 	// Trials are the case's trials in this source: number and status.
 	Trials []trialRef `json:"trials"`
+	// ArtifactFiles are the files of the trial's artifacts that
+	// /api/artifact serves (relative to its artifacts directory).
+	ArtifactFiles []string `json:"artifactFiles,omitempty"`
 }
 
 type trialRef struct {
@@ -404,6 +408,7 @@ func (s *Server) apiTrial(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.Record, d.Steps = b, len(rec.steps)
+	d.ArtifactFiles = artifactFiles(src, rec.Record.Artifacts)
 	writeJSON(w, d)
 }
 

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -128,7 +127,7 @@ func (f *imageFlags) configure(ctx context.Context, e *cli.Env, rf *runFlags, s 
 	ic := &capture.ImageConfig{Keep: f.task.Keep, AgentInImage: f.agentInImage, NoNetwork: f.noNetwork, TimeoutScale: f.timeoutScale}
 	if rf.output != "" && rf.output != "-" {
 		// A task's artifacts go beside the output, a directory a trial.
-		ic.ArtifactsDir = strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(rf.output, ".gz"), ".zst"), ".jsonl") + ".artifacts"
+		ic.ArtifactsDir = results.ArtifactsDir(rf.output)
 	}
 	if err := imageSandbox(ic, rf, s); err != nil {
 		return err

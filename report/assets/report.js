@@ -367,12 +367,22 @@
       return box;
     }
     box.appendChild(HT.timingBar(rec));
-    box.appendChild(renderRecord(rec));
+    box.appendChild(renderRecord(rec, run));
     return box;
   }
 
-  function renderRecord(rec) {
-    var frag = HT.recordHead(rec);
+  // artifactLinks links a record's artifacts to the files beside the
+  // page, when its run's artifacts directory is there (IX.runs[].artifacts).
+  function artifactLinks(rec, run) {
+    var base = run != null && IX.runs[run] ? IX.runs[run].artifacts : "";
+    if (!base || !rec.artifacts || !rec.artifacts.dir) return null;
+    var name = String(rec.artifacts.dir).split(/[\\/]/).filter(Boolean).pop() || "";
+    if (!name || name === "." || name === "..") return null;
+    return { href: function (p) { return base + [name].concat(String(p).split("/")).map(encodeURIComponent).join("/"); } };
+  }
+
+  function renderRecord(rec, run) {
+    var frag = HT.recordHead(rec, { artifacts: artifactLinks(rec, run) });
     // Format 2 keeps the acp-harness step kinds in trajectory and the rest
     // in events: put them back in one list, in stepId order.
     var steps = HT.sortSteps(rec);

@@ -348,12 +348,31 @@
   }
 
   // artifactsList shows a trial's artifacts: the directory they were
-  // copied to, each path copied, and each one missing with why.
-  function artifactsList(a) {
+  // copied to, each path copied, and each one missing with why. With
+  // links.href (a path relative to the trial's artifacts directory to a
+  // URL), each path copied is a link: with links.files (the files the
+  // viewer serves), a file is linked and a directory lists its files,
+  // each linked; without, every path is.
+  function artifactsList(a, links) {
     var box = el("div", { class: "artifacts" });
     box.appendChild(el("div", { class: "adir", text: "in " + (a.dir || "") }));
     var ul = el("ul", { class: "apaths" });
-    (a.paths || []).forEach(function (p) { ul.appendChild(el("li", { class: "apath", text: p })); });
+    function link(p, text) { return el("a", { class: "alink", href: links.href(p), target: "_blank", rel: "noopener", text: text }); }
+    (a.paths || []).forEach(function (p) {
+      var li = el("li", { class: "apath" });
+      if (!links || !links.href) li.textContent = p;
+      else if (!links.files || links.files.indexOf(p) >= 0) li.appendChild(link(p, p));
+      else {
+        li.appendChild(document.createTextNode(p));
+        var inner = links.files.filter(function (f) { return f.indexOf(p + "/") === 0; });
+        if (inner.length) {
+          var sub = el("ul", { class: "afiles" });
+          inner.forEach(function (f) { sub.appendChild(el("li", { class: "afile" }, link(f, f.slice(p.length + 1)))); });
+          li.appendChild(sub);
+        }
+      }
+      ul.appendChild(li);
+    });
     (a.missing || []).forEach(function (m) { ul.appendChild(el("li", { class: "amissing", text: "missing: " + m })); });
     box.appendChild(ul);
     return box;
@@ -361,7 +380,8 @@
 
   // recordHead shows a record's facts before its steps: timing, usage,
   // agent, task steps, artifacts, output, file changes and stderr.
-  function recordHead(rec) {
+  // opts.artifacts, when given, links the artifacts (see artifactsList).
+  function recordHead(rec, opts) {
     var frag = el("div", { class: "record" });
     var kv = kvList();
     var tm = rec.timing || {};
@@ -388,7 +408,7 @@
     if (rec.artifacts) {
       var na = (rec.artifacts.paths || []).length, nm = (rec.artifacts.missing || []).length;
       frag.appendChild(el("h4", { text: "artifacts (" + na + " copied" + (nm ? ", " + nm + " missing" : "") + ")" }));
-      frag.appendChild(artifactsList(rec.artifacts));
+      frag.appendChild(artifactsList(rec.artifacts, opts && opts.artifacts));
     }
     frag.appendChild(el("h4", { text: "output" }));
     frag.appendChild(pre(rec.output || ""));

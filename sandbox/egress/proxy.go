@@ -141,6 +141,20 @@ func (p *Proxy) With(extra []Rule) *Proxy {
 	return &q
 }
 
+// Only returns a proxy set up as p whose allowlist is rules alone: the
+// allowlist of a process that reaches a task's hosts and not the run's
+// (a task's verifier, which has no model to call).
+func (p *Proxy) Only(rules []Rule) *Proxy {
+	q := *p
+	q.rules = nil
+	for _, r := range rules {
+		if !slices.Contains(q.rules, r) {
+			q.rules = append(q.rules, r)
+		}
+	}
+	return &q
+}
+
 // Session is the proxy's side of one sandboxed process: a unix socket in
 // a directory of its own, and what the sandbox needs to reach it.
 type Session struct {

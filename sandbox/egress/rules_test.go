@@ -164,3 +164,29 @@ func TestWithAddsRules(t *testing.T) {
 		t.Error("pypi.org:443: want allowed by the task's proxy only")
 	}
 }
+
+// Only gives a proxy set up as the run's whose allowlist is the given
+// rules alone (each once): a task verifier's, without the model's hosts.
+func TestOnlyReplacesRules(t *testing.T) {
+	run, err := ParseAllow("api.anthropic.com:443")
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := ParseAllow("pypi.org:443,pypi.org:443,127.0.0.1:8080")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := NewProxy(run, "")
+	p.MaxConns = 7
+	q := p.Only(task)
+	var got []string
+	for _, r := range q.Rules() {
+		got = append(got, r.String())
+	}
+	if strings.Join(got, ",") != "pypi.org:443,127.0.0.1:8080" || q.MaxConns != 7 {
+		t.Errorf("rules %q, MaxConns %d", got, q.MaxConns)
+	}
+	if Allowed(q.Rules(), "api.anthropic.com", 443) || !Allowed(p.Rules(), "api.anthropic.com", 443) {
+		t.Error("api.anthropic.com:443: want allowed by the run's proxy only")
+	}
+}

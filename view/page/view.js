@@ -579,7 +579,10 @@
       detail.appendChild(kv);
       detail.appendChild(HT.verdict({ status: d.row.status, trial: trial, score: d.row.score }, rec));
       detail.appendChild(HT.timingBar(rec));
-      detail.appendChild(HT.recordHead(rec));
+      // The trial's artifacts link to the files the viewer serves.
+      detail.appendChild(HT.recordHead(rec, { artifacts: { files: d.artifactFiles || [], href: function (p) {
+        return "/api/artifact?" + new URLSearchParams({ src: src, id: id, trial: trial, path: p }).toString();
+      } } }));
       detail.appendChild(el("h4", { text: "trajectory (" + d.steps + " steps)" }));
       var traj = el("div", { class: "traj", id: "traj" });
       detail.appendChild(traj);
