@@ -69,6 +69,7 @@ func (w *worker) playHeadless(ctx context.Context, u Unit) *caseRun {
 		// One route for the unit: every turn's process goes through it.
 		run.route = cfg.Gateway.NewRoute(cfg.Agent, cfg.AgentEnv)
 		run.route.Begin(unitName(u), []string{cwd})
+		w.watchCalls(run, run.route)
 		defer cfg.Gateway.Remove(run.route)
 		agentArgv, agentEnv = run.route.Argv, run.route.Env
 	}

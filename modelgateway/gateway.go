@@ -143,10 +143,21 @@ type Route struct {
 	Argv      []string
 	upstreams []string
 
-	mu    sync.Mutex
-	calls []schemas.ModelCall
-	trial string
-	paths []string
+	mu     sync.Mutex
+	calls  []schemas.ModelCall
+	trial  string
+	paths  []string
+	onCall func(schemas.ModelCall)
+}
+
+// Watch has fn told of each call of the route as it ends, once the call is
+// on the route (Peek sees it) and before the answer's end reaches the
+// agent; nil stops it. fn is called from the gateway's handlers, several
+// at once.
+func (r *Route) Watch(fn func(schemas.ModelCall)) {
+	r.mu.Lock()
+	r.onCall = fn
+	r.mu.Unlock()
 }
 
 // Begin says which unit the route's agent serves from now on: trial names
@@ -251,10 +262,15 @@ func (r *Route) Peek() []schemas.ModelCall {
 	return append([]schemas.ModelCall(nil), r.calls...)
 }
 
+// add puts an ended call on the route and tells its watcher.
 func (r *Route) add(c schemas.ModelCall) {
 	r.mu.Lock()
 	r.calls = append(r.calls, c)
+	fn := r.onCall
 	r.mu.Unlock()
+	if fn != nil {
+		fn(c)
+	}
 }
 
 // hopHeaders are not forwarded.
