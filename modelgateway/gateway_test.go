@@ -333,3 +333,29 @@ func TestWatchSeesEachCallAsItEnds(t *testing.T) {
 		t.Fatal("a watcher set to nil was told of a call")
 	}
 }
+
+// A removed route answers 404, and the gateway holds no route after its
+// last one is removed.
+func TestRemovedRouteIsGone(t *testing.T) {
+	fake := fakemodel.Start(fakemodel.Anthropic, fakemodel.Options{})
+	defer fake.Close()
+	g, r, base := through(t, "ANTHROPIC_BASE_URL", fake.URL)
+	body := strings.Replace(anthropicBody, "%s", "false", 1)
+	if status, out := post(t, base+"/v1/messages", secretKey, body); status != 200 {
+		t.Fatalf("status %d before the route was removed: %s", status, out)
+	}
+	if n := g.Routes(); n != 1 {
+		t.Fatalf("the gateway holds %d routes, want 1", n)
+	}
+	g.Remove(r)
+	if n := g.Routes(); n != 0 {
+		t.Fatalf("the gateway holds %d routes after its one was removed, want 0", n)
+	}
+	status, out := post(t, base+"/v1/messages", secretKey, body)
+	if status != http.StatusNotFound || !strings.Contains(out, "no such route") {
+		t.Fatalf("a removed route answered %d: %s", status, out)
+	}
+	if n := len(fake.Requests()); n != 1 {
+		t.Fatalf("the provider got %d requests, want the 1 made before the route was removed", n)
+	}
+}
