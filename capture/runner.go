@@ -592,6 +592,12 @@ type Stray struct {
 	// What says what it was: "session/update agent_message_chunk", a
 	// notification's method, or "stdout junk".
 	What string
+	// Late says it is an update for the session of a case that is over:
+	// the agent sent it after the case's record was sealed (after the
+	// settle time), such as a session title made after the turn. It
+	// belongs to that case, not to no case, and is on no record; a front
+	// end need not show it.
+	Late bool
 }
 
 // retire shuts an agent down in the background (stdin closed, then
@@ -629,7 +635,7 @@ func (r *Runner) logStrays(a *agent) {
 		return
 	}
 	for _, s := range strays {
-		ev := Stray{At: s.At, SessionID: s.SessionID}
+		ev := Stray{At: s.At, SessionID: s.SessionID, Late: s.Over}
 		switch {
 		case s.Update != nil:
 			ev.What = "session/update " + s.Update.Kind
