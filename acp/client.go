@@ -144,9 +144,11 @@ type Client struct {
 	active    *session
 	unclaimed []Stray
 	dropped   int
-	inflight  map[string]context.CancelFunc
-	init      *InitializeResponse
-	budget    *byteBudget
+	// over holds the sessions detached: their cases are over.
+	over     map[string]bool
+	inflight map[string]context.CancelFunc
+	init     *InitializeResponse
+	budget   *byteBudget
 	// prompts maps the ids of the session/prompt requests out to their
 	// sessions, so the read goroutine knows a turn ended the moment its
 	// answer is read.
@@ -175,6 +177,10 @@ type Stray struct {
 	Method    string
 	Params    json.RawMessage
 	Junk      *Junk
+	// Over says the message names a session that was detached: its case
+	// is over (an update the agent sent after the case's record was
+	// sealed), so it is late, not for no session.
+	Over bool
 }
 
 // maxUnclaimed bounds the messages kept for sessions nobody observes.
@@ -200,6 +206,7 @@ func Connect(ctx context.Context, r io.Reader, w io.WriteCloser, opts Options) *
 		opts:     opts,
 		now:      opts.Now,
 		sessions: map[string]*session{},
+		over:     map[string]bool{},
 		inflight: map[string]context.CancelFunc{},
 		budget:   &byteBudget{limit: opts.Limits.bytes()},
 	}
@@ -370,6 +377,7 @@ func (c *Client) Register(sessionID, cwd string, obs Observer) {
 		}
 	}
 	c.sessions[sessionID] = s
+	delete(c.over, sessionID)
 	kept := c.unclaimed[:0]
 	for _, m := range c.unclaimed {
 		if m.SessionID == sessionID && m.Update != nil {
@@ -382,11 +390,14 @@ func (c *Client) Register(sessionID, cwd string, obs Observer) {
 }
 
 // Detach stops routing the session's messages and releases its terminals.
-// Later messages for it are kept as strays.
+// Later messages for it are kept as strays marked Over.
 func (c *Client) Detach(sessionID string) {
 	c.mu.Lock()
 	s := c.sessions[sessionID]
 	delete(c.sessions, sessionID)
+	if s != nil {
+		c.over[sessionID] = true
+	}
 	if c.active == s {
 		c.active = nil
 	}
@@ -542,7 +553,7 @@ func (c *Client) onUpdate(in inbound) {
 		s.obs.Update(in.at, u, err)
 		return
 	}
-	c.keepStray(Stray{At: in.at, SessionID: n.SessionID, Update: &u, UpdateErr: err})
+	c.keepStray(Stray{At: in.at, SessionID: n.SessionID, Update: &u, UpdateErr: err, Over: c.over[n.SessionID]})
 }
 
 // keepStray stores a message nobody observes; c.mu is held.

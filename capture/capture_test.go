@@ -1002,3 +1002,69 @@ func TestSimulatedUser(t *testing.T) {
 	}
 	checkGolden(t, filepath.Join("testdata", "golden_simuser.jsonl"), append(bytes.ReplaceAll(b, []byte(rec.Cwd), []byte("CWD")), '\n'))
 }
+
+// A session_info_update the agent sends right after the turn answered (a
+// session title, as claude-agent-acp sends) is its case's: on its record
+// as a late step while the case settles; after its record is sealed, it is
+// still its case's (a late stray), never a message for no case.
+func TestSessionInfoAfterTheTurnIsItsCases(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	var mu sync.Mutex
+	var logged []Stray
+	cfg.Log = func(s Stray) {
+		mu.Lock()
+		logged = append(logged, s)
+		mu.Unlock()
+	}
+	info := `{"sessionUpdate":"session_info_update","title":"Fix the bug"}`
+	// Case a: the title right after the answer. Case b, on the same agent,
+	// a second later: a title for a's session (sess-1), whose record was
+	// sealed after the settle time.
+	right := `{"script":[{"message":"main","messageId":"m1"},{"stop":"end_turn"},{"update":` + info + `}]}`
+	after := `{"script":[{"sleep":1000},{"update":{"sessionUpdate":"session_info_update","title":"Later"},"sessionId":"sess-1"},{"message":"b","messageId":"m1"},{"stop":"end_turn"}]}`
+	recs := run(t, cfg, cases(right, after))
+	var infos []string
+	for _, s := range recs[0].Trajectory {
+		if s.Type == schemas.StepSessionInfo {
+			infos = append(infos, s.Phase+":"+string(s.Raw))
+		}
+	}
+	if len(infos) < 1 || !strings.HasPrefix(infos[0], schemas.PhaseLate+":") || !strings.Contains(infos[0], "Fix the bug") {
+		t.Errorf("case a's session_info steps = %q, want the title as a late step", infos)
+	}
+	lateOnA := len(infos) == 2 && strings.Contains(infos[1], "Later")
+	if recs[1].Output != "b" {
+		t.Errorf("case b output %q", recs[1].Output)
+	}
+	for _, s := range recs[1].Trajectory {
+		if s.Type == schemas.StepSessionInfo {
+			t.Errorf("case b holds a's title: %+v", s)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	late := 0
+	for _, s := range logged {
+		if !s.Late {
+			t.Errorf("reported as a message for no case: %+v", s)
+			continue
+		}
+		if s.SessionID != "sess-1" || s.What != "session/update session_info_update" {
+			t.Errorf("late stray = %+v", s)
+		}
+		late++
+	}
+	// Sent a second after a's 100 ms settle time: a late stray (on a's
+	// record only if the machine held a's record open that long).
+	if late+btoi(lateOnA) != 1 {
+		t.Errorf("the later title: %d late strays, on a's record %v (steps %q)", late, lateOnA, infos)
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

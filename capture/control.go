@@ -1,8 +1,11 @@
 package capture
 
 import (
+	"time"
+
 	"harness/cost"
 	"harness/ledger"
+	"harness/modelgateway"
 	"harness/schemas"
 )
 
@@ -35,6 +38,39 @@ type Control interface {
 // then end the run on the first failed grading.
 type GradeControl interface {
 	Graded(rec *schemas.CaptureRecord)
+}
+
+// CallControl is a Control that is also told of a unit's spending as each
+// of its model calls ends on the run's model gateway, so a budget stops
+// the run mid-turn, after the call that spent it.
+type CallControl interface {
+	// Called is told of a unit as one of its calls ends: a record with
+	// the unit's id, trial and its model calls so far, priced. It is
+	// called from the gateway's handlers, several at once.
+	Called(rec *schemas.CaptureRecord)
+}
+
+// watchCalls has the run's Control, if it takes calls, told of each model
+// call of run's unit through route as the call ends, from its first
+// prompt on: the route's calls not taken yet that started since then (the
+// unit before it on the same agent takes its own when it is sealed).
+func (w *worker) watchCalls(run *caseRun, route *modelgateway.Route) {
+	cc, ok := w.r.cfg.Control.(CallControl)
+	if !ok {
+		return
+	}
+	id, trial, prices := run.unit.Case.ID, run.unit.Trial, w.r.prices()
+	from := time.Now().UnixMilli()
+	route.Watch(func(schemas.ModelCall) {
+		var calls []schemas.ModelCall
+		for _, c := range route.Peek() {
+			if c.Start >= from {
+				calls = append(calls, c)
+			}
+		}
+		ledger.Annotate(calls, nil, prices)
+		cc.Called(&schemas.CaptureRecord{ID: id, Trial: trial, ModelCalls: calls, Usage: schemas.ModelCallsUsage(calls)})
+	})
 }
 
 // graded tells the run's Control, if it takes gradings, of rec's grading.

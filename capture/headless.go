@@ -69,6 +69,7 @@ func (w *worker) playHeadless(ctx context.Context, u Unit) *caseRun {
 		// One route for the unit: every turn's process goes through it.
 		run.route = cfg.Gateway.NewRoute(cfg.Agent, cfg.AgentEnv)
 		run.route.Begin(unitName(u), []string{cwd})
+		w.watchCalls(run, run.route)
 		defer cfg.Gateway.Remove(run.route)
 		agentArgv, agentEnv = run.route.Argv, run.route.Env
 	}
@@ -77,7 +78,7 @@ func (w *worker) playHeadless(ctx context.Context, u Unit) *caseRun {
 	for i, text := range u.Case.Input.List {
 		run.rec.BeginTurn(i+1, time.Now())
 		run.turnStarts = append(run.turnStarts, time.Now().UnixMilli())
-		turn, info := w.headlessTurn(ctx, run, agentArgv, agentEnv, cwd, text, session, timeout)
+		turn, info := w.headlessTurn(ctx, run, i+1, agentArgv, agentEnv, cwd, text, session, timeout)
 		var resp *acp.PromptResponse
 		if end := turn.End(); end != nil {
 			resp = &acp.PromptResponse{StopReason: end.StopReason, Usage: end.Usage}
@@ -115,9 +116,9 @@ func (w *worker) playHeadless(ctx context.Context, u Unit) *caseRun {
 	return run
 }
 
-// headlessTurn runs one turn's process and maps its output. The returned
+// headlessTurn runs turn n's process and maps its output. The returned
 // error info says why the turn failed, if it did.
-func (w *worker) headlessTurn(ctx context.Context, run *caseRun, agentArgv, agentEnv []string, cwd, text, session string, timeout time.Duration) (*headless.Turn, *schemas.ErrorInfo) {
+func (w *worker) headlessTurn(ctx context.Context, run *caseRun, n int, agentArgv, agentEnv []string, cwd, text, session string, timeout time.Duration) (*headless.Turn, *schemas.ErrorInfo) {
 	cfg := &w.r.cfg
 	turn := cfg.Adapter.NewTurn()
 	argv := cfg.Adapter.Command(agentArgv, text, session)
@@ -203,11 +204,7 @@ read:
 			handle(l)
 		}
 		if info.Class == schemas.ErrTimeout {
-			msg := fmt.Sprintf("turn timed out after %s", timeout)
-			if clock.route != nil {
-				msg = fmt.Sprintf("turn timed out after %s of working time (and %s on the provider's failures)", timeout, clock.waited.Round(time.Millisecond))
-			}
-			info = ag.exitInfo(schemas.ErrTimeout, msg)
+			info = ag.exitInfo(schemas.ErrTimeout, clock.exceeded(n))
 		}
 		return turn, info
 	}

@@ -92,6 +92,7 @@ func (r *Runner) imagePreflight(ctx context.Context) (*acp.InitializeResponse, e
 		return nil, &AgentError{Info: *info}
 	}
 	ag.kill()
+	r.dropRoute(ag.route)
 	return ag.init, nil
 }
 

@@ -592,6 +592,12 @@ type Stray struct {
 	// What says what it was: "session/update agent_message_chunk", a
 	// notification's method, or "stdout junk".
 	What string
+	// Late says it is an update for the session of a case that is over:
+	// the agent sent it after the case's record was sealed (after the
+	// settle time), such as a session title made after the turn. It
+	// belongs to that case, not to no case, and is on no record; a front
+	// end need not show it.
+	Late bool
 }
 
 // retire shuts an agent down in the background (stdin closed, then
@@ -608,8 +614,18 @@ func (r *Runner) retire(a *agent) {
 		r.retiring.start(func() {
 			a.shutdown(grace)
 			r.logStrays(a)
+			r.dropRoute(a.route)
 		}, func() { close(a.gone) })
 	})
+}
+
+// dropRoute removes an agent's route from the run's model gateway once
+// the agent is gone (its calls were taken by the cases it served), so a
+// long run's gateway holds only the routes of the agents still running.
+func (r *Runner) dropRoute(route *modelgateway.Route) {
+	if route != nil && r.cfg.Gateway != nil {
+		r.cfg.Gateway.Remove(route)
+	}
 }
 
 // logStrays tells the run's log what the agent sent that no case took.
@@ -619,7 +635,7 @@ func (r *Runner) logStrays(a *agent) {
 		return
 	}
 	for _, s := range strays {
-		ev := Stray{At: s.At, SessionID: s.SessionID}
+		ev := Stray{At: s.At, SessionID: s.SessionID, Late: s.Over}
 		switch {
 		case s.Update != nil:
 			ev.What = "session/update " + s.Update.Kind
@@ -704,6 +720,7 @@ func (r *Runner) startAgentWith(ctx context.Context, dir string, sb sandbox.Runn
 		Dir: dir, Env: env, StderrCopy: r.cfg.StderrCopy, Sandbox: sb, RW: []string{dir}, Disk: disk,
 	})
 	if err != nil {
+		r.dropRoute(route)
 		return nil, &schemas.ErrorInfo{Class: schemas.ErrAgentStart, Message: err.Error()}
 	}
 	ag := &agent{proc: proc, client: acp.Connect(context.Background(), proc.Stdout(), proc.Stdin(), copts), gone: make(chan struct{}), route: route}
@@ -731,6 +748,7 @@ func (r *Runner) startAgentWith(ctx context.Context, dir string, sb sandbox.Runn
 		}
 		r.explainKey(ag, info)
 		ag.kill()
+		r.dropRoute(route)
 		return nil, info
 	}
 	ag.init = init
@@ -740,6 +758,7 @@ func (r *Runner) startAgentWith(ctx context.Context, dir string, sb sandbox.Runn
 			info.Message = fmt.Sprintf("agent %q: authenticate with method %q: %s", r.cfg.Agent[0], r.cfg.Auth, info.Message)
 			r.explainKey(ag, info)
 			ag.kill()
+			r.dropRoute(route)
 			return nil, info
 		}
 	}

@@ -750,6 +750,7 @@ func (w *worker) turn(ctx context.Context, run *caseRun, n int, text string, tim
 	ag := w.ag
 	if route := run.modelRoute(); route != nil && n == 1 {
 		route.Begin(unitName(run.unit), []string{run.record.Cwd})
+		w.watchCalls(run, route)
 	}
 	run.turnStarts = append(run.turnStarts, time.Now().UnixMilli())
 	done := make(chan result, 1)

@@ -41,6 +41,8 @@ type JSONEvent struct {
 	// Stray: what the agent sent and the session it named.
 	What      string `json:"what,omitempty"`
 	SessionID string `json:"sessionId,omitempty"`
+	// Late: a stray update for the session of a case that is over.
+	Late bool `json:"late,omitempty"`
 	// StopRequested: budget or stop-on.
 	Kind string `json:"kind,omitempty"`
 	// SummaryWritten: where ("" for the output) and the pass rate.
@@ -110,7 +112,7 @@ func jsonEventOf(e Event) JSONEvent {
 	case CaseFinished:
 		return JSONEvent{Event: "case_finished", ID: e.Record.ID, N: ptr(e.Record.N), C: ptr(e.Record.C), PassRate: e.Record.PassRate}
 	case Stray:
-		return JSONEvent{Event: "stray", What: e.Stray.What, SessionID: e.Stray.SessionID}
+		return JSONEvent{Event: "stray", What: e.Stray.What, SessionID: e.Stray.SessionID, Late: e.Stray.Late}
 	case StopRequested:
 		return JSONEvent{Event: "stop_requested", Kind: e.Stop.Kind, ID: e.Stop.ID, Trial: e.Stop.Trial, Error: e.Stop.Error}
 	case SummaryWritten:

@@ -117,41 +117,85 @@ func BenchmarkStreamedToken(b *testing.B) {
 }
 
 // BenchmarkTenThousandCalls makes 10,000 plain calls, straight and through
-// the gateway (whose route keeps every call's ledger entry, as a run's
-// longest trial would until it ends), and reports the heap in use after
-// them (after a GC) and the bytes allocated per call.
+// the gateway, and reports the heap they left in use (after a GC, against
+// before them) and the bytes allocated per call. Through the gateway: one route keeping every
+// call's ledger entry, as a run's longest trial would until it ends; and
+// 1,000 agents of 10 calls each, whose routes are taken from and removed
+// as each agent retires (a long run of short trials), or left in place
+// (what the gateway held before agents' routes were removed).
 func BenchmarkTenThousandCalls(b *testing.B) {
 	fake := fakemodel.Start(fakemodel.Anthropic, fakemodel.Options{MaxRequests: 1 << 30})
 	defer fake.Close()
 	body := strings.Replace(anthropicBody, "%s", "false", 1)
-	run := func(b *testing.B, url string, route *modelgateway.Route) {
-		const calls = 10000
+	const calls = 10000
+	call := func(b *testing.B, url string) {
+		resp, err := http.Post(url+"/v1/messages", "application/json", strings.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	measure := func(b *testing.B, run func()) {
 		for b.Loop() {
 			var before, after runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)
-			for range calls {
-				resp, err := http.Post(url+"/v1/messages", "application/json", strings.NewReader(body))
-				if err != nil {
-					b.Fatal(err)
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-			}
+			run()
 			runtime.GC()
 			runtime.ReadMemStats(&after)
-			b.ReportMetric(float64(after.HeapInuse)/(1<<20), "heap-MiB")
+			// What the calls left on the heap: the fake provider's log of
+			// requests in every case, and what the gateway keeps.
+			b.ReportMetric((float64(after.HeapInuse)-float64(before.HeapInuse))/(1<<20), "retained-MiB")
 			b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/calls, "B/call")
-			if route != nil {
-				if n := len(route.Take(time.Now())); n != calls {
-					b.Fatalf("%d calls on the ledger, want %d", n, calls)
-				}
-			}
 		}
 	}
-	b.Run("direct", func(b *testing.B) { run(b, fake.URL, nil) })
+	b.Run("direct", func(b *testing.B) {
+		measure(b, func() {
+			for range calls {
+				call(b, fake.URL)
+			}
+		})
+	})
 	b.Run("gateway", func(b *testing.B) {
 		_, r, base := through(b, "ANTHROPIC_BASE_URL", fake.URL)
-		run(b, base, r)
+		measure(b, func() {
+			for range calls {
+				call(b, base)
+			}
+		})
+		if n := len(r.Take(time.Now())); n != calls*b.N {
+			b.Fatalf("%d calls on the ledger, want %d", n, calls*b.N)
+		}
 	})
+	agents := func(b *testing.B, remove bool) {
+		g, err := modelgateway.Start(modelgateway.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer g.Close()
+		measure(b, func() {
+			for range calls / 10 {
+				r := g.NewRoute([]string{"agent"}, []string{"ANTHROPIC_BASE_URL=" + fake.URL})
+				base := ""
+				for _, kv := range r.Env {
+					if v, ok := strings.CutPrefix(kv, "ANTHROPIC_BASE_URL="); ok {
+						base = v
+					}
+				}
+				for range 10 {
+					call(b, base)
+				}
+				if n := len(r.Take(time.Now())); n != 10 {
+					b.Fatalf("%d calls on the route, want 10", n)
+				}
+				if remove {
+					g.Remove(r)
+				}
+			}
+		})
+		b.ReportMetric(float64(g.Routes()), "routes")
+	}
+	b.Run("gateway-1000-agents-removed", func(b *testing.B) { agents(b, true) })
+	b.Run("gateway-1000-agents-kept", func(b *testing.B) { agents(b, false) })
 }

@@ -105,6 +105,10 @@ type Gateway struct {
 
 	mu     sync.Mutex
 	routes map[string]*Route
+
+	// bufs holds the buffers answers are copied through, one a call in
+	// flight, reused from call to call.
+	bufs sync.Pool
 }
 
 // Start listens on a fresh 127.0.0.1 port and serves until Close.
@@ -120,6 +124,7 @@ func Start(opts Options) (*Gateway, error) {
 		return nil, fmt.Errorf("model gateway: %w", err)
 	}
 	g := &Gateway{URL: "http://" + ln.Addr().String(), opts: opts, ln: ln, routes: map[string]*Route{}}
+	g.bufs.New = func() any { b := make([]byte, copyBuf); return &b }
 	g.srv = &http.Server{Handler: g, ReadHeaderTimeout: time.Minute}
 	go g.srv.Serve(ln)
 	return g, nil
@@ -143,10 +148,21 @@ type Route struct {
 	Argv      []string
 	upstreams []string
 
-	mu    sync.Mutex
-	calls []schemas.ModelCall
-	trial string
-	paths []string
+	mu     sync.Mutex
+	calls  []schemas.ModelCall
+	trial  string
+	paths  []string
+	onCall func(schemas.ModelCall)
+}
+
+// Watch has fn told of each call of the route as it ends, once the call is
+// on the route (Peek sees it) and before the answer's end reaches the
+// agent; nil stops it. fn is called from the gateway's handlers, several
+// at once.
+func (r *Route) Watch(fn func(schemas.ModelCall)) {
+	r.mu.Lock()
+	r.onCall = fn
+	r.mu.Unlock()
 }
 
 // Begin says which unit the route's agent serves from now on: trial names
@@ -218,11 +234,21 @@ func (g *Gateway) NewRoute(argv, env []string) *Route {
 	return r
 }
 
-// Remove forgets a route once its agent is gone.
+// Remove forgets a route once its agent is gone: a later request on it
+// answers 404, and the calls it held that were not taken are dropped with
+// it.
 func (g *Gateway) Remove(r *Route) {
 	g.mu.Lock()
 	delete(g.routes, r.ID)
 	g.mu.Unlock()
+}
+
+// Routes is the number of routes the gateway holds: those made and not
+// removed.
+func (g *Gateway) Routes() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.routes)
 }
 
 // Take returns the calls of the route that started up to until and were
@@ -251,11 +277,19 @@ func (r *Route) Peek() []schemas.ModelCall {
 	return append([]schemas.ModelCall(nil), r.calls...)
 }
 
+// add puts an ended call on the route and tells its watcher.
 func (r *Route) add(c schemas.ModelCall) {
 	r.mu.Lock()
 	r.calls = append(r.calls, c)
+	fn := r.onCall
 	r.mu.Unlock()
+	if fn != nil {
+		fn(c)
+	}
 }
+
+// copyBuf is the size of the buffer an answer is copied through.
+const copyBuf = 32 << 10
 
 // hopHeaders are not forwarded.
 var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
@@ -374,7 +408,9 @@ func (g *Gateway) forward(w http.ResponseWriter, req *http.Request, r *Route, x 
 	rc := http.NewResponseController(w)
 	var rec bytes.Buffer
 	keep := g.opts.Tape != nil
-	buf := make([]byte, 32<<10)
+	bp := g.bufs.Get().(*[]byte)
+	defer g.bufs.Put(bp)
+	buf := *bp
 	var readErr error
 	for {
 		n, err := resp.Body.Read(buf)

@@ -299,3 +299,63 @@ func TestRouteRewritesArgvAndDefaults(t *testing.T) {
 		t.Errorf("env %v: %d provider variables point at the gateway, want 3", r.Env, n)
 	}
 }
+
+// A route's watcher is told of each call as it ends, once the call is on
+// the route and before the agent has the answer's end.
+func TestWatchSeesEachCallAsItEnds(t *testing.T) {
+	fake := fakemodel.Start(fakemodel.Anthropic, fakemodel.Options{Usage: &fakemodel.Usage{Input: 11, Output: 44}})
+	defer fake.Close()
+	_, r, base := through(t, "ANTHROPIC_BASE_URL", fake.URL)
+	seen := make(chan int, 4)
+	r.Watch(func(c schemas.ModelCall) {
+		if val(c.OutputTokens) != 44 {
+			t.Errorf("watched call = %+v", c)
+		}
+		seen <- len(r.Peek())
+	})
+	for i := 1; i <= 2; i++ {
+		if status, body := post(t, base+"/v1/messages", secretKey, strings.Replace(anthropicBody, "%s", "true", 1)); status != 200 {
+			t.Fatalf("status %d: %s", status, body)
+		}
+		// The answer is read to its end: the watcher has been told.
+		select {
+		case n := <-seen:
+			if n != i {
+				t.Fatalf("the watcher saw %d calls on the route at call %d", n, i)
+			}
+		default:
+			t.Fatalf("call %d ended without the watcher being told", i)
+		}
+	}
+	r.Watch(nil)
+	post(t, base+"/v1/messages", secretKey, strings.Replace(anthropicBody, "%s", "false", 1))
+	if len(seen) != 0 {
+		t.Fatal("a watcher set to nil was told of a call")
+	}
+}
+
+// A removed route answers 404, and the gateway holds no route after its
+// last one is removed.
+func TestRemovedRouteIsGone(t *testing.T) {
+	fake := fakemodel.Start(fakemodel.Anthropic, fakemodel.Options{})
+	defer fake.Close()
+	g, r, base := through(t, "ANTHROPIC_BASE_URL", fake.URL)
+	body := strings.Replace(anthropicBody, "%s", "false", 1)
+	if status, out := post(t, base+"/v1/messages", secretKey, body); status != 200 {
+		t.Fatalf("status %d before the route was removed: %s", status, out)
+	}
+	if n := g.Routes(); n != 1 {
+		t.Fatalf("the gateway holds %d routes, want 1", n)
+	}
+	g.Remove(r)
+	if n := g.Routes(); n != 0 {
+		t.Fatalf("the gateway holds %d routes after its one was removed, want 0", n)
+	}
+	status, out := post(t, base+"/v1/messages", secretKey, body)
+	if status != http.StatusNotFound || !strings.Contains(out, "no such route") {
+		t.Fatalf("a removed route answered %d: %s", status, out)
+	}
+	if n := len(fake.Requests()); n != 1 {
+		t.Fatalf("the provider got %d requests, want the 1 made before the route was removed", n)
+	}
+}

@@ -1,12 +1,14 @@
 // Package runctl decides when a run stops early: a budget of dollars or
-// tokens and error classes that end the run. A Controller is told of every turn's answer as it arrives,
-// with the unit's usage so far, and of every finished record; the moment
-// a limit is reached it closes Stopped, so the runner starts no new unit.
+// tokens and error classes that end the run. A Controller is told of every
+// model call as it ends and every turn's answer as it arrives, with the
+// unit's usage so far, and of every finished record; the moment a limit is
+// reached it closes Stopped, so the runner starts no new unit and cancels
+// the turns in flight.
 //
 // Costs are counted once per unit: the provisional cost of a unit whose
-// record is not in yet (its turns' usage, priced) is replaced by its
-// record's final cost (with late usage and the judge's tokens) when the
-// record arrives.
+// record is not in yet (its model calls or its turns' usage, priced) is
+// replaced by its record's final cost (with late usage and the judge's
+// tokens) when the record arrives.
 package runctl
 
 import (
@@ -80,6 +82,7 @@ type Controller struct {
 	mu      sync.Mutex
 	final   *schemas.Cost          // records that are in
 	pending map[unit]*schemas.Cost // units whose turns answered, record not in yet
+	done    map[unit]bool          // units whose record is in
 	configs int                    // records that failed for the configuration
 	stop    *Stop
 	// graded counts the records graded so far; sameErr is the error
@@ -98,7 +101,28 @@ type unit struct {
 // New returns a controller for limits; price gives the cost of a record
 // (of its usage and scores).
 func New(limits Limits, price func(*schemas.CaptureRecord) *schemas.Cost) *Controller {
-	return &Controller{limits: limits, price: price, stopped: make(chan struct{}), pending: map[unit]*schemas.Cost{}}
+	return &Controller{limits: limits, price: price, stopped: make(chan struct{}), pending: map[unit]*schemas.Cost{}, done: map[unit]bool{}}
+}
+
+// Called takes a unit's spending as one of its model calls ends: a record
+// with its id, trial and the calls it has made so far (priced
+// provisionally, as Answered prices a turn's). Only the budget is decided
+// on it. Calls end on several goroutines at once, so a report with fewer
+// tokens than the unit's last one is an earlier one arriving late and is
+// ignored, as is one for a unit whose record is in.
+func (c *Controller) Called(rec *schemas.CaptureRecord) {
+	cost := c.price(rec)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	u := unit{rec.ID, rec.Trial}
+	if c.done[u] {
+		return
+	}
+	if old := c.pending[u]; old != nil && old.Tokens() > cost.Tokens() {
+		return
+	}
+	c.pending[u] = cost
+	c.checkBudget()
 }
 
 // Answered takes a unit's state as one of its turns answers: its usage so
@@ -117,6 +141,7 @@ func (c *Controller) Record(rec *schemas.CaptureRecord) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.pending, unit{rec.ID, rec.Trial})
+	c.done[unit{rec.ID, rec.Trial}] = true
 	c.final = c.final.Add(rec.Cost)
 	// What its failed attempts spent is spent too.
 	c.final = c.final.Add(rec.AttemptsCost())
@@ -186,6 +211,14 @@ func (c *Controller) check(rec *schemas.CaptureRecord) {
 	}
 	if e := stopError(rec); e != nil && slices.ContainsFunc(c.limits.StopOn, func(class string) bool { return strings.TrimSpace(class) == e.Class }) {
 		c.halt(&Stop{Kind: KindStopOn, Limit: Limits{StopOn: []string{e.Class}}, ID: rec.ID, Trial: rec.Trial, Error: e})
+		return
+	}
+	c.checkBudget()
+}
+
+// checkBudget stops the run if the spending reaches a limit; c.mu is held.
+func (c *Controller) checkBudget() {
+	if c.stop != nil {
 		return
 	}
 	spent := c.spentLocked()

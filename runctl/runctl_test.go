@@ -233,3 +233,46 @@ func TestGradedDecidesOnFirstGrading(t *testing.T) {
 		t.Fatalf("same grader error after two first gradings: %+v", s)
 	}
 }
+
+func TestBudgetStopsWhenACallEnds(t *testing.T) {
+	c := New(Limits{MaxUSD: 0.03}, tokens)
+	c.Record(rec("a", 1, 10))
+	c.Called(rec("b", 1, 10))
+	if stopped(c) {
+		t.Fatal("stopped at $0.02 of $0.03")
+	}
+	// b's next call brings the run to $0.03, before its turn answers.
+	c.Called(rec("b", 1, 20))
+	if !stopped(c) {
+		t.Fatalf("not stopped at $%v of $0.03", *c.Spent().USD)
+	}
+	if s := c.Stop(); s.Kind != KindBudget || s.Limit.MaxUSD != 0.03 || *s.Spent.USD < 0.03-1e-9 {
+		t.Fatalf("stop = %+v", s)
+	}
+}
+
+func TestCalledKeepsTheUnitsLatestSpending(t *testing.T) {
+	c := New(Limits{MaxTokens: 100}, tokens)
+	c.Called(rec("a", 1, 30))
+	// An earlier call's report arriving late takes nothing back.
+	c.Called(rec("a", 1, 20))
+	if got := c.Spent().Tokens(); got != 30 {
+		t.Fatalf("spent %d tokens, want 30", got)
+	}
+	// Once the record is in, a late call's report is not counted again.
+	c.Record(rec("a", 1, 40))
+	c.Called(rec("a", 1, 40))
+	if got := c.Spent().Tokens(); got != 40 {
+		t.Fatalf("spent %d tokens after the record, want 40 (a unit counts once)", got)
+	}
+}
+
+func TestCalledDecidesOnlyTheBudget(t *testing.T) {
+	c := New(Limits{StopOn: []string{schemas.ErrAgentError}}, tokens)
+	r := rec("a", 1, 10)
+	r.Error = &schemas.ErrorInfo{Class: schemas.ErrAgentError}
+	c.Called(r)
+	if stopped(c) {
+		t.Fatal("a call's report stopped the run on an error class")
+	}
+}

@@ -28,6 +28,9 @@ func (v *View) stray(s capture.Stray) {
 		})
 		return
 	}
+	if s.Late {
+		return // its case's, sent after its record was sealed: not news
+	}
 	v.strays++
 	if v.strays > strayShown {
 		return

@@ -339,3 +339,19 @@ func TestRedaction(t *testing.T) {
 		t.Errorf("not redacted in every line: %q", out)
 	}
 }
+
+// TestLateStrayIsNotShown: an update for a finished case's session (a
+// title the agent made after the turn) is its case's, not a message for
+// no case: no line, and not counted among the strays.
+func TestLateStrayIsNotShown(t *testing.T) {
+	v, buf, _ := testView(Settings{Lines: true})
+	v.Event(evaluation.Planned{Total: 1})
+	v.Event(evaluation.Stray{Stray: capture.Stray{What: "session/update session_info_update", SessionID: "sess-1", Late: true}})
+	if out := buf.String(); strings.Contains(out, "session_info_update") || strings.Contains(out, "no case") {
+		t.Errorf("a late update was shown: %q", out)
+	}
+	v.Event(evaluation.Stray{Stray: capture.Stray{What: "session/update agent_message_chunk", SessionID: "nope"}})
+	if out := buf.String(); !strings.Contains(out, `agent_message_chunk for session "nope", which no case has`) {
+		t.Errorf("a stray for no case was not shown: %q", out)
+	}
+}

@@ -74,6 +74,9 @@ func (n runNotes) Resume() string { return "--resume" }
 // Started warns of a budget that cannot count what it does not price.
 func (n runNotes) Started(evaluation.Started) []string {
 	if n.v.f.maxCost > 0 && len(n.v.f.prices) == 0 {
+		if !n.v.f.noModelGateway {
+			return []string{"warning: --max-cost without --prices counts the model calls at the built-in prices, and for an agent that makes none through the model gateway only the cost it reports itself"}
+		}
 		return []string{"warning: --max-cost without --prices counts only the cost agents report themselves"}
 	}
 	return nil

@@ -86,6 +86,41 @@ func applySuiteFlags(tc *cli.Command, s *suite.Suite, a *suite.Agent) error {
 			return err
 		}
 	}
+	return flagConflict(tc, s, a)
+}
+
+// flagConflict says, naming the suite lines, when the suite (or the
+// agent's flags) sets working-limit with a flag it cannot go with, as the
+// command line refuses --working-limit with --timeout or
+// --no-model-gateway, before anything runs.
+func flagConflict(tc *cli.Command, s *suite.Suite, a *suite.Agent) error {
+	// find is the last setting of a flag: the agent's over the suite's.
+	find := func(name string) (suite.Flag, string, bool) {
+		for i := len(a.Flags) - 1; i >= 0; i-- {
+			if a.Flags[i].Name == name {
+				return a.Flags[i], "agents." + a.Name + ".flags.", true
+			}
+		}
+		for i := len(s.Flags) - 1; i >= 0; i-- {
+			if s.Flags[i].Name == name {
+				return s.Flags[i], "", true
+			}
+		}
+		return suite.Flag{}, "", false
+	}
+	wl, where, ok := find("working-limit")
+	if fl := tc.Flags.Lookup("working-limit"); !ok || fl == nil || fl.Value.String() == "0" {
+		return nil
+	}
+	fail := func(msg string) error {
+		return cli.Input(&schemas.InputError{File: s.File, Line: wl.Line, Field: where + wl.Name, Msg: msg})
+	}
+	if t, twhere, ok := find("timeout"); ok {
+		return fail(fmt.Sprintf("takes the place of timeout (%s, line %d): choose one", twhere+t.Name, t.Line))
+	}
+	if g, gwhere, ok := find("no-model-gateway"); ok && tc.Flags.Lookup("no-model-gateway").Value.String() == "true" {
+		return fail(fmt.Sprintf("needs the model gateway to see the provider's failures: drop %s (line %d)", gwhere+g.Name, g.Line))
+	}
 	return nil
 }
 
@@ -134,7 +169,7 @@ func suiteFlagProblem(tc *cli.Command) suite.FlagCheck {
 }
 
 // durationFlags are the run flags that take a duration as text.
-var durationFlags = []string{"timeout", "startup-timeout", "cancel-grace", "settle", "terminal-timeout", "request-timeout", "grader-timeout"}
+var durationFlags = []string{"timeout", "working-limit", "startup-timeout", "cancel-grace", "settle", "terminal-timeout", "request-timeout", "grader-timeout"}
 
 // flagValueProblem says what a flag wants of a value it refused, in words
 // (not the parser's: "strconv.ParseInt: parsing ...").
