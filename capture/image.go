@@ -256,7 +256,11 @@ func (lr *layerRunner) Wrap(c sandbox.Command) (sandbox.Wrapped, error) {
 		argv = sess.Command(argv)
 		env = append(env, sess.Env...)
 	}
-	line, err := lr.cl.layer.Argv(context.Background(), image.Run{Argv: argv, Dir: lr.cl.workdir, Env: env, Binds: binds, NoNetwork: network != "host"})
+	user := ""
+	if lr.cl.task != nil {
+		user = lr.cl.task.Config.AgentUser.User
+	}
+	line, err := lr.cl.layer.Argv(context.Background(), image.Run{Argv: argv, Dir: lr.cl.workdir, Env: env, User: user, Binds: binds, NoNetwork: network != "host"})
 	if err != nil {
 		if sess != nil {
 			sess.Close()

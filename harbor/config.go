@@ -51,6 +51,10 @@ type Config struct {
 	// AgentAllowedHosts its allowed_hosts when it is "allowlist".
 	AgentNetworkMode  string
 	AgentAllowedHosts []egress.Rule
+	// AgentUser is [agent] user: who the agent, everything it starts and
+	// solve.sh run as; VerifierUser is [verifier] user: who test.sh runs
+	// as. Each unset (User "") means the image's USER.
+	AgentUser, VerifierUser UserField
 	// Workdir overrides the image's WORKDIR when set.
 	Workdir     string
 	DockerImage string
@@ -74,6 +78,17 @@ type Config struct {
 	// rewards make the trial's (StrategyMean, the default, or
 	// StrategyFinal).
 	RewardStrategy string
+}
+
+// UserField is a user field of task.toml: who a command runs as in the
+// trial's image.
+type UserField struct {
+	// User is a name of the image's /etc/passwd or a uid, either with
+	// :group or :gid; "" for the image's USER.
+	User string
+	// Field is its dotted name (agent.user); Line where it is set.
+	Field string
+	Line  int
 }
 
 // Unhonoured is a task.toml field (or compose key) that is read but not
@@ -114,6 +129,7 @@ var (
 		"environment.storage_mb": true, "environment.storage": true,
 		"environment.allow_internet": true, "environment.workdir": true, "environment.os": true,
 		"multi_step_reward_strategy": true, "environment.mcp_servers": true,
+		"agent.user": true, "verifier.user": true,
 	}
 	// tables whose content is free-form or all honoured.
 	freeTables = []string{"metadata", "task", "verifier.env", "agent.env", "environment.env", "solution.env"}
@@ -122,9 +138,9 @@ var (
 	// in Harbor's schema, not acted on here (when set to a non-empty value).
 	notHonouredFields = map[string]bool{
 		"environment.healthcheck": true, "environment.skills_dir": true, "environment.gpu_types": true,
-		"environment.tpu": true,
-		"agent.user":      true, "agent.network_mode": true, "agent.allowed_hosts": true,
-		"verifier.user": true, "verifier.network_mode": true, "verifier.allowed_hosts": true,
+		"environment.tpu":    true,
+		"agent.network_mode": true, "agent.allowed_hosts": true,
+		"verifier.network_mode": true, "verifier.allowed_hosts": true,
 		"verifier.environment": true, "verifier.collect": true,
 		"multi_step_reward_mode": true,
 	}
@@ -278,6 +294,8 @@ func (t *Task) parseConfig(file, src string, lookup func(string) (string, bool))
 	default:
 		r.fail("environment.os", "%q: only Linux images run here", osName)
 	}
+	c.AgentUser = r.user(raw, "agent.user")
+	c.VerifierUser = r.user(raw, "verifier.user")
 	c.Workdir = r.str(raw, "environment.workdir")
 	if c.Workdir != "" && !strings.HasPrefix(c.Workdir, "/") {
 		r.fail("environment.workdir", "must be an absolute path, not %q", c.Workdir)
@@ -599,6 +617,28 @@ func (r *reader) str(raw map[string]any, field string) string {
 		r.fail(field, "must be a string, not %v", v)
 	}
 	return s
+}
+
+// user reads a user field: a name or uid[:group or gid] string, or a
+// uid as a number.
+func (r *reader) user(raw map[string]any, field string) UserField {
+	u := UserField{Field: field, Line: lineOf(r.lines, field)}
+	v, ok := r.get(raw, field)
+	if !ok {
+		return u
+	}
+	switch x := v.(type) {
+	case string:
+		u.User = strings.TrimSpace(x)
+	case int64:
+		if x < 0 {
+			r.fail(field, "must be a user name or a uid, not %d", x)
+		}
+		u.User = strconv.FormatInt(x, 10)
+	default:
+		r.fail(field, "must be a user name or a uid, not %v", v)
+	}
+	return u
 }
 
 func (r *reader) number(v any, field string, fractional bool) float64 {

@@ -293,6 +293,7 @@ func SolveStep(ctx context.Context, l *image.Layer, t *Task, i int, s Step) (*Ra
 	if s.Timeout == 0 {
 		s.Timeout = t.Config.Steps[i].AgentTimeout
 	}
+	s.User = t.agentUser(s)
 	ran, err := run(ctx, l, []string{"bash", solutionScript}, t.Workdir(l.Image), env(l.Image, t.SolutionEnv(), s.Env), s.Timeout, s)
 	if err != nil {
 		return nil, err

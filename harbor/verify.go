@@ -45,6 +45,10 @@ type Step struct {
 	Env []string
 	// NoNetwork gives the command loopback only.
 	NoNetwork bool
+	// User is who the command runs as ("" = the task's user for it:
+	// [agent] user for solve.sh, [verifier] user for test.sh; else the
+	// image's USER).
+	User string
 	// Binds are host paths made visible in the image.
 	Binds []image.Bind
 	// Stdout and Stderr, when set, also receive the command's output.
@@ -101,7 +105,7 @@ func setEnv(env []string, kv string) []string {
 func run(ctx context.Context, l *image.Layer, argv []string, dir string, environ []string, timeout time.Duration, s Step) (Ran, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd, err := l.Command(ctx, image.Run{Argv: argv, Dir: dir, Env: environ, Binds: s.Binds, NoNetwork: s.NoNetwork})
+	cmd, err := l.Command(ctx, image.Run{Argv: argv, Dir: dir, Env: environ, User: s.User, Binds: s.Binds, NoNetwork: s.NoNetwork})
 	if err != nil {
 		return Ran{}, err
 	}
@@ -142,6 +146,8 @@ func Solve(ctx context.Context, l *image.Layer, t *Task, s Step) (Ran, error) {
 	if timeout == 0 {
 		timeout = t.Config.AgentTimeout
 	}
+	// solve.sh is the agent: it runs as the agent's user.
+	s.User = t.agentUser(s)
 	return run(ctx, l, []string{"bash", solutionScript}, t.Workdir(l.Image), env(l.Image, t.SolutionEnv(), s.Env), timeout, s)
 }
 
@@ -183,12 +189,17 @@ func verify(ctx context.Context, l *image.Layer, t *Task, tests []string, s Step
 			return fail(schemas.ErrGraderError, "make %s: %v", d, err)
 		}
 	}
+	// test.sh writes its reward there as whoever it runs as.
+	if err := l.Own(VerifierLogs, t.verifierUser(s)); err != nil {
+		return fail(schemas.ErrGraderError, "%s for the verifier's user: %v", VerifierLogs, err)
+	}
 	for _, dir := range tests {
 		if err := l.CopyIn(dir, TestsPath); err != nil {
 			return fail(schemas.ErrGraderError, "copy %s to %s: %v", dir, TestsPath, err)
 		}
 	}
 	timeout := s.Timeout
+	s.User = t.verifierUser(s)
 	ran, err := run(ctx, l, []string{"bash", testScript}, t.Workdir(l.Image), env(l.Image, t.VerifierEnv(), s.Env), timeout, s)
 	if err != nil {
 		return fail(schemas.ErrGraderError, "run tests/test.sh: %v", err)
