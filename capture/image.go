@@ -2,6 +2,7 @@ package capture
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -120,10 +121,41 @@ func (w *worker) imageWorkspace(run *caseRun) (string, error) {
 	workdir := img.Workdir()
 	if task != nil {
 		workdir = task.Workdir(img)
+		if err := w.checkHealth(l, task); err != nil {
+			l.Remove()
+			return "", err
+		}
 	}
 	run.layer = &caseLayer{layer: l, task: task, workdir: workdir}
 	run.record.Cwd = workdir
 	return workdir, nil
+}
+
+// checkHealth runs a task's [environment.healthcheck] in its fresh layer,
+// before the agent starts; one that never passes is the environment's
+// failure (workspace_setup), with its last output on the record.
+func (w *worker) checkHealth(l *image.Layer, task *harbor.Task) error {
+	hc := task.Config.Healthcheck
+	if hc == nil {
+		return nil
+	}
+	ctx := w.r.grading
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	_, err := harbor.CheckHealth(ctx, l, task, hc, harbor.Step{})
+	if err == nil {
+		return nil
+	}
+	se := &setupError{msg: fmt.Sprintf("task %s: %v", task.Name, err), exitCode: -1, evidence: "the task's healthcheck never passed"}
+	var he *harbor.HealthError
+	if errors.As(err, &he) {
+		se.output = he.Last.Output
+		if !he.Last.TimedOut {
+			se.exitCode = he.Last.ExitCode
+		}
+	}
+	return se
 }
 
 // startAgentFor starts the agent of a case: in its layer when the run has

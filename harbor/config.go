@@ -66,6 +66,9 @@ type Config struct {
 	VerifierEnv    map[string]string
 	SolutionEnv    map[string]string
 	AgentEnv       map[string]string
+	// Healthcheck is [environment.healthcheck]: run in the trial's layer
+	// before the agent starts (nil: none).
+	Healthcheck *Healthcheck
 	// MCPServers are [[environment.mcp_servers]]: given to the agent in
 	// session/new.
 	MCPServers []MCPServer
@@ -130,6 +133,9 @@ var (
 		"environment.allow_internet": true, "environment.workdir": true, "environment.os": true,
 		"multi_step_reward_strategy": true, "environment.mcp_servers": true,
 		"agent.user": true, "verifier.user": true,
+		"environment.healthcheck": true, "environment.healthcheck.command": true, "environment.healthcheck.interval_sec": true,
+		"environment.healthcheck.timeout_sec": true, "environment.healthcheck.start_period_sec": true,
+		"environment.healthcheck.start_interval_sec": true, "environment.healthcheck.retries": true,
 	}
 	// tables whose content is free-form or all honoured.
 	freeTables = []string{"metadata", "task", "verifier.env", "agent.env", "environment.env", "solution.env"}
@@ -137,7 +143,7 @@ var (
 	containerTables = map[string]bool{"verifier": true, "agent": true, "environment": true, "solution": true}
 	// in Harbor's schema, not acted on here (when set to a non-empty value).
 	notHonouredFields = map[string]bool{
-		"environment.healthcheck": true, "environment.skills_dir": true, "environment.gpu_types": true,
+		"environment.skills_dir": true, "environment.gpu_types": true,
 		"environment.tpu":    true,
 		"agent.network_mode": true, "agent.allowed_hosts": true,
 		"verifier.network_mode": true, "verifier.allowed_hosts": true,
@@ -293,6 +299,12 @@ func (t *Task) parseConfig(file, src string, lookup func(string) (string, bool))
 	case "", "linux":
 	default:
 		r.fail("environment.os", "%q: only Linux images run here", osName)
+	}
+	if v, ok := r.get(raw, "environment.healthcheck"); ok {
+		line := lineOf(lines, "environment.healthcheck")
+		c.Healthcheck = readHealthcheck(v, "environment.healthcheck", line, func(key, format string, args ...any) {
+			r.fail(strings.TrimSuffix("environment.healthcheck."+key, "."), format, args...)
+		})
 	}
 	c.AgentUser = r.user(raw, "agent.user")
 	c.VerifierUser = r.user(raw, "verifier.user")

@@ -117,7 +117,6 @@ environment_mode = "shared"
 	}
 	want := []Unhonoured{
 		{Field: "environment.gpu_types", Line: 6},
-		{Field: "environment.healthcheck", Line: 10},
 		{Field: "verifier.retries", Line: 19},
 		{Field: "environment.gpus", Line: 5},
 	}
@@ -197,7 +196,7 @@ command = "true"
 	}
 	sort.Strings(got)
 	want := []string{
-		"environment.gpu_types", "environment.healthcheck",
+		"environment.gpu_types",
 		"environment.skills_dir", "environment.tpu",
 		"verifier.collect", "verifier.environment",
 		"verifier.environment_mode", "verifier.network_mode",
