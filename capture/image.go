@@ -63,6 +63,11 @@ type ImageConfig struct {
 	// TimeoutScale multiplies a task's verifier timeout (0 = 1); the
 	// agent's is the case's timeout.
 	TimeoutScale float64
+	// SkillsHome is where the agent reads its user-level skills, relative
+	// to its HOME (".claude/skills"): a Harbor task's skills_dir is copied
+	// there in the case's layer before the agent starts. "" for an agent
+	// whose layout is not known: nothing is copied.
+	SkillsHome string
 	// Probe is the case in whose image the run's first agent is started
 	// and initialized, to check that the agent runs before any output is
 	// written (nil: no check). No agent of an image run starts on the
@@ -125,6 +130,10 @@ func (w *worker) imageWorkspace(run *caseRun) (string, error) {
 			l.Remove()
 			return "", err
 		}
+		if err := harbor.InstallSkills(w.ctx(), l, task, ic.SkillsHome, harbor.Step{}); err != nil {
+			l.Remove()
+			return "", &setupError{msg: fmt.Sprintf("task %s: %v", task.Name, err), exitCode: -1}
+		}
 	}
 	run.layer = &caseLayer{layer: l, task: task, workdir: workdir}
 	run.record.Cwd = workdir
@@ -139,11 +148,7 @@ func (w *worker) checkHealth(l *image.Layer, task *harbor.Task) error {
 	if hc == nil {
 		return nil
 	}
-	ctx := w.r.grading
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	_, err := harbor.CheckHealth(ctx, l, task, hc, harbor.Step{})
+	_, err := harbor.CheckHealth(w.ctx(), l, task, hc, harbor.Step{})
 	if err == nil {
 		return nil
 	}
@@ -156,6 +161,15 @@ func (w *worker) checkHealth(l *image.Layer, task *harbor.Task) error {
 		}
 	}
 	return se
+}
+
+// ctx is what stops the commands run in a case's layer before its agent
+// (a healthcheck, the copy of its skills): a second interrupt.
+func (w *worker) ctx() context.Context {
+	if w.r.grading != nil {
+		return w.r.grading
+	}
+	return context.Background()
 }
 
 // startAgentFor starts the agent of a case: in its layer when the run has

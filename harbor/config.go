@@ -66,6 +66,12 @@ type Config struct {
 	VerifierEnv    map[string]string
 	SolutionEnv    map[string]string
 	AgentEnv       map[string]string
+	// SkillsDir is [environment] skills_dir: a directory of skills in the
+	// image, copied into the agent's own skills directory before it
+	// starts, for the agents whose layout is known ("" = none);
+	// SkillsLine is its line.
+	SkillsDir  string
+	SkillsLine int
 	// Healthcheck is [environment.healthcheck]: run in the trial's layer
 	// before the agent starts (nil: none).
 	Healthcheck *Healthcheck
@@ -132,7 +138,7 @@ var (
 		"environment.storage_mb": true, "environment.storage": true,
 		"environment.allow_internet": true, "environment.workdir": true, "environment.os": true,
 		"multi_step_reward_strategy": true, "environment.mcp_servers": true,
-		"agent.user": true, "verifier.user": true,
+		"agent.user": true, "verifier.user": true, "environment.skills_dir": true,
 		"environment.healthcheck": true, "environment.healthcheck.command": true, "environment.healthcheck.interval_sec": true,
 		"environment.healthcheck.timeout_sec": true, "environment.healthcheck.start_period_sec": true,
 		"environment.healthcheck.start_interval_sec": true, "environment.healthcheck.retries": true,
@@ -143,9 +149,9 @@ var (
 	containerTables = map[string]bool{"verifier": true, "agent": true, "environment": true, "solution": true}
 	// in Harbor's schema, not acted on here (when set to a non-empty value).
 	notHonouredFields = map[string]bool{
-		"environment.skills_dir": true, "environment.gpu_types": true,
-		"environment.tpu":    true,
-		"agent.network_mode": true, "agent.allowed_hosts": true,
+		"environment.gpu_types": true,
+		"environment.tpu":       true,
+		"agent.network_mode":    true, "agent.allowed_hosts": true,
 		"verifier.network_mode": true, "verifier.allowed_hosts": true,
 		"verifier.environment": true, "verifier.collect": true,
 		"multi_step_reward_mode": true,
@@ -306,6 +312,7 @@ func (t *Task) parseConfig(file, src string, lookup func(string) (string, bool))
 			r.fail(strings.TrimSuffix("environment.healthcheck."+key, "."), format, args...)
 		})
 	}
+	c.SkillsDir, c.SkillsLine = strings.TrimSpace(r.str(raw, "environment.skills_dir")), lineOf(lines, "environment.skills_dir")
 	c.AgentUser = r.user(raw, "agent.user")
 	c.VerifierUser = r.user(raw, "verifier.user")
 	c.Workdir = r.str(raw, "environment.workdir")

@@ -196,8 +196,7 @@ command = "true"
 	}
 	sort.Strings(got)
 	want := []string{
-		"environment.gpu_types",
-		"environment.skills_dir", "environment.tpu",
+		"environment.gpu_types", "environment.tpu",
 		"verifier.collect", "verifier.environment",
 		"verifier.environment_mode", "verifier.network_mode",
 	}
