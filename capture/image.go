@@ -2,6 +2,7 @@ package capture
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -62,6 +63,11 @@ type ImageConfig struct {
 	// TimeoutScale multiplies a task's verifier timeout (0 = 1); the
 	// agent's is the case's timeout.
 	TimeoutScale float64
+	// SkillsHome is where the agent reads its user-level skills, relative
+	// to its HOME (".claude/skills"): a Harbor task's skills_dir is copied
+	// there in the case's layer before the agent starts. "" for an agent
+	// whose layout is not known: nothing is copied.
+	SkillsHome string
 	// Probe is the case in whose image the run's first agent is started
 	// and initialized, to check that the agent runs before any output is
 	// written (nil: no check). No agent of an image run starts on the
@@ -121,10 +127,50 @@ func (w *worker) imageWorkspace(run *caseRun) (string, error) {
 	workdir := img.Workdir()
 	if task != nil {
 		workdir = task.Workdir(img)
+		if err := w.checkHealth(l, task); err != nil {
+			l.Remove()
+			return "", err
+		}
+		if err := harbor.InstallSkills(w.ctx(), l, task, ic.SkillsHome, harbor.Step{}); err != nil {
+			l.Remove()
+			return "", &setupError{msg: fmt.Sprintf("task %s: %v", task.Name, err), exitCode: -1}
+		}
 	}
 	run.layer = &caseLayer{layer: l, task: task, workdir: workdir}
 	run.record.Cwd = workdir
 	return workdir, nil
+}
+
+// checkHealth runs a task's [environment.healthcheck] in its fresh layer,
+// before the agent starts; one that never passes is the environment's
+// failure (workspace_setup), with its last output on the record.
+func (w *worker) checkHealth(l *image.Layer, task *harbor.Task) error {
+	hc := task.Config.Healthcheck
+	if hc == nil {
+		return nil
+	}
+	_, err := harbor.CheckHealth(w.ctx(), l, task, hc, harbor.Step{})
+	if err == nil {
+		return nil
+	}
+	se := &setupError{msg: fmt.Sprintf("task %s: %v", task.Name, err), exitCode: -1, evidence: "the task's healthcheck never passed"}
+	var he *harbor.HealthError
+	if errors.As(err, &he) {
+		se.output = he.Last.Output
+		if !he.Last.TimedOut {
+			se.exitCode = he.Last.ExitCode
+		}
+	}
+	return se
+}
+
+// ctx is what stops the commands run in a case's layer before its agent
+// (a healthcheck, the copy of its skills): a second interrupt.
+func (w *worker) ctx() context.Context {
+	if w.r.grading != nil {
+		return w.r.grading
+	}
+	return context.Background()
 }
 
 // startAgentFor starts the agent of a case: in its layer when the run has
@@ -257,7 +303,11 @@ func (lr *layerRunner) Wrap(c sandbox.Command) (sandbox.Wrapped, error) {
 		argv = sess.Command(argv)
 		env = append(env, sess.Env...)
 	}
-	line, err := lr.cl.layer.Argv(context.Background(), image.Run{Argv: argv, Dir: lr.cl.workdir, Env: env, Binds: binds, NoNetwork: network != "host"})
+	user := ""
+	if lr.cl.task != nil {
+		user = lr.cl.task.Config.AgentUser.User
+	}
+	line, err := lr.cl.layer.Argv(context.Background(), image.Run{Argv: argv, Dir: lr.cl.workdir, Env: env, User: user, Binds: binds, NoNetwork: network != "host"})
 	if err != nil {
 		if sess != nil {
 			sess.Close()

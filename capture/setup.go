@@ -24,6 +24,9 @@ type setupError struct {
 	// did not run or was stopped by its timeout).
 	signal   string
 	exitCode int
+	// evidence, when set, says whose failure it is better than the
+	// class's own words.
+	evidence string
 }
 
 func (e *setupError) Error() string { return e.msg }

@@ -1119,6 +1119,7 @@ func workspaceErr(err error) *schemas.ErrorInfo {
 	if errors.As(err, &se) {
 		info.Stderr = se.output
 		info.Signal = se.signal
+		info.Evidence = se.evidence
 		if se.exitCode >= 0 {
 			code := se.exitCode
 			info.ExitCode = &code

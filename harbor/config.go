@@ -57,6 +57,10 @@ type Config struct {
 	// "allowlist".
 	VerifierNetworkMode  string
 	VerifierAllowedHosts []egress.Rule
+	// AgentUser is [agent] user: who the agent, everything it starts and
+	// solve.sh run as; VerifierUser is [verifier] user: who test.sh runs
+	// as. Each unset (User "") means the image's USER.
+	AgentUser, VerifierUser UserField
 	// Workdir overrides the image's WORKDIR when set.
 	Workdir     string
 	DockerImage string
@@ -68,6 +72,15 @@ type Config struct {
 	VerifierEnv    map[string]string
 	SolutionEnv    map[string]string
 	AgentEnv       map[string]string
+	// SkillsDir is [environment] skills_dir: a directory of skills in the
+	// image, copied into the agent's own skills directory before it
+	// starts, for the agents whose layout is known ("" = none);
+	// SkillsLine is its line.
+	SkillsDir  string
+	SkillsLine int
+	// Healthcheck is [environment.healthcheck]: run in the trial's layer
+	// before the agent starts (nil: none).
+	Healthcheck *Healthcheck
 	// MCPServers are [[environment.mcp_servers]]: given to the agent in
 	// session/new.
 	MCPServers []MCPServer
@@ -80,6 +93,17 @@ type Config struct {
 	// rewards make the trial's (StrategyMean, the default, or
 	// StrategyFinal).
 	RewardStrategy string
+}
+
+// UserField is a user field of task.toml: who a command runs as in the
+// trial's image.
+type UserField struct {
+	// User is a name of the image's /etc/passwd or a uid, either with
+	// :group or :gid; "" for the image's USER.
+	User string
+	// Field is its dotted name (agent.user); Line where it is set.
+	Field string
+	Line  int
 }
 
 // Unhonoured is a task.toml field (or compose key) that is read but not
@@ -120,6 +144,10 @@ var (
 		"environment.storage_mb": true, "environment.storage": true,
 		"environment.allow_internet": true, "environment.workdir": true, "environment.os": true,
 		"multi_step_reward_strategy": true, "environment.mcp_servers": true,
+		"agent.user": true, "verifier.user": true, "environment.skills_dir": true,
+		"environment.healthcheck": true, "environment.healthcheck.command": true, "environment.healthcheck.interval_sec": true,
+		"environment.healthcheck.timeout_sec": true, "environment.healthcheck.start_period_sec": true,
+		"environment.healthcheck.start_interval_sec": true, "environment.healthcheck.retries": true,
 	}
 	// tables whose content is free-form or all honoured.
 	freeTables = []string{"metadata", "task", "verifier.env", "agent.env", "environment.env", "solution.env"}
@@ -127,10 +155,9 @@ var (
 	containerTables = map[string]bool{"verifier": true, "agent": true, "environment": true, "solution": true}
 	// in Harbor's schema, not acted on here (when set to a non-empty value).
 	notHonouredFields = map[string]bool{
-		"environment.healthcheck": true, "environment.skills_dir": true, "environment.gpu_types": true,
-		"environment.tpu": true,
-		"agent.user":      true, "agent.network_mode": true, "agent.allowed_hosts": true,
-		"verifier.user":        true,
+		"environment.gpu_types": true,
+		"environment.tpu":       true,
+		"agent.network_mode":    true, "agent.allowed_hosts": true,
 		"verifier.environment": true, "verifier.collect": true,
 		"multi_step_reward_mode": true,
 	}
@@ -292,6 +319,15 @@ func (t *Task) parseConfig(file, src string, lookup func(string) (string, bool))
 	default:
 		r.fail("environment.os", "%q: only Linux images run here", osName)
 	}
+	if v, ok := r.get(raw, "environment.healthcheck"); ok {
+		line := lineOf(lines, "environment.healthcheck")
+		c.Healthcheck = readHealthcheck(v, "environment.healthcheck", line, func(key, format string, args ...any) {
+			r.fail(strings.TrimSuffix("environment.healthcheck."+key, "."), format, args...)
+		})
+	}
+	c.SkillsDir, c.SkillsLine = strings.TrimSpace(r.str(raw, "environment.skills_dir")), lineOf(lines, "environment.skills_dir")
+	c.AgentUser = r.user(raw, "agent.user")
+	c.VerifierUser = r.user(raw, "verifier.user")
 	c.Workdir = r.str(raw, "environment.workdir")
 	if c.Workdir != "" && !strings.HasPrefix(c.Workdir, "/") {
 		r.fail("environment.workdir", "must be an absolute path, not %q", c.Workdir)
@@ -640,6 +676,28 @@ func (r *reader) str(raw map[string]any, field string) string {
 		r.fail(field, "must be a string, not %v", v)
 	}
 	return s
+}
+
+// user reads a user field: a name or uid[:group or gid] string, or a
+// uid as a number.
+func (r *reader) user(raw map[string]any, field string) UserField {
+	u := UserField{Field: field, Line: lineOf(r.lines, field)}
+	v, ok := r.get(raw, field)
+	if !ok {
+		return u
+	}
+	switch x := v.(type) {
+	case string:
+		u.User = strings.TrimSpace(x)
+	case int64:
+		if x < 0 {
+			r.fail(field, "must be a user name or a uid, not %d", x)
+		}
+		u.User = strconv.FormatInt(x, 10)
+	default:
+		r.fail(field, "must be a user name or a uid, not %v", v)
+	}
+	return u
 }
 
 func (r *reader) number(v any, field string, fractional bool) float64 {

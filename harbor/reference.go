@@ -2,6 +2,7 @@ package harbor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -82,6 +83,22 @@ func RunReference(ctx context.Context, t *Task, img *image.Image, agent string, 
 		defer l.Release()
 	} else {
 		defer l.Remove()
+	}
+	if hc := t.Config.Healthcheck; hc != nil {
+		// The environment must be healthy before the reference agent
+		// starts; when it never is, there is no verdict.
+		if _, err := CheckHealth(ctx, l, t, hc, o.Step); err != nil {
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			res.Want = map[string]float64{Oracle: 1}[agent]
+			res.Verdict = schemas.GraderResult{Grader: GraderName, Error: &schemas.ErrorInfo{Class: schemas.ErrWorkspaceSetup, Message: err.Error()}}
+			var he *HealthError
+			if errors.As(err, &he) {
+				res.Verdict.Error.Stderr = he.Last.Output
+			}
+			return res, nil
+		}
 	}
 	if t.MultiStep() {
 		return res, runReferenceSteps(ctx, l, t, agent, o, res)

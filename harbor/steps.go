@@ -45,6 +45,9 @@ type StepConfig struct {
 	// Contributes is contributes_to_reward (default true): whether the
 	// step's reward counts in the trial's.
 	Contributes bool
+	// Healthcheck is [steps.healthcheck]: run after the step's setup,
+	// before its prompt (nil: none).
+	Healthcheck *Healthcheck
 }
 
 // honouredStepField says whether key is a field of a [[steps]] table
@@ -52,8 +55,11 @@ type StepConfig struct {
 func honouredStepField(key string) bool {
 	switch key {
 	case "steps", "steps.name", "steps.min_reward", "steps.contributes_to_reward",
-		"steps.agent", "steps.agent.timeout_sec", "steps.verifier", "steps.verifier.timeout_sec":
+		"steps.agent", "steps.agent.timeout_sec", "steps.verifier", "steps.verifier.timeout_sec", "steps.healthcheck":
 		return true
+	}
+	if k, ok := strings.CutPrefix(key, "steps.healthcheck."); ok {
+		return slices.Contains(healthKeys, k)
 	}
 	return strings.HasPrefix(key, "steps.min_reward.")
 }
@@ -146,9 +152,30 @@ func (r *reader) steps(raw map[string]any, src string, agent, verifier time.Dura
 		default:
 			fail("min_reward", "must be a number or a table of numbers by reward name, not %v", mr)
 		}
+		if hv, ok := m["healthcheck"]; ok {
+			s.Healthcheck = readHealthcheck(hv, field("healthcheck"), healthLine(src, line), func(key, format string, args ...any) {
+				fail(strings.TrimSuffix("healthcheck."+key, "."), format, args...)
+			})
+		}
 		out = append(out, s)
 	}
 	return out
+}
+
+// healthLine is the line of the [steps.healthcheck] header of the step
+// whose [[steps]] header is on line step (that line when it has none).
+func healthLine(src string, step int) int {
+	lines := strings.Split(src, "\n")
+	for i := step; i < len(lines); i++ {
+		t := strings.TrimSpace(lines[i])
+		switch {
+		case strings.HasPrefix(t, "[[") && tableName(t) == "steps":
+			return step
+		case strings.HasPrefix(t, "[") && tableName(t) == "steps.healthcheck":
+			return i + 1
+		}
+	}
+	return step
 }
 
 func toFloat(v any) float64 {
@@ -218,8 +245,18 @@ const stepScript = "/tmp/.harbor-step-setup.sh"
 // steps/<name>/workdir/ is copied into the working directory and, when
 // it holds a setup.sh, that script runs there (then is removed from the
 // working directory). Ran is nil when the step has no workdir/. A setup
-// that fails is an error of the trial's environment.
+// that fails is an error of the trial's environment. Then the step's
+// healthcheck, when it has one, must pass (CheckHealth).
 func SetupStep(ctx context.Context, l *image.Layer, t *Task, i int, s Step) (*Ran, error) {
+	ran, err := setupWorkdir(ctx, l, t, i, s)
+	if err != nil {
+		return ran, err
+	}
+	return ran, stepHealth(ctx, l, t, i, s)
+}
+
+// setupWorkdir copies step i's workdir/ and runs its setup.sh.
+func setupWorkdir(ctx context.Context, l *image.Layer, t *Task, i int, s Step) (*Ran, error) {
 	src := filepath.Join(t.StepDir(i), "workdir")
 	if fi, err := os.Stat(src); err != nil || !fi.IsDir() {
 		return nil, nil
@@ -254,6 +291,18 @@ func SetupStep(ctx context.Context, l *image.Layer, t *Task, i int, s Step) (*Ra
 		return &ran, fmt.Errorf("step %s: workdir/setup.sh exited %d: %s", t.Config.Steps[i].Name, ran.ExitCode, lastLines(ran.Output, 5))
 	}
 	return &ran, nil
+}
+
+// stepHealth runs step i's healthcheck, when it has one.
+func stepHealth(ctx context.Context, l *image.Layer, t *Task, i int, s Step) error {
+	hc := t.Config.Steps[i].Healthcheck
+	if hc == nil {
+		return nil
+	}
+	if _, err := CheckHealth(ctx, l, t, hc, s); err != nil {
+		return fmt.Errorf("step %s: %w", t.Config.Steps[i].Name, err)
+	}
+	return nil
 }
 
 // VerifyStep runs step i's tests in the layer: the task's tests/ (helpers
@@ -293,6 +342,7 @@ func SolveStep(ctx context.Context, l *image.Layer, t *Task, i int, s Step) (*Ra
 	if s.Timeout == 0 {
 		s.Timeout = t.Config.Steps[i].AgentTimeout
 	}
+	s.User = t.agentUser(s)
 	ran, err := run(ctx, l, []string{"bash", solutionScript}, t.Workdir(l.Image), env(l.Image, t.SolutionEnv(), s.Env), s.Timeout, s)
 	if err != nil {
 		return nil, err

@@ -117,8 +117,6 @@ environment_mode = "shared"
 	}
 	want := []Unhonoured{
 		{Field: "environment.gpu_types", Line: 6},
-		{Field: "environment.healthcheck", Line: 10},
-		{Field: "agent.user", Line: 15},
 		{Field: "verifier.retries", Line: 19},
 		{Field: "environment.gpus", Line: 5},
 	}
@@ -198,11 +196,9 @@ command = "true"
 	}
 	sort.Strings(got)
 	want := []string{
-		"agent.user",
-		"environment.gpu_types", "environment.healthcheck",
-		"environment.skills_dir", "environment.tpu",
+		"environment.gpu_types", "environment.tpu",
 		"verifier.collect", "verifier.environment",
-		"verifier.environment_mode", "verifier.user",
+		"verifier.environment_mode",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("unhonoured:\n got %q\nwant %q", got, want)

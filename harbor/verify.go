@@ -54,6 +54,10 @@ type Step struct {
 	// allowed or refused, once it has ended (all of them before the
 	// command's function returns).
 	OnConn func(egress.Connection)
+	// User is who the command runs as ("" = the task's user for it:
+	// [agent] user for solve.sh, [verifier] user for test.sh; else the
+	// image's USER).
+	User string
 	// Binds are host paths made visible in the image.
 	Binds []image.Bind
 	// Stdout and Stderr, when set, also receive the command's output.
@@ -124,7 +128,7 @@ func run(ctx context.Context, l *image.Layer, argv []string, dir string, environ
 		environ = append(append([]string(nil), environ...), sess.Env...)
 		noNetwork = true
 	}
-	cmd, err := l.Command(ctx, image.Run{Argv: argv, Dir: dir, Env: environ, Binds: binds, NoNetwork: noNetwork})
+	cmd, err := l.Command(ctx, image.Run{Argv: argv, Dir: dir, Env: environ, User: s.User, Binds: binds, NoNetwork: noNetwork})
 	if err != nil {
 		return Ran{}, err
 	}
@@ -165,6 +169,8 @@ func Solve(ctx context.Context, l *image.Layer, t *Task, s Step) (Ran, error) {
 	if timeout == 0 {
 		timeout = t.Config.AgentTimeout
 	}
+	// solve.sh is the agent: it runs as the agent's user.
+	s.User = t.agentUser(s)
 	return run(ctx, l, []string{"bash", solutionScript}, t.Workdir(l.Image), env(l.Image, t.SolutionEnv(), s.Env), timeout, s)
 }
 
@@ -206,12 +212,17 @@ func verify(ctx context.Context, l *image.Layer, t *Task, tests []string, s Step
 			return fail(schemas.ErrGraderError, "make %s: %v", d, err)
 		}
 	}
+	// test.sh writes its reward there as whoever it runs as.
+	if err := l.Own(VerifierLogs, t.verifierUser(s)); err != nil {
+		return fail(schemas.ErrGraderError, "%s for the verifier's user: %v", VerifierLogs, err)
+	}
 	for _, dir := range tests {
 		if err := l.CopyIn(dir, TestsPath); err != nil {
 			return fail(schemas.ErrGraderError, "copy %s to %s: %v", dir, TestsPath, err)
 		}
 	}
 	timeout := s.Timeout
+	s.User = t.verifierUser(s)
 	ran, err := run(ctx, l, []string{"bash", testScript}, t.Workdir(l.Image), env(l.Image, t.VerifierEnv(), s.Env), timeout, s)
 	if err != nil {
 		return fail(schemas.ErrGraderError, "run tests/test.sh: %v", err)

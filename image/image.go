@@ -104,6 +104,9 @@ func (img *Image) Env() []string {
 type User struct {
 	UID, GID int
 	Home     string
+	// Groups are its supplementary groups: those of the image's
+	// /etc/group that list it as a member (by name), in file order.
+	Groups []int
 }
 
 // LookupUser resolves spec (the image's USER: "", "name", "uid",
@@ -115,6 +118,7 @@ func (img *Image) LookupUser(spec string) (User, error) {
 	}
 	name, group, hasGroup := strings.Cut(spec, ":")
 	u := User{UID: -1, GID: -1}
+	login := ""
 	passwd, _ := os.ReadFile(img.hostPath("/etc/passwd"))
 	for _, line := range strings.Split(string(passwd), "\n") {
 		f := strings.Split(line, ":")
@@ -125,6 +129,7 @@ func (img *Image) LookupUser(spec string) (User, error) {
 			u.UID, _ = strconv.Atoi(f[2])
 			u.GID, _ = strconv.Atoi(f[3])
 			u.Home = f[5]
+			login = f[0]
 			break
 		}
 	}
@@ -154,6 +159,52 @@ func (img *Image) LookupUser(spec string) (User, error) {
 			}
 		}
 		u.GID = gid
+	}
+	u.Groups = img.memberOf(login)
+	return u, nil
+}
+
+// memberOf lists the groups of the image's /etc/group that name login
+// among their members.
+func (img *Image) memberOf(login string) []int {
+	if login == "" {
+		return nil
+	}
+	groups, _ := os.ReadFile(img.hostPath("/etc/group"))
+	var out []int
+	for _, line := range strings.Split(string(groups), "\n") {
+		f := strings.Split(line, ":")
+		if len(f) < 4 {
+			continue
+		}
+		gid, err := strconv.Atoi(f[2])
+		if err != nil {
+			continue
+		}
+		for _, m := range strings.Split(f[3], ",") {
+			if strings.TrimSpace(m) == login {
+				out = append(out, gid)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// RunsAs resolves spec as LookupUser does and checks that a command can
+// run as that user here: as root every user of the image can (the whole ID
+// range is mapped); without root only the image's root user is mapped (to
+// the invoking user), so any other is refused.
+func (img *Image) RunsAs(spec string) (User, error) {
+	u, err := img.LookupUser(spec)
+	if err != nil {
+		return User{}, err
+	}
+	if os.Geteuid() != 0 && (u.UID != 0 || u.GID != 0) {
+		if spec == "" {
+			spec = "root"
+		}
+		return User{}, fmt.Errorf("image user %q (uid %d): only root maps to the invoking user without privileges; run as root or give the command user root", spec, u.UID)
 	}
 	return u, nil
 }

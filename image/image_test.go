@@ -417,17 +417,17 @@ func TestLookupUser(t *testing.T) {
 	dir := t.TempDir()
 	os.MkdirAll(filepath.Join(dir, "etc"), 0o755)
 	os.WriteFile(filepath.Join(dir, "etc/passwd"), []byte("root:x:0:0::/root:/bin/sh\ndev:x:1000:1000::/home/dev:/bin/bash\n"), 0o644)
-	os.WriteFile(filepath.Join(dir, "etc/group"), []byte("root:x:0:\nstaff:x:50:\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "etc/group"), []byte("root:x:0:\nstaff:x:50:\naudio:x:29:ann,dev\nvideo:x:44:dev\ndeveloper:x:60:devs\n"), 0o644)
 	img := &Image{Rootfs: dir}
 	for spec, want := range map[string]User{
-		"":          {0, 0, "/root"},
-		"dev":       {1000, 1000, "/home/dev"},
-		"1000":      {1000, 1000, "/home/dev"},
-		"dev:staff": {1000, 50, "/home/dev"},
-		"4242:7":    {4242, 7, "/"},
+		"":          {0, 0, "/root", nil},
+		"dev":       {1000, 1000, "/home/dev", []int{29, 44}},
+		"1000":      {1000, 1000, "/home/dev", []int{29, 44}},
+		"dev:staff": {1000, 50, "/home/dev", []int{29, 44}},
+		"4242:7":    {4242, 7, "/", nil},
 	} {
 		got, err := img.LookupUser(spec)
-		if err != nil || got != want {
+		if err != nil || !reflect.DeepEqual(got, want) {
 			t.Errorf("LookupUser(%q) = %+v, %v; want %+v", spec, got, err, want)
 		}
 	}
@@ -570,6 +570,7 @@ func TestCompressedTarsAreUnpacked(t *testing.T) {
 func TestImageUserKeepsItsIDsAsRoot(t *testing.T) {
 	entries := append(append([]entry{}, baseEntries...), entry{name: "home", dir: true}, entry{name: "home/dev", dir: true})
 	entries[1] = entry{name: "etc/passwd", body: "root:x:0:0:root:/root:/bin/sh\ndev:x:1000:1000::/home/dev:/bin/sh\n"}
+	entries[2] = entry{name: "etc/group", body: "root:x:0:\naudio:x:29:dev\n"}
 	layout := ociLayout(t, [][]byte{makeTar(t, entries)}, `{"config":{"User":"dev","WorkingDir":"/home/dev"}}`)
 	img, err := newStore(t).Resolve(context.Background(), layout)
 	if err != nil {
@@ -583,8 +584,10 @@ func TestImageUserKeepsItsIDsAsRoot(t *testing.T) {
 		}
 		return
 	}
-	out, code := sh(t, l, `echo "$(id -u):$(id -g) $HOME"; echo x > /home/dev/mine`, nil)
-	if code != 0 || out != "1000:1000 /home/dev\n" {
+	// Its groups are its own (the image's /etc/group), none of the
+	// harness's.
+	out, code := sh(t, l, `echo "$(id -u):$(id -g) $(id -G) $HOME"; echo x > /home/dev/mine`, nil)
+	if code != 0 || out != "1000:1000 1000 29 /home/dev\n" {
 		t.Fatalf("exit %d: %q", code, out)
 	}
 	fi, err := os.Stat(filepath.Join(l.Upper(), "home/dev/mine"))

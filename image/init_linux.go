@@ -39,6 +39,9 @@ type execSpec struct {
 	Dir           string   `json:"dir"`
 	UID           int      `json:"uid"`
 	GID           int      `json:"gid"`
+	// Groups are the supplementary groups of a command run as another
+	// user than root (none besides GID when empty).
+	Groups []int `json:"groups,omitempty"`
 	// NoNetwork: the command gets a network namespace with loopback only.
 	NoNetwork bool `json:"noNetwork,omitempty"`
 	// Probe: only mount the kernel's overlay twice (CheckOverlay).
@@ -320,7 +323,13 @@ func runReaping(s *execSpec) (int, error) {
 	}
 	attr := &syscall.SysProcAttr{Setsid: false}
 	if s.UID != 0 || s.GID != 0 {
-		attr.Credential = &syscall.Credential{Uid: uint32(s.UID), Gid: uint32(s.GID), NoSetGroups: true}
+		// Only as root are other users mapped, and then setgroups is
+		// allowed: the command gets its own groups, none of the init's.
+		groups := make([]uint32, 0, len(s.Groups))
+		for _, g := range s.Groups {
+			groups = append(groups, uint32(g))
+		}
+		attr.Credential = &syscall.Credential{Uid: uint32(s.UID), Gid: uint32(s.GID), Groups: groups}
 	}
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT)

@@ -126,13 +126,9 @@ func (l *Layer) Command(ctx context.Context, r Run) (*exec.Cmd, error) {
 	if userSpec == "" {
 		userSpec = l.Image.Config.User
 	}
-	u, err := l.Image.LookupUser(userSpec)
+	u, err := l.Image.RunsAs(userSpec)
 	if err != nil {
 		return nil, err
-	}
-	hostRoot := os.Geteuid() == 0
-	if !hostRoot && (u.UID != 0 || u.GID != 0) {
-		return nil, fmt.Errorf("image user %q (uid %d): only root maps to the invoking user without privileges; run as root or give the command user root", userSpec, u.UID)
 	}
 	dir := r.Dir
 	if dir == "" {
@@ -152,7 +148,7 @@ func (l *Layer) Command(ctx context.Context, r Run) (*exec.Cmd, error) {
 		return nil, err
 	}
 	spec := l.baseSpec()
-	spec.Binds, spec.Argv, spec.Dir, spec.UID, spec.GID = binds, r.Argv, dir, u.UID, u.GID
+	spec.Binds, spec.Argv, spec.Dir, spec.UID, spec.GID, spec.Groups = binds, r.Argv, dir, u.UID, u.GID, u.Groups
 	if p, err := exec.LookPath("fuse-overlayfs"); err == nil {
 		spec.FuseOverlayfs = p
 	}
@@ -495,6 +491,27 @@ func (l *Layer) CopyIn(src, dst string) error {
 // commands, its missing parents looking like the image's.
 func (l *Layer) MkdirAll(p string) error {
 	return l.mkdirMirror(l.Upper(), p)
+}
+
+// Own gives directory p (inside the image), which the layer holds (made
+// by MkdirAll), to the image's user spec ("" = the image's USER), between
+// commands: a command run as that user can write there. A user that maps
+// to root changes nothing.
+func (l *Layer) Own(p, spec string) error {
+	if spec == "" {
+		spec = l.Image.Config.User
+	}
+	u, err := l.Image.RunsAs(spec)
+	if err != nil {
+		return err
+	}
+	if u.UID == 0 && u.GID == 0 {
+		return nil
+	}
+	if err := os.Lchown(filepath.Join(l.Upper(), path.Clean("/"+p)), u.UID, u.GID); err != nil {
+		return fmt.Errorf("layer: give %s to %s: %w", p, spec, err)
+	}
+	return nil
 }
 
 // RemoveAll removes what the layer itself holds at path p (between

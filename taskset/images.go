@@ -161,6 +161,9 @@ func (s *Set) ResolveImages(ctx context.Context, store *image.Store, o ResolveOp
 		if err != nil {
 			return nil, fmt.Errorf("task %s: %w", t.Name, err)
 		}
+		if err := t.CheckUsers(img); err != nil {
+			return nil, err
+		}
 		imgs[t.Name] = img
 	}
 	if dir, err := filepath.Abs(s.Dir); err == nil && s.Dir != "" {

@@ -41,7 +41,7 @@ func dataset(t *testing.T) *Set {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "ds")
 	writeTask(t, dir, "zeta", "[agent]\ntimeout_sec = 10\n")
-	writeTask(t, dir, "alpha", "[agent]\ntimeout_sec = 60\n\n[metadata]\ndifficulty = \"easy\"\n\n[environment]\nhealthcheck = { test = \"true\" }\n")
+	writeTask(t, dir, "alpha", "[agent]\ntimeout_sec = 60\n\n[metadata]\ndifficulty = \"easy\"\n\n[environment]\ngpu_types = [\"H100\"]\n")
 	if err := os.WriteFile(filepath.Join(dir, "README.md"), []byte("not a task\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestLoad(t *testing.T) {
 	if set.Task("zeta") != set.Tasks[1] || set.Task("README.md") != nil {
 		t.Error("Task does not find the tasks by name")
 	}
-	if got := set.Unhonoured(); got != "environment.healthcheck (in alpha)" {
+	if got := set.Unhonoured(); got != "environment.gpu_types (in alpha)" {
 		t.Errorf("unhonoured %q", got)
 	}
 	one, err := Load(filepath.Join(set.Dir, "zeta"))

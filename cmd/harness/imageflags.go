@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"harness/agentskills"
 	"harness/capture"
 	"harness/cli"
 	"harness/harbor"
@@ -141,6 +142,7 @@ func (f *imageFlags) configure(ctx context.Context, e *cli.Env, rf *runFlags, s 
 			return err
 		}
 		ic.For = f.set.ImageFor(imgs)
+		ic.SkillsHome = taskSkills(e, f.set, s.cfg.Agent, rf.quiet)
 	} else {
 		// Who uses each image, for the message of one that cannot be had.
 		users := map[string][]string{}
@@ -176,6 +178,32 @@ func (f *imageFlags) configure(ctx context.Context, e *cli.Env, rf *runFlags, s 
 	s.cfg.Image = ic
 	s.cfg.Client.FS, s.cfg.Client.Terminal = nil, nil
 	return nil
+}
+
+// taskSkills is where the agent reads its user-level skills, relative to
+// its HOME, when some task of set has a skills_dir; when the agent's
+// layout is not known, it says once that the skills are not copied.
+func taskSkills(e *cli.Env, set *taskset.Set, agent []string, quiet bool) string {
+	var tasks []string
+	for _, t := range set.Tasks {
+		if t.Config.SkillsDir != "" {
+			tasks = append(tasks, t.Name)
+		}
+	}
+	if len(tasks) == 0 {
+		return ""
+	}
+	if l, ok := agentskills.For(agent); ok {
+		return l.Dir
+	}
+	if !quiet && len(agent) > 0 {
+		which := fmt.Sprintf("%d tasks", len(tasks))
+		if len(tasks) == 1 {
+			which = "task " + tasks[0]
+		}
+		e.SayOnce(fmt.Sprintf("warning: the skills of %s (skills_dir) are not copied: where %s reads its skills is not known here (it is for Claude Code, Gemini CLI and Codex)\n", which, filepath.Base(agent[0])))
+	}
+	return ""
 }
 
 // check refuses the run flags and cases that do not apply to cases in

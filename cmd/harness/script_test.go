@@ -43,6 +43,9 @@ func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"harness":   main,
 		"fakeagent": fakeagent.Run,
+		// The fixture agent under the name of an agent whose layout is
+		// known (its skills directory).
+		"claude-code-acp": fakeagent.Run,
 	})
 }
 

@@ -1,0 +1,2 @@
+#!/bin/bash
+{ id -un; id -Gn; } >/app/who.txt
