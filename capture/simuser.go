@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"harness/acp"
 	"harness/cost"
 	"harness/ledger"
 	"harness/schemas"
@@ -22,11 +23,20 @@ type userTalk struct {
 // userTalkOf returns the conversation of a unit whose case names a
 // simulated user, else nil. One reply of an executable user is bounded by
 // the case's turn timeout. A model user that cannot be reached as named
-// (its key not set) is info.
+// (its key not set) is info. A replay (an agent that asked to be told
+// each session's unit) that answered session/new with the recorded
+// conversation has its user turns played back: the case's user is not
+// asked.
 func userTalkOf(run *caseRun, timeout time.Duration, getenv func(string) string) (*userTalk, *schemas.ErrorInfo) {
 	c := run.unit.Case
 	if c.User == nil {
 		return nil, nil
+	}
+	if run.ag != nil && run.ag.init.WantsUnit() && run.record.Session != nil {
+		if m, ok := acp.ReadUserMeta(run.record.Session.Meta); ok {
+			u := &simuser.Recorded{Turns: m.Turns, Ended: m.Ended, Reason: m.Reason}
+			return &userTalk{talk: simuser.New(u, c, run.unit.Trial), opening: len(c.Input.List)}, nil
+		}
 	}
 	if c.User.IsModel() {
 		if c.User.PromptFile != "" {
