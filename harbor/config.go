@@ -16,6 +16,7 @@ import (
 
 	"harness/internal/suggest"
 	"harness/sandbox/egress"
+	"harness/schemas"
 )
 
 // Defaults of task.toml, as Harbor has them.
@@ -74,6 +75,9 @@ type Config struct {
 	// rewards make the trial's (StrategyMean, the default, or
 	// StrategyFinal).
 	RewardStrategy string
+	// User is [user], harness's own table: the task's simulated user
+	// (nil: none), its paths resolved against the task directory.
+	User *schemas.SimUser
 }
 
 // Unhonoured is a task.toml field (or compose key) that is read but not
@@ -116,7 +120,7 @@ var (
 		"multi_step_reward_strategy": true, "environment.mcp_servers": true,
 	}
 	// tables whose content is free-form or all honoured.
-	freeTables = []string{"metadata", "task", "verifier.env", "agent.env", "environment.env", "solution.env"}
+	freeTables = []string{"metadata", "task", "verifier.env", "agent.env", "environment.env", "solution.env", "user"}
 	// tables that only hold fields (checked one by one).
 	containerTables = map[string]bool{"verifier": true, "agent": true, "environment": true, "solution": true}
 	// in Harbor's schema, not acted on here (when set to a non-empty value).
@@ -228,6 +232,7 @@ func (t *Task) parseConfig(file, src string, lookup func(string) (string, bool))
 	c.Steps = r.steps(raw, src, c.AgentTimeout, c.VerifierTimeout)
 	c.MCPServers = r.mcpServers(raw, src)
 	c.Artifacts = r.artifacts(raw)
+	c.User = r.user(raw, t.Dir, len(c.Steps) > 0)
 	switch c.RewardStrategy = r.str(raw, "multi_step_reward_strategy"); c.RewardStrategy {
 	case "":
 		c.RewardStrategy = StrategyMean
