@@ -1,8 +1,9 @@
 // Package simuser drives a conversation with a simulated user: after each
 // of the agent's turns it hands the conversation so far to the user (an
-// executable reading JSON on stdin) and takes the next user message, or
-// says why the conversation is over (the user stopped, the agent's turn
-// ended with a stop, or the turn limit was reached).
+// executable reading JSON on stdin, a model told the persona and goal, or
+// a recorded user played back) and takes the next user message, or says
+// why the conversation is over (the user stopped, the agent's turn ended
+// with a stop, or the turn limit was reached).
 package simuser
 
 import (
