@@ -71,7 +71,14 @@ func (ut *userTalk) answered(ctx context.Context, run *caseRun, i int, last bool
 	}
 	next, done, err := ut.talk.Next(ctx)
 	if err != nil {
-		return "", false, &schemas.ErrorInfo{Class: schemas.ErrUserError, Message: err.Error()}
+		class := schemas.ErrUserError
+		if ut.model != nil && ledger.Failure(ut.model.Calls()) != nil {
+			// The user's model provider failed its last calls (429,
+			// 5xx, a lost connection): the infrastructure's failure,
+			// not the configuration's.
+			class = schemas.ErrProviderError
+		}
+		return "", false, &schemas.ErrorInfo{Class: class, Message: err.Error()}
 	}
 	if done {
 		if o := ut.talk.Outcome(); o.Ended == schemas.UserEndStop {
