@@ -4,14 +4,17 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"harness/capture"
+	"harness/results"
 	"harness/schemas"
 	"harness/testkit/fakemodel"
+	"harness/testkit/replaytest"
 	"harness/testkit/testagents"
 )
 
@@ -101,6 +104,40 @@ func TestClaudeCodeTalksWithSimulatedUsers(t *testing.T) {
 	// One session a conversation: two session/new, eight prompts.
 	if n, p := wireCount(wire, true, `"method":"session/new"`), wireCount(wire, true, `"method":"session/prompt"`); n != 2 || p != 8 {
 		t.Errorf("%d session/new and %d session/prompt sent, want 2 and 8", n, p)
+	}
+
+	// A replay of the records plays the recorded user turns back: the
+	// users are neither run nor called (the executable would fail, the
+	// model's server is gone), and the conversations are the same.
+	var b strings.Builder
+	for _, r := range recs {
+		line, err := results.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	file := filepath.Join(t.TempDir(), "recorded.jsonl")
+	if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	user.Close()
+	served := len(user.Requests())
+	rcfg, _ := baseConfig(t, sb, []string{os.Args[0]})
+	rcfg.AgentEnv = append(append([]string(nil), sb.Env...), replaytest.Env+"="+file)
+	rcfg.Getenv = cfg.Getenv
+	cases[0].User = &schemas.SimUser{Command: []string{"/bin/false"}, MaxTurns: 10}
+	replayed := runUserCases(t, rcfg, cases)
+	for i, want := range recs {
+		got := replayed[i]
+		checkReplayed(t, want, got)
+		if !slices.Equal(got.Input.List, want.Input.List) || got.SimulatedUser == nil || got.SimulatedUser.Turns != 4 || got.SimulatedUser.Ended != schemas.UserEndStop {
+			t.Errorf("%s replayed: input %q, simulatedUser %+v", got.ID, got.Input.List, got.SimulatedUser)
+		}
+	}
+	if n := len(user.Requests()); n != served {
+		t.Errorf("the replay called the user's model: %d requests, %d before", n, served)
 	}
 }
 
