@@ -52,3 +52,41 @@ func ReadUnitMeta(meta json.RawMessage) (UnitMeta, bool) {
 	}
 	return u, true
 }
+
+// UserMetaKey names the recorded conversation of a case's simulated user
+// in the _meta of a session/new answer, from an agent that asked for
+// UnitMetaKey (harness replay): the client then plays these user turns
+// back instead of asking the case's user.
+const UserMetaKey = "harness/simulatedUser"
+
+// UserMeta is the value under UserMetaKey: every user turn sent (the
+// input's first), and how the conversation ended.
+type UserMeta struct {
+	Turns  []string `json:"turns"`
+	Ended  string   `json:"ended"`
+	Reason string   `json:"reason,omitempty"`
+}
+
+// SessionUserMeta is the _meta of a session/new answer that carries a
+// recorded simulated user's conversation.
+func SessionUserMeta(u UserMeta) json.RawMessage {
+	b, _ := json.Marshal(map[string]UserMeta{UserMetaKey: u})
+	return b
+}
+
+// ReadUserMeta returns the recorded conversation a session/new answer's
+// _meta carries, if any.
+func ReadUserMeta(meta json.RawMessage) (UserMeta, bool) {
+	if len(meta) == 0 {
+		return UserMeta{}, false
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(meta, &m) != nil {
+		return UserMeta{}, false
+	}
+	var u UserMeta
+	if raw, ok := m[UserMetaKey]; !ok || json.Unmarshal(raw, &u) != nil || len(u.Turns) == 0 {
+		return UserMeta{}, false
+	}
+	return u, true
+}

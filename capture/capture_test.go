@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -982,7 +983,7 @@ func TestSimulatedUser(t *testing.T) {
 	if got := strings.Join(users, "|"); got != "2:echo t2<start>|3:echo t3<t2<start>>|4:echo t4<t3<t2<start>>>|4:stop" {
 		t.Errorf("user steps %s", got)
 	}
-	if o := rec.SimulatedUser; o == nil || *o != (schemas.SimUserOutcome{Turns: 4, Ended: schemas.UserEndStop, Reason: "done after 4 turns"}) {
+	if o := rec.SimulatedUser; o == nil || !reflect.DeepEqual(*o, schemas.SimUserOutcome{Turns: 4, Ended: schemas.UserEndStop, Reason: "done after 4 turns"}) {
 		t.Errorf("simulatedUser %+v", o)
 	}
 	// The case itself is left as it was.

@@ -32,6 +32,9 @@ type Config struct {
 	Agent []string
 	// AgentEnv is the agent's whole environment.
 	AgentEnv []string
+	// Getenv reads harness's own environment: where a model simulated
+	// user finds its base URL and key (nil: an empty environment).
+	Getenv func(string) string
 	// AgentDir is the agent process's working directory ("" = inherit).
 	AgentDir string
 	// Cwd is the absolute session directory when no workspace is used.

@@ -666,7 +666,10 @@ func (w *worker) play(ctx context.Context, run *caseRun) (retry bool) {
 	if steps != nil {
 		turns = steps.prompts(turns)
 	}
-	talk := userTalkOf(run, timeout)
+	talk, uerr := userTalkOf(run, timeout, cfg.Getenv)
+	if uerr != nil {
+		turns, run.err = nil, uerr
+	}
 	for i := 0; i < len(turns); i++ {
 		text := turns[i]
 		if steps != nil {
@@ -721,7 +724,7 @@ func (w *worker) play(ctx context.Context, run *caseRun) (retry bool) {
 		}
 	}
 	if talk != nil {
-		talk.seal(run)
+		talk.seal(run, w.r.prices())
 	}
 	w.r.turning.Add(-1)
 	run.end = time.Now()

@@ -103,8 +103,9 @@ func ParsePrice(v *yaml.Node) (Price, error) {
 }
 
 // Of is the cost of one record: its agent's tokens, priced as agentModel
-// (else the cost the agent reported itself, in USD), and the tokens of
-// every grading model call, priced by the model each names.
+// (else the cost the agent reported itself, in USD), the calls of a model
+// simulated user (each priced as it was recorded), and the tokens of every
+// grading model call, priced by the model each names.
 func Of(rec *schemas.CaptureRecord, t Table, agentModel string) *schemas.Cost {
 	c := &schemas.Cost{}
 	var usd float64
@@ -129,6 +130,21 @@ func Of(rec *schemas.CaptureRecord, t Table, agentModel string) *schemas.Cost {
 				name = "agent"
 			}
 			c.Unpriced = append(c.Unpriced, name)
+		}
+	}
+	if u := rec.SimulatedUser; u != nil {
+		for i := range u.Calls {
+			k := &u.Calls[i]
+			in, out := val(k.InputTokens)+val(k.CachedTokens)+val(k.CacheWriteTokens), val(k.OutputTokens)
+			c.UserInputTokens += in
+			c.UserOutputTokens += out
+			switch {
+			case k.USD != nil:
+				usd += *k.USD
+				priced = true
+			case in+out > 0 && !slices.Contains(c.Unpriced, k.Model):
+				c.Unpriced = append(c.Unpriced, k.Model)
+			}
 		}
 	}
 	for _, g := range graderUsages(rec) {
@@ -275,6 +291,9 @@ func Format(c *schemas.Cost) string {
 	s := fmt.Sprintf("%s tokens", thousands(c.Tokens()))
 	if c.JudgeInputTokens+c.JudgeOutputTokens > 0 {
 		s += fmt.Sprintf(" (judge %s)", thousands(c.JudgeInputTokens+c.JudgeOutputTokens))
+	}
+	if c.UserInputTokens+c.UserOutputTokens > 0 {
+		s += fmt.Sprintf(" (simulated user %s)", thousands(c.UserInputTokens+c.UserOutputTokens))
 	}
 	if c.USD != nil {
 		s = fmt.Sprintf("$%.4f, %s", *c.USD, s)

@@ -26,6 +26,9 @@ type AgentOptions struct {
 	// Command is the agent's command line; Env its whole environment (see
 	// [AgentEnvironment]).
 	Command, Env []string
+	// Getenv reads harness's own environment, where a model simulated
+	// user finds its base URL and key.
+	Getenv func(string) string
 	// Dir is the working directory of the agent and of its sessions.
 	Dir string
 	// Workspace, when set, is a template directory copied fresh for every
@@ -101,6 +104,7 @@ func CaptureConfig(a *AgentOptions) capture.Config {
 	cfg := capture.Config{
 		Agent:            a.Command,
 		AgentEnv:         a.Env,
+		Getenv:           a.Getenv,
 		AgentDir:         a.Dir,
 		Cwd:              a.Dir,
 		Workspace:        a.Workspace,

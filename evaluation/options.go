@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -167,20 +168,45 @@ func (p Prompts) Scan(fn func(lineNo int, c *schemas.PromptCase) error) error {
 		if c.Image != "" && (strings.HasPrefix(c.Image, "./") || strings.HasPrefix(c.Image, "../")) && p.Name != "-" {
 			c.Image = filepath.Join(filepath.Dir(p.Name), c.Image)
 		}
-		if c.User != nil && p.Name != "-" {
-			u := *c.User
-			u.Command = slices.Clone(u.Command)
-			if cmd := u.Command[0]; strings.HasPrefix(cmd, "./") || strings.HasPrefix(cmd, "../") {
-				// Kept a path (never looked up in PATH).
-				u.Command[0] = "./" + filepath.Join(filepath.Dir(p.Name), cmd)
-				if filepath.IsAbs(filepath.Dir(p.Name)) {
-					u.Command[0] = filepath.Join(filepath.Dir(p.Name), cmd)
-				}
-			}
-			c.User = &u
+		if c.User != nil {
+			c.User = ResolveUser(c.User, p.Name)
 		}
 		return fn(lineNo, &c)
 	})
+}
+
+// ResolveUser is a case's simulated user with its paths taken relative
+// to the file that names it (name; "-" is standard input: the working
+// directory): a command's ./ or ../ path, kept a path; a prompt file, read
+// into the prompt (one that cannot be read stays named, its path
+// resolved, for Survey to report).
+func ResolveUser(user *schemas.SimUser, name string) *schemas.SimUser {
+	u := *user
+	dir := filepath.Dir(name)
+	if name == "-" {
+		dir = "."
+	}
+	if len(u.Command) > 0 && name != "-" {
+		u.Command = slices.Clone(u.Command)
+		if cmd := u.Command[0]; strings.HasPrefix(cmd, "./") || strings.HasPrefix(cmd, "../") {
+			// Kept a path (never looked up in PATH).
+			u.Command[0] = "./" + filepath.Join(dir, cmd)
+			if filepath.IsAbs(dir) {
+				u.Command[0] = filepath.Join(dir, cmd)
+			}
+		}
+	}
+	if u.PromptFile != "" {
+		path := u.PromptFile
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(dir, path)
+		}
+		u.PromptFile = path
+		if b, err := os.ReadFile(path); err == nil {
+			u.Prompt, u.PromptFile = string(b), ""
+		}
+	}
+	return &u
 }
 
 // ErrStop, returned by the function given to Scan, ends the scan early.

@@ -178,8 +178,8 @@ func (s *runState) emit(rec *schemas.CaptureRecord) error {
 	}
 	rec.Cost = s.price(rec)
 	for i := range rec.Attempts {
-		if a := &rec.Attempts[i]; a.Cost == nil && a.Usage != nil {
-			a.Cost = s.price(&schemas.CaptureRecord{Usage: a.Usage})
+		if a := &rec.Attempts[i]; a.Cost == nil && (a.Usage != nil || a.SimulatedUser != nil) {
+			a.Cost = s.price(&schemas.CaptureRecord{Usage: a.Usage, SimulatedUser: a.SimulatedUser})
 		}
 	}
 	if len(s.opts.Prices) > 0 {

@@ -27,7 +27,8 @@ type Survey struct {
 func (s *Survey) AnyCaseWorkspace() bool { return len(s.Workspaces) > 0 }
 
 // Survey reads the prompts file through once, checking every case: a
-// case's workspace must be a directory. Every problem found is returned,
+// case's workspace must be a directory, a simulated user's prompt file
+// readable. Every problem found is returned,
 // each naming the file, the line and the field.
 func (p Prompts) Survey() (*Survey, error) {
 	s := &Survey{}
@@ -46,6 +47,12 @@ func (p Prompts) Survey() (*Survey, error) {
 				caseErrs = append(caseErrs, &schemas.InputError{File: p.Name, Line: lineNo, Field: "workspace",
 					Msg: fmt.Sprintf("%s is not a directory", c.Workspace)})
 			}
+		}
+		if c.User != nil && c.User.PromptFile != "" {
+			// Scan could not read it.
+			_, err := os.ReadFile(c.User.PromptFile)
+			caseErrs = append(caseErrs, &schemas.InputError{File: p.Name, Line: lineNo, Field: "user.promptFile",
+				Msg: fmt.Sprint(err)})
 		}
 		return nil
 	})

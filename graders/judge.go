@@ -6,14 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
+	"harness/chatmodel"
 	"os"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/cbroglie/mustache"
@@ -25,8 +22,8 @@ import (
 
 // Judge providers.
 const (
-	ProviderOpenAI    = "openai"    // OpenAI-compatible chat completions
-	ProviderAnthropic = "anthropic" // Anthropic messages
+	ProviderOpenAI    = chatmodel.ProviderOpenAI    // OpenAI-compatible chat completions
+	ProviderAnthropic = chatmodel.ProviderAnthropic // Anthropic messages
 )
 
 // judgeVars are the mustache variables a judge prompt may use. Every one
@@ -43,18 +40,10 @@ var judgeVars = []string{
 const defaultJudgeSchema = `{"type":"object","properties":{"score":{"type":"number","minimum":0,"maximum":1},"pass":{"type":"boolean"},"reasoning":{"type":"string"}},"required":["score"]}`
 
 // judgeModel is the model endpoint shared by the LLM judge and the target
-// proxy.
+// proxy: the model and the variable its key came from.
 type judgeModel struct {
-	provider    string
-	model       string
-	baseURL     string
-	keyEnv      string
-	key         string // never written anywhere
-	temperature float64
-	maxTokens   int
-	client      *http.Client
-	backoff     time.Duration // first retry delay on 429/5xx
-	maxRetries  int
+	*chatmodel.Model
+	keyEnv string
 }
 
 // judge is the LLM-as-judge grader.
@@ -74,7 +63,6 @@ type judge struct {
 // trials with the same trajectory, or two draws of calibrate --repeat, are
 // judged separately, as a sampling judge must.
 type cacheScope struct {
-	cache *judgecache.Cache
 	id    string
 	trial int
 	draw  int
@@ -112,35 +100,32 @@ func judgeDraw(ctx context.Context) int {
 // the eval's own): it is then AGENTV_TARGET_MODEL, or the provider's small
 // model; and a missing key fails its calls, not the load.
 func parseModel(m map[string]any, c cfgCtx, lenient bool) (*judgeModel, error) {
-	jm := &judgeModel{maxTokens: 256, client: c.opts.httpClient(), backoff: 500 * time.Millisecond, maxRetries: 4}
+	jm := &judgeModel{Model: &chatmodel.Model{MaxTokens: 256, HTTP: c.opts.httpClient(), Backoff: 500 * time.Millisecond, MaxRetries: 4}}
 	var err error
-	if jm.model, err = c.str(m, "model"); err != nil {
+	if jm.Model.Model, err = c.str(m, "model"); err != nil {
 		return nil, err
 	}
-	if jm.provider, err = c.str(m, "provider"); err != nil {
+	if jm.Provider, err = c.str(m, "provider"); err != nil {
 		return nil, err
 	}
-	if jm.model == "" && lenient {
-		jm.model = c.opts.getenv("AGENTV_TARGET_MODEL")
-		if jm.model == "" {
-			jm.model = "gpt-4o-mini"
-			if jm.provider == ProviderAnthropic {
-				jm.model = "claude-haiku-4-5"
+	if jm.Model.Model == "" && lenient {
+		jm.Model.Model = c.opts.getenv("AGENTV_TARGET_MODEL")
+		if jm.Model.Model == "" {
+			jm.Model.Model = "gpt-4o-mini"
+			if jm.Provider == ProviderAnthropic {
+				jm.Model.Model = "claude-haiku-4-5"
 			}
 		}
 	}
-	if jm.model == "" {
+	if jm.Model.Model == "" {
 		return nil, c.errf("model", "missing (e.g. gpt-4o-mini or claude-haiku-4-5)")
 	}
-	switch jm.provider {
+	switch jm.Provider {
 	case "":
-		jm.provider = ProviderOpenAI
-		if strings.HasPrefix(jm.model, "claude") {
-			jm.provider = ProviderAnthropic
-		}
+		jm.Provider = chatmodel.GuessProvider(jm.Model.Model)
 	case ProviderOpenAI, ProviderAnthropic:
 	default:
-		return nil, c.errf("provider", "unknown provider %q (want openai or anthropic)", jm.provider)
+		return nil, c.errf("provider", "unknown provider %q (want openai or anthropic)", jm.Provider)
 	}
 	if t, ok, err := c.num(m, "temperature"); err != nil {
 		return nil, err
@@ -148,7 +133,7 @@ func parseModel(m map[string]any, c cfgCtx, lenient bool) (*judgeModel, error) {
 		if t < 0 || t > 2 {
 			return nil, c.errf("temperature", "must be between 0 and 2, got %v", t)
 		}
-		jm.temperature = t
+		jm.Temperature = t
 	}
 	if n, ok, err := c.num(m, "maxTokens"); err != nil {
 		return nil, err
@@ -156,36 +141,33 @@ func parseModel(m map[string]any, c cfgCtx, lenient bool) (*judgeModel, error) {
 		if n < 1 || n != float64(int(n)) {
 			return nil, c.errf("maxTokens", "must be a positive integer, got %v", n)
 		}
-		jm.maxTokens = int(n)
+		jm.MaxTokens = int(n)
 	}
-	if jm.baseURL, err = c.str(m, "baseURL"); err != nil {
+	if jm.BaseURL, err = c.str(m, "baseURL"); err != nil {
 		return nil, err
 	}
-	explicitBase := jm.baseURL != ""
-	envBase, envKey, defBase := "OPENAI_BASE_URL", "OPENAI_API_KEY", "https://api.openai.com/v1"
-	if jm.provider == ProviderAnthropic {
-		envBase, envKey, defBase = "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "https://api.anthropic.com"
+	explicitBase := jm.BaseURL != ""
+	def := chatmodel.Defaults(jm.Provider)
+	if jm.BaseURL == "" {
+		jm.BaseURL = c.opts.getenv(def.BaseURLEnv)
+		explicitBase = jm.BaseURL != ""
 	}
-	if jm.baseURL == "" {
-		jm.baseURL = c.opts.getenv(envBase)
-		explicitBase = jm.baseURL != ""
+	if jm.BaseURL == "" {
+		jm.BaseURL = def.BaseURL
 	}
-	if jm.baseURL == "" {
-		jm.baseURL = defBase
-	}
-	jm.baseURL = strings.TrimRight(jm.baseURL, "/")
+	jm.BaseURL = strings.TrimRight(jm.BaseURL, "/")
 	if jm.keyEnv, err = c.str(m, "apiKeyEnv"); err != nil {
 		return nil, err
 	}
 	if jm.keyEnv == "" {
-		jm.keyEnv = envKey
+		jm.keyEnv = def.KeyEnv
 	}
-	jm.key = c.opts.getenv(jm.keyEnv)
+	jm.Key = c.opts.getenv(jm.keyEnv)
 	if c.opts.SecretEnv != nil {
 		c.opts.SecretEnv(jm.keyEnv)
 	}
-	if jm.key == "" && !explicitBase && !lenient {
-		return nil, c.errf("apiKeyEnv", "environment variable %s is not set (the %s API key; set it, or name another variable with apiKeyEnv)", jm.keyEnv, jm.provider)
+	if jm.Key == "" && !explicitBase && !lenient {
+		return nil, c.errf("apiKeyEnv", "environment variable %s is not set (the %s API key; set it, or name another variable with apiKeyEnv)", jm.keyEnv, jm.Provider)
 	}
 	return jm, nil
 }
@@ -338,9 +320,9 @@ func (j *judge) Grade(ctx context.Context, in *Input) schemas.GraderResult {
 	defer cancel()
 	r := j.grade(ctx, in)
 	if r.Error != nil {
-		r.Error.Message = j.model.scrub(r.Error.Message)
+		r.Error.Message = j.model.Scrub(r.Error.Message)
 	}
-	r.Reasoning = j.model.scrub(r.Reasoning)
+	r.Reasoning = j.model.Scrub(r.Reasoning)
 	return finish(r, j.name, start)
 }
 
@@ -349,46 +331,47 @@ func (j *judge) grade(ctx context.Context, in *Input) schemas.GraderResult {
 	if err != nil {
 		return failure(schemas.ErrGraderError, "rendering prompt: %v", err)
 	}
-	conv := j.model.newConversation(prompt, j.schemaDoc)
-	var scope *cacheScope
+	conv := j.model.NewConversation(prompt, j.schemaDoc, judgeTool)
+	var usage chatmodel.Usage
+	opts := chatmodel.CallOptions{Usage: &usage}
 	if j.cache != nil && in.Record != nil {
-		scope = &cacheScope{cache: j.cache, id: in.Record.ID, trial: in.Record.Trial, draw: judgeDraw(ctx)}
+		scope := &cacheScope{id: in.Record.ID, trial: in.Record.Trial, draw: judgeDraw(ctx)}
+		opts.Cache, opts.Key = j.cache, scope.key
 	}
-	var usage tokenUsage
 	var lastErrs string
 	for attempt := 0; attempt < 2; attempt++ {
-		reply, err := j.model.call(ctx, conv, &usage, scope)
+		reply, err := j.model.Call(ctx, conv, opts)
 		if err != nil {
 			res := failure(schemas.ErrGraderError, "judge call failed: %v", err)
-			var ue *unreachableError
+			var ue *chatmodel.UnreachableError
 			if errors.As(err, &ue) {
 				// Refused or unresolvable until the time ran out: the
 				// judge is not there, which waiting longer would not
 				// change.
-				res = failure(schemas.ErrGraderError, "judge unreachable: %v", ue.error)
+				res = failure(schemas.ErrGraderError, "judge unreachable: %v", ue.Unwrap())
 			} else if ctx.Err() != nil {
 				res = failure(schemas.ErrGraderTimeout, "judge did not answer within %v: %v", j.timeout, err)
 			}
-			res.Usage = usage.json(j.model.model)
+			res.Usage = usageJSON(usage, j.model.Model.Model)
 			return res
 		}
-		res, errs := j.check(reply.text)
+		res, errs := j.check(reply.Text)
 		if errs == "" {
-			res.Usage = usage.json(j.model.model)
+			res.Usage = usageJSON(usage, j.model.Model.Model)
 			return res
 		}
 		lastErrs = errs
-		conv.retry(reply, errs)
+		conv.Retry(reply, errs)
 	}
 	res := failure(schemas.ErrGraderInvalid, "judge reply did not match outputSchema after a retry: %s", truncate(lastErrs, 1000))
-	res.Usage = usage.json(j.model.model)
+	res.Usage = usageJSON(usage, j.model.Model.Model)
 	return res
 }
 
 // check validates a reply against the schema and the result rules; errs is
 // empty when it is good.
 func (j *judge) check(text string) (schemas.GraderResult, string) {
-	b := []byte(stripFences(text))
+	b := []byte(chatmodel.StripFences(text))
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
 	if err != nil {
 		return schemas.GraderResult{}, "the reply is not JSON: " + err.Error()
@@ -416,304 +399,18 @@ func (j *judge) check(text string) (schemas.GraderResult, string) {
 	return r, ""
 }
 
-// stripFences removes a ```json fence some compatible servers add.
-func stripFences(s string) string {
-	s = strings.TrimSpace(s)
-	if strings.HasPrefix(s, "```") {
-		s = strings.TrimPrefix(s, "```json")
-		s = strings.TrimPrefix(s, "```")
-		s = strings.TrimSuffix(strings.TrimSpace(s), "```")
-	}
-	return strings.TrimSpace(s)
-}
+// judgeTool is the reply the judge's schema asks for.
+var judgeTool = chatmodel.Tool{Name: "grade", Description: "Report the grading result.", Format: "grader_result"}
 
-// tokenUsage sums token counts over the calls of one grading. Calls
-// answered from the judge cache are counted apart and spend no tokens.
-type tokenUsage struct {
-	calls, cached, input, output int64
-}
-
-func (u *tokenUsage) json(model string) json.RawMessage {
-	if u.calls == 0 && u.cached == 0 {
+// usageJSON is the usage of one grading's calls on its result.
+func usageJSON(u chatmodel.Usage, model string) json.RawMessage {
+	if u.Calls == 0 && u.Cached == 0 {
 		return nil
 	}
-	m := map[string]any{"model": model, "calls": u.calls, "inputTokens": u.input, "outputTokens": u.output, "totalTokens": u.input + u.output}
-	if u.cached > 0 {
-		m["cachedCalls"] = u.cached
+	m := map[string]any{"model": model, "calls": u.Calls, "inputTokens": u.Input, "outputTokens": u.Output, "totalTokens": u.Input + u.Output}
+	if u.Cached > 0 {
+		m["cachedCalls"] = u.Cached
 	}
 	b, _ := json.Marshal(m)
 	return b
-}
-
-// scrub removes the API key from text that may be shown or stored.
-func (m *judgeModel) scrub(s string) string {
-	if m.key == "" || len(m.key) < 4 {
-		return s
-	}
-	return strings.ReplaceAll(s, m.key, "[REDACTED]")
-}
-
-// modelReply is one answer of the model.
-type modelReply struct {
-	text string
-	raw  json.RawMessage // provider-specific assistant content, for retries
-	id   string          // Anthropic tool_use id
-}
-
-// conversation is the provider-specific message list of one grading.
-type conversation struct {
-	m        *judgeModel
-	messages []any
-	system   string
-	schema   any
-	tool     bool // Anthropic: reply through a forced tool call
-}
-
-func (m *judgeModel) newConversation(prompt string, schema any) *conversation {
-	c := &conversation{m: m, schema: schema}
-	if m.provider == ProviderAnthropic {
-		if obj, ok := schema.(map[string]any); ok && obj["type"] == "object" {
-			c.tool = true
-		} else if schema != nil {
-			sb, _ := json.Marshal(schema)
-			prompt += "\n\nReply with only a JSON value (no prose, no code fence) that matches this JSON Schema:\n" + string(sb)
-		}
-	}
-	c.messages = []any{map[string]any{"role": "user", "content": prompt}}
-	return c
-}
-
-// newTextConversation is a plain question with an optional system prompt
-// (for the target proxy): no schema, the reply is text.
-func (m *judgeModel) newTextConversation(system, question string) *conversation {
-	c := &conversation{m: m, system: system}
-	c.messages = []any{map[string]any{"role": "user", "content": question}}
-	if m.provider == ProviderOpenAI && system != "" {
-		c.messages = append([]any{map[string]any{"role": "system", "content": system}}, c.messages...)
-	}
-	return c
-}
-
-// retry adds the bad reply and the validation errors to the conversation.
-func (c *conversation) retry(r modelReply, errs string) {
-	msg := "Your reply did not match the required JSON Schema:\n" + errs + "\nReply again with only the corrected JSON."
-	if c.m.provider == ProviderAnthropic {
-		c.messages = append(c.messages, map[string]any{"role": "assistant", "content": r.raw})
-		if c.tool && r.id != "" {
-			c.messages = append(c.messages, map[string]any{"role": "user", "content": []any{
-				map[string]any{"type": "tool_result", "tool_use_id": r.id, "is_error": true, "content": msg},
-			}})
-			return
-		}
-		c.messages = append(c.messages, map[string]any{"role": "user", "content": msg})
-		return
-	}
-	c.messages = append(c.messages,
-		map[string]any{"role": "assistant", "content": r.text},
-		map[string]any{"role": "user", "content": msg})
-}
-
-// request builds the HTTP request body and endpoint of the next call.
-func (c *conversation) request() (string, map[string]any) {
-	m := c.m
-	if m.provider == ProviderAnthropic {
-		body := map[string]any{
-			"model":       m.model,
-			"max_tokens":  m.maxTokens,
-			"temperature": m.temperature,
-			"messages":    c.messages,
-		}
-		if c.system != "" {
-			body["system"] = c.system
-		}
-		if c.tool {
-			body["tools"] = []any{map[string]any{"name": "grade", "description": "Report the grading result.", "input_schema": c.schema}}
-			body["tool_choice"] = map[string]any{"type": "tool", "name": "grade"}
-		}
-		return m.baseURL + "/v1/messages", body
-	}
-	body := map[string]any{
-		"model":       m.model,
-		"messages":    c.messages,
-		"temperature": m.temperature,
-		"max_tokens":  m.maxTokens,
-	}
-	if c.schema != nil {
-		body["response_format"] = map[string]any{
-			"type":        "json_schema",
-			"json_schema": map[string]any{"name": "grader_result", "schema": c.schema, "strict": false},
-		}
-	}
-	return m.baseURL + "/chat/completions", body
-}
-
-// call sends the conversation, retrying 429, 5xx and transport errors with
-// backoff, and returns the reply. With a cache scope, a reply stored for
-// the same request and scope is returned without a call, and a new good
-// reply is stored.
-func (m *judgeModel) call(ctx context.Context, c *conversation, usage *tokenUsage, scope *cacheScope) (modelReply, error) {
-	url, body := c.request()
-	payload, err := json.Marshal(body)
-	if err != nil {
-		return modelReply{}, err
-	}
-	var key string
-	if scope != nil {
-		key = scope.key(m.provider, url, payload)
-		if b, ok := scope.cache.Get(key); ok {
-			var discard tokenUsage
-			if reply, err := m.parseReply(b, &discard); err == nil {
-				usage.cached++
-				return reply, nil
-			}
-			// An entry that does not parse is asked again and replaced.
-		}
-	}
-	var lastErr error
-	for try := 0; ; try++ {
-		status, respBody, hdr, err := m.post(ctx, url, payload)
-		if err == nil && status == http.StatusOK {
-			reply, err := m.parseReply(respBody, usage)
-			if err == nil && scope != nil {
-				scope.cache.Put(key, respBody)
-			}
-			return reply, err
-		}
-		if err != nil {
-			lastErr = errors.New(m.scrub(err.Error()))
-			if unreachable(err) && ctx.Err() == nil {
-				lastErr = &unreachableError{lastErr}
-			}
-		} else {
-			lastErr = fmt.Errorf("%s answered HTTP %d: %s", m.provider, status, m.scrub(truncate(strings.TrimSpace(string(respBody)), 500)))
-			if status != http.StatusTooManyRequests && status < 500 {
-				return modelReply{}, lastErr
-			}
-		}
-		if try >= m.maxRetries || ctx.Err() != nil {
-			return modelReply{}, lastErr
-		}
-		wait := m.backoff << try
-		if hdr != nil {
-			if s, err := strconv.Atoi(hdr.Get("Retry-After")); err == nil && s >= 0 {
-				wait = min(time.Duration(s)*time.Second, 30*time.Second)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return modelReply{}, fmt.Errorf("%w (last: %w)", ctx.Err(), lastErr)
-		case <-time.After(wait):
-		}
-	}
-}
-
-func (m *judgeModel) post(ctx context.Context, url string, payload []byte) (int, []byte, http.Header, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(payload))
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if m.provider == ProviderAnthropic {
-		req.Header.Set("anthropic-version", "2023-06-01")
-		if m.key != "" {
-			req.Header.Set("x-api-key", m.key)
-		}
-	} else if m.key != "" {
-		req.Header.Set("Authorization", "Bearer "+m.key)
-	}
-	resp, err := m.client.Do(req)
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	return resp.StatusCode, b, resp.Header, nil
-}
-
-func (m *judgeModel) parseReply(b []byte, usage *tokenUsage) (modelReply, error) {
-	usage.calls++
-	if m.provider == ProviderAnthropic {
-		var r struct {
-			Content []struct {
-				Type  string          `json:"type"`
-				Text  string          `json:"text"`
-				ID    string          `json:"id"`
-				Name  string          `json:"name"`
-				Input json.RawMessage `json:"input"`
-			} `json:"content"`
-			Usage struct {
-				InputTokens  int64 `json:"input_tokens"`
-				OutputTokens int64 `json:"output_tokens"`
-			} `json:"usage"`
-		}
-		if err := json.Unmarshal(b, &r); err != nil {
-			return modelReply{}, fmt.Errorf("anthropic reply is not a messages response: %v", err)
-		}
-		usage.input += r.Usage.InputTokens
-		usage.output += r.Usage.OutputTokens
-		// The content goes back on a retry as it came, every block kind
-		// included (a real API rejects a conversation missing one).
-		var whole struct {
-			Content json.RawMessage `json:"content"`
-		}
-		json.Unmarshal(b, &whole)
-		reply := modelReply{raw: whole.Content}
-		var texts []string
-		for _, c := range r.Content {
-			switch c.Type {
-			case "tool_use":
-				reply.text, reply.id = string(c.Input), c.ID
-				return reply, nil
-			case "text":
-				texts = append(texts, c.Text)
-			}
-		}
-		reply.text = strings.Join(texts, "")
-		return reply, nil
-	}
-	var r struct {
-		Choices []struct {
-			Message struct {
-				Content *string `json:"content"`
-				Refusal *string `json:"refusal"`
-			} `json:"message"`
-		} `json:"choices"`
-		Usage struct {
-			PromptTokens     int64 `json:"prompt_tokens"`
-			CompletionTokens int64 `json:"completion_tokens"`
-		} `json:"usage"`
-	}
-	if err := json.Unmarshal(b, &r); err != nil {
-		return modelReply{}, fmt.Errorf("reply is not a chat completion: %v", err)
-	}
-	usage.input += r.Usage.PromptTokens
-	usage.output += r.Usage.CompletionTokens
-	if len(r.Choices) == 0 {
-		return modelReply{}, fmt.Errorf("chat completion has no choices")
-	}
-	msg := r.Choices[0].Message
-	if msg.Content == nil {
-		if msg.Refusal != nil {
-			return modelReply{}, fmt.Errorf("the model refused: %s", *msg.Refusal)
-		}
-		return modelReply{}, fmt.Errorf("chat completion has no content")
-	}
-	return modelReply{text: *msg.Content}, nil
-}
-
-// unreachableError is a judge call that found no server: the connection
-// was refused or the host name did not resolve.
-type unreachableError struct{ error }
-
-// Unwrap returns the error it wraps.
-func (e *unreachableError) Unwrap() error { return e.error }
-
-// unreachable says whether err is a failure to reach the server at all.
-func unreachable(err error) bool {
-	var dns *net.DNSError
-	var op *net.OpError
-	return errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &dns) || errors.As(err, &op) && op.Op == "dial"
 }

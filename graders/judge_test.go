@@ -486,7 +486,7 @@ func TestTargetWithoutModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := unpinned(g).(*script); s.target.maxCalls != 10 || s.target.judge.model != "claude-haiku-4-5" || s.target.judge.provider != ProviderAnthropic {
-		t.Errorf("target = %+v, model %q", s.target, s.target.judge.model)
+	if s := unpinned(g).(*script); s.target.maxCalls != 10 || s.target.judge.Model.Model != "claude-haiku-4-5" || s.target.judge.Provider != ProviderAnthropic {
+		t.Errorf("target = %+v, model %q", s.target, s.target.judge.Model.Model)
 	}
 }

@@ -81,7 +81,7 @@ func TestJudgeCache(t *testing.T) {
 	}
 	// A changed model misses too.
 	g2 := load(t, fx("seed002/quality-judge.yaml"), Options{Getenv: env, JudgeCache: cache})
-	unpinned(g2).(*judge).model.model = "gpt-4o"
+	unpinned(g2).(*judge).model.Model.Model = "gpt-4o"
 	grade(t, g2, rec)
 	if calls() != 5 {
 		t.Fatalf("changed model: %d calls, want 5", calls())

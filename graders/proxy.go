@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"harness/chatmodel"
 	"net"
 	"net/http"
 	"sync"
@@ -61,7 +62,7 @@ func parseTarget(v any, c cfgCtx) (*targetConfig, error) {
 		return nil, err
 	}
 	if _, ok := m["maxTokens"]; !ok {
-		jm.maxTokens = 1024
+		jm.MaxTokens = 1024
 	}
 	tc.judge = jm
 	return tc, nil
@@ -80,7 +81,7 @@ type targetProxy struct {
 	mu         sync.Mutex
 	calls      int
 	refused    int
-	usageTotal tokenUsage
+	usageTotal chatmodel.Usage
 	ctx        context.Context
 	cancel     context.CancelFunc
 }
@@ -151,8 +152,8 @@ func (p *targetProxy) reserve(n int) (bool, int) {
 
 func (p *targetProxy) checkTarget(w http.ResponseWriter, reqs []invokeRequest) bool {
 	for _, r := range reqs {
-		if r.Target != "" && r.Target != p.cfg.judge.model {
-			writeJSON(w, http.StatusBadRequest, map[string]any{"error": fmt.Sprintf("unknown target %q", r.Target), "availableTargets": []string{p.cfg.judge.model}})
+		if r.Target != "" && r.Target != p.cfg.judge.Model.Model {
+			writeJSON(w, http.StatusBadRequest, map[string]any{"error": fmt.Sprintf("unknown target %q", r.Target), "availableTargets": []string{p.cfg.judge.Model.Model}})
 			return false
 		}
 		if r.Question == "" {
@@ -164,20 +165,20 @@ func (p *targetProxy) checkTarget(w http.ResponseWriter, reqs []invokeRequest) b
 }
 
 func (p *targetProxy) invoke(ctx context.Context, r invokeRequest) (map[string]any, error) {
-	conv := p.cfg.judge.newTextConversation(r.SystemPrompt, r.Question)
-	var u tokenUsage
-	reply, err := p.cfg.judge.call(ctx, conv, &u, nil)
+	conv := p.cfg.judge.NewTextConversation(r.SystemPrompt, r.Question)
+	var u chatmodel.Usage
+	reply, err := p.cfg.judge.Call(ctx, conv, chatmodel.CallOptions{Usage: &u})
 	p.mu.Lock()
-	p.usageTotal.calls += u.calls
-	p.usageTotal.input += u.input
-	p.usageTotal.output += u.output
+	p.usageTotal.Calls += u.Calls
+	p.usageTotal.Input += u.Input
+	p.usageTotal.Output += u.Output
 	p.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
 	return map[string]any{
-		"output":  []any{map[string]any{"role": "assistant", "content": reply.text}},
-		"rawText": reply.text,
+		"output":  []any{map[string]any{"role": "assistant", "content": reply.Text}},
+		"rawText": reply.Text,
 	}, nil
 }
 
@@ -244,8 +245,8 @@ func (p *targetProxy) handleInfo(w http.ResponseWriter, _ *http.Request) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	writeJSON(w, http.StatusOK, map[string]any{
-		"targetName": p.cfg.judge.model, "maxCalls": p.cfg.maxCalls, "callCount": p.calls,
-		"availableTargets": []string{p.cfg.judge.model},
+		"targetName": p.cfg.judge.Model.Model, "maxCalls": p.cfg.maxCalls, "callCount": p.calls,
+		"availableTargets": []string{p.cfg.judge.Model.Model},
 	})
 }
 
@@ -253,14 +254,14 @@ func (p *targetProxy) handleInfo(w http.ResponseWriter, _ *http.Request) {
 func (p *targetProxy) usage() map[string]any {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return map[string]any{"calls": p.calls, "maxCalls": p.cfg.maxCalls, "refused": p.refused, "model": p.cfg.judge.model}
+	return map[string]any{"calls": p.calls, "maxCalls": p.cfg.maxCalls, "refused": p.refused, "model": p.cfg.judge.Model.Model}
 }
 
 // tokenUsage is the tokens the proxy's model calls used.
 func (p *targetProxy) tokenUsage() json.RawMessage {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.usageTotal.json(p.cfg.judge.model)
+	return usageJSON(p.usageTotal, p.cfg.judge.Model.Model)
 }
 
 // mergeCancel returns a context cancelled when either parent is.

@@ -16,6 +16,7 @@ import (
 
 	"harness/internal/suggest"
 	"harness/sandbox/egress"
+	"harness/schemas"
 )
 
 // Defaults of task.toml, as Harbor has them.
@@ -93,6 +94,9 @@ type Config struct {
 	// rewards make the trial's (StrategyMean, the default, or
 	// StrategyFinal).
 	RewardStrategy string
+	// SimulatedUser is [user], harness's own table: the task's simulated user
+	// (nil: none), its paths resolved against the task directory.
+	SimulatedUser *schemas.SimUser
 }
 
 // UserField is a user field of task.toml: who a command runs as in the
@@ -150,7 +154,7 @@ var (
 		"environment.healthcheck.start_interval_sec": true, "environment.healthcheck.retries": true,
 	}
 	// tables whose content is free-form or all honoured.
-	freeTables = []string{"metadata", "task", "verifier.env", "agent.env", "environment.env", "solution.env"}
+	freeTables = []string{"metadata", "task", "verifier.env", "agent.env", "environment.env", "solution.env", "user"}
 	// tables that only hold fields (checked one by one).
 	containerTables = map[string]bool{"verifier": true, "agent": true, "environment": true, "solution": true}
 	// in Harbor's schema, not acted on here (when set to a non-empty value).
@@ -261,6 +265,7 @@ func (t *Task) parseConfig(file, src string, lookup func(string) (string, bool))
 	c.Steps = r.steps(raw, src, c.AgentTimeout, c.VerifierTimeout)
 	c.MCPServers = r.mcpServers(raw, src)
 	c.Artifacts = r.artifacts(raw)
+	c.SimulatedUser = r.simUser(raw, t.Dir, len(c.Steps) > 0)
 	switch c.RewardStrategy = r.str(raw, "multi_step_reward_strategy"); c.RewardStrategy {
 	case "":
 		c.RewardStrategy = StrategyMean

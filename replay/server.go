@@ -285,6 +285,7 @@ func (s *server) request(m message) {
 		s.nextSession++
 		ss := &session{id: "replay-" + strconv.Itoa(s.nextSession), terminals: map[string]string{},
 			cwd: p.Cwd, written: map[string]*original{}}
+		var meta json.RawMessage
 		if u, ok := acp.ReadUnitMeta(p.Meta); ok {
 			// The client said which trial this is (harness does, as the
 			// replay asks in initialize).
@@ -294,6 +295,11 @@ func (s *server) request(m message) {
 			} else {
 				ss.sentSetup = setupSteps(rec)
 				ss.script = buildScript(rec, ss.sentSetup)
+				if o := rec.SimulatedUser; o != nil {
+					// The simulated user's turns come back with the
+					// session: the client plays them, asking no user.
+					meta = acp.SessionUserMeta(acp.UserMeta{Turns: rec.Input.List, Ended: o.Ended, Reason: o.Reason})
+				}
 			}
 		} else if rec := s.lib.expected(s.nextSession - 1); rec != nil {
 			// What the agent sent before the first prompt (phase setup)
@@ -312,7 +318,7 @@ func (s *server) request(m message) {
 					return
 				}
 			}
-			s.reply(m.ID, acp.NewSessionResponse{SessionID: ss.id})
+			s.reply(m.ID, acp.NewSessionResponse{SessionID: ss.id, Meta: meta})
 		}()
 	case acp.MethodSessionPrompt:
 		s.prompt(m)

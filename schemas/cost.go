@@ -16,6 +16,10 @@ type Cost struct {
 	// JudgeInputTokens and JudgeOutputTokens are the grading model calls'.
 	JudgeInputTokens  int64 `json:"judgeInputTokens,omitempty"`
 	JudgeOutputTokens int64 `json:"judgeOutputTokens,omitempty"`
+	// UserInputTokens and UserOutputTokens are a model simulated user's
+	// calls'.
+	UserInputTokens  int64 `json:"userInputTokens,omitempty"`
+	UserOutputTokens int64 `json:"userOutputTokens,omitempty"`
 	// USD is the cost: priced tokens, plus what the agent reported as its
 	// own cost when no price applied. Absent when nothing could be priced.
 	USD *float64 `json:"usd,omitempty"`
@@ -24,12 +28,13 @@ type Cost struct {
 	Unpriced []string `json:"unpriced,omitempty"`
 }
 
-// Tokens is every token counted: the agent's and the judge's.
+// Tokens is every token counted: the agent's, the judge's and a model
+// simulated user's.
 func (c *Cost) Tokens() int64 {
 	if c == nil {
 		return 0
 	}
-	return c.InputTokens + c.OutputTokens + c.CacheReadTokens + c.CacheWriteTokens + c.JudgeInputTokens + c.JudgeOutputTokens
+	return c.InputTokens + c.OutputTokens + c.CacheReadTokens + c.CacheWriteTokens + c.JudgeInputTokens + c.JudgeOutputTokens + c.UserInputTokens + c.UserOutputTokens
 }
 
 // Add adds o to c; a nil c grows into o's copy.
@@ -46,6 +51,8 @@ func (c *Cost) Add(o *Cost) *Cost {
 	c.CacheWriteTokens += o.CacheWriteTokens
 	c.JudgeInputTokens += o.JudgeInputTokens
 	c.JudgeOutputTokens += o.JudgeOutputTokens
+	c.UserInputTokens += o.UserInputTokens
+	c.UserOutputTokens += o.UserOutputTokens
 	if o.USD != nil {
 		sum := *o.USD
 		if c.USD != nil {

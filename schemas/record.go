@@ -147,6 +147,9 @@ type Attempt struct {
 	// Usage is what the agent reported using; Cost what it spent.
 	Usage *Usage `json:"usage,omitempty"`
 	Cost  *Cost  `json:"cost,omitempty"`
+	// SimulatedUser is the attempt's conversation with the case's
+	// simulated user (a model user's calls are in its cost).
+	SimulatedUser *SimUserOutcome `json:"simulatedUser,omitempty"`
 	// Wait is how long the run waited before the next attempt, in
 	// milliseconds.
 	Wait int64 `json:"wait,omitempty"`
@@ -174,7 +177,7 @@ func (r *CaptureRecord) OwnerOf() string {
 func (r *CaptureRecord) AsAttempts(wait int64) []Attempt {
 	out := append([]Attempt(nil), r.Attempts...)
 	return append(out, Attempt{Attempt: len(r.Attempts) + 1, Error: r.Error, Timing: r.Timing, Steps: len(r.Trajectory),
-		Output: r.Output, Usage: r.Usage, Cost: r.Cost, Wait: wait})
+		Output: r.Output, Usage: r.Usage, Cost: r.Cost, SimulatedUser: r.SimulatedUser, Wait: wait})
 }
 
 // AttemptsCost sums the cost of the record's failed attempts (nil when

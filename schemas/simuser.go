@@ -3,17 +3,35 @@ package schemas
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"sort"
 )
 
 // SimUser is a case's simulated user: an executable that reads the
-// conversation so far and writes the next user message, or a stop. The
-// case's input opens the conversation; the user writes the turns after it.
+// conversation so far and writes the next user message, or a stop; or a
+// model, told the persona and the goal, that does the same. The case's
+// input opens the conversation; the user writes the turns after it.
 type SimUser struct {
 	// Command is the executable and its arguments (a string is a command
 	// of one word); a relative path starting with ./ or ../ is relative to
 	// the file that names it.
-	Command []string `json:"command"`
+	Command []string `json:"command,omitempty"`
+	// Model is the model of a model user (Command and Model exclude each
+	// other); Provider ("openai" or "anthropic", from the model's name when
+	// empty), BaseURL, APIKeyEnv, Temperature and MaxTokens say how it is
+	// called, as an LLM judge's.
+	Model       string   `json:"model,omitempty"`
+	Provider    string   `json:"provider,omitempty"`
+	BaseURL     string   `json:"baseURL,omitempty"`
+	APIKeyEnv   string   `json:"apiKeyEnv,omitempty"`
+	Temperature *float64 `json:"temperature,omitempty"`
+	MaxTokens   int      `json:"maxTokens,omitempty"`
+	// Prompt is a model user's system prompt, replacing the default one
+	// ({{persona}}, {{goal}} and {{maxTurns}} in it are replaced);
+	// PromptFile names a file that holds it, relative to the file that
+	// names it (read when the case is loaded, into Prompt).
+	Prompt     string `json:"prompt,omitempty"`
+	PromptFile string `json:"promptFile,omitempty"`
 	// MaxTurns caps the user turns of the conversation, the input's
 	// included (DefaultUserMaxTurns when 0).
 	MaxTurns int `json:"maxTurns,omitempty"`
@@ -39,7 +57,7 @@ func (u *SimUser) Limit() int {
 func ParseSimUser(raw []byte) (*SimUser, error) {
 	var probe map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &probe); err != nil || probe == nil {
-		return nil, &InputError{Field: "user", Msg: "must be an object {command, maxTurns, goal, persona}"}
+		return nil, &InputError{Field: "user", Msg: "must be an object {command or model, maxTurns, goal, persona, ...}"}
 	}
 	keys := make([]string, 0, len(probe))
 	for k := range probe {
@@ -75,25 +93,80 @@ func ParseSimUser(raw []byte) (*SimUser, error) {
 				return nil, bad("must be a whole number of turns, at least 1")
 			}
 			u.MaxTurns = int(i)
-		case "goal", "persona":
+		case "goal", "persona", "model", "provider", "baseURL", "apiKeyEnv", "prompt", "promptFile":
 			var s string
 			if err := json.Unmarshal(v, &s); err != nil {
 				return nil, bad("must be a string")
 			}
-			if k == "goal" {
+			switch k {
+			case "goal":
 				u.Goal = s
-			} else {
+			case "persona":
 				u.Persona = s
+			case "model":
+				if s == "" {
+					return nil, bad("is empty")
+				}
+				u.Model = s
+			case "provider":
+				if s != "openai" && s != "anthropic" {
+					return nil, bad(fmt.Sprintf("unknown provider %q (want openai or anthropic)", s))
+				}
+				u.Provider = s
+			case "baseURL":
+				u.BaseURL = s
+			case "apiKeyEnv":
+				u.APIKeyEnv = s
+			case "prompt":
+				u.Prompt = s
+			case "promptFile":
+				if s == "" {
+					return nil, bad("is empty")
+				}
+				u.PromptFile = s
 			}
+		case "temperature":
+			var t float64
+			if err := json.Unmarshal(v, &t); err != nil || t < 0 || t > 2 {
+				return nil, bad("must be a number between 0 and 2")
+			}
+			u.Temperature = &t
+		case "maxTokens":
+			var n json.Number
+			d := json.NewDecoder(bytes.NewReader(v))
+			d.UseNumber()
+			i, err := int64(0), d.Decode(&n)
+			if err == nil {
+				i, err = n.Int64()
+			}
+			if err != nil || i < 1 {
+				return nil, bad("must be a whole number of tokens, at least 1")
+			}
+			u.MaxTokens = int(i)
 		default:
-			return nil, bad("unknown key (known: command, goal, maxTurns, persona)")
+			return nil, bad("unknown key (known: apiKeyEnv, baseURL, command, goal, maxTokens, maxTurns, model, persona, prompt, promptFile, provider, temperature)")
 		}
 	}
-	if len(u.Command) == 0 {
-		return nil, &InputError{Field: "user.command", Msg: "missing (a simulated user is an executable)"}
+	switch {
+	case len(u.Command) > 0 && u.Model != "":
+		return nil, &InputError{Field: "user.model", Msg: "give either command (an executable user) or model (a model user), not both"}
+	case len(u.Command) == 0 && u.Model == "":
+		return nil, &InputError{Field: "user.command", Msg: "missing (a simulated user is an executable, command, or a model, model)"}
+	case u.Prompt != "" && u.PromptFile != "":
+		return nil, &InputError{Field: "user.promptFile", Msg: "give either prompt or promptFile, not both"}
+	}
+	if u.Model == "" {
+		for _, k := range []string{"provider", "baseURL", "apiKeyEnv", "temperature", "maxTokens", "prompt", "promptFile"} {
+			if _, ok := probe[k]; ok {
+				return nil, &InputError{Field: "user." + k, Msg: "is a model user's setting (this user is a command)"}
+			}
+		}
 	}
 	return u, nil
 }
+
+// IsModel says the user is a model, not an executable.
+func (u *SimUser) IsModel() bool { return u.Model != "" }
 
 // UnmarshalJSON decodes a user as ParseSimUser does.
 func (u *SimUser) UnmarshalJSON(b []byte) error {
@@ -123,6 +196,9 @@ type SimUserOutcome struct {
 	Ended string `json:"ended"`
 	// Reason is the user's reason for stopping, or the agent's stop reason.
 	Reason string `json:"reason,omitempty"`
+	// Calls are a model user's calls to its model, each priced (never
+	// the agent's: they are not in the record's modelCalls).
+	Calls []ModelCall `json:"calls,omitempty"`
 }
 
 // Artifacts are the files a Harbor task's artifacts copied out of a

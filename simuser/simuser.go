@@ -1,8 +1,9 @@
 // Package simuser drives a conversation with a simulated user: after each
 // of the agent's turns it hands the conversation so far to the user (an
-// executable reading JSON on stdin) and takes the next user message, or
-// says why the conversation is over (the user stopped, the agent's turn
-// ended with a stop, or the turn limit was reached).
+// executable reading JSON on stdin, a model told the persona and goal, or
+// a recorded user played back) and takes the next user message, or says
+// why the conversation is over (the user stopped, the agent's turn ended
+// with a stop, or the turn limit was reached).
 package simuser
 
 import (
@@ -182,4 +183,25 @@ func (t *Talk) Turns() []string {
 		}
 	}
 	return out
+}
+
+// Recorded is a user that says again what a recorded one said (a
+// replay): turn n is Turns[n-1] (the input's turns first), and past them
+// the conversation ends as it did: a stop with its reason, or, for a
+// recorded failure, an error.
+type Recorded struct {
+	Turns  []string
+	Ended  string
+	Reason string
+}
+
+// Next implements User.
+func (r *Recorded) Next(_ context.Context, c Conversation) (Reply, error) {
+	if c.Turn >= 1 && c.Turn <= len(r.Turns) {
+		return Reply{Message: r.Turns[c.Turn-1]}, nil
+	}
+	if r.Ended == schemas.UserEndError {
+		return Reply{}, fmt.Errorf("the recorded user failed: %s", r.Reason)
+	}
+	return Reply{Stop: true, Reason: r.Reason}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -69,7 +70,7 @@ func TestTalkEnds(t *testing.T) {
 	if _, done, _ := talk.Next(ctx); !done {
 		t.Fatal("the user's stop did not end the talk")
 	}
-	if o := talk.Outcome(); o != (schemas.SimUserOutcome{Turns: 2, Ended: schemas.UserEndStop, Reason: "enough"}) {
+	if o := talk.Outcome(); !reflect.DeepEqual(o, schemas.SimUserOutcome{Turns: 2, Ended: schemas.UserEndStop, Reason: "enough"}) {
 		t.Errorf("outcome %+v", o)
 	}
 	if c := u.seen[1]; c.Turn != 3 || c.Goal != "g" || len(c.Messages) != 4 || c.Messages[3].Content != "hi again" {

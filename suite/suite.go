@@ -610,11 +610,16 @@ func (p *parser) testCase(n *yaml.Node, field string) error {
 				}
 				return p.errf(v, field+".user", "%v", err)
 			}
-			if cmd := u.Command[0]; strings.HasPrefix(cmd, "./") || strings.HasPrefix(cmd, "../") {
-				u.Command[0] = p.path(cmd)
-				if !strings.ContainsRune(u.Command[0], '/') {
-					u.Command[0] = "./" + u.Command[0]
+			if len(u.Command) > 0 {
+				if cmd := u.Command[0]; strings.HasPrefix(cmd, "./") || strings.HasPrefix(cmd, "../") {
+					u.Command[0] = p.path(cmd)
+					if !strings.ContainsRune(u.Command[0], '/') {
+						u.Command[0] = "./" + u.Command[0]
+					}
 				}
+			}
+			if u.PromptFile != "" {
+				u.PromptFile = p.path(u.PromptFile)
 			}
 			x = u
 		}

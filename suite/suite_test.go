@@ -395,6 +395,19 @@ func TestInlineCaseUser(t *testing.T) {
 	if u == nil || !filepath.IsAbs(u.Command[0]) || !strings.HasSuffix(u.Command[0], filepath.Join("dir", "user.py")) || u.MaxTurns != 4 || u.Goal != "book a flight" {
 		t.Fatalf("user %+v", u)
 	}
+	// A model user: its prompt file is the suite file's too.
+	s, err = Parse(filepath.Join("dir", "s.yaml"), []byte("prompts:\n  - {id: a, input: hi, user: {model: claude-haiku-4-5, promptFile: user.md, temperature: 0.7}}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := s.Cases[0].User; u == nil || u.Model != "claude-haiku-4-5" || len(u.Command) != 0 || !filepath.IsAbs(u.PromptFile) ||
+		!strings.HasSuffix(u.PromptFile, filepath.Join("dir", "user.md")) || u.Temperature == nil || *u.Temperature != 0.7 {
+		t.Fatalf("model user %+v", u)
+	}
+	_, err = Parse("s.yaml", []byte("prompts:\n  - id: a\n    input: hi\n    user: {command: ./u, model: m}\n"), nil)
+	if err == nil || !strings.Contains(err.Error(), "s.yaml:4") || !strings.Contains(err.Error(), "prompts[0].user.model") {
+		t.Fatalf("command and model: %v", err)
+	}
 	_, err = Parse("s.yaml", []byte("prompts:\n  - id: a\n    input: hi\n    user: {command: ./u, maxTurn: 4}\n"), nil)
 	if err == nil || !strings.Contains(err.Error(), "s.yaml:4") || !strings.Contains(err.Error(), "prompts[0].user.maxTurn") {
 		t.Fatalf("bad user: %v", err)

@@ -21,7 +21,7 @@ var ErrTimeoutScale = errors.New("the timeout scale must be positive")
 // task's name, its input instruction.md (a multi-step task's: each
 // step's instruction, one turn each), its timeout the task's agent
 // timeout multiplied by scale, its metadata the task's and the task
-// directory ("task"). A scale that is not positive is ErrTimeoutScale.
+// directory ("task"), and its simulated user, when it has one. A scale that is not positive is ErrTimeoutScale.
 func (s *Set) WriteCases(w io.Writer, scale float64) error {
 	if scale <= 0 {
 		return ErrTimeoutScale
@@ -39,6 +39,9 @@ func (s *Set) WriteCases(w io.Writer, scale float64) error {
 			input = t.Prompts()
 		}
 		c := map[string]any{"id": t.Name, "input": input, "timeout": timeout.String(), "metadata": meta}
+		if t.Config.SimulatedUser != nil {
+			c["user"] = t.Config.SimulatedUser
+		}
 		if err := enc.Encode(c); err != nil {
 			return fmt.Errorf("the case of task %s: %w", t.Name, err)
 		}

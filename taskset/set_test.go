@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"harness/schemas"
 	"harness/suite"
 )
 
@@ -188,5 +189,27 @@ func TestWriteSuite(t *testing.T) {
 	}
 	if _, err := set.WriteSuite(cache, 0); !errors.Is(err, ErrTimeoutScale) {
 		t.Errorf("scale 0: %v", err)
+	}
+}
+
+// A task's [user] is its case's simulated user, read back as a prompt
+// case reads it.
+func TestWriteCasesCarriesTheUser(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ds")
+	writeTask(t, dir, "talk", "[user]\ncommand = \"./user.py\"\nmaxTurns = 4\ngoal = \"it works\"\n")
+	set, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := set.WriteCases(&b, 1); err != nil {
+		t.Fatal(err)
+	}
+	c, err := schemas.ParsePrompt(bytes.TrimSpace(b.Bytes()))
+	if err != nil {
+		t.Fatalf("%s: %v", b.Bytes(), err)
+	}
+	if u := c.User; u == nil || !reflect.DeepEqual(u.Command, []string{filepath.Join(dir, "talk", "user.py")}) || u.MaxTurns != 4 || u.Goal != "it works" {
+		t.Errorf("user %+v", c.User)
 	}
 }

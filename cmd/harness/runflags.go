@@ -435,6 +435,7 @@ func (f *runFlags) configure(ctx context.Context, e *cli.Env, s *runSetup, v *va
 	tapeRedact.r = s.redact
 	v.build = e.Build()
 	a := f.agentOptions(v, agent, agentEnv, cwd, workspace, sb)
+	a.Getenv = e.Getenv
 	a.AnyCaseWorkspace, a.Graders, a.Redact = s.anyCaseWorkspace, s.graders, s.redact
 	if f.agentStderr {
 		a.Stderr = e.Stderr

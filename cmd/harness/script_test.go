@@ -259,22 +259,31 @@ func httpServer(ts *testscript.TestScript, neg bool, args []string) {
 // fakeModel starts the fake Anthropic Messages server of the real-agent
 // tests for the script, every answer reporting 111 input, 7 cached, 3
 // cache-write and 22 output tokens, and points ANTHROPIC_BASE_URL at it:
-// "fakemodel [-fail STATUS,...]" sets FAKEMODEL_PORT to its port; -fail
-// answers the first requests with those HTTP statuses. The number of
-// requests it has served is in the file fakemodel.count of the script's
-// directory.
+// "fakemodel [-fail STATUS,...] [-user TURN|TURN...]" sets FAKEMODEL_PORT
+// to its port; -fail answers the first requests with those HTTP
+// statuses; -user scripts a simulated user that writes those turns
+// ("{{last}}" is the agent's last message), then stops with the reason
+// "goal reached". The number of requests it has served is in the file
+// fakemodel.count of the script's directory.
 func fakeModel(ts *testscript.TestScript, neg bool, args []string) {
 	var opts fakemodel.Options
-	if len(args) == 2 && args[0] == "-fail" {
-		for _, f := range strings.Split(args[1], ",") {
-			status, err := strconv.Atoi(f)
-			ts.Check(err)
-			opts.Fail = append(opts.Fail, status)
+	for len(args) >= 2 && !neg {
+		switch args[0] {
+		case "-fail":
+			for _, f := range strings.Split(args[1], ",") {
+				status, err := strconv.Atoi(f)
+				ts.Check(err)
+				opts.Fail = append(opts.Fail, status)
+			}
+		case "-user":
+			opts.UserTurns, opts.UserStop = strings.Split(args[1], "|"), "goal reached"
+		default:
+			ts.Fatalf("usage: fakemodel [-fail STATUS,...] [-user TURN|TURN...]")
 		}
-		args = nil
+		args = args[2:]
 	}
 	if neg || len(args) != 0 {
-		ts.Fatalf("usage: fakemodel [-fail STATUS,...]")
+		ts.Fatalf("usage: fakemodel [-fail STATUS,...] [-user TURN|TURN...]")
 	}
 	opts.Usage = &fakemodel.Usage{Input: 111, Cached: 7, CacheWrite: 3, Output: 22}
 	count := ts.MkAbs("fakemodel.count")

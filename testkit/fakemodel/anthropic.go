@@ -45,6 +45,10 @@ type anthropicRequest struct {
 	Tools    []struct {
 		Name string `json:"name"`
 	} `json:"tools"`
+	ToolChoice struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+	} `json:"tool_choice"`
 }
 
 // blocks returns a message's content as blocks (a string is one text block).
@@ -207,6 +211,11 @@ func (a *anthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	script := ParseScript(prompt)
 	cmd, more, err := script.Step(done, in.lookup)
 	switch {
+	case a.opts.UserTurns != nil && in.ToolChoice.Type == "tool":
+		a.log.setReply(req, "user", prompt)
+		stop = "tool_use"
+		content = []anthropicContent{{Type: "tool_use", ID: fmt.Sprintf("toolu_fake%04d", a.ids.Add(1)),
+			Name: in.ToolChoice.Name, Input: a.userTurn(in.Messages, prompt)}}
 	case hasResult && (!more || searched):
 		a.log.setReply(req, "final", prompt)
 		content = []anthropicContent{{Type: "text", Text: final(strings.Join(results, "\n"))}}
@@ -282,6 +291,23 @@ func (a *anthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	send("message_delta", map[string]any{"delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": map[string]any{"output_tokens": u.Output}})
 	send("message_stop", map[string]any{})
+}
+
+// userTurn is the scripted simulated user's answer to a conversation.
+func (a *anthropic) userTurn(msgs []anthropicMessage, last string) map[string]any {
+	n := -1
+	for _, m := range msgs {
+		if m.Role == "assistant" {
+			n++
+		}
+	}
+	if n < 0 {
+		n = 0
+	}
+	if n >= len(a.opts.UserTurns) {
+		return map[string]any{"stop": true, "reason": a.opts.UserStop}
+	}
+	return map[string]any{"message": strings.ReplaceAll(a.opts.UserTurns[n], "{{last}}", last)}
 }
 
 // toolFor maps a command onto the tools Claude Code offers. With client

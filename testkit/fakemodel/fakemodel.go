@@ -87,6 +87,16 @@ type Options struct {
 	// EventDelay is a pause before each server-sent event after the first:
 	// a slow stream.
 	EventDelay time.Duration
+	// UserTurns scripts a simulated user (Anthropic): a request that forces
+	// a tool call (tool_choice {"type": "tool"}) is answered with that tool
+	// called with {"message": UserTurns[n]}, n the assistant messages of
+	// the request less one (the user's opening turn is the conversation's
+	// first assistant message), "{{last}}" in it replaced by the text of
+	// the request's last user message; past the list, with {"stop": true,
+	// "reason": UserStop}.
+	UserTurns []string
+	// UserStop is the scripted user's reason to stop.
+	UserStop string
 }
 
 // Usage is the token counts a fake reply reports. Each API words them its
