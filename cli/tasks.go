@@ -132,8 +132,11 @@ func LoadTasks(e *Env, dir string, quiet bool) (*taskset.Set, error) {
 // unpacked, found in the cache, used in place, and the tasks whose
 // prebuilt image was not here and was built instead. A task whose image
 // cannot be made is an input error.
-func ResolveTaskImages(ctx context.Context, e *Env, store *image.Store, set *taskset.Set, forceBuild, quiet bool) (map[string]*image.Image, error) {
-	o := taskset.ResolveOptions{ForceBuild: forceBuild}
+//
+// o says how the images are chosen and, with Missing, that a task whose
+// image cannot be had is told there and left out instead; its progress
+// hooks are this function's own.
+func ResolveTaskImages(ctx context.Context, e *Env, store *image.Store, set *taskset.Set, o taskset.ResolveOptions, quiet bool) (map[string]*image.Image, error) {
 	var choices []taskset.ImageChoice
 	o.OnImage = func(c taskset.ImageChoice) { choices = append(choices, c) }
 	if !quiet && store.Registry != nil {
@@ -332,7 +335,7 @@ func ValidateTaskRefs(ctx context.Context, e *Env, dir string, tf TaskFlags, out
 	if err != nil {
 		return err
 	}
-	imgs, err := ResolveTaskImages(ctx, e, store, set, tf.ForceBuild, quiet)
+	imgs, err := ResolveTaskImages(ctx, e, store, set, taskset.ResolveOptions{ForceBuild: tf.ForceBuild}, quiet)
 	if err != nil {
 		return err
 	}

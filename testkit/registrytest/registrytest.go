@@ -309,6 +309,8 @@ type Proxy struct {
 	ranged   map[string]int
 	// times holds when each manifest request came.
 	manifestTimes []time.Time
+	// requests counts every request.
+	requests int
 }
 
 // NewProxy starts a proxy in front of the registry at host (plain HTTP)
@@ -342,6 +344,7 @@ func NewProxy(t testing.TB, host string) *Proxy {
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		path := req.URL.Path
 		p.mu.Lock()
+		p.requests++
 		if strings.Contains(path, "/manifests/") {
 			p.manifestTimes = append(p.manifestTimes, time.Now())
 			if p.tooMany > 0 {
@@ -412,6 +415,13 @@ func (p *Proxy) BlobGets() (all, ranged map[string]int) {
 		ranged[k] = v
 	}
 	return all, ranged
+}
+
+// Requests returns how many requests of any kind the proxy has had.
+func (p *Proxy) Requests() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.requests
 }
 
 // ManifestTimes returns when each manifest request came.
