@@ -56,7 +56,6 @@ func (f *imageFlags) add(fs *pflag.FlagSet) {
 // were fetched before submission.
 const prefetchedFlag = "images-prefetched"
 
-
 // active says whether cases run in images.
 func (f *imageFlags) active() bool { return f.ref != "" || f.tasks != "" }
 
