@@ -42,6 +42,11 @@ type registries struct {
 	m  map[*testscript.TestScript]*registrytest.Registry
 	// proxies are the scripts' counting proxies, by script.
 	proxies map[*testscript.TestScript]*registrytest.Proxy
+	// base is the task base image's layer, made once for every push of
+	// every script.
+	baseOnce sync.Once
+	base     v1.Layer
+	baseErr  error
 }
 
 // start is "registry": it starts a registry (Debian's docker-registry,
@@ -147,7 +152,9 @@ func (r *registries) push(ts *testscript.TestScript, neg bool, args []string) {
 		}))
 	}
 	tb := scriptTB{TB: r.t, ts: ts}
-	img := registrytest.FromTar(tb, base, v1.Config{WorkingDir: "/app", Env: []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}}, files)
+	r.baseOnce.Do(func() { r.base, r.baseErr = registrytest.TarLayer(base) })
+	ts.Check(r.baseErr)
+	img := registrytest.FromLayer(tb, r.base, v1.Config{WorkingDir: "/app", Env: []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}}, files)
 	_, digest := reg.Push(tb, strings.TrimPrefix(args[0], reg.Host+"/"), img)
 	ts.Setenv("DIGEST", digest)
 }

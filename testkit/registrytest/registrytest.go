@@ -249,11 +249,25 @@ func Synthetic(t testing.TB, cfg v1.Config, layers ...map[string]string) v1.Imag
 // task base image's, say) and whose next layers are extra's, with cfg.
 func FromTar(t testing.TB, file string, cfg v1.Config, extra ...map[string]string) v1.Image {
 	t.Helper()
-	// The fastest compression: the base image's tar is a few hundred MB.
-	base, err := tarball.LayerFromFile(file, tarball.WithCompressionLevel(gzip.BestSpeed))
+	base, err := TarLayer(file)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return FromLayer(t, base, cfg, extra...)
+}
+
+// TarLayer is a root filesystem tar as a layer, compressed the fastest
+// way (the base image's tar is a few hundred MB). Making it reads the
+// tar twice, for its digests: a caller that pushes several images over
+// one base makes it once.
+func TarLayer(file string) (v1.Layer, error) {
+	return tarball.LayerFromFile(file, tarball.WithCompressionLevel(gzip.BestSpeed))
+}
+
+// FromLayer is an image whose first layer is base and whose next layers
+// are extra's, with cfg.
+func FromLayer(t testing.TB, base v1.Layer, cfg v1.Config, extra ...map[string]string) v1.Image {
+	t.Helper()
 	top := Synthetic(t, cfg, extra...)
 	img, err := mutate.AppendLayers(empty.Image, base)
 	if err != nil {
