@@ -21,6 +21,9 @@ type Env struct {
 	Stderr    io.Writer
 	Getenv    func(string) string
 	StderrTTY bool
+	// StderrWidth is the width of the terminal stderr is, in columns (0:
+	// not known).
+	StderrWidth int
 	// Signals delivers the second interrupt of a run (the first cancels
 	// the context); nil means none will come.
 	Signals <-chan os.Signal

@@ -20,6 +20,7 @@ import (
 	"harness/sandbox/egress"
 	"harness/sandbox/limits"
 	"harness/taskset"
+	"harness/termprogress"
 )
 
 // TaskFlags are the flags of the commands that run Harbor task
@@ -133,26 +134,25 @@ func LoadTasks(e *Env, dir string, quiet bool) (*taskset.Set, error) {
 // unpacked, found in the cache, used in place, and the tasks whose
 // prebuilt image was not here and was built instead. A task whose image
 // cannot be made is an input error.
-func ResolveTaskImages(ctx context.Context, e *Env, store *image.Store, set *taskset.Set, forceBuild, quiet bool) (map[string]*image.Image, error) {
-	o := taskset.ResolveOptions{ForceBuild: forceBuild}
+//
+// o says how the images are chosen and, with Missing, that a task whose
+// image cannot be had is told there and left out instead; its progress
+// hooks are this function's own.
+func ResolveTaskImages(ctx context.Context, e *Env, store *image.Store, set *taskset.Set, o taskset.ResolveOptions, quiet bool) (map[string]*image.Image, error) {
 	var choices []taskset.ImageChoice
 	o.OnImage = func(c taskset.ImageChoice) { choices = append(choices, c) }
 	if !quiet && store.Registry != nil {
-		store.Registry.OnRetry = func(ref string, wait time.Duration, why string) {
-			fmt.Fprintf(e.Stderr, "pull %s: %s; trying again in %s\n", ref, why, wait.Round(time.Millisecond))
-		}
+		pulls := NewPulls(e)
+		defer pulls.Close()
+		store.Registry.OnRetry = pulls.Retry
 		o.OnFetch = func(f taskset.Fetched) {
-			switch {
-			case f.Err != nil:
-			case f.Pulled:
-				fmt.Fprintf(e.Stderr, "pulled %s: %d layers, %s fetched of %s\n", f.Ref, f.Layers, image.Bytes(f.Fetched), image.Bytes(f.Total))
+			var pulled *pull.Progress
+			if f.Err == nil && f.Pulled {
+				pulled = &pull.Progress{Layers: f.Layers, Fetched: f.Fetched, Total: f.Total}
 			}
+			pulls.Done(f.Ref, pulled)
 		}
-		o.OnLayer = func(p pull.Progress) {
-			if p.Layer > 0 {
-				fmt.Fprintf(e.Stderr, "pull %s: layer %d/%d, %s of %s\n", p.Ref, p.Layer, p.Layers, image.Bytes(p.Bytes), image.Bytes(p.Total))
-			}
-		}
+		o.OnLayer = pulls.Progress
 	}
 	imgs, err := set.ResolveImages(ctx, store, o)
 	if err != nil {
@@ -243,10 +243,11 @@ func names(tasks []string) string {
 // case, --image) for the message of one that cannot be had; every such
 // failure is reported, then the run fails (PullFailure).
 func FetchImages(ctx context.Context, e *Env, store *image.Store, refs []string, users map[string][]string, quiet bool) error {
+	var pulls *termprogress.Pulls
 	if store.Registry != nil && !quiet {
-		store.Registry.OnRetry = func(ref string, wait time.Duration, why string) {
-			fmt.Fprintf(e.Stderr, "pull %s: %s; trying again in %s\n", ref, why, wait.Round(time.Millisecond))
-		}
+		pulls = NewPulls(e)
+		defer pulls.Close()
+		store.Registry.OnRetry = pulls.Retry
 	}
 	var failed []error
 	seen := map[string]bool{}
@@ -258,10 +259,17 @@ func FetchImages(ctx context.Context, e *Env, store *image.Store, refs []string,
 		var last pull.Progress
 		pulled, err := store.Fetch(ctx, ref, func(p pull.Progress) {
 			last = p
-			if p.Layer > 0 && !quiet {
-				fmt.Fprintf(e.Stderr, "pull %s: layer %d/%d, %s of %s\n", p.Ref, p.Layer, p.Layers, image.Bytes(p.Bytes), image.Bytes(p.Total))
+			if pulls != nil {
+				pulls.Progress(p)
 			}
 		})
+		if pulls != nil {
+			var done *pull.Progress
+			if err == nil && pulled {
+				done = &last
+			}
+			pulls.Done(ref, done)
+		}
 		if ctx.Err() != nil {
 			return WithCode(ExitInterrupted, ctx.Err())
 		}
@@ -273,14 +281,17 @@ func FetchImages(ctx context.Context, e *Env, store *image.Store, refs []string,
 			failed = append(failed, fmt.Errorf("%s: %w", who, err))
 			continue
 		}
-		if pulled && !quiet {
-			fmt.Fprintf(e.Stderr, "pulled %s: %d layers, %s fetched of %s\n", ref, last.Layers, image.Bytes(last.Fetched), image.Bytes(last.Total))
-		}
 	}
 	if len(failed) > 0 {
 		return PullFailure(errors.Join(failed...))
 	}
 	return nil
+}
+
+// NewPulls shows the image pulls of a command on its stderr: a live
+// status line when stderr is a terminal, else a line per layer.
+func NewPulls(e *Env) *termprogress.Pulls {
+	return termprogress.NewPulls(e.Stderr, termprogress.PullSettings{Terminal: e.StderrTTY, Width: e.StderrWidth})
 }
 
 // PullFailure is the error of a run that could not have its images: an
@@ -333,7 +344,7 @@ func ValidateTaskRefs(ctx context.Context, e *Env, dir string, tf TaskFlags, out
 	if err != nil {
 		return err
 	}
-	imgs, err := ResolveTaskImages(ctx, e, store, set, tf.ForceBuild, quiet)
+	imgs, err := ResolveTaskImages(ctx, e, store, set, taskset.ResolveOptions{ForceBuild: tf.ForceBuild}, quiet)
 	if err != nil {
 		return err
 	}

@@ -42,6 +42,11 @@ type ResolveOptions struct {
 	// stored) before any is resolved; OnLayer of each layer fetched.
 	OnFetch func(Fetched)
 	OnLayer func(pull.Progress)
+	// Missing, when set, is told of each task whose image cannot be had,
+	// which ResolveImages then leaves out of its images instead of
+	// failing: its trials fail on their own (a shard that finds the
+	// store it was given lacking).
+	Missing func(task string, err error)
 }
 
 // Fetched is one image a run made sure of before any agent started.
@@ -138,7 +143,7 @@ func (s *Set) ResolveImages(ctx context.Context, store *image.Store, o ResolveOp
 	var errs []error
 	for _, t := range s.Tasks {
 		ref, fallback := t.ImageChoice(o.ForceBuild)
-		if err := failed[ref]; err != nil && fallback == "" {
+		if err := failed[ref]; err != nil && fallback == "" && o.Missing == nil {
 			errs = append(errs, fmt.Errorf("task %s: %w", t.Name, err))
 		}
 	}
@@ -157,6 +162,10 @@ func (s *Set) ResolveImages(ctx context.Context, store *image.Store, o ResolveOp
 		if err != nil && fallback != "" && ctx.Err() == nil {
 			tell(ImageChoice{Task: t.Name, Ref: fallback, Failed: err})
 			img, err = resolve(ctx, store, t, fallback)
+		}
+		if err != nil && o.Missing != nil && ctx.Err() == nil {
+			o.Missing(t.Name, fmt.Errorf("task %s: %w", t.Name, err))
+			continue
 		}
 		if err != nil {
 			return nil, fmt.Errorf("task %s: %w", t.Name, err)
@@ -194,7 +203,11 @@ func (s *Set) ImageFor(imgs map[string]*image.Image) func(*schemas.PromptCase) (
 		if t == nil {
 			return nil, nil, fmt.Errorf("case %s: no such task", c.ID)
 		}
-		return imgs[c.ID], t, nil
+		img := imgs[c.ID]
+		if img == nil {
+			return nil, nil, fmt.Errorf("task %s: no image", c.ID)
+		}
+		return img, t, nil
 	}
 }
 

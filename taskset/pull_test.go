@@ -13,6 +13,7 @@ import (
 	"harness/harbor"
 	"harness/image"
 	"harness/image/pull"
+	"harness/schemas"
 	"harness/testkit/registrytest"
 )
 
@@ -70,5 +71,44 @@ func TestMissingImageFailsNamingTaskAndReference(t *testing.T) {
 	}
 	if len(resolved) != 0 {
 		t.Fatalf("images were resolved before the failure was known: %+v", resolved)
+	}
+}
+
+// With Missing set (a shard reading the store it was given), a task whose
+// image the store lacks is told there and left out, and the others are
+// resolved; its cases find an error, not a nil image.
+func TestMissingImagesToldAndLeftOut(t *testing.T) {
+	reg := registrytest.Start(t, registrytest.Options{})
+	img := registrytest.Synthetic(t, v1.Config{}, map[string]string{"/etc/passwd": "root:x:0:0::/root:/bin/sh\n"})
+	good, _ := reg.Push(t, "tasks/good:v1", img)
+	other, _ := reg.Push(t, "tasks/other:v1", img)
+	set := &Set{Tasks: []*harbor.Task{task("fine", good, ""), task("lost", other, "")}}
+	dir := t.TempDir()
+	client := &pull.Client{Transport: reg.Transport, Keychain: authn.NewMultiKeychain()}
+	// The store has the first image only, and pulls nothing more.
+	if _, err := (&image.Store{Dir: dir, Podman: "/nonexistent/podman", Registry: client}).Fetch(context.Background(), good, nil); err != nil {
+		t.Fatal(err)
+	}
+	store := &image.Store{Dir: dir, Podman: "/nonexistent/podman", Registry: client, Policy: image.PullNever, CacheFirst: true}
+	missing := map[string]error{}
+	imgs, err := set.ResolveImages(context.Background(), store, ResolveOptions{Missing: func(task string, err error) { missing[task] = err }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if imgs["fine"] == nil || imgs["lost"] != nil {
+		t.Fatalf("images %v, want fine's alone", imgs)
+	}
+	if len(missing) != 1 || missing["lost"] == nil || !strings.Contains(missing["lost"].Error(), "task lost: image "+other) {
+		t.Fatalf("missing %v, want task lost naming %s", missing, other)
+	}
+	if store.Pulls().Lookup(other) != nil {
+		t.Fatal("the missing image was pulled")
+	}
+	find := set.ImageFor(imgs)
+	if _, _, err := find(&schemas.PromptCase{ID: "lost"}); err == nil {
+		t.Fatal("the case of a task without its image found no error")
+	}
+	if got, _, err := find(&schemas.PromptCase{ID: "fine"}); err != nil || got == nil {
+		t.Fatalf("case fine: %v, %v", got, err)
 	}
 }

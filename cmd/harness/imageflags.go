@@ -31,7 +31,12 @@ type imageFlags struct {
 	agentInImage bool
 	noNetwork    bool
 	timeoutScale float64
-	task         cli.TaskFlags
+	// prefetched says the run's images were fetched into the store
+	// before this shard was submitted (a --slurm run's tasks): it pulls
+	// nothing, and a case whose image the store lacks fails as the
+	// infrastructure's, not the run.
+	prefetched bool
+	task       cli.TaskFlags
 	// set is the tasks of --tasks, loaded by taskPrompts.
 	set *taskset.Set
 }
@@ -43,7 +48,13 @@ func (f *imageFlags) add(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.noNetwork, "image-no-network", false, "with --image or --tasks, give the agent loopback only")
 	fs.Float64Var(&f.timeoutScale, "task-timeout-scale", 1, "with --tasks, multiply each task's agent and verifier timeouts by `factor` (a slower machine, a slower agent)")
 	f.task.Add(fs)
+	fs.BoolVar(&f.prefetched, prefetchedFlag, false, "the run's images were fetched before this shard was submitted: pull nothing")
+	fs.MarkHidden(prefetchedFlag)
 }
+
+// prefetchedFlag is the flag a --slurm run gives its tasks: their images
+// were fetched before submission.
+const prefetchedFlag = "images-prefetched"
 
 // active says whether cases run in images.
 func (f *imageFlags) active() bool { return f.ref != "" || f.tasks != "" }
@@ -123,8 +134,19 @@ func (f *imageFlags) configure(ctx context.Context, e *cli.Env, rf *runFlags, s 
 	if err != nil {
 		return err
 	}
-	// A shard runs the images resolved before it was submitted.
-	store.CacheFirst = rf.shard != ""
+	// A shard runs the images resolved before it was submitted; the
+	// tasks of a --slurm run read the store the submitting command
+	// fetched them into and pull nothing.
+	store.CacheFirst = rf.shard != "" || f.prefetched
+	if f.prefetched {
+		store.Policy = image.PullNever
+	}
+	// missing are the cases' images this shard's store lacks, by task or
+	// reference: their cases fail as the infrastructure's.
+	missing := map[string]error{}
+	lacking := func(err error) error {
+		return fmt.Errorf("%w (the run fetched its images into %s before this shard was submitted, and they are not there now)", err, store.Dir)
+	}
 	ic := &capture.ImageConfig{Keep: f.task.Keep, AgentInImage: f.agentInImage, NoNetwork: f.noNetwork, TimeoutScale: f.timeoutScale}
 	if rf.output != "" && rf.output != "-" {
 		// A task's artifacts go beside the output, a directory a trial.
@@ -137,12 +159,19 @@ func (f *imageFlags) configure(ctx context.Context, e *cli.Env, rf *runFlags, s 
 		return err
 	}
 	if f.tasks != "" {
-		imgs, err := cli.ResolveTaskImages(ctx, e, store, f.set, f.task.ForceBuild, rf.quiet)
+		o := taskset.ResolveOptions{ForceBuild: f.task.ForceBuild}
+		if f.prefetched {
+			o.Missing = func(task string, err error) { missing[task] = lacking(err) }
+		}
+		imgs, err := cli.ResolveTaskImages(ctx, e, store, f.set, o, rf.quiet)
 		if err != nil {
 			return err
 		}
 		ic.For = f.set.ImageFor(imgs)
 		ic.SkillsHome = taskSkills(e, f.set, s.cfg.Agent, rf.quiet)
+		if len(missing) > 0 {
+			ic.For = lackingFor(ic.For, func(c *schemas.PromptCase) error { return missing[c.ID] })
+		}
 	} else {
 		// Who uses each image, for the message of one that cannot be had.
 		users := map[string][]string{}
@@ -158,15 +187,30 @@ func (f *imageFlags) configure(ctx context.Context, e *cli.Env, rf *runFlags, s 
 		if err := cli.FetchImages(ctx, e, store, append([]string{f.ref}, s.caseImages...), users, rf.quiet); err != nil {
 			return err
 		}
-		if ic.For, err = f.caseImages(ctx, store, s.caseImages); err != nil {
+		var onMissing func(ref string, err error)
+		if f.prefetched {
+			onMissing = func(ref string, err error) { missing[ref] = lacking(err) }
+		}
+		if ic.For, err = f.caseImages(ctx, store, s.caseImages, onMissing); err != nil {
 			return err
+		}
+		if len(missing) > 0 {
+			ic.For = lackingFor(ic.For, func(c *schemas.PromptCase) error {
+				if c.Image != "" {
+					return missing[c.Image]
+				}
+				return missing[f.ref]
+			})
 		}
 	}
 	// The first agent, started to check that the agent runs, starts in a
-	// layer over the first case's image, as that case's agent will.
+	// layer over the first case's image, as that case's agent will (the
+	// first case that has its image: the others fail on their own).
 	s.scan(func(_ int, c *schemas.PromptCase) error {
 		if ic.Probe == nil {
-			ic.Probe = c
+			if _, _, err := ic.For(c); err == nil {
+				ic.Probe = c
+			}
 		}
 		return nil
 	})
@@ -235,9 +279,22 @@ func (f *imageFlags) check(rf *runFlags, s *runSetup) error {
 	return nil
 }
 
+// lackingFor is find with the cases whose image lacking says is missing
+// failing with that error.
+func lackingFor(find func(*schemas.PromptCase) (*image.Image, *harbor.Task, error), lacking func(*schemas.PromptCase) error) func(*schemas.PromptCase) (*image.Image, *harbor.Task, error) {
+	return func(c *schemas.PromptCase) (*image.Image, *harbor.Task, error) {
+		if err := lacking(c); err != nil {
+			return nil, nil, err
+		}
+		return find(c)
+	}
+}
+
 // caseImages resolves --image and the images cases name, each once, and
-// returns what finds a case's: the one it names, else --image.
-func (f *imageFlags) caseImages(ctx context.Context, store *image.Store, refs []string) (func(*schemas.PromptCase) (*image.Image, *harbor.Task, error), error) {
+// returns what finds a case's: the one it names, else --image. An image
+// that cannot be had fails the run, or, when missing is set, is told to
+// it and left out.
+func (f *imageFlags) caseImages(ctx context.Context, store *image.Store, refs []string, missing func(ref string, err error)) (func(*schemas.PromptCase) (*image.Image, *harbor.Task, error), error) {
 	imgs := map[string]*image.Image{}
 	for _, ref := range append([]string{f.ref}, refs...) {
 		if ref == "" {
@@ -246,6 +303,10 @@ func (f *imageFlags) caseImages(ctx context.Context, store *image.Store, refs []
 		bctx, cancel := context.WithTimeout(ctx, harbor.DefaultBuildTimeout)
 		img, err := store.Resolve(bctx, ref)
 		cancel()
+		if err != nil && missing != nil && ctx.Err() == nil {
+			missing(ref, err)
+			continue
+		}
 		if err != nil {
 			return nil, cli.Input(err)
 		}
@@ -259,6 +320,9 @@ func (f *imageFlags) caseImages(ctx context.Context, store *image.Store, refs []
 		}
 		if ref == "" {
 			return nil, nil, fmt.Errorf("case %s names no image, and there is no --image", c.ID)
+		}
+		if imgs[ref] == nil {
+			return nil, nil, fmt.Errorf("case %s: image %s was not resolved", c.ID, ref)
 		}
 		return imgs[ref], nil, nil
 	}, nil

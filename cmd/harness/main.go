@@ -116,6 +116,9 @@ func mainExit() int {
 		Signals:   second,
 		Version:   version,
 	}
+	if e.StderrTTY {
+		e.StderrWidth, _, _ = term.GetSize(int(os.Stderr.Fd()))
+	}
 	return runMain(ctx, e, os.Args[1:])
 }
 

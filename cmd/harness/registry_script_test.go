@@ -40,6 +40,13 @@ type registries struct {
 	t  testing.TB
 	mu sync.Mutex
 	m  map[*testscript.TestScript]*registrytest.Registry
+	// proxies are the scripts' counting proxies, by script.
+	proxies map[*testscript.TestScript]*registrytest.Proxy
+	// base is the task base image's layer, made once for every push of
+	// every script.
+	baseOnce sync.Once
+	base     v1.Layer
+	baseErr  error
 }
 
 // start is "registry": it starts a registry (Debian's docker-registry,
@@ -58,6 +65,56 @@ func (r *registries) start(ts *testscript.TestScript, neg bool, args []string) {
 		r.mu.Unlock()
 	})
 	ts.Setenv("REGISTRY", reg.Host)
+}
+
+// proxy is "registryproxy": it starts a proxy in front of the script's
+// registry that counts the requests it passes on, until the script ends,
+// and sets PROXY to its host:port.
+func (r *registries) proxy(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: registryproxy")
+	}
+	r.mu.Lock()
+	reg := r.m[ts]
+	r.mu.Unlock()
+	if reg == nil {
+		ts.Fatalf("registryproxy: no registry (run registry first)")
+	}
+	p := registrytest.NewProxy(scriptTB{TB: r.t, ts: ts}, reg.Host)
+	r.mu.Lock()
+	if r.proxies == nil {
+		r.proxies = map[*testscript.TestScript]*registrytest.Proxy{}
+	}
+	r.proxies[ts] = p
+	r.mu.Unlock()
+	ts.Defer(func() {
+		r.mu.Lock()
+		delete(r.proxies, ts)
+		r.mu.Unlock()
+	})
+	ts.Setenv("PROXY", p.Host)
+}
+
+// proxyCount is "proxycount": it writes to stdout what the script's
+// proxy has passed on: "requests R; blob GETs G of B blobs, at most M
+// of one".
+func (r *registries) proxyCount(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: proxycount")
+	}
+	r.mu.Lock()
+	p := r.proxies[ts]
+	r.mu.Unlock()
+	if p == nil {
+		ts.Fatalf("proxycount: no proxy (run registryproxy first)")
+	}
+	all, _ := p.BlobGets()
+	gets, most := 0, 0
+	for _, n := range all {
+		gets += n
+		most = max(most, n)
+	}
+	fmt.Fprintf(ts.Stdout(), "requests %d; blob GETs %d of %d blobs, at most %d of one\n", p.Requests(), gets, len(all), most)
 }
 
 // push is "push REPO:TAG [DIR]": it pushes to the script's registry an
@@ -95,7 +152,9 @@ func (r *registries) push(ts *testscript.TestScript, neg bool, args []string) {
 		}))
 	}
 	tb := scriptTB{TB: r.t, ts: ts}
-	img := registrytest.FromTar(tb, base, v1.Config{WorkingDir: "/app", Env: []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}}, files)
+	r.baseOnce.Do(func() { r.base, r.baseErr = registrytest.TarLayer(base) })
+	ts.Check(r.baseErr)
+	img := registrytest.FromLayer(tb, r.base, v1.Config{WorkingDir: "/app", Env: []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}}, files)
 	_, digest := reg.Push(tb, strings.TrimPrefix(args[0], reg.Host+"/"), img)
 	ts.Setenv("DIGEST", digest)
 }

@@ -113,16 +113,18 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"waitlock":   waitLock,
-			"waitfile":   waitFile,
-			"fakejudge":  fakeJudge,
-			"httpserver": httpServer,
-			"fakemodel":  fakeModel,
-			"zstdcat":    zstdCat,
-			"sign":       signLines,
-			"envfile":    envFile,
-			"registry":   regs.start,
-			"push":       regs.push,
+			"waitlock":      waitLock,
+			"waitfile":      waitFile,
+			"fakejudge":     fakeJudge,
+			"httpserver":    httpServer,
+			"fakemodel":     fakeModel,
+			"zstdcat":       zstdCat,
+			"sign":          signLines,
+			"envfile":       envFile,
+			"registry":      regs.start,
+			"push":          regs.push,
+			"registryproxy": regs.proxy,
+			"proxycount":    regs.proxyCount,
 		},
 		Condition: func(cond string) (bool, error) {
 			switch cond {

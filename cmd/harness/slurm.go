@@ -48,7 +48,8 @@ func (s *slurmFlags) addFlags(fs *pflag.FlagSet) {
 // slurmOnly are the flags the tasks do not get: harness decides them per
 // task, or applies them once to the merged output.
 var slurmOnly = []string{"slurm", "slurm-opt", "slurm-retries", "slurm-detach", "slurm-harness", "slurm-shared", "slurm-poll",
-	"output", "resume", "force", "shard", "summary", "junit", "markdown", "quiet", "progress", "retry-errors", "events"}
+	"output", "resume", "force", "shard", "summary", "junit", "markdown", "quiet", "progress", "retry-errors", "events",
+	"image-policy", prefetchedFlag}
 
 // pathFlags name files or directories, made absolute for the tasks.
 var pathFlags = []string{"workspace", "cwd", "prices", "grader", "sandbox-home", "sandbox-ro", "sandbox-rw", "tasks", "cache-dir", "image"}
@@ -275,7 +276,9 @@ func (r *slurmRun) job(prompts string) (array.Job, error) {
 			j.Args = append(j.Args, "--"+fl.Name+"="+v)
 		}
 	})
-	j.Args = append([]string{prompts}, j.Args...)
+	// The images were fetched before submission, into the store every
+	// node reads: the tasks pull nothing.
+	j.Args = append(append([]string{prompts}, j.Args...), "--"+prefetchedFlag)
 	return j, err
 }
 

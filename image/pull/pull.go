@@ -89,7 +89,16 @@ type Progress struct {
 	Fetched int64
 	// Stored says the finished layer was already in the store.
 	Stored bool
+	// Fetching says the event is of a layer's download in flight, not of
+	// a layer done: Layer is the layer being fetched, and Bytes and
+	// Fetched count the part of it fetched so far. Such events come as
+	// the bytes do, one every FetchingEvery bytes at most.
+	Fetching bool
 }
+
+// FetchingEvery is how many bytes of a layer come between two events of
+// its download in flight.
+const FetchingEvery = 1 << 20
 
 // Client pulls images into a Store.
 type Client struct {
@@ -113,7 +122,8 @@ type Client struct {
 	// Backoff is the first wait between tries without a Retry-After,
 	// doubled each time (0 = one second).
 	Backoff time.Duration
-	// OnProgress, when set, is told of each layer done.
+	// OnProgress, when set, is told of each layer done, and of the
+	// layers' downloads as they go (Progress.Fetching).
 	OnProgress func(Progress)
 	// OnRetry, when set, is told of each wait before a retry.
 	OnRetry func(ref string, wait time.Duration, why string)
@@ -424,7 +434,15 @@ func (c *Client) fetchLayers(ctx context.Context, ref string, repo name.Reposito
 					return err
 				}
 			}
-			n, err := c.fetchBlob(ctx, rt, repo, l)
+			var during func(int64)
+			if c.OnProgress != nil {
+				during = func(n int64) {
+					q := p
+					q.Fetching, q.Bytes, q.Fetched = true, p.Bytes+n, p.Fetched+n
+					c.OnProgress(q)
+				}
+			}
+			n, err := c.fetchBlob(ctx, rt, repo, l, during)
 			p.Fetched += n
 			if err != nil {
 				return fmt.Errorf("layer %d of %d (%s): %w", i+1, len(m.Layers), d, err)
@@ -439,8 +457,9 @@ func (c *Client) fetchLayers(ctx context.Context, ref string, repo name.Reposito
 // fetchBlob downloads one blob into the store under its lock (another
 // pull of it is waited for, then found done), resuming a partial
 // download, whether this call's or an earlier run's, with a range
-// request. It returns the bytes fetched.
-func (c *Client) fetchBlob(ctx context.Context, rt http.RoundTripper, repo name.Repository, l v1.Descriptor) (int64, error) {
+// request. It returns the bytes fetched; during, when set, is told of the
+// bytes fetched so far every FetchingEvery bytes.
+func (c *Client) fetchBlob(ctx context.Context, rt http.RoundTripper, repo name.Repository, l v1.Descriptor, during func(int64)) (int64, error) {
 	digest := l.Digest.String()
 	unlock, err := c.Store.lock(ctx.Done(), digest)
 	if err != nil {
@@ -473,6 +492,10 @@ func (c *Client) fetchBlob(ctx context.Context, rt http.RoundTripper, repo name.
 	url := fmt.Sprintf("%s://%s/v2/%s/blobs/%s", repo.Scheme(), repo.RegistryStr(), repo.RepositoryStr(), digest)
 	client := &http.Client{Transport: rt}
 	var fetched int64
+	var tell io.Writer = io.Discard
+	if during != nil {
+		tell = &counter{every: FetchingEvery, tell: func(n int64) { during(fetched + n) }}
+	}
 	for try := 1; ; try++ {
 		if have > l.Size {
 			have, h = 0, sha256.New()
@@ -484,7 +507,10 @@ func (c *Client) fetchBlob(ctx context.Context, rt http.RoundTripper, repo name.
 			}
 		}
 		if have < l.Size || l.Size == 0 {
-			n, err := c.getRange(ctx, client, url, f, h, &have)
+			if ct, ok := tell.(*counter); ok {
+				ct.n, ct.next = 0, FetchingEvery
+			}
+			n, err := c.getRange(ctx, client, url, f, h, &have, tell)
 			fetched += n
 			if err != nil {
 				if ctx.Err() != nil {
@@ -529,8 +555,8 @@ func (c *Client) fetchBlob(ctx context.Context, rt http.RoundTripper, repo name.
 
 // getRange fetches url from byte *have on (a range request when it is not
 // 0), appending to f and h. A server that answers the whole blob starts
-// it over.
-func (c *Client) getRange(ctx context.Context, client *http.Client, url string, f *os.File, h hash.Hash, have *int64) (int64, error) {
+// it over. Every byte appended is written to tell too.
+func (c *Client) getRange(ctx context.Context, client *http.Client, url string, f *os.File, h hash.Hash, have *int64, tell io.Writer) (int64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return 0, err
@@ -562,7 +588,23 @@ func (c *Client) getRange(ctx context.Context, client *http.Client, url string, 
 	if _, err := f.Seek(*have, io.SeekStart); err != nil {
 		return 0, err
 	}
-	n, err := io.Copy(io.MultiWriter(f, h), resp.Body)
+	n, err := io.Copy(io.MultiWriter(f, h, tell), resp.Body)
 	*have += n
 	return n, err
+}
+
+// counter counts the bytes written to it and tells the count each time
+// it passes another multiple of every.
+type counter struct {
+	n, next, every int64
+	tell           func(int64)
+}
+
+func (c *counter) Write(p []byte) (int, error) {
+	c.n += int64(len(p))
+	if c.n >= c.next {
+		c.tell(c.n)
+		c.next = (c.n/c.every + 1) * c.every
+	}
+	return len(p), nil
 }

@@ -257,3 +257,49 @@ func TestPullable(t *testing.T) {
 		}
 	}
 }
+
+// A layer's download tells of its bytes as they come, every
+// FetchingEvery bytes, between the events of the layers done, which stay
+// as they were.
+func TestPullTellsTheBytesOfALayerInFlight(t *testing.T) {
+	reg := registrytest.Start(t, registrytest.Options{})
+	noise := make([]byte, 3*FetchingEvery+FetchingEvery/2)
+	var x uint64 = 88172645463325252
+	for i := range noise {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		noise[i] = byte(x)
+	}
+	img := registrytest.Synthetic(t, v1.Config{}, map[string]string{"/etc/os-release": "ID=test\n"}, map[string]string{"/noise": string(noise)})
+	ref, _ := reg.Push(t, "tasks/big:v1", img)
+	c := newClient(t, reg)
+	var events []Progress
+	c.OnProgress = func(p Progress) { events = append(events, p) }
+	if _, err := c.Pull(context.Background(), ref); err != nil {
+		t.Fatal(err)
+	}
+	var done []Progress
+	var fetching int
+	var before int64
+	for _, p := range events {
+		if p.Bytes < before || p.Bytes > p.Total || p.Fetched != p.Bytes {
+			t.Fatalf("event %+v after %d bytes: not counting up to the total", p, before)
+		}
+		before = p.Bytes
+		if p.Fetching {
+			fetching++
+			if p.Layer != 2 {
+				t.Errorf("bytes in flight of layer %d, want the big layer 2: %+v", p.Layer, p)
+			}
+			continue
+		}
+		done = append(done, p)
+	}
+	if fetching != 3 {
+		t.Errorf("%d events of bytes in flight, want 3 for a layer of 3.5 MiB", fetching)
+	}
+	if len(done) != 3 || done[0].Layer != 0 || done[1].Layer != 1 || done[2].Layer != 2 || done[2].Bytes != done[2].Total {
+		t.Errorf("layer events %+v, want the start and two layers done", done)
+	}
+}

@@ -249,11 +249,25 @@ func Synthetic(t testing.TB, cfg v1.Config, layers ...map[string]string) v1.Imag
 // task base image's, say) and whose next layers are extra's, with cfg.
 func FromTar(t testing.TB, file string, cfg v1.Config, extra ...map[string]string) v1.Image {
 	t.Helper()
-	// The fastest compression: the base image's tar is a few hundred MB.
-	base, err := tarball.LayerFromFile(file, tarball.WithCompressionLevel(gzip.BestSpeed))
+	base, err := TarLayer(file)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return FromLayer(t, base, cfg, extra...)
+}
+
+// TarLayer is a root filesystem tar as a layer, compressed the fastest
+// way (the base image's tar is a few hundred MB). Making it reads the
+// tar twice, for its digests: a caller that pushes several images over
+// one base makes it once.
+func TarLayer(file string) (v1.Layer, error) {
+	return tarball.LayerFromFile(file, tarball.WithCompressionLevel(gzip.BestSpeed))
+}
+
+// FromLayer is an image whose first layer is base and whose next layers
+// are extra's, with cfg.
+func FromLayer(t testing.TB, base v1.Layer, cfg v1.Config, extra ...map[string]string) v1.Image {
+	t.Helper()
 	top := Synthetic(t, cfg, extra...)
 	img, err := mutate.AppendLayers(empty.Image, base)
 	if err != nil {
@@ -309,6 +323,8 @@ type Proxy struct {
 	ranged   map[string]int
 	// times holds when each manifest request came.
 	manifestTimes []time.Time
+	// requests counts every request.
+	requests int
 }
 
 // NewProxy starts a proxy in front of the registry at host (plain HTTP)
@@ -342,6 +358,7 @@ func NewProxy(t testing.TB, host string) *Proxy {
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		path := req.URL.Path
 		p.mu.Lock()
+		p.requests++
 		if strings.Contains(path, "/manifests/") {
 			p.manifestTimes = append(p.manifestTimes, time.Now())
 			if p.tooMany > 0 {
@@ -412,6 +429,13 @@ func (p *Proxy) BlobGets() (all, ranged map[string]int) {
 		ranged[k] = v
 	}
 	return all, ranged
+}
+
+// Requests returns how many requests of any kind the proxy has had.
+func (p *Proxy) Requests() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.requests
 }
 
 // ManifestTimes returns when each manifest request came.
