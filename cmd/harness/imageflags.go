@@ -108,8 +108,10 @@ func taskSuite(e *cli.Env, dir string, scale float64, cacheDir string) (string, 
 	return p, scaleError(err)
 }
 
-// configure resolves the images (building and unpacking them once, before
-// any agent starts) and sets the run's image config. The agent's fs and
+// configure makes sure of the images before any agent starts (building
+// or pulling them once; an image unpacked again from what is stored is
+// unpacked as each trial starts, held until its layer is gone) and sets
+// the run's image config. The agent's fs and
 // terminal requests cannot be served inside an image: the agent works with
 // its own tools there.
 func (f *imageFlags) configure(ctx context.Context, e *cli.Env, rf *runFlags, s *runSetup) error {
@@ -136,6 +138,8 @@ func (f *imageFlags) configure(ctx context.Context, e *cli.Env, rf *runFlags, s 
 	if err := warnImageCaps(e, ic, rf.quiet); err != nil {
 		return err
 	}
+	cli.WarnOverBudget(e, store, rf.quiet)
+	ic.Acquire = store.Acquire
 	if f.tasks != "" {
 		imgs, err := cli.ResolveTaskImages(ctx, e, store, f.set, f.task.ForceBuild, rf.quiet)
 		if err != nil {
@@ -171,7 +175,10 @@ func (f *imageFlags) configure(ctx context.Context, e *cli.Env, rf *runFlags, s 
 	})
 	if ic.Probe != nil {
 		if img, _, err := ic.For(ic.Probe); err == nil {
-			taskset.WarnOverlay(ctx, cli.ProgressTo(e, rf.quiet), img)
+			if img, release, err := store.Acquire(ctx, img); err == nil {
+				taskset.WarnOverlay(ctx, cli.ProgressTo(e, rf.quiet), img)
+				release()
+			}
 		}
 	}
 	s.cfg.Image = ic
@@ -208,8 +215,9 @@ func (f *imageFlags) check(rf *runFlags, s *runSetup) error {
 	return nil
 }
 
-// caseImages resolves --image and the images cases name, each once, and
-// returns what finds a case's: the one it names, else --image.
+// caseImages prepares --image and the images cases name, each once (to
+// unpack as their trials start), and returns what finds a case's: the one
+// it names, else --image.
 func (f *imageFlags) caseImages(ctx context.Context, store *image.Store, refs []string) (func(*schemas.PromptCase) (*image.Image, *harbor.Task, error), error) {
 	imgs := map[string]*image.Image{}
 	for _, ref := range append([]string{f.ref}, refs...) {
@@ -217,7 +225,7 @@ func (f *imageFlags) caseImages(ctx context.Context, store *image.Store, refs []
 			continue
 		}
 		bctx, cancel := context.WithTimeout(ctx, harbor.DefaultBuildTimeout)
-		img, err := store.Resolve(bctx, ref)
+		img, err := store.Prepare(bctx, ref)
 		cancel()
 		if err != nil {
 			return nil, cli.Input(err)
