@@ -161,7 +161,12 @@ func (f *imageFlags) configure(ctx context.Context, e *cli.Env, rf *runFlags, s 
 		if err := cli.FetchImages(ctx, e, store, append([]string{f.ref}, s.caseImages...), users, rf.quiet); err != nil {
 			return err
 		}
-		if ic.For, err = f.caseImages(ctx, store, s.caseImages); err != nil {
+		// harness images says which prompts files ran in each image.
+		user := ""
+		if s.file != "" && s.file != "-" {
+			user, _ = filepath.Abs(s.file)
+		}
+		if ic.For, err = f.caseImages(ctx, store, s.caseImages, user); err != nil {
 			return err
 		}
 	}
@@ -216,9 +221,10 @@ func (f *imageFlags) check(rf *runFlags, s *runSetup) error {
 }
 
 // caseImages prepares --image and the images cases name, each once (to
-// unpack as their trials start), and returns what finds a case's: the one
-// it names, else --image.
-func (f *imageFlags) caseImages(ctx context.Context, store *image.Store, refs []string) (func(*schemas.PromptCase) (*image.Image, *harbor.Task, error), error) {
+// unpack as their trials start), notes that user (the prompts file) runs
+// in them, and returns what finds a case's: the one it names, else
+// --image.
+func (f *imageFlags) caseImages(ctx context.Context, store *image.Store, refs []string, user string) (func(*schemas.PromptCase) (*image.Image, *harbor.Task, error), error) {
 	imgs := map[string]*image.Image{}
 	for _, ref := range append([]string{f.ref}, refs...) {
 		if ref == "" {
@@ -230,6 +236,7 @@ func (f *imageFlags) caseImages(ctx context.Context, store *image.Store, refs []
 		if err != nil {
 			return nil, cli.Input(err)
 		}
+		store.UsedBy(img, user)
 		imgs[ref] = img
 	}
 	def := f.ref
