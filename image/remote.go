@@ -555,7 +555,7 @@ func (s *Store) Prune(o PruneOptions) (Pruned, error) {
 	}
 	var keep []string
 	for _, r := range recs {
-		if o.All || r.Pulled.Before(cutoff) && !s.pulledInUse(r.Digest) {
+		if (o.All || r.Pulled.Before(cutoff)) && !s.pulledInUse(r.Digest) {
 			p.Refs = append(p.Refs, r.Name)
 			if !o.DryRun {
 				if err := ps.Forget(r.Name); err != nil {
