@@ -201,3 +201,28 @@ func TestConcurrentTrialsUnpackAnImageOnce(t *testing.T) {
 		t.Fatalf("%d trials unpacked the image (%d made it), want 1", fills.Load(), made)
 	}
 }
+
+// A packed tar is unpacked as it was when the run prepared it, or not at
+// all: a trial never runs in a tar changed since.
+func TestAcquireRefusesATarChangedSincePrepared(t *testing.T) {
+	s := newStore(t)
+	ref := sizedTar(t, "before", 16)
+	img, err := s.Prepare(context.Background(), ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := sizedTar(t, "after", 16)
+	b, err := os.ReadFile(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(ref, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Acquire(context.Background(), img); err == nil || !strings.Contains(err.Error(), "changed since the run started") {
+		t.Fatalf("acquire of a changed tar: %v, want it refused", err)
+	}
+	if n := unpackedBytes(t, s); n != 0 {
+		t.Fatalf("the refused tar left %d bytes unpacked", n)
+	}
+}

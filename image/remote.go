@@ -155,7 +155,7 @@ type Entry struct {
 	Size int64
 	// LastUsed is when a run last resolved it.
 	LastUsed time.Time
-	// InUse says a run holds it now.
+	// InUse says a run or a trial holds it now.
 	InUse bool
 	// UsedBy are the task sets (their directories) and prompts files
 	// that have run in it, as UsedBy noted them.
@@ -503,7 +503,8 @@ type PruneOptions struct {
 	// OlderThan removes what was not used for this long (0 = everything
 	// not in use, with All).
 	OlderThan time.Duration
-	// All removes every unpacked image not in use and every pulled image.
+	// All removes every unpacked image not in use and every pulled image
+	// no run needs.
 	All bool
 	// DryRun says what would go without removing it.
 	DryRun bool

@@ -166,6 +166,15 @@ func (s *Store) resolve(ctx context.Context, ref string, lazy bool) (*Image, err
 		}
 		fill := func(img *Image, rootfs string) error {
 			img.Ref, img.Kind, img.ID = ref, "tar", "sha256:"+sum
+			// Unpacked as a trial starts: the file must still be the
+			// one the run started with.
+			now, err := hashFile(ref)
+			if err != nil {
+				return err
+			}
+			if now != sum {
+				return fmt.Errorf("%s changed since the run started", ref)
+			}
 			return unpackTar(ref, rootfs)
 		}
 		if lazy {
@@ -179,7 +188,8 @@ func (s *Store) resolve(ctx context.Context, ref string, lazy bool) (*Image, err
 		}
 		fill := func(img *Image, rootfs string) error {
 			img.Ref, img.Kind, img.ID = ref, "oci", digest
-			cfg, err := unpackOCI(ref, rootfs)
+			// The manifest the run started with, by its digest.
+			cfg, err := unpackDigest(ref, digest, rootfs)
 			img.Config = cfg
 			return err
 		}
