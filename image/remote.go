@@ -230,6 +230,13 @@ var entryPrefixes = []string{"tar-", "oci-", "local-", "pull-"}
 
 // Entries lists the cache's unpacked images, least recently used first.
 func (s *Store) Entries() ([]Entry, error) {
+	return s.entries(true)
+}
+
+// entries lists the unpacked images, least recently used first; without
+// full, InUse and UsedBy are left unset (what a budget's first look
+// needs is the sizes).
+func (s *Store) entries(full bool) ([]Entry, error) {
 	des, err := os.ReadDir(s.Dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -254,8 +261,10 @@ func (s *Store) Entries() ([]Entry, error) {
 		if e.Size == 0 {
 			e.Size = treeSize(img.Rootfs)
 		}
-		e.InUse = s.inUse(dir)
-		e.UsedBy = s.Users(de.Name())
+		if full {
+			e.InUse = s.inUse(dir)
+			e.UsedBy = s.Users(de.Name())
+		}
 		out = append(out, e)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].LastUsed.Before(out[j].LastUsed) })
@@ -462,7 +471,8 @@ func (s *Store) trim() []Entry {
 	}
 	s.trimMu.Lock()
 	defer s.trimMu.Unlock()
-	entries, err := s.Entries()
+	// The sizes first: within the budget, that is all.
+	entries, err := s.entries(false)
 	if err != nil {
 		return nil
 	}
@@ -470,10 +480,14 @@ func (s *Store) trim() []Entry {
 	for _, e := range entries {
 		total += e.Size
 	}
+	if total <= s.MaxBytes {
+		return nil
+	}
 	var removed []Entry
 	left := entries[:0:0]
 	for _, e := range entries {
-		if total > s.MaxBytes && !e.InUse && s.remove(e.Key) {
+		// remove checks that no one holds it.
+		if total > s.MaxBytes && s.remove(e.Key) {
 			total -= e.Size
 			removed = append(removed, e)
 			continue
@@ -484,7 +498,8 @@ func (s *Store) trim() []Entry {
 		s.warned = true
 		o := OverBudget{Budget: s.MaxBytes, Total: total}
 		for _, e := range left {
-			if e.InUse {
+			if s.inUse(filepath.Join(s.Dir, e.Key)) {
+				e.InUse = true
 				o.Held = append(o.Held, e)
 			}
 		}
