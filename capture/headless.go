@@ -54,7 +54,7 @@ func (w *worker) playHeadless(ctx context.Context, u Unit) *caseRun {
 	run := w.newRun(u)
 	rec := run.record
 	rec.Provenance.AgentName = cfg.Adapter.Agent
-	cwd, err := w.workspace(run)
+	cwd, err := w.workspace(ctx, run)
 	if err != nil {
 		w.fail(run, workspaceErr(err))
 		return run

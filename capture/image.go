@@ -26,6 +26,11 @@ type ImageConfig struct {
 	// For returns the image a case runs in and, for a Harbor task, the
 	// task (its verifier grades the case).
 	For func(c *schemas.PromptCase) (*image.Image, *harbor.Task, error)
+	// Acquire, when set, has the image For returned unpacked for one
+	// trial (image.Store.Acquire) and held until release is called, once
+	// the trial's layer is removed (or kept). nil: For's images are
+	// unpacked already.
+	Acquire func(ctx context.Context, img *image.Image) (got *image.Image, release func(), err error)
 	// LayerDir is where layers are made ("" = the system temp dir).
 	LayerDir string
 	// ArtifactsDir, when set, is where a Harbor task's artifacts are
@@ -83,6 +88,12 @@ func (r *Runner) imagePreflight(ctx context.Context) (*acp.InitializeResponse, e
 		return &acp.InitializeResponse{}, nil
 	}
 	img, task, err := ic.For(ic.Probe)
+	if err == nil {
+		var release func()
+		if img, release, err = ic.acquire(ctx, img); err == nil {
+			defer release()
+		}
+	}
 	if err != nil {
 		return nil, &AgentError{Info: schemas.ErrorInfo{Class: schemas.ErrWorkspaceSetup, Message: fmt.Sprintf("starting the agent in case %s's image: %v", ic.Probe.ID, err)}}
 	}
@@ -102,25 +113,43 @@ func (r *Runner) imagePreflight(ctx context.Context) (*acp.InitializeResponse, e
 	return ag.init, nil
 }
 
+// acquire has img unpacked and held for one trial (Acquire), or returns
+// it as it is.
+func (ic *ImageConfig) acquire(ctx context.Context, img *image.Image) (*image.Image, func(), error) {
+	if ic.Acquire == nil || img == nil {
+		return img, func() {}, nil
+	}
+	return ic.Acquire(ctx, img)
+}
+
 // caseLayer is the image state of one case.
 type caseLayer struct {
 	layer   *image.Layer
 	task    *harbor.Task
 	workdir string
+	// release lets go of the image's hold once the layer is gone.
+	release func()
 	// caps says how the task's resource caps were applied to the agent.
 	caps []limits.Applied
 }
 
 // imageWorkspace makes the case's layer and returns the session's cwd: the
 // working directory inside the image.
-func (w *worker) imageWorkspace(run *caseRun) (string, error) {
+func (w *worker) imageWorkspace(ctx context.Context, run *caseRun) (string, error) {
 	ic := w.r.cfg.Image
 	img, task, err := ic.For(run.unit.Case)
 	if err != nil {
 		return "", &setupError{msg: err.Error()}
 	}
+	// The image is unpacked (once) as its trial is about to start, and
+	// held until the trial's layer is gone.
+	img, release, err := ic.acquire(ctx, img)
+	if err != nil {
+		return "", &setupError{msg: err.Error()}
+	}
 	l, err := image.NewLayer(img, ic.LayerDir)
 	if err != nil {
+		release()
 		return "", &setupError{msg: err.Error()}
 	}
 	l.Self = ic.Self
@@ -136,7 +165,7 @@ func (w *worker) imageWorkspace(run *caseRun) (string, error) {
 			return "", &setupError{msg: fmt.Sprintf("task %s: %v", task.Name, err), exitCode: -1}
 		}
 	}
-	run.layer = &caseLayer{layer: l, task: task, workdir: workdir}
+	run.layer = &caseLayer{layer: l, task: task, workdir: workdir, release: release}
 	run.record.Cwd = workdir
 	return workdir, nil
 }
@@ -479,12 +508,18 @@ func isVerifierPath(p string) bool {
 
 // removeLayer removes a case's layer unless it is to be kept (keep, or
 // --keep-layers); a kept one is left removable without privileges.
+// The image's hold goes with it: a kept layer does not keep its image
+// unpacked.
 func (r *Runner) removeLayer(run *caseRun, keep bool) {
 	switch {
 	case run.layer == nil:
+		return
 	case keep || r.cfg.Image.Keep:
 		_ = run.layer.layer.Release()
 	default:
 		run.layer.layer.Remove()
+	}
+	if run.layer.release != nil {
+		run.layer.release()
 	}
 }

@@ -32,18 +32,22 @@ func (w *worker) regrade(ctx context.Context, u Unit) bool {
 		rec.Workspace = &kept
 		if cfg.Image != nil {
 			img, task, err := cfg.Image.For(u.Case)
+			l := &image.Layer{Dir: ws.Path, Self: cfg.Image.Self}
+			if err != nil || !isDir(l.Upper()) {
+				return false
+			}
+			// The verifier runs over the image: unpacked, held until
+			// the layer is done with.
+			img, release, err := cfg.Image.acquire(ctx, img)
 			if err != nil {
 				return false
 			}
-			l := &image.Layer{Image: img, Dir: ws.Path, Self: cfg.Image.Self}
-			if !isDir(l.Upper()) {
-				return false
-			}
+			l.Image = img
 			workdir := img.Workdir()
 			if task != nil {
 				workdir = task.Workdir(img)
 			}
-			run.layer = &caseLayer{layer: l, task: task, workdir: workdir}
+			run.layer = &caseLayer{layer: l, task: task, workdir: workdir, release: release}
 			kept.Kept = cfg.Image.Keep
 		} else {
 			if !isDir(ws.Path) {

@@ -269,7 +269,7 @@ func (w *worker) prefetch(ctx context.Context, u Unit) *prepared {
 		setProvenance(run.record, w.ag)
 		go func() {
 			defer close(p.done)
-			cwd, err := w.workspace(run)
+			cwd, err := w.workspace(ctx, run)
 			if err != nil {
 				p.err = err
 				return
@@ -290,7 +290,7 @@ func (w *worker) prefetch(ctx context.Context, u Unit) *prepared {
 func (w *worker) prepareOwn(ctx context.Context, p *prepared) {
 	cfg := &w.r.cfg
 	run := p.run
-	cwd, err := w.workspace(run)
+	cwd, err := w.workspace(ctx, run)
 	if err != nil {
 		p.err = err
 		return
@@ -417,10 +417,10 @@ func (w *worker) newRun(u Unit) *caseRun {
 
 // workspace makes the unit's workspace copy, if the run has a template,
 // and returns the session's cwd.
-func (w *worker) workspace(run *caseRun) (string, error) {
+func (w *worker) workspace(ctx context.Context, run *caseRun) (string, error) {
 	cfg := &w.r.cfg
 	if cfg.Image != nil {
-		return w.imageWorkspace(run)
+		return w.imageWorkspace(ctx, run)
 	}
 	c := run.unit.Case
 	cwd := cfg.Cwd
@@ -554,7 +554,7 @@ func (w *worker) setup(ctx context.Context, u Unit) *caseRun {
 	var cwd string
 	if perCase {
 		var err error
-		if cwd, err = w.workspace(run); err != nil {
+		if cwd, err = w.workspace(ctx, run); err != nil {
 			w.fail(run, workspaceErr(err))
 			return nil
 		}
@@ -581,7 +581,7 @@ func (w *worker) setup(ctx context.Context, u Unit) *caseRun {
 
 	if !perCase {
 		var err error
-		if cwd, err = w.workspace(run); err != nil {
+		if cwd, err = w.workspace(ctx, run); err != nil {
 			w.fail(run, workspaceErr(err))
 			return nil
 		}

@@ -39,7 +39,7 @@ func (f *TaskFlags) Add(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.Keep, "keep-layers", false, "leave each trial's image layer (its changes) on disk")
 	fs.BoolVar(&f.ForceBuild, "force-build", false, "build each task's environment/Dockerfile even when its task.toml names a prebuilt docker_image")
 	fs.StringVar(&f.ImagePolicy, "image-policy", "pull-if-missing", "when to pull an image from its registry: pull-if-missing, always (resolve every tag again) or never")
-	fs.StringVar(&f.CacheMax, "image-cache-max", "", "budget of the unpacked images in the cache (`size`: 20G, 500M); the least recently used that no run holds are removed past it")
+	fs.StringVar(&f.CacheMax, "image-cache-max", "", "budget of the unpacked images in the cache (`size`: 20G, 500M); the least recently used that no run or trial holds are removed past it")
 }
 
 // Store opens the image cache.
@@ -129,11 +129,12 @@ func LoadTasks(e *Env, dir string, quiet bool) (*taskset.Set, error) {
 	return set, nil
 }
 
-// ResolveTaskImages builds or unpacks each task's image once, before any
-// trial runs, and says in one line how the run's images were had: built,
-// unpacked, found in the cache, used in place, and the tasks whose
-// prebuilt image was not here and was built instead. A task whose image
-// cannot be made is an input error.
+// ResolveTaskImages makes sure of each task's image once, before any
+// trial runs (taskset.ResolveImages: built or pulled now, unpacked when a
+// trial needs it), and says in one line how the run's images were had:
+// built, unpacked, to unpack, found in the cache, used in place, and the
+// tasks whose prebuilt image was not here and was built instead. A task
+// whose image cannot be made is an input error.
 //
 // o says how the images are chosen and, with Missing, that a task whose
 // image cannot be had is told there and left out instead; its progress
@@ -167,6 +168,23 @@ func ResolveTaskImages(ctx context.Context, e *Env, store *image.Store, set *tas
 	return imgs, nil
 }
 
+// WarnOverBudget has the store say on stderr, once, when the images that
+// runs and trials hold alone exceed --image-cache-max (none of them is
+// removed while held).
+func WarnOverBudget(e *Env, store *image.Store, quiet bool) {
+	if quiet {
+		return
+	}
+	store.OnOverBudget = func(o image.OverBudget) {
+		var held []string
+		for _, h := range o.Held {
+			held = append(held, fmt.Sprintf("%s (%s)", h.Ref, image.Bytes(h.Size)))
+		}
+		fmt.Fprintf(e.Stderr, "warning: the images in use hold %s, over --image-cache-max %s: %s; none is removed while in use\n",
+			image.Bytes(o.Total), image.Bytes(o.Budget), strings.Join(held, ", "))
+	}
+}
+
 // ImagesLine says in one line how the images of a set's tasks were had
 // ("images of 9 tasks: 2 built (fix-shout, quiet-bench), 7 from the
 // cache"), then the tasks whose prebuilt image was not here and was built
@@ -188,7 +206,11 @@ func ImagesLine(set *taskset.Set, imgs map[string]*image.Image, choices []taskse
 			continue
 		case img.Kind == "dir":
 			add("used in place", t.Name)
-		case !img.Made:
+		case img.Packed() && !img.InCache && img.Source == image.SourcePulled:
+			add("to unpack from the registry store", t.Name)
+		case img.Packed() && !img.InCache:
+			add("to unpack", t.Name)
+		case img.Packed() || !img.Made:
 			add("from the cache", t.Name)
 		case img.Kind == "build":
 			add("built", t.Name)
@@ -348,8 +370,12 @@ func ValidateTaskRefs(ctx context.Context, e *Env, dir string, tf TaskFlags, out
 	if err != nil {
 		return err
 	}
+	WarnOverBudget(e, store, quiet)
 	if len(set.Tasks) > 0 {
-		taskset.WarnOverlay(ctx, ProgressTo(e, quiet), imgs[set.Tasks[0].Name])
+		if img, release, err := store.Acquire(ctx, imgs[set.Tasks[0].Name]); err == nil {
+			taskset.WarnOverlay(ctx, ProgressTo(e, quiet), img)
+			release()
+		}
 	}
 	var tally taskset.Tally
 	err = WriteRecords(e, output, force, func(w *results.Writer) (err error) {
@@ -361,6 +387,16 @@ func ValidateTaskRefs(ctx context.Context, e *Env, dir string, tf TaskFlags, out
 			// solve.sh and the verifier of a task with an allowlist
 			// reach its hosts through the proxy, and nothing else.
 			Trial: harbor.TrialOptions{Keep: tf.Keep, Egress: egress.NewProxy(nil, "")},
+			// Each run's image is unpacked as it starts, held until
+			// its layer is gone.
+			Run: func(ctx context.Context, t *harbor.Task, img *image.Image, agent string, o harbor.TrialOptions) (*harbor.ReferenceResult, error) {
+				img, release, err := store.Acquire(ctx, img)
+				if err != nil {
+					return nil, err
+				}
+				defer release()
+				return harbor.RunReference(ctx, t, img, agent, o)
+			},
 			Each: func(o taskset.Outcome) error {
 				if !quiet {
 					sayRefOutcome(e.Stderr, o)

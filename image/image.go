@@ -66,7 +66,18 @@ type Image struct {
 	// when the entry was in the cache already, or for a directory used
 	// in place.
 	Made bool `json:"-"`
+	// InCache says a packed image's cache entry was there when it was
+	// prepared (Store.Prepare): its trials will likely not unpack it.
+	InCache bool `json:"-"`
+
+	// key and unpack make a packed image's cache entry (Store.Acquire).
+	key    string
+	unpack func(img *Image, rootfs string) error
 }
+
+// Packed says the image is not unpacked yet (Store.Prepare): Store.Acquire
+// unpacks it, and its Rootfs is "" until then.
+func (img *Image) Packed() bool { return img.unpack != nil && img.Rootfs == "" }
 
 // Where an image came from (Image.Source).
 const (

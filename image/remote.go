@@ -55,26 +55,37 @@ func (s *Store) pullsOn(ref string) bool {
 	return s.Registry != nil && s.Policy != PullNever && pull.Pullable(ref)
 }
 
-// fromPulls returns ref's image from the pulled blobs (unpacked once),
-// or nil when the store has not pulled it.
-func (s *Store) fromPulls(ref string) (*Image, error) {
+// fromPulls returns ref's image from the pulled blobs (unpacked once;
+// with lazy, packed), or nil when the store has not pulled it.
+func (s *Store) fromPulls(ctx context.Context, ref string, lazy bool) (*Image, error) {
 	rec := s.Pulls().Lookup(ref)
 	if rec == nil {
 		return nil, nil
 	}
-	return s.unpackPulled(ref, rec)
+	return s.unpackPulled(ctx, ref, rec, lazy)
 }
 
 // unpackPulled unpacks a pulled image into the cache, once per manifest
-// digest.
-func (s *Store) unpackPulled(ref string, rec *pull.Record) (*Image, error) {
+// digest; with lazy it leaves it packed for Acquire, its blobs held until
+// Release.
+func (s *Store) unpackPulled(ctx context.Context, ref string, rec *pull.Record, lazy bool) (*Image, error) {
 	ps := s.Pulls()
-	img, err := s.cached("pull-"+cacheName(rec.Digest), ref, "pull", func(img *Image, rootfs string) error {
+	key := PulledKey(rec.Digest)
+	fill := func(img *Image, rootfs string) error {
 		img.ID, img.Digest = rec.Digest, rec.Digest
 		cfg, err := unpackDigest(ps.Dir, rec.Digest, rootfs)
 		img.Config = cfg
 		return err
-	})
+	}
+	if lazy {
+		cfg, err := digestConfig(ps.Dir, rec.Digest)
+		if err != nil {
+			return nil, err
+		}
+		s.need(key)
+		return s.packed(&Image{Ref: ref, Kind: "pull", ID: rec.Digest, Digest: rec.Digest, Config: cfg}, key, fill), nil
+	}
+	img, err := s.cached(ctx, key, ref, "pull", fill)
 	if err != nil {
 		return nil, err
 	}
@@ -82,15 +93,16 @@ func (s *Store) unpackPulled(ref string, rec *pull.Record) (*Image, error) {
 	return img, nil
 }
 
-// pullNow pulls ref from its registry and unpacks it.
-func (s *Store) pullNow(ctx context.Context, ref string) (*Image, error) {
+// pullNow pulls ref from its registry and unpacks it (with lazy, leaves
+// it packed).
+func (s *Store) pullNow(ctx context.Context, ref string, lazy bool) (*Image, error) {
 	c := *s.Registry
 	c.Store = s.Pulls()
 	rec, err := c.Pull(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
-	return s.unpackPulled(ref, rec)
+	return s.unpackPulled(ctx, ref, rec, lazy)
 }
 
 // Fetch makes sure the store has ref's blobs, pulling it as the policy
@@ -143,31 +155,28 @@ type Entry struct {
 	Size int64
 	// LastUsed is when a run last resolved it.
 	LastUsed time.Time
-	// InUse says a run holds it now.
+	// InUse says a run or a trial holds it now.
 	InUse bool
-	// UsedBy are the task sets that have run in it (their directories),
-	// as UsedBy noted them.
+	// UsedBy are the task sets (their directories) and prompts files
+	// that have run in it, as UsedBy noted them.
 	UsedBy []string
 }
 
-// usersFile lists, one a line, the task sets that used an entry.
-const usersFile = "users"
-
-// UsedBy notes that the task set in dir ran in img, for Entries. An image
-// that is not an entry of the cache (a directory used in place) is left
+// UsedBy notes that user (a task set's directory, a prompts file) runs in
+// img, for Entries and Users. The note is kept beside the image's cache
+// entry, so it outlives the unpacked tree: a packed image's is noted too.
+// An image that is not the cache's (a directory used in place) is left
 // alone; a note that cannot be written is dropped (it only informs).
-func (s *Store) UsedBy(img *Image, dir string) {
-	if img == nil || dir == "" || img.Rootfs == "" {
+func (s *Store) UsedBy(img *Image, user string) {
+	if img == nil || user == "" || img.key == "" || s.Dir == "" {
 		return
 	}
-	entry := filepath.Dir(img.Rootfs)
-	if filepath.Dir(entry) != filepath.Clean(s.Dir) {
+	if err := os.MkdirAll(filepath.Join(s.Dir, stateDir), 0o755); err != nil {
 		return
 	}
-	file := filepath.Join(entry, usersFile)
-	b, _ := os.ReadFile(file)
-	for _, l := range strings.Split(string(b), "\n") {
-		if l == dir {
+	file := filepath.Join(s.Dir, stateDir, img.key+".users")
+	for _, u := range readUsers(file) {
+		if u == user {
 			return
 		}
 	}
@@ -176,12 +185,34 @@ func (s *Store) UsedBy(img *Image, dir string) {
 		return
 	}
 	defer f.Close()
-	f.WriteString(dir + "\n")
+	f.WriteString(user + "\n")
 }
 
-// usedBy reads the task sets noted for the entry in dir.
-func usedBy(dir string) []string {
-	b, err := os.ReadFile(filepath.Join(dir, usersFile))
+// Users are the users noted (UsedBy) for the image whose cache entry is
+// key, sorted.
+func (s *Store) Users(key string) []string {
+	// Before notes were kept beside the entry, they were kept in it.
+	seen := map[string]bool{}
+	var out []string
+	for _, f := range []string{filepath.Join(s.Dir, stateDir, key+".users"), filepath.Join(s.Dir, key, "users")} {
+		for _, u := range readUsers(f) {
+			if !seen[u] {
+				seen[u] = true
+				out = append(out, u)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// PulledKey is the cache entry a pulled image (by manifest digest) is
+// unpacked into: Users takes it.
+func PulledKey(digest string) string { return "pull-" + cacheName(digest) }
+
+// readUsers reads a users file, one a line.
+func readUsers(file string) []string {
+	b, err := os.ReadFile(file)
 	if err != nil {
 		return nil
 	}
@@ -191,7 +222,6 @@ func usedBy(dir string) []string {
 			out = append(out, l)
 		}
 	}
-	sort.Strings(out)
 	return out
 }
 
@@ -200,6 +230,13 @@ var entryPrefixes = []string{"tar-", "oci-", "local-", "pull-"}
 
 // Entries lists the cache's unpacked images, least recently used first.
 func (s *Store) Entries() ([]Entry, error) {
+	return s.entries(true)
+}
+
+// entries lists the unpacked images, least recently used first; without
+// full, InUse and UsedBy are left unset (what a budget's first look
+// needs is the sizes).
+func (s *Store) entries(full bool) ([]Entry, error) {
 	des, err := os.ReadDir(s.Dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -224,8 +261,10 @@ func (s *Store) Entries() ([]Entry, error) {
 		if e.Size == 0 {
 			e.Size = treeSize(img.Rootfs)
 		}
-		e.InUse = s.inUse(dir)
-		e.UsedBy = usedBy(dir)
+		if full {
+			e.InUse = s.inUse(dir)
+			e.UsedBy = s.Users(de.Name())
+		}
 		out = append(out, e)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].LastUsed.Before(out[j].LastUsed) })
@@ -276,64 +315,87 @@ func treeSize(dir string) int64 {
 	return n
 }
 
-// holds are the entries this store holds for its run: a shared lock on
-// each entry's hold file, so no other run's budget removes them.
+// holds are what this store holds for its run until Release: a shared
+// lock on the hold file of each entry it resolved (no budget removes it)
+// and on the need file of each pulled image it prepared (no prune removes
+// its blobs), by file.
 type holds struct {
 	mu    sync.Mutex
 	files map[string]*os.File
 }
 
-// hold takes a shared lock on the entry in dir, kept until Release.
-func (s *Store) hold(dir string) {
+// holdFile takes a shared lock on the hold file of the entry in dir: while
+// the file stays open, no budget or prune (of this run or another)
+// removes the entry. On a file system without locks it is open, unlocked.
+func holdFile(dir string) (*os.File, error) {
+	return sharedLock(filepath.Join(dir, "hold"))
+}
+
+// sharedLock opens file (made if missing) with a shared lock on it.
+func sharedLock(file string) (*os.File, error) {
+	f, err := os.OpenFile(file, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_SH)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	return f, nil
+}
+
+// keep holds f's lock until Release (one lock a file: a second is
+// closed).
+func (s *Store) keep(file string, f *os.File) {
 	s.held.mu.Lock()
 	defer s.held.mu.Unlock()
 	if s.held.files == nil {
 		s.held.files = map[string]*os.File{}
 	}
-	if s.held.files[dir] != nil {
-		return
-	}
-	f, err := os.OpenFile(filepath.Join(dir, "hold"), os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return
-	}
-	if unix.Flock(int(f.Fd()), unix.LOCK_SH) != nil {
+	if s.held.files[file] != nil {
 		f.Close()
 		return
 	}
-	s.held.files[dir] = f
+	s.held.files[file] = f
 }
 
-// Release lets go of the images this store resolved: the budget may
-// remove them now.
+// need holds the blobs of the pulled image whose entry is key until
+// Release.
+func (s *Store) need(key string) {
+	if err := os.MkdirAll(filepath.Join(s.Dir, stateDir), 0o755); err != nil {
+		return
+	}
+	file := filepath.Join(s.Dir, stateDir, key+".need")
+	f, err := sharedLock(file)
+	if err != nil {
+		return
+	}
+	s.keep(file, f)
+}
+
+// Release lets go of the images this store resolved or prepared: the
+// budget may remove them now, and a prune the blobs of those pulled.
 func (s *Store) Release() {
 	s.held.mu.Lock()
-	defer s.held.mu.Unlock()
 	for k, f := range s.held.files {
 		f.Close()
 		delete(s.held.files, k)
 	}
-}
-
-// release lets go of one entry this store holds.
-func (s *Store) release(dir string) {
-	s.held.mu.Lock()
-	defer s.held.mu.Unlock()
-	if f := s.held.files[dir]; f != nil {
-		f.Close()
-		delete(s.held.files, dir)
-	}
-}
-
-// inUse says whether a run (this one or another) holds the entry in dir.
-func (s *Store) inUse(dir string) bool {
-	s.held.mu.Lock()
-	mine := s.held.files[dir] != nil
 	s.held.mu.Unlock()
-	if mine {
-		return true
-	}
-	f, err := os.Open(filepath.Join(dir, "hold"))
+	s.trim()
+}
+
+// inUse says whether a run or a trial (of this process or another) holds
+// the entry in dir.
+func (s *Store) inUse(dir string) bool {
+	return locked(filepath.Join(dir, "hold"))
+}
+
+// locked says whether someone holds a lock on file.
+func locked(file string) bool {
+	f, err := os.Open(file)
 	if err != nil {
 		return false
 	}
@@ -345,8 +407,8 @@ func (s *Store) inUse(dir string) bool {
 	return false
 }
 
-// used marks the entry in dir used now, and holds it.
-func (s *Store) used(dir string) {
+// touch marks the entry in dir used now.
+func touch(dir string) {
 	now := time.Now()
 	p := filepath.Join(dir, "used")
 	if err := os.Chtimes(p, now, now); err != nil {
@@ -354,13 +416,17 @@ func (s *Store) used(dir string) {
 			f.Close()
 		}
 	}
-	s.hold(dir)
 }
 
-// remove removes an unpacked image unless a run holds it, saying whether
-// it did. The entry is renamed out of the way first, so a run never finds
-// it half-removed.
+// remove removes an unpacked image unless a run or trial holds it, or one
+// is making or holding it now, saying whether it did. The entry is
+// renamed out of the way first, so a run never finds it half-removed.
 func (s *Store) remove(key string) bool {
+	unlock, ok := s.tryLock(filepath.Join(stateDir, key+".lock"))
+	if !ok {
+		return false
+	}
+	defer unlock()
 	dir := filepath.Join(s.Dir, key)
 	if s.inUse(dir) {
 		return false
@@ -377,13 +443,36 @@ func (s *Store) remove(key string) bool {
 	return true
 }
 
-// trim removes the least recently used unpacked images not in use until
-// the cache's are within MaxBytes. It returns what it removed.
+// OverBudget is what the images held hold when they alone exceed the
+// budget (Store.OnOverBudget).
+type OverBudget struct {
+	// Budget is Store.MaxBytes; Total the bytes of the unpacked images
+	// left, all of them held.
+	Budget, Total int64
+	// Held are the unpacked images held, by runs and trials.
+	Held []Entry
+}
+
+// String words it for a warning, naming no setting.
+func (o OverBudget) String() string {
+	var held []string
+	for _, e := range o.Held {
+		held = append(held, fmt.Sprintf("%s (%s)", e.Ref, Bytes(e.Size)))
+	}
+	return fmt.Sprintf("the images in use hold %s, over the image cache's budget of %s: %s; none is removed while in use", Bytes(o.Total), Bytes(o.Budget), strings.Join(held, ", "))
+}
+
+// trim removes the least recently used unpacked images no one holds until
+// the cache's are within MaxBytes, and says once when the images held
+// alone exceed it. It returns what it removed.
 func (s *Store) trim() []Entry {
 	if s.MaxBytes <= 0 {
 		return nil
 	}
-	entries, err := s.Entries()
+	s.trimMu.Lock()
+	defer s.trimMu.Unlock()
+	// The sizes first: within the budget, that is all.
+	entries, err := s.entries(false)
 	if err != nil {
 		return nil
 	}
@@ -391,18 +480,35 @@ func (s *Store) trim() []Entry {
 	for _, e := range entries {
 		total += e.Size
 	}
+	if total <= s.MaxBytes {
+		return nil
+	}
 	var removed []Entry
+	left := entries[:0:0]
 	for _, e := range entries {
-		if total <= s.MaxBytes {
-			break
-		}
-		if !e.InUse && s.remove(e.Key) {
+		// remove checks that no one holds it.
+		if total > s.MaxBytes && s.remove(e.Key) {
 			total -= e.Size
 			removed = append(removed, e)
+			continue
 		}
+		left = append(left, e)
 	}
-	if total > s.MaxBytes && s.Log != nil {
-		fmt.Fprintf(s.Log, "warning: the image cache holds %s of images in use, over its budget of %s\n", Bytes(total), Bytes(s.MaxBytes))
+	if total > s.MaxBytes && !s.warned {
+		s.warned = true
+		o := OverBudget{Budget: s.MaxBytes, Total: total}
+		for _, e := range left {
+			if s.inUse(filepath.Join(s.Dir, e.Key)) {
+				e.InUse = true
+				o.Held = append(o.Held, e)
+			}
+		}
+		switch {
+		case s.OnOverBudget != nil:
+			s.OnOverBudget(o)
+		case s.Log != nil:
+			fmt.Fprintf(s.Log, "warning: %s\n", o)
+		}
 	}
 	return removed
 }
@@ -412,7 +518,8 @@ type PruneOptions struct {
 	// OlderThan removes what was not used for this long (0 = everything
 	// not in use, with All).
 	OlderThan time.Duration
-	// All removes every unpacked image not in use and every pulled image.
+	// All removes every unpacked image not in use and every pulled image
+	// no run needs.
 	All bool
 	// DryRun says what would go without removing it.
 	DryRun bool
@@ -464,7 +571,7 @@ func (s *Store) Prune(o PruneOptions) (Pruned, error) {
 	}
 	var keep []string
 	for _, r := range recs {
-		if o.All || r.Pulled.Before(cutoff) && !s.pulledInUse(r.Digest) {
+		if (o.All || r.Pulled.Before(cutoff)) && !s.pulledInUse(r.Digest) {
 			p.Refs = append(p.Refs, r.Name)
 			if !o.DryRun {
 				if err := ps.Forget(r.Name); err != nil {
@@ -496,10 +603,11 @@ func (s *Store) Prune(o PruneOptions) (Pruned, error) {
 	return p, nil
 }
 
-// pulledInUse says whether a run holds the unpacked image of a pulled
-// manifest.
+// pulledInUse says whether a run or trial holds the unpacked image of a
+// pulled manifest, or a run has it prepared to unpack.
 func (s *Store) pulledInUse(digest string) bool {
-	return s.inUse(filepath.Join(s.Dir, "pull-"+cacheName(digest)))
+	key := PulledKey(digest)
+	return s.inUse(filepath.Join(s.Dir, key)) || locked(filepath.Join(s.Dir, stateDir, key+".need"))
 }
 
 // Bytes words a size for people: 1.5 GB, 320 MB, 12 KB.

@@ -159,3 +159,39 @@ func TestPruneFreesWhatItSays(t *testing.T) {
 		t.Fatalf("blobs left: %v", blobs)
 	}
 }
+
+// A run that has prepared a pulled image holds its blobs: a prune, even
+// --all, leaves them, so the run's trials can still unpack it.
+func TestPruneLeavesThePulledImagesARunNeeds(t *testing.T) {
+	reg := registrytest.Start(t, registrytest.Options{})
+	ref, digest := pushed(t, reg, "needed", 64)
+	run := pullStore(t, reg)
+	img, err := run.Prepare(context.Background(), ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !img.Packed() || img.Digest != digest {
+		t.Fatalf("prepared %+v, want it packed, digest %s", img, digest)
+	}
+	other := &Store{Dir: run.Dir}
+	p, err := other.Prune(PruneOptions{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Refs) != 0 || p.Blobs != 0 {
+		t.Fatalf("prune --all removed %+v from under a run", p)
+	}
+	got, release, err := run.Acquire(context.Background(), img)
+	if err != nil {
+		t.Fatalf("the run's trial after the prune: %v", err)
+	}
+	if !got.Exists("/app/needed.txt") {
+		t.Fatalf("unpacked image lacks its files: %+v", got)
+	}
+	release()
+	// Once the run lets go, it goes.
+	run.Release()
+	if p, err := other.Prune(PruneOptions{All: true}); err != nil || len(p.Refs) != 1 || len(p.Entries) != 1 {
+		t.Fatalf("prune --all after the run: %+v, %v; want the reference and its unpacked image", p, err)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -45,10 +46,15 @@ type Store struct {
 	// Policy says when to pull ("" = PullIfMissing).
 	Policy Policy
 	// MaxBytes is the budget of the unpacked images (0 = none): past it,
-	// the least recently used that no run holds are removed.
+	// the least recently used that no run or trial holds are removed.
 	MaxBytes int64
+	// OnOverBudget, when set, is told (once) when the images held alone
+	// exceed MaxBytes; without it the warning goes to Log.
+	OnOverBudget func(OverBudget)
 
-	held holds
+	held   holds
+	trimMu sync.Mutex
+	warned bool
 }
 
 // DefaultCacheDir is $XDG_CACHE_HOME/harness/images (~/.cache/...).
@@ -99,9 +105,26 @@ func dockerfile(dir string) string {
 }
 
 // Resolve returns the image ref names, unpacking (and for a build context
-// building) it into the cache the first time.
+// building) it into the cache the first time. The store holds it until
+// Release: no budget removes it meanwhile.
 func (s *Store) Resolve(ctx context.Context, ref string) (*Image, error) {
-	img, err := s.resolve(ctx, ref)
+	return s.named(ctx, ref, false)
+}
+
+// Prepare makes sure the image ref names can be had, as Resolve does, but
+// leaves packed an image whose root filesystem can be made again from
+// what is on disk (an image pulled into the store, an OCI layout, a root
+// filesystem tar): its Rootfs is "" and Packed says so until Acquire
+// unpacks it for a trial. A pulled image's blobs are held until Release:
+// no prune removes them meanwhile. Built images and podman's are unpacked
+// and held, as Resolve does: they cannot be made again from the store.
+func (s *Store) Prepare(ctx context.Context, ref string) (*Image, error) {
+	return s.named(ctx, ref, true)
+}
+
+// named is Resolve, or with lazy Prepare.
+func (s *Store) named(ctx context.Context, ref string, lazy bool) (*Image, error) {
+	img, err := s.resolve(ctx, ref, lazy)
 	if err != nil {
 		return nil, fmt.Errorf("image %s: %w", ref, err)
 	}
@@ -119,7 +142,7 @@ func (s *Store) Resolve(ctx context.Context, ref string) (*Image, error) {
 	return img, nil
 }
 
-func (s *Store) resolve(ctx context.Context, ref string) (*Image, error) {
+func (s *Store) resolve(ctx context.Context, ref string, lazy bool) (*Image, error) {
 	switch Kind(ref) {
 	case "dir":
 		abs, err := filepath.Abs(ref)
@@ -141,25 +164,47 @@ func (s *Store) resolve(ctx context.Context, ref string) (*Image, error) {
 		if err != nil {
 			return nil, err
 		}
-		return s.cached("tar-"+sum, ref, "tar", func(img *Image, rootfs string) error {
+		fill := func(img *Image, rootfs string) error {
 			img.Ref, img.Kind, img.ID = ref, "tar", "sha256:"+sum
+			// Unpacked as a trial starts: the file must still be the
+			// one the run started with.
+			now, err := hashFile(ref)
+			if err != nil {
+				return err
+			}
+			if now != sum {
+				return fmt.Errorf("%s changed since the run started", ref)
+			}
 			return unpackTar(ref, rootfs)
-		})
+		}
+		if lazy {
+			return s.packed(&Image{Ref: ref, Kind: "tar", ID: "sha256:" + sum}, "tar-"+sum, fill), nil
+		}
+		return s.cached(ctx, "tar-"+sum, ref, "tar", fill)
 	case "oci":
-		_, digest, err := ociManifestDigest(ref)
+		m, digest, err := ociManifestDigest(ref)
 		if err != nil {
 			return nil, err
 		}
-		return s.cached("oci-"+cacheName(digest), ref, "oci", func(img *Image, rootfs string) error {
+		fill := func(img *Image, rootfs string) error {
 			img.Ref, img.Kind, img.ID = ref, "oci", digest
-			cfg, err := unpackOCI(ref, rootfs)
+			// The manifest the run started with, by its digest.
+			cfg, err := unpackDigest(ref, digest, rootfs)
 			img.Config = cfg
 			return err
-		})
+		}
+		if lazy {
+			cfg, err := manifestConfig(ref, m)
+			if err != nil {
+				return nil, err
+			}
+			return s.packed(&Image{Ref: ref, Kind: "oci", ID: digest, Config: cfg}, "oci-"+cacheName(digest), fill), nil
+		}
+		return s.cached(ctx, "oci-"+cacheName(digest), ref, "oci", fill)
 	case "build":
 		return s.build(ctx, ref)
 	}
-	return s.local(ctx, ref, "local")
+	return s.local(ctx, ref, "local", lazy)
 }
 
 func cacheName(digest string) string {
@@ -171,10 +216,11 @@ func cacheName(digest string) string {
 }
 
 // cached returns the cache entry key, making it with fill first when it is
-// missing. fill unpacks into a temporary directory that is renamed into
-// place, so a half-made entry is never used and concurrent runs agree.
-func (s *Store) cached(key, ref, kind string, fill func(img *Image, rootfs string) error) (*Image, error) {
-	img, err := s.entry(key, func(img *Image, rootfs string) error {
+// missing, held until Release. fill unpacks into a temporary directory
+// that is renamed into place, so a half-made entry is never used, and
+// one process at a time makes an entry, so concurrent runs make it once.
+func (s *Store) cached(ctx context.Context, key, ref, kind string, fill func(img *Image, rootfs string) error) (*Image, error) {
+	img, h, err := s.obtain(ctx, key, func(img *Image, rootfs string) error {
 		// The entry's record names the reference that made it, for
 		// harness images.
 		img.Ref, img.Kind = ref, kind
@@ -183,38 +229,103 @@ func (s *Store) cached(key, ref, kind string, fill func(img *Image, rootfs strin
 	if err != nil {
 		return nil, err
 	}
+	s.keep(filepath.Join(s.Dir, key), h)
+	if img.Made {
+		s.trim()
+	}
 	// One entry serves every reference to the same content (an image
 	// tagged twice, a tar copied): the image is named as this run named it.
-	img.Ref, img.Kind = ref, kind
+	img.Ref, img.Kind, img.key = ref, kind, key
 	return img, nil
 }
 
-// entry returns the cache entry key, making it with fill first.
-func (s *Store) entry(key string, fill func(img *Image, rootfs string) error) (*Image, error) {
-	if s.Dir == "" {
-		return nil, errors.New("no image cache directory")
+// packed returns img, its cache entry key not made: Acquire makes it with
+// fill.
+func (s *Store) packed(img *Image, key string, fill func(img *Image, rootfs string) error) *Image {
+	img.key, img.unpack = key, fill
+	if _, err := os.Stat(filepath.Join(s.Dir, key, "rootfs")); err == nil {
+		img.InCache = true
 	}
-	final := filepath.Join(s.Dir, key)
-	if img, err := readMeta(final); err == nil {
-		s.used(final)
-		// Held now: a budget cannot remove it; it may have just before.
-		if _, err := os.Stat(img.Rootfs); err == nil {
-			return img, nil
-		}
-		s.release(final)
+	return img
+}
+
+// Acquire returns img unpacked (its cache entry made the first time) and
+// held for one trial until release is called: no budget removes it
+// meanwhile. Two trials of one image, in this process or another, unpack
+// it once. An image that is not packed (Prepare) is returned as it is,
+// with a release that does nothing. After release the budget applies:
+// the least recently used entries no one holds go.
+func (s *Store) Acquire(ctx context.Context, img *Image) (got *Image, release func(), err error) {
+	if img == nil || !img.Packed() {
+		return img, func() {}, nil
+	}
+	p := *img
+	e, h, err := s.obtain(ctx, p.key, func(e *Image, rootfs string) error {
+		e.Ref, e.Kind, e.ID, e.Digest = p.Ref, p.Kind, p.ID, p.Digest
+		return p.unpack(e, rootfs)
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("image %s: unpack: %w", p.Ref, err)
+	}
+	if e.Made {
+		s.trim()
+	}
+	out := p
+	out.Rootfs, out.Size, out.Made = e.Rootfs, e.Size, e.Made
+	if len(out.Config.Env) == 0 && out.Config.WorkingDir == "" && out.Config.User == "" {
+		out.Config = e.Config
+	}
+	out.unpack = nil
+	var once sync.Once
+	return &out, func() {
+		once.Do(func() {
+			h.Close()
+			s.trim()
+		})
+	}, nil
+}
+
+// obtain returns the cache entry key, making it with fill first when it
+// is missing, and a shared lock on its hold file that keeps it from any
+// budget until closed. The entry's lock (a file beside it) is held
+// meanwhile: one process, one goroutine, makes or removes an entry at a
+// time.
+func (s *Store) obtain(ctx context.Context, key string, fill func(img *Image, rootfs string) error) (*Image, *os.File, error) {
+	if s.Dir == "" {
+		return nil, nil, errors.New("no image cache directory")
 	}
 	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	unlock, err := s.lock(ctx, filepath.Join(stateDir, key+".lock"))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer unlock()
+	final := filepath.Join(s.Dir, key)
+	if img, err := readMeta(final); err == nil {
+		if _, err := os.Stat(img.Rootfs); err == nil {
+			h, err := holdFile(final)
+			if err != nil {
+				return nil, nil, err
+			}
+			touch(final)
+			return img, h, nil
+		}
+	}
+	// Whatever is left of an entry that lost its tree goes.
+	if _, err := os.Lstat(final); err == nil {
+		removeTree(final)
 	}
 	tmp, err := os.MkdirTemp(s.Dir, ".tmp-"+key+"-")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer removeTree(tmp)
 	img := &Image{}
 	rootfs := filepath.Join(tmp, "rootfs")
 	if err := fill(img, rootfs); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// Docker makes a WORKDIR that no instruction wrote into; an exported
 	// root filesystem may lack it.
@@ -222,28 +333,36 @@ func (s *Store) entry(key string, fill func(img *Image, rootfs string) error) (*
 		_ = os.MkdirAll(filepath.Join(rootfs, resolveIn(rootfs, wd)), 0o755)
 	}
 	if err := os.Chmod(tmp, 0o755); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	img.Size = treeSize(rootfs)
 	if err := writeMeta(tmp, img); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := os.Rename(tmp, final); err != nil {
-		// Another run made it first.
+		// Another process made it first (where locks do not work).
 		if img, err2 := readMeta(final); err2 == nil {
-			s.used(final)
-			return img, nil
+			h, err := holdFile(final)
+			if err != nil {
+				return nil, nil, err
+			}
+			touch(final)
+			return img, h, nil
 		}
-		return nil, err
+		return nil, nil, err
 	}
-	s.used(final)
-	s.trim()
+	h, err := holdFile(final)
+	if err != nil {
+		return nil, nil, err
+	}
+	touch(final)
 	made, err := readMeta(final)
 	if err != nil {
-		return nil, err
+		h.Close()
+		return nil, nil, err
 	}
 	made.Made = true
-	return made, nil
+	return made, h, nil
 }
 
 // removeTree removes dir even where it holds read-only directories.
@@ -349,7 +468,7 @@ func (s *Store) build(ctx context.Context, ref string) (*Image, error) {
 	}
 	alias := filepath.Join(s.Dir, "build-"+sum+".ref")
 	if b, err := os.ReadFile(alias); err == nil {
-		if img, err := readMeta(filepath.Join(s.Dir, strings.TrimSpace(string(b)))); err == nil {
+		if img := s.holdKey(ctx, strings.TrimSpace(string(b))); img != nil {
 			img.Ref, img.Kind = ref, "build"
 			return img, nil
 		}
@@ -366,7 +485,7 @@ func (s *Store) build(ctx context.Context, ref string) (*Image, error) {
 	}
 	defer unlock()
 	if b, err := os.ReadFile(alias); err == nil {
-		if img, err := readMeta(filepath.Join(s.Dir, strings.TrimSpace(string(b)))); err == nil {
+		if img := s.holdKey(ctx, strings.TrimSpace(string(b))); img != nil {
 			img.Ref, img.Kind = ref, "build"
 			return img, nil
 		}
@@ -385,7 +504,7 @@ func (s *Store) build(ctx context.Context, ref string) (*Image, error) {
 	if err := s.runTool(ctx, bin, args...); err != nil {
 		return nil, fmt.Errorf("build %s: %w", file, err)
 	}
-	img, err := s.local(ctx, tag, "build")
+	img, err := s.local(ctx, tag, "build", false)
 	// The image is in the cache now (or failed to get there): podman's
 	// copy goes, with the layers of its build steps, so that builds leave
 	// nothing in podman's storage beyond harness's own cache.
@@ -404,11 +523,32 @@ func (s *Store) build(ctx context.Context, ref string) (*Image, error) {
 	return img, nil
 }
 
+// tryLock takes an exclusive lock on a file of the cache if no one holds
+// it, saying whether it did. A file system without locks is run without.
+func (s *Store) tryLock(name string) (func(), bool) {
+	f, err := os.OpenFile(filepath.Join(s.Dir, name), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, false
+	}
+	err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+	if err == unix.EWOULDBLOCK || err == unix.EINTR {
+		f.Close()
+		return nil, false
+	}
+	return func() { f.Close() }, true
+}
+
+// stateDir is the cache's directory of bookkeeping: each entry's lock
+// (KEY.lock: who makes or removes it), the need of a pulled image a run
+// has prepared (KEY.need: no prune removes its blobs) and the notes of who
+// ran in it (KEY.users), kept while its unpacked tree comes and goes.
+const stateDir = "state"
+
 // lock takes an exclusive lock on a file of the cache, waiting (while
 // ctx allows) for another run that holds it. A file system without locks
 // is run without.
 func (s *Store) lock(ctx context.Context, name string) (func(), error) {
-	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(filepath.Join(s.Dir, name)), 0o755); err != nil {
 		return nil, err
 	}
 	f, err := os.OpenFile(filepath.Join(s.Dir, name), os.O_RDWR|os.O_CREATE, 0o644)
@@ -458,13 +598,13 @@ func (s *Store) runTool(ctx context.Context, bin string, args ...string) error {
 // local exports an image from podman/buildah storage as an OCI layout
 // (podman save, or buildah push to oci:) and unpacks it, once per image
 // ID.
-func (s *Store) local(ctx context.Context, ref, kind string) (*Image, error) {
+func (s *Store) local(ctx context.Context, ref, kind string, lazy bool) (*Image, error) {
 	if kind == "local" && s.Registry != nil && pull.Pullable(ref) {
 		if s.Policy == PullAlways && !s.CacheFirst {
-			return s.pullNow(ctx, ref)
+			return s.pullNow(ctx, ref, lazy)
 		}
 		// Pulled before: the store's copy (a shard's, too).
-		if img, err := s.fromPulls(ref); img != nil || err != nil {
+		if img, err := s.fromPulls(ctx, ref, lazy); img != nil || err != nil {
 			return img, err
 		}
 	}
@@ -479,7 +619,7 @@ func (s *Store) local(ctx context.Context, ref, kind string) (*Image, error) {
 			return img, nil
 		}
 		if kind == "local" && s.pullsOn(ref) {
-			return s.pullNow(ctx, ref)
+			return s.pullNow(ctx, ref, lazy)
 		}
 		return nil, fmt.Errorf("not a file or directory, and no local image store: %w", err)
 	}
@@ -493,7 +633,7 @@ func (s *Store) local(ctx context.Context, ref, kind string) (*Image, error) {
 				return img, nil
 			}
 			if kind == "local" && s.pullsOn(ref) {
-				return s.pullNow(ctx, ref)
+				return s.pullNow(ctx, ref, lazy)
 			}
 			if kind == "local" && s.Registry != nil && pull.Pullable(ref) {
 				return nil, fmt.Errorf("not a file or directory, nor an image in the image store or %s's local storage, and pulls are off", name)
@@ -506,7 +646,7 @@ func (s *Store) local(ctx context.Context, ref, kind string) (*Image, error) {
 		return nil, fmt.Errorf("%s image inspect: no image ID", name)
 	}
 	key := "local-" + cacheName("sha256:"+id)
-	img, err := s.cached(key, ref, kind, func(img *Image, rootfs string) error {
+	img, err := s.cached(ctx, key, ref, kind, func(img *Image, rootfs string) error {
 		img.Ref, img.Kind, img.ID = ref, kind, "sha256:"+id
 		layout, err := os.MkdirTemp(s.Dir, ".oci-")
 		if err != nil {
@@ -558,11 +698,40 @@ func (s *Store) fromRefIndex(ref, kind string) *Image {
 	if len(lines) != 2 || lines[0] != ref || !strings.HasPrefix(lines[1], "local-") || strings.ContainsAny(lines[1], "/\\") {
 		return nil
 	}
-	img, err := readMeta(filepath.Join(s.Dir, lines[1]))
-	if err != nil {
+	img := s.holdKey(context.Background(), lines[1])
+	if img == nil {
 		return nil
 	}
 	img.Ref, img.Kind = ref, kind
+	return img
+}
+
+// holdKey returns the cache entry key, held until Release, or nil when it
+// is not there (or key names no entry).
+func (s *Store) holdKey(ctx context.Context, key string) *Image {
+	if key == "" || strings.ContainsAny(key, "/\\") || !hasEntryPrefix(key) {
+		return nil
+	}
+	unlock, err := s.lock(ctx, filepath.Join(stateDir, key+".lock"))
+	if err != nil {
+		return nil
+	}
+	defer unlock()
+	dir := filepath.Join(s.Dir, key)
+	img, err := readMeta(dir)
+	if err != nil {
+		return nil
+	}
+	if _, err := os.Stat(img.Rootfs); err != nil {
+		return nil
+	}
+	h, err := holdFile(dir)
+	if err != nil {
+		return nil
+	}
+	s.keep(dir, h)
+	touch(dir)
+	img.key = key
 	return img
 }
 

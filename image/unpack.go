@@ -337,14 +337,37 @@ func unpackDigest(layout, digest, dir string) (Config, error) {
 	return unpackManifest(layout, m, dir)
 }
 
-// unpackManifest applies the layers m names, from layout's blobs, to dir.
-func unpackManifest(layout string, m ociManifest, dir string) (Config, error) {
+// digestConfig reads the configuration of the image manifest of digest in
+// an OCI image layout, unpacking nothing.
+func digestConfig(layout, digest string) (Config, error) {
+	p, err := blobPath(layout, digest)
+	if err != nil {
+		return Config{}, err
+	}
+	var m ociManifest
+	if err := readJSON(p, &m); err != nil {
+		return Config{}, err
+	}
+	return manifestConfig(layout, m)
+}
+
+// manifestConfig reads the configuration m names from layout's blobs.
+func manifestConfig(layout string, m ociManifest) (Config, error) {
 	var cfg ociConfig
 	cp, err := blobPath(layout, m.Config.Digest)
 	if err != nil {
 		return Config{}, err
 	}
 	if err := readJSON(cp, &cfg); err != nil {
+		return Config{}, err
+	}
+	return Config{Env: cfg.Config.Env, WorkingDir: cfg.Config.WorkingDir, User: cfg.Config.User}, nil
+}
+
+// unpackManifest applies the layers m names, from layout's blobs, to dir.
+func unpackManifest(layout string, m ociManifest, dir string) (Config, error) {
+	cfg, err := manifestConfig(layout, m)
+	if err != nil {
 		return Config{}, err
 	}
 	x, err := newExtractor(dir)
@@ -372,7 +395,7 @@ func unpackManifest(layout string, m ociManifest, dir string) (Config, error) {
 	if err := x.finish(); err != nil {
 		return Config{}, err
 	}
-	return Config{Env: cfg.Config.Env, WorkingDir: cfg.Config.WorkingDir, User: cfg.Config.User}, nil
+	return cfg, nil
 }
 
 // unpackTar extracts a root filesystem tar (docker export, podman export,

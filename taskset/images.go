@@ -122,11 +122,13 @@ func (s *Set) Fetch(ctx context.Context, store *image.Store, o ResolveOptions) m
 	return failed
 }
 
-// ResolveImages builds or unpacks each task's image once, as Harbor
-// chooses it: the prebuilt image (docker_image) unless o.ForceBuild, else
-// the task's environment built; a prebuilt image that cannot be had is
-// built instead when the task can be. Each image is resolved within its
-// task's build timeout. The images are keyed by task name. The error names
+// ResolveImages makes sure of each task's image once, as Harbor chooses
+// it: the prebuilt image (docker_image) unless o.ForceBuild, else the
+// task's environment built; a prebuilt image that cannot be had is built
+// instead when the task can be. Each image is prepared within its task's
+// build timeout (image.Store.Prepare): built, or pulled, but an image that
+// can be unpacked again from what is stored is left packed, for each
+// trial to unpack with Store.Acquire when it starts. The images are keyed by task name. The error names
 // the task whose image could not be made; when ctx ends, ctx.Err() is set.
 func (s *Set) ResolveImages(ctx context.Context, store *image.Store, o ResolveOptions) (map[string]*image.Image, error) {
 	tell := func(c ImageChoice) {
@@ -187,7 +189,7 @@ func (s *Set) ResolveImages(ctx context.Context, store *image.Store, o ResolveOp
 func resolve(ctx context.Context, store *image.Store, t *harbor.Task, ref string) (*image.Image, error) {
 	bctx, cancel := context.WithTimeout(ctx, t.Config.BuildTimeout)
 	defer cancel()
-	return store.Resolve(bctx, ref)
+	return store.Prepare(bctx, ref)
 }
 
 // ImageFor returns what capture.ImageConfig.For is: the image (from imgs,

@@ -47,9 +47,26 @@ func TestResolveImagesPullsFromRegistries(t *testing.T) {
 	if _, err := set.ResolveImages(context.Background(), store, ResolveOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	entries, err := store.Entries()
 	want := []string{set.Dir, other.Dir}
 	sort.Strings(want)
+	// Noted before any trial unpacked it, for the pulled image.
+	if got := store.Users(image.PulledKey(digest)); !reflect.DeepEqual(got, want) {
+		t.Fatalf("the pulled image is used by %v, want %v", got, want)
+	}
+	// Nothing is unpacked until a trial acquires it; then its entry says
+	// the same.
+	if entries, err := store.Entries(); err != nil || len(entries) != 0 {
+		t.Fatalf("entries before any trial: %+v, %v; want none", entries, err)
+	}
+	got, release, err := store.Acquire(context.Background(), imgs["one"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	if !got.Exists("/app/in.txt") {
+		t.Fatalf("acquired image %+v lacks its files", got)
+	}
+	entries, err := store.Entries()
 	if err != nil || len(entries) != 1 || !reflect.DeepEqual(entries[0].UsedBy, want) {
 		t.Fatalf("entries %+v, %v; want one used by %v", entries, err, want)
 	}

@@ -30,8 +30,9 @@ func NewCmd() *cli.Command {
 		Short: "list, prune or fill the image cache",
 		Long: `Without arguments (or with list), lists the image cache: each unpacked
 image (reference, digest, size, when a run last used it, whether a run
-holds it now, the task sets that ran in it) and each image pulled from a registry (reference, digest,
-stored size, when it was pulled).
+or trial holds it now, the task set directories and prompts files that
+ran in it) and each image pulled from a registry (reference, digest,
+stored size, when it was pulled, layers, and likewise who ran in it).
 
 prune removes the unpacked images no run holds that were last used more
 than --older-than ago, the pulled images pulled before then, and the
@@ -180,9 +181,10 @@ func list(e *cli.Env, store *image.Store) error {
 		total += en.Size
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", en.Ref, short(en.Digest), image.Bytes(en.Size), en.LastUsed.Format(time.DateTime), inUse, strings.Join(en.UsedBy, ", "))
 	}
-	fmt.Fprintln(w, "\nPULLED\tDIGEST\tSTORED\tPULLED\tLAYERS")
+	fmt.Fprintln(w, "\nPULLED\tDIGEST\tSTORED\tPULLED\tLAYERS\tUSED BY")
 	for _, r := range recs {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\n", r.Name, short(r.Digest), image.Bytes(r.Size), r.Pulled.Local().Format(time.DateTime), r.Layers)
+		users := strings.Join(store.Users(image.PulledKey(r.Digest)), ", ")
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\n", r.Name, short(r.Digest), image.Bytes(r.Size), r.Pulled.Local().Format(time.DateTime), r.Layers, users)
 	}
 	if err := w.Flush(); err != nil {
 		return err

@@ -119,8 +119,10 @@ func taskSuite(e *cli.Env, dir string, scale float64, cacheDir string) (string, 
 	return p, scaleError(err)
 }
 
-// configure resolves the images (building and unpacking them once, before
-// any agent starts) and sets the run's image config. The agent's fs and
+// configure makes sure of the images before any agent starts (building
+// or pulling them once; an image unpacked again from what is stored is
+// unpacked as each trial starts, held until its layer is gone) and sets
+// the run's image config. The agent's fs and
 // terminal requests cannot be served inside an image: the agent works with
 // its own tools there.
 func (f *imageFlags) configure(ctx context.Context, e *cli.Env, rf *runFlags, s *runSetup) error {
@@ -158,6 +160,8 @@ func (f *imageFlags) configure(ctx context.Context, e *cli.Env, rf *runFlags, s 
 	if err := warnImageCaps(e, ic, rf.quiet); err != nil {
 		return err
 	}
+	cli.WarnOverBudget(e, store, rf.quiet)
+	ic.Acquire = store.Acquire
 	if f.tasks != "" {
 		o := taskset.ResolveOptions{ForceBuild: f.task.ForceBuild}
 		if f.prefetched {
@@ -187,11 +191,16 @@ func (f *imageFlags) configure(ctx context.Context, e *cli.Env, rf *runFlags, s 
 		if err := cli.FetchImages(ctx, e, store, append([]string{f.ref}, s.caseImages...), users, rf.quiet); err != nil {
 			return err
 		}
+		// harness images says which prompts files ran in each image.
+		user := ""
+		if s.file != "" && s.file != "-" {
+			user, _ = filepath.Abs(s.file)
+		}
 		var onMissing func(ref string, err error)
 		if f.prefetched {
 			onMissing = func(ref string, err error) { missing[ref] = lacking(err) }
 		}
-		if ic.For, err = f.caseImages(ctx, store, s.caseImages, onMissing); err != nil {
+		if ic.For, err = f.caseImages(ctx, store, s.caseImages, user, onMissing); err != nil {
 			return err
 		}
 		if len(missing) > 0 {
@@ -216,7 +225,10 @@ func (f *imageFlags) configure(ctx context.Context, e *cli.Env, rf *runFlags, s 
 	})
 	if ic.Probe != nil {
 		if img, _, err := ic.For(ic.Probe); err == nil {
-			taskset.WarnOverlay(ctx, cli.ProgressTo(e, rf.quiet), img)
+			if img, release, err := store.Acquire(ctx, img); err == nil {
+				taskset.WarnOverlay(ctx, cli.ProgressTo(e, rf.quiet), img)
+				release()
+			}
 		}
 	}
 	s.cfg.Image = ic
@@ -290,18 +302,19 @@ func lackingFor(find func(*schemas.PromptCase) (*image.Image, *harbor.Task, erro
 	}
 }
 
-// caseImages resolves --image and the images cases name, each once, and
-// returns what finds a case's: the one it names, else --image. An image
-// that cannot be had fails the run, or, when missing is set, is told to
-// it and left out.
-func (f *imageFlags) caseImages(ctx context.Context, store *image.Store, refs []string, missing func(ref string, err error)) (func(*schemas.PromptCase) (*image.Image, *harbor.Task, error), error) {
+// caseImages prepares --image and the images cases name, each once (to
+// unpack as their trials start), notes that user (the prompts file) runs
+// in them, and returns what finds a case's: the one it names, else
+// --image. An image that cannot be had fails the run, or, when missing
+// is set, is told to it and left out.
+func (f *imageFlags) caseImages(ctx context.Context, store *image.Store, refs []string, user string, missing func(ref string, err error)) (func(*schemas.PromptCase) (*image.Image, *harbor.Task, error), error) {
 	imgs := map[string]*image.Image{}
 	for _, ref := range append([]string{f.ref}, refs...) {
 		if ref == "" {
 			continue
 		}
 		bctx, cancel := context.WithTimeout(ctx, harbor.DefaultBuildTimeout)
-		img, err := store.Resolve(bctx, ref)
+		img, err := store.Prepare(bctx, ref)
 		cancel()
 		if err != nil && missing != nil && ctx.Err() == nil {
 			missing(ref, err)
@@ -310,6 +323,7 @@ func (f *imageFlags) caseImages(ctx context.Context, store *image.Store, refs []
 		if err != nil {
 			return nil, cli.Input(err)
 		}
+		store.UsedBy(img, user)
 		imgs[ref] = img
 	}
 	def := f.ref

@@ -381,18 +381,35 @@ func (c *Client) pull(ctx context.Context, ref string, r name.Reference) (*Recor
 	if err != nil {
 		return nil, err
 	}
-	cfgRaw, err := img.RawConfigFile()
-	if err != nil {
-		return nil, err
+	rec.Layers, rec.Size = len(m.Layers), manifestSize(m)
+	// The configuration is a blob like the layers: fetched once, under
+	// its lock, by whichever pull (of this run or another) comes first.
+	var rt http.RoundTripper
+	blobs := func() (http.RoundTripper, error) {
+		if rt == nil {
+			auth, err := authn.Resolve(ctx, c.keychain(), r.Context())
+			if err != nil {
+				return nil, fmt.Errorf("credentials for %s: %w", r.Context().RegistryStr(), err)
+			}
+			if rt, err = transport.NewWithContext(ctx, r.Context().Registry, auth, c.retrying(ref), []string{r.Context().Scope(transport.PullScope)}); err != nil {
+				return nil, err
+			}
+		}
+		return rt, nil
 	}
-	if err := c.Store.putBlob(m.Config.Digest.String(), cfgRaw); err != nil {
-		return nil, err
+	if !c.Store.Has(m.Config.Digest.String()) {
+		t, err := blobs()
+		if err != nil {
+			return nil, err
+		}
+		if _, err := c.fetchBlob(ctx, t, r.Context(), m.Config, nil); err != nil {
+			return nil, fmt.Errorf("configuration %s: %w", m.Config.Digest, err)
+		}
 	}
-	if cf, err := img.ConfigFile(); err == nil {
+	if cf, err := c.Store.config(m.Config.Digest.String()); err == nil {
 		rec.Platform = cf.OS + "/" + cf.Architecture
 	}
-	rec.Layers, rec.Size = len(m.Layers), manifestSize(m)
-	if err := c.fetchLayers(ctx, ref, r.Context(), rec, m); err != nil {
+	if err := c.fetchLayers(ctx, ref, r.Context(), rec, m, blobs); err != nil {
 		return nil, err
 	}
 	// The manifest last: a stored manifest means its blobs are there.
@@ -407,7 +424,7 @@ func (c *Client) pull(ctx context.Context, ref string, r name.Reference) (*Recor
 
 // fetchLayers fetches the layers the store lacks, telling OnProgress of
 // each.
-func (c *Client) fetchLayers(ctx context.Context, ref string, repo name.Repository, rec *Record, m *v1.Manifest) error {
+func (c *Client) fetchLayers(ctx context.Context, ref string, repo name.Repository, rec *Record, m *v1.Manifest, blobs func() (http.RoundTripper, error)) error {
 	var total int64
 	for _, l := range m.Layers {
 		total += l.Size
@@ -419,20 +436,13 @@ func (c *Client) fetchLayers(ctx context.Context, ref string, repo name.Reposito
 		}
 	}
 	tell()
-	var rt http.RoundTripper
 	for i, l := range m.Layers {
 		d := l.Digest.String()
 		p.Layer, p.Stored = i+1, c.Store.Has(d)
 		if !p.Stored {
-			if rt == nil {
-				auth, err := authn.Resolve(ctx, c.keychain(), repo)
-				if err != nil {
-					return fmt.Errorf("credentials for %s: %w", repo.RegistryStr(), err)
-				}
-				rt, err = transport.NewWithContext(ctx, repo.Registry, auth, c.retrying(ref), []string{repo.Scope(transport.PullScope)})
-				if err != nil {
-					return err
-				}
+			rt, err := blobs()
+			if err != nil {
+				return err
 			}
 			var during func(int64)
 			if c.OnProgress != nil {

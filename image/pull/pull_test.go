@@ -2,11 +2,14 @@ package pull
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -301,5 +304,80 @@ func TestPullTellsTheBytesOfALayerInFlight(t *testing.T) {
 	}
 	if len(done) != 3 || done[0].Layer != 0 || done[1].Layer != 1 || done[2].Layer != 2 || done[2].Bytes != done[2].Total {
 		t.Errorf("layer events %+v, want the start and two layers done", done)
+	}
+}
+
+// The environment of a child process of the test that pulls one
+// reference into a store and exits (TestMain): another run.
+const (
+	childDir = "HARNESS_PULL_TEST_STORE"
+	childRef = "HARNESS_PULL_TEST_REF"
+)
+
+func TestMain(m *testing.M) {
+	if dir, ref := os.Getenv(childDir), os.Getenv(childRef); dir != "" && ref != "" {
+		c := &Client{Store: &Store{Dir: dir}, Keychain: authn.NewMultiKeychain()}
+		if _, err := c.Pull(context.Background(), ref); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// Runs at once, in processes of their own, sharing a store: every blob
+// of the image (its configuration and each layer) is fetched from the
+// registry once, by one of them; the others wait on its lock and find it
+// stored.
+func TestProcessesSharingAStoreFetchEachBlobOnce(t *testing.T) {
+	reg := registrytest.Start(t, registrytest.Options{})
+	noise := make([]byte, 4<<20)
+	if _, err := rand.Read(noise); err != nil {
+		t.Fatal(err)
+	}
+	img := registrytest.Synthetic(t, v1.Config{WorkingDir: "/app"},
+		map[string]string{"/etc/os-release": "ID=test\n"},
+		map[string]string{"/app/noise.bin": string(noise)},
+		map[string]string{"/app/data.txt": numbered("procs", 20000)})
+	reg.Push(t, "tasks/shared:v1", img)
+	proxy := registrytest.NewProxy(t, reg.Host)
+	dir := t.TempDir()
+	ref := proxy.Host + "/tasks/shared:v1"
+	var cmds []*exec.Cmd
+	var outs []*strings.Builder
+	for range 3 {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), childDir+"="+dir, childRef+"="+ref)
+		out := &strings.Builder{}
+		cmd.Stdout, cmd.Stderr = out, out
+		cmds, outs = append(cmds, cmd), append(outs, out)
+	}
+	for _, cmd := range cmds {
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("pull %d: %v\n%s", i, err, outs[i])
+		}
+	}
+	s := &Store{Dir: dir}
+	rec := s.Lookup(ref)
+	if rec == nil {
+		t.Fatal("no record of the pulled reference")
+	}
+	m, err := s.Manifest(rec.Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{m.Config.Digest.String(): 1}
+	for _, l := range m.Layers {
+		want[l.Digest.String()] = 1
+	}
+	all, _ := proxy.BlobGets()
+	if !reflect.DeepEqual(all, want) {
+		t.Fatalf("blob GETs %v, want each of the configuration and the %d layers once: %v", all, len(m.Layers), want)
 	}
 }

@@ -99,6 +99,20 @@ func (s *Store) Manifest(digest string) (*v1.Manifest, error) {
 	return m, nil
 }
 
+// config reads the stored image configuration of digest.
+func (s *Store) config(digest string) (*v1.ConfigFile, error) {
+	p, err := s.BlobPath(digest)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return v1.ParseConfigFile(f)
+}
+
 // Complete says whether the manifest of digest and every blob it names
 // are stored.
 func (s *Store) Complete(digest string) bool {
