@@ -323,6 +323,16 @@ func (c *Client) NewSessionMeta(ctx context.Context, cwd string, mcpServers []js
 	return &res, nil
 }
 
+// SetSessionMode switches a session to one of the modes its session/new
+// answer listed (session/set_mode).
+func (c *Client) SetSessionMode(ctx context.Context, sessionID, modeID string) error {
+	var res json.RawMessage
+	if err := c.call(ctx, MethodSessionSetMode, SetSessionModeRequest{SessionID: sessionID, ModeID: modeID}, &res); err != nil {
+		return err
+	}
+	return nil
+}
+
 // Attach registers the session (see Register) and makes it the active one:
 // the one that gets what names no session (junk lines, notifications
 // without a sessionId).

@@ -1,6 +1,9 @@
 package acp
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"fmt"
+)
 
 // ProtocolVersion is the ACP major version this client speaks.
 const ProtocolVersion = 1
@@ -22,6 +25,7 @@ const (
 	MethodInitialize          = "initialize"
 	MethodAuthenticate        = "authenticate"
 	MethodSessionNew          = "session/new"
+	MethodSessionSetMode      = "session/set_mode"
 	MethodSessionPrompt       = "session/prompt"
 	MethodSessionCancel       = "session/cancel"
 	MethodSessionUpdate       = "session/update"
@@ -98,6 +102,58 @@ type NewSessionResponse struct {
 	Modes         json.RawMessage `json:"modes,omitempty"`
 	ConfigOptions json.RawMessage `json:"configOptions,omitempty"`
 	Meta          json.RawMessage `json:"_meta,omitempty"`
+}
+
+// SessionModes is the modes object of session/new's result: the mode the
+// session is in and those it can be switched to.
+type SessionModes struct {
+	CurrentModeID  string        `json:"currentModeId"`
+	AvailableModes []SessionMode `json:"availableModes"`
+}
+
+// SessionMode is one mode an agent offers.
+type SessionMode struct {
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+}
+
+// SessionModes returns the modes the agent listed in its answer (none
+// when it sent no modes object).
+func (r *NewSessionResponse) SessionModes() (SessionModes, error) {
+	var m SessionModes
+	if len(r.Modes) == 0 || string(r.Modes) == "null" {
+		return m, nil
+	}
+	if err := json.Unmarshal(r.Modes, &m); err != nil {
+		return m, fmt.Errorf("session/new modes: %w", err)
+	}
+	return m, nil
+}
+
+// Has says whether id is one of the modes offered.
+func (m SessionModes) Has(id string) bool {
+	for _, a := range m.AvailableModes {
+		if a.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// IDs are the ids of the modes offered, in the agent's order.
+func (m SessionModes) IDs() []string {
+	ids := make([]string, len(m.AvailableModes))
+	for i, a := range m.AvailableModes {
+		ids[i] = a.ID
+	}
+	return ids
+}
+
+// SetSessionModeRequest is the params of session/set_mode.
+type SetSessionModeRequest struct {
+	SessionID string `json:"sessionId"`
+	ModeID    string `json:"modeId"`
 }
 
 // PromptRequest is the params of session/prompt.

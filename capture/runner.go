@@ -78,6 +78,10 @@ type Config struct {
 	Auth string
 	// MCPServers are passed to session/new.
 	MCPServers []json.RawMessage
+	// SessionMode, when set, is the mode each session is switched to
+	// (session/set_mode) after session/new, unless it starts in it; a
+	// session whose agent did not list the mode fails its case.
+	SessionMode string
 	// Client configures the protocol client (policy, fs, terminal).
 	Client acp.Options
 	// Grade, if set, grades each finished record: score is the verdict,

@@ -323,12 +323,55 @@ func (w *worker) newSession(ctx context.Context, p *prepared, cwd string, attach
 	}
 	run.sessionID = sess.SessionID
 	run.record.Session = &schemas.Session{ID: sess.SessionID, Meta: sess.Meta}
-	run.sessionDur = time.Since(run.start)
 	if attach {
 		p.ag.client.Attach(sess.SessionID, cwd, run.rec)
 	} else {
 		p.ag.client.Register(sess.SessionID, cwd, run.rec)
 	}
+	if info := w.setMode(ctx, p.ag, sess); info != nil {
+		// Set up again from the start, where the failure is recorded.
+		p.err = errors.New(info.Message)
+		return
+	}
+	run.sessionDur = time.Since(run.start)
+}
+
+// setMode switches a new session to the run's SessionMode (when one is
+// set and the session is not in it already): an error when the agent did
+// not list the mode or refused it.
+func (w *worker) setMode(ctx context.Context, ag *agent, sess *acp.NewSessionResponse) *schemas.ErrorInfo {
+	mode := w.r.cfg.SessionMode
+	if mode == "" {
+		return nil
+	}
+	modes, err := sess.SessionModes()
+	if err != nil {
+		return &schemas.ErrorInfo{Class: schemas.ErrProtocol, Message: err.Error()}
+	}
+	if modes.CurrentModeID == mode {
+		return nil
+	}
+	if !modes.Has(mode) {
+		offered := "no modes"
+		if ids := modes.IDs(); len(ids) > 0 {
+			offered = "only " + strings.Join(ids, ", ")
+		}
+		return &schemas.ErrorInfo{Class: schemas.ErrAgentStart, Message: fmt.Sprintf("session mode %q: the agent's session/new listed %s", mode, offered)}
+	}
+	sctx, cancel := context.WithTimeout(ctx, w.r.cfg.StartupTimeout)
+	defer cancel()
+	if err := ag.client.SetSessionMode(sctx, sess.SessionID, mode); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			return &schemas.ErrorInfo{Class: schemas.ErrTimeout, Message: fmt.Sprintf("session/set_mode did not answer within %s", w.r.cfg.StartupTimeout)}
+		}
+		if ctx.Err() != nil {
+			return &schemas.ErrorInfo{Class: schemas.ErrInterrupted, Message: "interrupted during session/set_mode"}
+		}
+		info := rpcErrorInfo(ag, schemas.ErrAgentError, err)
+		info.Message = fmt.Sprintf("session/set_mode %s: %s", mode, info.Message)
+		return info
+	}
+	return nil
 }
 
 // take waits for a prepared unit and returns it ready to play, or nil when
@@ -645,6 +688,15 @@ func (w *worker) setup(ctx context.Context, u Unit) *caseRun {
 	// Updates the agent sent for the new session before answering are
 	// handed over here; earlier cases stay attached for their late updates.
 	w.ag.client.Attach(sess.SessionID, cwd, run.rec)
+	if info := w.setMode(ctx, w.ag, sess); info != nil {
+		w.closeAll()
+		if info.Class == schemas.ErrTimeout {
+			w.ag.kill()
+		}
+		w.fail(run, info)
+		return nil
+	}
+	run.sessionDur = time.Since(run.start)
 	return run
 }
 

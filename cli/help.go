@@ -18,7 +18,7 @@ var flagTopics = []struct {
 	title string
 	names []string
 }{
-	{"Agent", []string{"cwd", "env", "secret-env", "mcp-server", "auth", "adapter", "agent", "agent-model", "permission",
+	{"Agent", []string{"cwd", "env", "secret-env", "mcp-server", "auth", "adapter", "agent", "agent-model", "permission", "session-mode",
 		"startup-timeout", "cancel-grace", "cancel-after", "settle", "eof-grace", "fresh-process", "warm", "agent-stderr",
 		"fs", "fs-max-bytes", "terminal", "terminal-timeout", "terminal-max-output", "max-agent-requests", "max-agent-bytes", "request-timeout", "no-model-gateway", "model-*", "working-limit"}},
 	{"Workspace and sandbox", []string{"workspace*", "keep-workspaces", "sandbox*", "image*", "tasks", "cache-dir", "keep-layers",

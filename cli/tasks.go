@@ -142,18 +142,8 @@ func LoadTasks(e *Env, dir string, quiet bool) (*taskset.Set, error) {
 func ResolveTaskImages(ctx context.Context, e *Env, store *image.Store, set *taskset.Set, o taskset.ResolveOptions, quiet bool) (map[string]*image.Image, error) {
 	var choices []taskset.ImageChoice
 	o.OnImage = func(c taskset.ImageChoice) { choices = append(choices, c) }
-	if !quiet && store.Registry != nil {
-		pulls := NewPulls(e)
-		defer pulls.Close()
-		store.Registry.OnRetry = pulls.Retry
-		o.OnFetch = func(f taskset.Fetched) {
-			var pulled *pull.Progress
-			if f.Err == nil && f.Pulled {
-				pulled = &pull.Progress{Layers: f.Layers, Fetched: f.Fetched, Total: f.Total}
-			}
-			pulls.Done(f.Ref, pulled)
-		}
-		o.OnLayer = pulls.Progress
+	if !quiet {
+		defer ShowPulls(e, store, &o)()
 	}
 	imgs, err := set.ResolveImages(ctx, store, o)
 	if err != nil {
@@ -308,6 +298,32 @@ func FetchImages(ctx context.Context, e *Env, store *image.Store, refs []string,
 		return PullFailure(errors.Join(failed...))
 	}
 	return nil
+}
+
+// ShowPulls shows on stderr the pulls of a task set's images that o's
+// fetch hooks are told of (NewPulls), the retries of store's registry
+// client among them; an OnFetch o already has is still told, after. The
+// function returned erases the status line: call it when the fetches
+// are over. Without a registry client nothing is shown.
+func ShowPulls(e *Env, store *image.Store, o *taskset.ResolveOptions) func() {
+	if store.Registry == nil {
+		return func() {}
+	}
+	pulls := NewPulls(e)
+	store.Registry.OnRetry = pulls.Retry
+	then := o.OnFetch
+	o.OnFetch = func(f taskset.Fetched) {
+		var pulled *pull.Progress
+		if f.Err == nil && f.Pulled {
+			pulled = &pull.Progress{Layers: f.Layers, Fetched: f.Fetched, Total: f.Total}
+		}
+		pulls.Done(f.Ref, pulled)
+		if then != nil {
+			then(f)
+		}
+	}
+	o.OnLayer = pulls.Progress
+	return pulls.Close
 }
 
 // NewPulls shows the image pulls of a command on its stderr: a live

@@ -61,6 +61,9 @@ type AgentOptions struct {
 	Auth string
 	// MCPServers go to session/new.
 	MCPServers []json.RawMessage
+	// SessionMode, when set, is the mode each session is switched to after
+	// session/new (see capture.Config.SessionMode).
+	SessionMode string
 	// Permission answers the agent's permission requests; Requests bound
 	// its fs and terminal requests.
 	Permission acp.PermissionPolicy
@@ -125,6 +128,7 @@ func CaptureConfig(a *AgentOptions) capture.Config {
 		Warm:             warm(a.Warm),
 		Auth:             a.Auth,
 		MCPServers:       a.MCPServers,
+		SessionMode:      a.SessionMode,
 		Client:           client,
 		Build:            a.Build,
 		Adapter:          a.Adapter,

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -108,27 +109,7 @@ Examples:
 			if err != nil {
 				return err
 			}
-			tf.ForceBuild = false
-			o := taskset.ResolveOptions{OnFetch: func(f taskset.Fetched) {
-				switch {
-				case f.Err != nil:
-				case f.Pulled:
-					fmt.Fprintf(e.Stdout, "pulled %s: %d layers, %s fetched of %s\n", f.Ref, f.Layers, image.Bytes(f.Fetched), image.Bytes(f.Total))
-				default:
-					fmt.Fprintf(e.Stdout, "have %s\n", f.Ref)
-				}
-			}}
-			failed := set.Fetch(ctx, store, o)
-			if ctx.Err() != nil {
-				return cli.WithCode(cli.ExitInterrupted, ctx.Err())
-			}
-			for _, t := range set.Tasks {
-				ref, _ := t.ImageChoice(false)
-				if err := failed[ref]; err != nil {
-					return cli.Input(fmt.Errorf("task %s: %w", t.Name, err))
-				}
-			}
-			return nil
+			return pullTasks(ctx, e, store, set, quiet)
 		case "save":
 			if len(args) < 1 {
 				return cli.Usagef("images save takes a directory or FILE.tar, then the references to save (default all)")
@@ -190,6 +171,53 @@ func list(e *cli.Env, store *image.Store) error {
 		return err
 	}
 	fmt.Fprintf(e.Stdout, "%d unpacked images, %s; %d pulled images\n", len(entries), image.Bytes(total), len(recs))
+	return nil
+}
+
+// pullTasks fetches the images of set's tasks into store as a run does
+// before its first agent, showing the pulls on stderr as a run does
+// (unless quiet); once they are over it says on stdout, in the tasks'
+// order, how each image was had. A task whose image cannot be had is an
+// input error.
+func pullTasks(ctx context.Context, e *cli.Env, store *image.Store, set *taskset.Set, quiet bool) error {
+	var (
+		mu  sync.Mutex
+		got = map[string]taskset.Fetched{}
+	)
+	o := taskset.ResolveOptions{OnFetch: func(f taskset.Fetched) {
+		mu.Lock()
+		got[f.Ref] = f
+		mu.Unlock()
+	}}
+	done := func() {}
+	if !quiet {
+		done = cli.ShowPulls(e, store, &o)
+	}
+	failed := set.Fetch(ctx, store, o)
+	done()
+	if ctx.Err() != nil {
+		return cli.WithCode(cli.ExitInterrupted, ctx.Err())
+	}
+	said := map[string]bool{}
+	for _, t := range set.Tasks {
+		ref, _ := t.ImageChoice(false)
+		f, ok := got[ref]
+		if !ok || said[ref] || f.Err != nil {
+			continue
+		}
+		said[ref] = true
+		if f.Pulled {
+			fmt.Fprintf(e.Stdout, "pulled %s: %d layers, %s fetched of %s\n", f.Ref, f.Layers, image.Bytes(f.Fetched), image.Bytes(f.Total))
+		} else {
+			fmt.Fprintf(e.Stdout, "have %s\n", f.Ref)
+		}
+	}
+	for _, t := range set.Tasks {
+		ref, _ := t.ImageChoice(false)
+		if err := failed[ref]; err != nil {
+			return cli.Input(fmt.Errorf("task %s: %w", t.Name, err))
+		}
+	}
 	return nil
 }
 

@@ -44,6 +44,7 @@ type runFlags struct {
 	rerunChanged   bool
 	force          bool
 	permission     string
+	sessionMode    string
 	fs             bool
 	fsMaxBytes     int64
 	terminal       bool
@@ -120,6 +121,7 @@ func (f *runFlags) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.retryErrors, "retry-errors", false, "with --resume, also rerun units whose record has an error")
 	fs.BoolVar(&f.rerunChanged, "rerun-changed", false, "with --resume, run again the cases whose prompts line changed since their records were written (their records are replaced), instead of refusing to resume")
 	fs.BoolVar(&f.force, "force", false, "overwrite an existing output file")
+	fs.StringVar(&f.sessionMode, "session-mode", "", "switch each session to the mode `ID` its agent lists in session/new's answer (session/set_mode), e.g. default; a case whose agent did not list it fails")
 	fs.StringVar(&f.permission, "permission", "allow", "answer permission requests by `policy`: allow (allow_once, else allow_always), deny (reject_once, else reject_always), or cancel")
 	fs.BoolVar(&f.fs, "fs", false, "serve fs/read_text_file and fs/write_text_file inside the session's workspace")
 	fs.Int64Var(&f.fsMaxBytes, "fs-max-bytes", 10<<20, "largest file `bytes` --fs reads or writes")
@@ -294,7 +296,7 @@ func (f *runFlags) headlessAdapter() (*headless.Adapter, error) {
 	for _, acpOnly := range []struct {
 		set  bool
 		flag string
-	}{{f.fs, "--fs"}, {f.terminal, "--terminal"}, {f.auth != "", "--auth"}, {len(f.mcpServers) > 0, "--mcp-server"}, {f.permission != "allow", "--permission"}} {
+	}{{f.fs, "--fs"}, {f.terminal, "--terminal"}, {f.auth != "", "--auth"}, {len(f.mcpServers) > 0, "--mcp-server"}, {f.permission != "allow", "--permission"}, {f.sessionMode != "", "--session-mode"}} {
 		if acpOnly.set {
 			return nil, cli.Usagef("%s is for ACP agents; with --adapter %s the agent's own flags (after --) decide what it may do", acpOnly.flag, f.adapter)
 		}
@@ -501,7 +503,7 @@ func (f *runFlags) agentOptions(v *validFlags, agent, agentEnv []string, cwd, wo
 		Workspace: workspace, KeepWorkspaces: f.keepWorkspaces, WorkspaceSetup: f.wsSetup, WorkspacePrepare: f.wsPrepare,
 		TurnTimeout: f.timeout, StartupTimeout: f.startupTimeout, CancelGrace: f.cancelGrace, Settle: f.settle,
 		Concurrency: f.concurrency, MaxRecordBytes: f.maxRecordBytes, FreshProcess: f.freshProcess,
-		Auth: f.auth, MCPServers: v.mcp, Permission: v.policy,
+		Auth: f.auth, MCPServers: v.mcp, Permission: v.policy, SessionMode: f.sessionMode,
 		Requests: acp.Limits{Requests: f.maxRequests, Bytes: f.maxBytes, Timeout: f.requestTO},
 		Sandbox:  sb, Build: v.build, Adapter: v.adapter, Retry: v.retry,
 	}

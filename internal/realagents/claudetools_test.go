@@ -125,6 +125,13 @@ func TestClaudeAgentTools(t *testing.T) {
 	if got := strings.Join(replies, " "); got != "tool:Write tool:Edit tool:Bash tool:Read final" {
 		t.Errorf("the script's requests: %s", got)
 	}
+	// Claude Code's after-turn suggestion request (when it came before
+	// the run ended) got text, no tool call.
+	for _, r := range srv.Requests() {
+		if strings.HasPrefix(r.Prompt, fakemodel.SuggestionMarker) && r.Reply != "suggestion" {
+			t.Errorf("a suggestion-mode request was answered %s", r.Reply)
+		}
+	}
 
 	// Usage and cost are the ledger's: every call with the fake's exact
 	// counts, priced by the run's table.

@@ -55,6 +55,9 @@
 //	--log FILE          append every line received on stdin to FILE
 //	--usage             report usage with every end_turn answer: inputTokens = the
 //	                    prompt's bytes, outputTokens = 10
+//	--modes A,B         session/new lists the session modes A and B (the
+//	                    first current); session/set_mode to a listed one sends
+//	                    current_mode_update and answers {}, to another -32602
 //
 // Order at start: --stderr-spam, --banner, --exit-before-init, then reading.
 //
@@ -212,7 +215,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -240,6 +245,7 @@ type options struct {
 	logFile        string
 	usage          bool
 	onStart        string
+	modes          string
 }
 
 // Main runs the agent: args are the command-line arguments without the
@@ -264,6 +270,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.logFile, "log", "", "append every received line to this file")
 	fs.BoolVar(&o.usage, "usage", false, "report token usage with every end_turn answer: inputTokens = prompt bytes, outputTokens = 10")
 	fs.StringVar(&o.onStart, "on-start", "", "run this shell `command` (sh -c, in the agent's directory, output to stderr) before serving: what an agent's start script could do")
+	fs.StringVar(&o.modes, "modes", "", "session/new lists these session `modes` (comma-separated, the first current); session/set_mode switches among them")
 	fs.IntVar(&o.sessionDelay, "session-delay", 0, "answer session/new after `ms` milliseconds (other messages are read meanwhile)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -632,6 +639,8 @@ func (a *agent) handleRequest(m inMsg) {
 		a.handleNewSession(m)
 	case "session/prompt":
 		a.handlePrompt(m)
+	case "session/set_mode":
+		a.handleSetMode(m)
 	default:
 		a.replyErr(m.ID, -32601, "Method not found: "+m.Method, nil)
 	}
@@ -690,12 +699,51 @@ func (a *agent) handleNewSession(m inMsg) {
 	if a.opts.earlyUpdates {
 		a.notify("session/update", obj{"sessionId": s.id, "update": availableCommands()})
 	}
-	a.reply(m.ID, obj{"sessionId": s.id})
+	res := obj{"sessionId": s.id}
+	if ids := a.modeIDs(); len(ids) > 0 {
+		var avail []any
+		for _, id := range ids {
+			avail = append(avail, obj{"id": id, "name": id})
+		}
+		res["modes"] = obj{"currentModeId": ids[0], "availableModes": avail}
+	}
+	a.reply(m.ID, res)
 	a.mu.Lock()
 	a.madeSessions++
 	close(a.madeCh)
 	a.madeCh = make(chan struct{})
 	a.mu.Unlock()
+}
+
+// modeIDs are the session modes of --modes.
+func (a *agent) modeIDs() []string {
+	if a.opts.modes == "" {
+		return nil
+	}
+	return strings.Split(a.opts.modes, ",")
+}
+
+// handleSetMode switches a session to a mode --modes listed, telling the
+// client with current_mode_update before it answers.
+func (a *agent) handleSetMode(m inMsg) {
+	var p struct {
+		SessionID string `json:"sessionId"`
+		ModeID    string `json:"modeId"`
+	}
+	json.Unmarshal(m.Params, &p) //nolint:errcheck // checked below
+	a.mu.Lock()
+	_, ok := a.sessions[p.SessionID]
+	a.mu.Unlock()
+	if !ok {
+		a.replyErr(m.ID, -32602, fmt.Sprintf("Invalid params: no session %q", p.SessionID), nil)
+		return
+	}
+	if !slices.Contains(a.modeIDs(), p.ModeID) {
+		a.replyErr(m.ID, -32602, fmt.Sprintf("Invalid params: mode %q is not available", p.ModeID), nil)
+		return
+	}
+	a.notify("session/update", obj{"sessionId": p.SessionID, "update": obj{"sessionUpdate": "current_mode_update", "currentModeId": p.ModeID}})
+	a.reply(m.ID, obj{})
 }
 
 // awaitSessions waits until n session/new requests were answered, and

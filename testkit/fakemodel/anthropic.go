@@ -216,6 +216,11 @@ func (a *anthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		stop = "tool_use"
 		content = []anthropicContent{{Type: "tool_use", ID: fmt.Sprintf("toolu_fake%04d", a.ids.Add(1)),
 			Name: in.ToolChoice.Name, Input: a.userTurn(in.Messages, prompt)}}
+	case strings.HasPrefix(strings.TrimSpace(prompt), SuggestionMarker):
+		// Claude Code asks, after a turn, what the user might type next;
+		// the request offers tools, but the answer is text.
+		a.log.setReply(req, "suggestion", prompt)
+		content = []anthropicContent{{Type: "text", Text: SuggestionReply}}
 	case hasResult && (!more || searched):
 		a.log.setReply(req, "final", prompt)
 		content = []anthropicContent{{Type: "text", Text: final(strings.Join(results, "\n"))}}

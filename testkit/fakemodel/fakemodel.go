@@ -24,7 +24,11 @@
 //     later turn's answer depends on the history the request carries;
 //   - no tools offered, or JSON output requested: reply with short text, or
 //     JSON built from the requested schema; (Anthropic) Claude Code's auto
-//     mode asking for an action's harm (<severity>N</severity>) is told 0.
+//     mode asking for an action's harm (<severity>N</severity>) is told 0;
+//   - (Anthropic) Claude Code's suggestion mode, the request it sends
+//     after a turn for what the user might type next (its prompt starts
+//     with SuggestionMarker), is answered with SuggestionReply, plain text,
+//     though it offers tools.
 //
 // A prompt with a line starting with "slow" makes the tool-call reply wait
 // Options.Slow (or until the client goes away or the server closes), which
@@ -55,6 +59,12 @@ const (
 	Preamble = "Let me check."
 	// SideReply is the answer to requests that offer no tools.
 	SideReply = "Fake summary."
+	// SuggestionReply is the answer to Claude Code's suggestion mode, the
+	// request it sends after a turn for what the user might type next:
+	// plain text, never a tool call, though the request offers tools.
+	SuggestionReply = "try it out"
+	// SuggestionMarker starts the prompt of that request.
+	SuggestionMarker = "[SUGGESTION MODE:"
 	// ThoughtMarker is part of every scripted thought.
 	ThoughtMarker = "fake model is thinking"
 	// Unresolved starts the answer to a script step that names an input
@@ -152,8 +162,8 @@ type Request struct {
 	// Body is the request body as sent.
 	Body []byte
 	// Reply says what the fake scripted: "tool:<name>", "final", "side",
-	// "json", "count_tokens", "cancelled", "unresolved", "other" or
-	// "error: ...".
+	// "suggestion", "json", "count_tokens", "cancelled", "unresolved",
+	// "other" or "error: ...".
 	Reply string
 	// Prompt is the prompt text the reply was chosen from, if any.
 	Prompt string

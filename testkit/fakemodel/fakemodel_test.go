@@ -3,6 +3,7 @@ package fakemodel
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"reflect"
 	"strings"
@@ -338,5 +339,42 @@ func TestAnthropicPlaysAScript(t *testing.T) {
 	}
 	if got, want := strings.Join(replies, " "), "tool:Write tool:Edit tool:Bash final tool:Read unresolved"; got != want {
 		t.Errorf("replies:\n got %s\nwant %s", got, want)
+	}
+}
+
+// TestAnthropicAnswersSuggestionModeInText checks Claude Code's after-turn
+// request for what the user might type next (as claude-agent-acp 0.101.0
+// sends it: a finished turn, then the suggestion prompt as a string, with
+// the tools offered): the answer is plain text, not a tool call.
+func TestAnthropicAnswersSuggestionModeInText(t *testing.T) {
+	t.Parallel()
+	srv := Start(Anthropic, Options{})
+	defer srv.Close()
+	suggest := SuggestionMarker + ` Suggest what the user might naturally type next into Claude Code.]\n\nFIRST: Look at the user's recent messages and original request.\n\nReply with ONLY the suggestion, no quotes or explanation.`
+	body := `{"model":"claude-opus-5-5","stream":%s,"tools":[{"name":"Bash"},{"name":"Read"},{"name":"Write"}],"messages":[` +
+		`{"role":"user","content":[{"type":"text","text":"bash ls"}]},` +
+		`{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"}}]},` +
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"a.txt"}]},` +
+		`{"role":"assistant","content":[{"type":"text","text":"` + FinalPrefix + `a.txt"}]},` +
+		`{"role":"system","content":"x"},` +
+		`{"role":"user","content":"` + suggest + `"}]}`
+	_, out := post(t, srv, "/v1/messages", fmt.Sprintf(body, "true"))
+	if strings.Contains(out, "tool_use") || !strings.Contains(out, `"stop_reason":"end_turn"`) || streamed(out) != SuggestionReply {
+		t.Errorf("streamed suggestion: want text and no tool call:\n%s", out)
+	}
+	_, out = post(t, srv, "/v1/messages", fmt.Sprintf(body, "false"))
+	var msg struct {
+		Content []struct{ Type, Text string } `json:"content"`
+		Stop    string                        `json:"stop_reason"`
+	}
+	if err := json.Unmarshal([]byte(out), &msg); err != nil || len(msg.Content) != 1 || msg.Content[0].Type != "text" || msg.Content[0].Text != SuggestionReply || msg.Stop != "end_turn" {
+		t.Errorf("suggestion %s (%v), want the text %q alone", out, err, SuggestionReply)
+	}
+	var replies []string
+	for _, r := range srv.Requests() {
+		replies = append(replies, r.Reply)
+	}
+	if got := strings.Join(replies, " "); got != "suggestion suggestion" {
+		t.Errorf("replies %s, want suggestion suggestion", got)
 	}
 }
