@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"harness/chatmodel"
+	"harness/ledger"
 	"harness/schemas"
 )
 
@@ -62,6 +63,9 @@ type Model struct {
 	// Prompt is the system prompt (empty: DefaultPrompt), its
 	// placeholders not yet replaced.
 	Prompt string
+	// Ended, when set, is told of each call as it ends, once it is among
+	// Calls.
+	Ended func(schemas.ModelCall)
 
 	mu    sync.Mutex
 	calls []schemas.ModelCall
@@ -138,12 +142,20 @@ func (m *Model) record(turn int, a chatmodel.Attempt) {
 		Duration: a.Duration.Milliseconds(), Status: a.Status, Turn: turn,
 		InputTokens: a.InputTokens, OutputTokens: a.OutputTokens,
 	}
+	if a.Body != nil {
+		// The ledger's reading: Anthropic's cache reads and writes, and
+		// OpenAI's cached input apart from the rest.
+		ledger.ReadUsage(&call, a.Body)
+	}
 	if a.Err != nil && a.Status != 200 {
 		call.Error = &schemas.ModelCallError{Kind: errorKind(a.Status), Message: m.Client.Scrub(a.Err.Error())}
 	}
 	m.mu.Lock()
 	m.calls = append(m.calls, call)
 	m.mu.Unlock()
+	if m.Ended != nil {
+		m.Ended(call)
+	}
 }
 
 // errorKind is the kind of a failed call by its HTTP status.
