@@ -41,8 +41,9 @@ type GradeControl interface {
 }
 
 // CallControl is a Control that is also told of a unit's spending as each
-// of its model calls ends on the run's model gateway, so a budget stops
-// the run mid-turn, after the call that spent it.
+// of its model calls ends (its agent's on the run's model gateway, its
+// model simulated user's), so a budget stops the run mid-turn or
+// mid-conversation, after the call that spent it.
 type CallControl interface {
 	// Called is told of a unit as one of its calls ends: a record with
 	// the unit's id, trial, its agent's model calls so far and its model
