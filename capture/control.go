@@ -41,12 +41,14 @@ type GradeControl interface {
 }
 
 // CallControl is a Control that is also told of a unit's spending as each
-// of its model calls ends on the run's model gateway, so a budget stops
-// the run mid-turn, after the call that spent it.
+// of its model calls ends (its agent's on the run's model gateway, its
+// model simulated user's), so a budget stops the run mid-turn or
+// mid-conversation, after the call that spent it.
 type CallControl interface {
 	// Called is told of a unit as one of its calls ends: a record with
-	// the unit's id, trial and its model calls so far, priced. It is
-	// called from the gateway's handlers, several at once.
+	// the unit's id, trial, its agent's model calls so far and its model
+	// user's (simulatedUser.calls), priced. It is called from the
+	// gateway's handlers and the unit's worker, several at once.
 	Called(rec *schemas.CaptureRecord)
 }
 
@@ -55,22 +57,49 @@ type CallControl interface {
 // prompt on: the route's calls not taken yet that started since then (the
 // unit before it on the same agent takes its own when it is sealed).
 func (w *worker) watchCalls(run *caseRun, route *modelgateway.Route) {
+	if _, ok := w.r.cfg.Control.(CallControl); !ok {
+		return
+	}
+	run.callRoute, run.callsFrom = route, time.Now().UnixMilli()
+	route.Watch(func(schemas.ModelCall) { w.called(run) })
+}
+
+// called tells the run's Control, if it takes calls, of run's spending so
+// far: its agent's calls on its route (once watched) and its model user's
+// calls, priced. Each report carries both, as each replaces the last.
+func (w *worker) called(run *caseRun) {
 	cc, ok := w.r.cfg.Control.(CallControl)
 	if !ok {
 		return
 	}
-	id, trial, prices := run.unit.Case.ID, run.unit.Trial, w.r.prices()
-	from := time.Now().UnixMilli()
-	route.Watch(func(schemas.ModelCall) {
-		var calls []schemas.ModelCall
+	rec := &schemas.CaptureRecord{ID: run.unit.Case.ID, Trial: run.unit.Trial}
+	if route := run.callRoute; route != nil {
 		for _, c := range route.Peek() {
-			if c.Start >= from {
-				calls = append(calls, c)
+			if c.Start >= run.callsFrom {
+				rec.ModelCalls = append(rec.ModelCalls, c)
 			}
 		}
-		ledger.Annotate(calls, nil, prices)
-		cc.Called(&schemas.CaptureRecord{ID: id, Trial: trial, ModelCalls: calls, Usage: schemas.ModelCallsUsage(calls)})
-	})
+		ledger.Annotate(rec.ModelCalls, nil, w.r.prices())
+		rec.Usage = schemas.ModelCallsUsage(rec.ModelCalls)
+	}
+	w.userCalls(run, rec)
+	cc.Called(rec)
+}
+
+// userCalls puts the calls run's model user has made so far, priced, on
+// rec (none without a model user).
+func (w *worker) userCalls(run *caseRun, rec *schemas.CaptureRecord) {
+	if run.userModel == nil {
+		return
+	}
+	calls := run.userModel.Calls()
+	if len(calls) == 0 {
+		return
+	}
+	for i := range calls {
+		calls[i].USD = ledger.Price(&calls[i], w.r.prices())
+	}
+	rec.SimulatedUser = &schemas.SimUserOutcome{Calls: calls}
 }
 
 // graded tells the run's Control, if it takes gradings, of rec's grading.
@@ -95,6 +124,7 @@ func (w *worker) answered(run *caseRun, info *schemas.ErrorInfo) {
 			rec.AgentUsage, rec.Usage = rec.Usage, schemas.ModelCallsUsage(rec.ModelCalls)
 		}
 	}
+	w.userCalls(run, rec)
 	ctl.Answered(rec)
 }
 

@@ -329,12 +329,18 @@ func (lr *layerRunner) Wrap(c sandbox.Command) (sandbox.Wrapped, error) {
 		}
 		log.sess = sess
 		binds = append(binds, harbor.EgressBinds(sess)...)
-		argv = sess.Command(argv)
 		env = append(env, sess.Env...)
 	}
 	user := ""
 	if lr.cl.task != nil {
 		user = lr.cl.task.Config.AgentUser.User
+	}
+	if sess != nil {
+		var err error
+		if argv, env, user, err = harbor.BridgeAs(img, user, sess, argv, env); err != nil {
+			sess.Close()
+			return sandbox.Wrapped{}, err
+		}
 	}
 	line, err := lr.cl.layer.Argv(context.Background(), image.Run{Argv: argv, Dir: lr.cl.workdir, Env: env, User: user, Binds: binds, NoNetwork: network != "host"})
 	if err != nil {

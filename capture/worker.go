@@ -20,6 +20,7 @@ import (
 	"harness/sandbox"
 	"harness/sandbox/egress"
 	"harness/schemas"
+	"harness/simuser"
 	"harness/workspace"
 )
 
@@ -55,7 +56,13 @@ type caseRun struct {
 	turnStarts []int64
 	// route is a headless unit's way through the model gateway (an ACP
 	// unit's is its agent's).
-	route      *modelgateway.Route
+	route *modelgateway.Route
+	// callRoute is the route whose calls since callsFrom (epoch ms) are
+	// the unit's, once a Control watches them; userModel its model
+	// user, if any.
+	callRoute  *modelgateway.Route
+	callsFrom  int64
+	userModel  *simuser.Model
 	stops      []string
 	prefetched bool // its session was made while the case before it ran
 	err        *schemas.ErrorInfo
@@ -722,6 +729,11 @@ func (w *worker) play(ctx context.Context, run *caseRun) (retry bool) {
 	if uerr != nil {
 		turns, run.err = nil, uerr
 	}
+	if talk != nil && talk.model != nil {
+		// The user's calls count in the run's budget as each ends.
+		run.userModel = talk.model
+		talk.model.Ended = func(schemas.ModelCall) { w.called(run) }
+	}
 	for i := 0; i < len(turns); i++ {
 		text := turns[i]
 		if steps != nil {
@@ -768,6 +780,12 @@ func (w *worker) play(ctx context.Context, run *caseRun) (retry bool) {
 				break
 			}
 			if !more {
+				break
+			}
+			if w.r.stopped() {
+				// The user's calls spent the budget: the turn it wrote is
+				// not sent.
+				run.err = &schemas.ErrorInfo{Class: schemas.ErrInterrupted, Message: fmt.Sprintf("interrupted before turn %d", i+2)}
 				break
 			}
 			if i == len(turns)-1 {

@@ -239,6 +239,9 @@ type Attempt struct {
 	Status int
 	// InputTokens and OutputTokens are the answer's usage (nil: none read).
 	InputTokens, OutputTokens *int64
+	// Body is the answer's body when the status is 200 (its whole usage,
+	// cache reads and writes among it, for who reads it).
+	Body []byte
 	// Err is what went wrong, scrubbed of the key (nil: a good answer).
 	Err error
 }
@@ -296,7 +299,7 @@ func (m *Model) Call(ctx context.Context, c *Conversation, o CallOptions) (Reply
 				o.Cache.Put(key, respBody)
 			}
 			if o.Observe != nil {
-				at.InputTokens, at.OutputTokens = &in, &out
+				at.InputTokens, at.OutputTokens, at.Body = &in, &out, respBody
 				if err != nil {
 					at.Err = err
 				}

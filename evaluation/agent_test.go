@@ -179,7 +179,7 @@ func TestSurvey(t *testing.T) {
 {"id":"c","input":"x","image":"img:2"}
 {"id":"d","input":"x"}
 `)
-	s, err := Prompts{Name: prompts, Path: prompts}.Survey()
+	s, err := Prompts{Name: prompts, Path: prompts}.Survey(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,8 +190,18 @@ func TestSurvey(t *testing.T) {
 	write(`{"id":"a","input":"x","workspace":"nowhere"}
 {"id":"b","input":"x","workspace":"p.jsonl"}
 `)
-	_, err = Prompts{Name: prompts, Path: prompts}.Survey()
+	_, err = Prompts{Name: prompts, Path: prompts}.Survey(nil)
 	if err == nil || !strings.Contains(err.Error(), ":1") || !strings.Contains(err.Error(), ":2") || !strings.Contains(err.Error(), "is not a directory") {
 		t.Errorf("two cases with bad workspaces: %v", err)
+	}
+	write(`{"id":"a","input":"x","user":{"model":"gpt-x","apiKeyEnv":"K"}}
+{"id":"b","input":"x","user":{"model":"gpt-x","baseURL":"http://127.0.0.1:9"}}
+`)
+	if _, err := (Prompts{Name: prompts, Path: prompts}.Survey(func(string) string { return "" })); err == nil ||
+		!strings.Contains(err.Error(), `p.jsonl:1: field "user.apiKeyEnv"`) || !strings.Contains(err.Error(), "variable K is not set") || strings.Contains(err.Error(), ":2") {
+		t.Errorf("a model user without its key: %v", err)
+	}
+	if _, err := (Prompts{Name: prompts, Path: prompts}.Survey(func(k string) string { return map[string]string{"K": "sk"}[k] })); err != nil {
+		t.Errorf("a model user with its key: %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"harness/schemas"
+	"harness/simuser"
 )
 
 // Survey is what the cases of a prompts file ask for, read before any
@@ -28,9 +29,13 @@ func (s *Survey) AnyCaseWorkspace() bool { return len(s.Workspaces) > 0 }
 
 // Survey reads the prompts file through once, checking every case: a
 // case's workspace must be a directory, a simulated user's prompt file
-// readable. Every problem found is returned,
+// readable, a model user's API key set in the environment getenv reads
+// (unless it names a base URL). Every problem found is returned,
 // each naming the file, the line and the field.
-func (p Prompts) Survey() (*Survey, error) {
+func (p Prompts) Survey(getenv func(string) string) (*Survey, error) {
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
 	s := &Survey{}
 	var caseErrs []error
 	err := p.Scan(func(lineNo int, c *schemas.PromptCase) error {
@@ -53,6 +58,11 @@ func (p Prompts) Survey() (*Survey, error) {
 			_, err := os.ReadFile(c.User.PromptFile)
 			caseErrs = append(caseErrs, &schemas.InputError{File: p.Name, Line: lineNo, Field: "user.promptFile",
 				Msg: fmt.Sprint(err)})
+		}
+		var mk *simuser.MissingKeyError
+		if errors.As(simuser.CheckKey(c.User, getenv), &mk) {
+			caseErrs = append(caseErrs, &schemas.InputError{File: p.Name, Line: lineNo, Field: "user." + mk.Field(),
+				Msg: fmt.Sprintf("the simulated user's %s API key: environment variable %s is not set (set it, name another variable with apiKeyEnv, or give a baseURL)", mk.Provider, mk.Var)})
 		}
 		return nil
 	})

@@ -1,6 +1,9 @@
 package harbor
 
 import (
+	"slices"
+	"strings"
+
 	"harness/image"
 	"harness/sandbox/egress"
 	"harness/schemas"
@@ -47,4 +50,28 @@ func Connection(phase string, c egress.Connection) schemas.Connection {
 	allowed := c.Allowed
 	return schemas.Connection{Phase: phase, Host: c.Host, Port: c.Port, Allowed: allowed, Error: c.Error,
 		BytesOut: c.BytesOut, BytesIn: c.BytesIn, DurationMs: c.Duration.Milliseconds(), Open: c.Open}
+}
+
+// BridgeAs puts the egress bridge before argv. For a command whose user
+// (user, else the image's USER) is not root, the bridge starts as root,
+// where it can listen on the ports below 1024 and drop its capabilities,
+// and becomes the command's user, groups included, before it runs the
+// command; its HOME is its user's unless env sets one. It returns
+// the command line, the environment and the user to start it as.
+func BridgeAs(img *image.Image, user string, sess *egress.Session, argv, env []string) ([]string, []string, string, error) {
+	spec := user
+	if spec == "" {
+		spec = img.Config.User
+	}
+	u, err := img.RunsAs(spec)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if u.UID == 0 && u.GID == 0 {
+		return sess.Command(argv), env, user, nil
+	}
+	if !slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "HOME=") }) {
+		env = append(env, "HOME="+u.Home)
+	}
+	return sess.CommandAs(egress.Credential{UID: u.UID, GID: u.GID, Groups: u.Groups}, argv), env, "0:0", nil
 }

@@ -114,7 +114,7 @@ func setEnv(env []string, kv string) []string {
 func run(ctx context.Context, l *image.Layer, argv []string, dir string, environ []string, timeout time.Duration, s Step) (Ran, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	binds, noNetwork := s.Binds, s.NoNetwork
+	binds, noNetwork, user := s.Binds, s.NoNetwork, s.User
 	if s.Egress != nil {
 		sess, err := s.Egress.NewSession(s.OnConn)
 		if err != nil {
@@ -123,12 +123,14 @@ func run(ctx context.Context, l *image.Layer, argv []string, dir string, environ
 		// Closed once the command has ended: it waits for the last
 		// connections' reports.
 		defer sess.Close()
-		argv = sess.Command(argv)
 		binds = append(append([]image.Bind(nil), binds...), EgressBinds(sess)...)
 		environ = append(append([]string(nil), environ...), sess.Env...)
 		noNetwork = true
+		if argv, environ, user, err = BridgeAs(l.Image, user, sess, argv, environ); err != nil {
+			return Ran{}, err
+		}
 	}
-	cmd, err := l.Command(ctx, image.Run{Argv: argv, Dir: dir, Env: environ, User: s.User, Binds: binds, NoNetwork: noNetwork})
+	cmd, err := l.Command(ctx, image.Run{Argv: argv, Dir: dir, Env: environ, User: user, Binds: binds, NoNetwork: noNetwork})
 	if err != nil {
 		return Ran{}, err
 	}

@@ -249,6 +249,16 @@ func (m *Meter) End(transport error) schemas.ModelCall {
 	return m.call
 }
 
+// ReadUsage puts on c the token counts of body, a call's whole JSON
+// answer from c.Provider, read and normalized as a Meter reads them (cache
+// reads and writes apart from the input). It leaves c as it is when body
+// says no usage.
+func ReadUsage(c *schemas.ModelCall, body []byte) {
+	m := &Meter{call: schemas.ModelCall{Provider: c.Provider}}
+	m.object(body, "")
+	m.usage.fill(c)
+}
+
 // usage accumulates the usage fields of a call's answer; later values
 // replace earlier ones (Anthropic's message_delta carries the running
 // output count).

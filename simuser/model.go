@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"harness/chatmodel"
+	"harness/ledger"
 	"harness/schemas"
 )
 
@@ -62,6 +63,9 @@ type Model struct {
 	// Prompt is the system prompt (empty: DefaultPrompt), its
 	// placeholders not yet replaced.
 	Prompt string
+	// Ended, when set, is told of each call as it ends, once it is among
+	// Calls.
+	Ended func(schemas.ModelCall)
 
 	mu    sync.Mutex
 	calls []schemas.ModelCall
@@ -138,12 +142,20 @@ func (m *Model) record(turn int, a chatmodel.Attempt) {
 		Duration: a.Duration.Milliseconds(), Status: a.Status, Turn: turn,
 		InputTokens: a.InputTokens, OutputTokens: a.OutputTokens,
 	}
+	if a.Body != nil {
+		// The ledger's reading: Anthropic's cache reads and writes, and
+		// OpenAI's cached input apart from the rest.
+		ledger.ReadUsage(&call, a.Body)
+	}
 	if a.Err != nil && a.Status != 200 {
 		call.Error = &schemas.ModelCallError{Kind: errorKind(a.Status), Message: m.Client.Scrub(a.Err.Error())}
 	}
 	m.mu.Lock()
 	m.calls = append(m.calls, call)
 	m.mu.Unlock()
+	if m.Ended != nil {
+		m.Ended(call)
+	}
 }
 
 // errorKind is the kind of a failed call by its HTTP status.
@@ -197,7 +209,44 @@ func NewModel(u *schemas.SimUser, getenv func(string) string, client *http.Clien
 	}
 	cm.Key = getenv(keyEnv)
 	if cm.Key == "" && !explicit {
-		return nil, fmt.Errorf("model %s: environment variable %s is not set (the %s API key)", u.Model, keyEnv, cm.Provider)
+		return nil, &MissingKeyError{Model: u.Model, Provider: cm.Provider, Var: keyEnv, Named: u.APIKeyEnv != ""}
 	}
 	return &Model{Client: cm, Prompt: u.Prompt}, nil
+}
+
+// MissingKeyError is a model user whose API key variable is not set, with
+// no base URL given (a local server may need no key).
+type MissingKeyError struct {
+	// Model and Provider are the user's model and its provider.
+	Model, Provider string
+	// Var is the variable the key is read from.
+	Var string
+	// Named says the user named Var (apiKeyEnv); else it is the
+	// provider's own variable, chosen by the model.
+	Named bool
+}
+
+// Error says which variable is not set.
+func (e *MissingKeyError) Error() string {
+	return fmt.Sprintf("model %s: environment variable %s is not set (the %s API key)", e.Model, e.Var, e.Provider)
+}
+
+// Field is the user's field that chose the variable: apiKeyEnv when the
+// user named it, else model (the provider's variable).
+func (e *MissingKeyError) Field() string {
+	if e.Named {
+		return "apiKeyEnv"
+	}
+	return "model"
+}
+
+// CheckKey says whether a model user can be reached as far as its
+// settings and the environment tell: a *MissingKeyError when its key is
+// not set and no base URL was given; nil for a command user.
+func CheckKey(u *schemas.SimUser, getenv func(string) string) error {
+	if u == nil || u.Model == "" {
+		return nil
+	}
+	_, err := NewModel(u, getenv, nil)
+	return err
 }

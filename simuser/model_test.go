@@ -3,6 +3,7 @@ package simuser
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -81,6 +82,23 @@ func TestModelUserNeedsAKey(t *testing.T) {
 	_, err := NewModel(&schemas.SimUser{Model: "claude-x"}, func(string) string { return "" }, nil)
 	if err == nil || !strings.Contains(err.Error(), "ANTHROPIC_API_KEY is not set") {
 		t.Errorf("err %v", err)
+	}
+	none := func(string) string { return "" }
+	var mk *MissingKeyError
+	if err := CheckKey(&schemas.SimUser{Model: "gpt-x", APIKeyEnv: "MY_KEY"}, none); !errors.As(err, &mk) || mk.Var != "MY_KEY" || mk.Field() != "apiKeyEnv" {
+		t.Errorf("named variable: %v", err)
+	}
+	if err := CheckKey(&schemas.SimUser{Model: "gpt-x"}, none); !errors.As(err, &mk) || mk.Var != "OPENAI_API_KEY" || mk.Field() != "model" {
+		t.Errorf("provider's variable: %v", err)
+	}
+	// a base URL without a key is a local server's; a command user has no key
+	for _, u := range []*schemas.SimUser{{Model: "gpt-x", BaseURL: "http://127.0.0.1:9"}, {Command: []string{"./u.py"}}} {
+		if err := CheckKey(u, none); err != nil {
+			t.Errorf("%+v: %v", u, err)
+		}
+	}
+	if err := CheckKey(&schemas.SimUser{Model: "gpt-x"}, func(k string) string { return map[string]string{"OPENAI_BASE_URL": "http://x"}[k] }); err != nil {
+		t.Errorf("base URL from the environment: %v", err)
 	}
 }
 

@@ -337,7 +337,7 @@ func (f *runFlags) readPrompts(e *cli.Env, args []string) (*runSetup, error) {
 			return nil, cli.Input(fmt.Errorf("prompts from stdin: %w", err))
 		}
 	}
-	survey, err := s.prompts().Survey()
+	survey, err := s.prompts().Survey(e.Getenv)
 	if err != nil {
 		s.cleanup()
 		return nil, cli.Input(err)

@@ -31,6 +31,79 @@ type bridgeConfig struct {
 	// proxy's, one per forward, then the redirect listener.
 	fds   []int
 	agent []string
+	// user, when set, is who the first stage becomes once it has
+	// listened, before it drops its capabilities.
+	user *Credential
+}
+
+// Credential is a user the bridge runs its command as: a bridge started
+// as root listens (ports below 1024 too) and installs its redirection,
+// then takes this identity, with no capability left, before running the
+// command.
+type Credential struct {
+	UID, GID int
+	// Groups are the supplementary groups.
+	Groups []int
+}
+
+// String is the credential as the bridge's --user flag takes it:
+// UID:GID, then :G1,G2,... when it has supplementary groups.
+func (c Credential) String() string {
+	s := strconv.Itoa(c.UID) + ":" + strconv.Itoa(c.GID)
+	if len(c.Groups) > 0 {
+		gs := make([]string, len(c.Groups))
+		for i, g := range c.Groups {
+			gs[i] = strconv.Itoa(g)
+		}
+		s += ":" + strings.Join(gs, ",")
+	}
+	return s
+}
+
+// parseCredential reads a Credential as String writes it.
+func parseCredential(v string) (*Credential, error) {
+	f := strings.Split(v, ":")
+	if len(f) < 2 || len(f) > 3 {
+		return nil, fmt.Errorf("want UID:GID[:G1,G2...], got %q", v)
+	}
+	num := func(s string) (int, error) {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("bad id %q in %q", s, v)
+		}
+		return n, nil
+	}
+	var c Credential
+	var err error
+	if c.UID, err = num(f[0]); err != nil {
+		return nil, err
+	}
+	if c.GID, err = num(f[1]); err != nil {
+		return nil, err
+	}
+	if len(f) == 3 && f[2] != "" {
+		for _, g := range strings.Split(f[2], ",") {
+			n, err := num(g)
+			if err != nil {
+				return nil, err
+			}
+			c.Groups = append(c.Groups, n)
+		}
+	}
+	return &c, nil
+}
+
+type userFlag struct{ c **Credential }
+
+func (f userFlag) String() string { return "" }
+
+func (f userFlag) Set(v string) error {
+	c, err := parseCredential(v)
+	if err != nil {
+		return err
+	}
+	*f.c = c
+	return nil
 }
 
 type forwardFlag struct{ list *[]Forward }
@@ -71,6 +144,7 @@ func parseBridgeArgs(args []string) (bridgeConfig, error) {
 	fs.Var(fdsFlag{&c.fds}, "fds", "inherited listeners")
 	fs.BoolVar(&c.redirect, "redirect", false, "redirect every other TCP connection to the proxy")
 	fs.BoolVar(&c.probe, "probe-redirect", false, "check that the redirection works, and exit")
+	fs.Var(userFlag{&c.user}, "user", "UID:GID[:G1,G2...] to run the command as")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}

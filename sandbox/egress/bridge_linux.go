@@ -21,8 +21,9 @@ import (
 // In its first stage the bridge binds its listeners (ports below 1024
 // need CAP_NET_BIND_SERVICE), then drops every capability (effective,
 // permitted, inheritable, ambient and the bounding set: this needs
-// CAP_SETPCAP), sets no-new-privs and re-executes itself, handing the
-// listeners on. The second stage, with no capabilities in any of its
+// CAP_SETPCAP), takes the identity of --user if given (a bridge started as
+// root for a command that runs as another user), sets no-new-privs and
+// re-executes itself, handing the listeners on. The second stage, with no capabilities in any of its
 // threads, bridges each accepted connection to the proxy's unix socket
 // and runs the command as its child with stdin, stdout and stderr
 // inherited; it forwards SIGTERM, SIGINT, SIGHUP and SIGQUIT to it, and
@@ -89,7 +90,7 @@ func bridgeStage1(cfg bridgeConfig, args []string) int {
 			}
 		}
 	}
-	if err := dropCapabilities(); err != nil {
+	if err := dropCapabilities(cfg.user); err != nil {
 		return bridgeFail("%v", err)
 	}
 	exe, err := os.Executable()
@@ -195,8 +196,9 @@ func lastCap() int {
 
 // dropCapabilities empties this thread's bounding set and its other
 // capability sets and sets no-new-privs, so that what it executes has no
-// capabilities and cannot gain any, even as root.
-func dropCapabilities() error {
+// capabilities and cannot gain any, even as root. With user, the thread
+// takes that user's identity once the bounding set is empty.
+func dropCapabilities(user *Credential) error {
 	last := lastCap()
 	for c := 0; c <= last; c++ {
 		if _, _, e := syscall.RawSyscall6(syscall.SYS_PRCTL, prCapbsetDrop, uintptr(c), 0, 0, 0, 0); e != 0 && e != syscall.EINVAL {
@@ -207,6 +209,11 @@ func dropCapabilities() error {
 	}
 	if _, _, e := syscall.RawSyscall6(syscall.SYS_PRCTL, prCapAmbient, prCapAmbientClearAll, 0, 0, 0, 0); e != 0 && e != syscall.EINVAL {
 		return fmt.Errorf("clear ambient capabilities: %v", e)
+	}
+	if user != nil {
+		if err := becomeUser(*user); err != nil {
+			return err
+		}
 	}
 	if _, _, e := syscall.RawSyscall6(syscall.SYS_PRCTL, prSetNoNewPrivs, 1, 0, 0, 0, 0); e != 0 {
 		return fmt.Errorf("set no-new-privs: %v", e)
@@ -237,6 +244,31 @@ func checkNoCapabilities() error {
 		if on, _, _ := syscall.RawSyscall6(syscall.SYS_PRCTL, prCapbsetRead, uintptr(c), 0, 0, 0, 0); on == 1 {
 			return fmt.Errorf("capability %d left in the bounding set", c)
 		}
+	}
+	return nil
+}
+
+// becomeUser gives this thread u's groups, gid and uid (real, effective
+// and saved), while it still has CAP_SETGID and CAP_SETUID; leaving uid 0
+// empties its permitted and effective sets.
+func becomeUser(u Credential) error {
+	groups := make([]uint32, len(u.Groups))
+	for i, g := range u.Groups {
+		groups[i] = uint32(g)
+	}
+	var ptr unsafe.Pointer
+	if len(groups) > 0 {
+		ptr = unsafe.Pointer(&groups[0])
+	}
+	if _, _, e := syscall.RawSyscall(syscall.SYS_SETGROUPS, uintptr(len(groups)), uintptr(ptr), 0); e != 0 {
+		return fmt.Errorf("run as %s: setgroups: %v (the bridge must start as root to run its command as another user)", u, e)
+	}
+	runtime.KeepAlive(groups)
+	if _, _, e := syscall.RawSyscall(syscall.SYS_SETRESGID, uintptr(u.GID), uintptr(u.GID), uintptr(u.GID)); e != 0 {
+		return fmt.Errorf("run as %s: setresgid: %v", u, e)
+	}
+	if _, _, e := syscall.RawSyscall(syscall.SYS_SETRESUID, uintptr(u.UID), uintptr(u.UID), uintptr(u.UID)); e != 0 {
+		return fmt.Errorf("run as %s: setresuid: %v", u, e)
 	}
 	return nil
 }

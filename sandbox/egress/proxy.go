@@ -215,6 +215,19 @@ func (s *Session) Command(agentArgv []string) []string {
 	return append(append([]string(nil), s.BridgeArgs...), agentArgv...)
 }
 
+// CommandAs is Command for a bridge started as root in the sandbox that
+// runs the agent as u: it listens and drops its capabilities as root,
+// taking u's identity on the way, so the agent's user needs no privilege
+// for ports below 1024 or the redirection.
+func (s *Session) CommandAs(u Credential, agentArgv []string) []string {
+	n := len(s.BridgeArgs)
+	if n == 0 || s.BridgeArgs[n-1] != "--" {
+		return s.Command(agentArgv)
+	}
+	args := append(append([]string(nil), s.BridgeArgs[:n-1]...), "--user", u.String(), "--")
+	return append(args, agentArgv...)
+}
+
 // NewSession makes the socket directory and hosts file for one sandboxed
 // process and starts accepting its connections. onConn (may be nil) is
 // told of every connection, allowed or denied, once it has ended; calls
@@ -246,6 +259,13 @@ func (p *Proxy) NewSession(onConn func(Connection)) (*Session, error) {
 	}
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
+		return fail(err)
+	}
+	// The bridge may run as a user of an image other than the one that
+	// made the socket; the session's directory (0700) keeps it from the
+	// host's other users.
+	if err := os.Chmod(sock, 0o666); err != nil {
+		ln.Close()
 		return fail(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
