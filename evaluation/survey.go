@@ -62,7 +62,7 @@ func (p Prompts) Survey(getenv func(string) string) (*Survey, error) {
 		var mk *simuser.MissingKeyError
 		if errors.As(simuser.CheckKey(c.User, getenv), &mk) {
 			caseErrs = append(caseErrs, &schemas.InputError{File: p.Name, Line: lineNo, Field: "user." + mk.Field(),
-				Msg: fmt.Sprintf("the simulated user's %s API key: environment variable %s is not set (set it, name another variable with apiKeyEnv, or give a baseURL)", mk.Provider, mk.Var)})
+				Msg: mk.Problem()})
 		}
 		return nil
 	})

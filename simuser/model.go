@@ -231,6 +231,12 @@ func (e *MissingKeyError) Error() string {
 	return fmt.Sprintf("model %s: environment variable %s is not set (the %s API key)", e.Model, e.Var, e.Provider)
 }
 
+// Problem words the missing key for a message that names the case's
+// user field (Field) itself.
+func (e *MissingKeyError) Problem() string {
+	return fmt.Sprintf("the simulated user's %s API key: environment variable %s is not set (set it, name another variable with apiKeyEnv, or give a baseURL)", e.Provider, e.Var)
+}
+
 // Field is the user's field that chose the variable: apiKeyEnv when the
 // user named it, else model (the provider's variable).
 func (e *MissingKeyError) Field() string {

@@ -601,6 +601,7 @@ func (p *parser) testCase(n *yaml.Node, field string) error {
 		case "description":
 			return nil
 		case "user":
+			p.recordLines(v, field+".user", k.Line)
 			b, _ := json.Marshal(x)
 			u, err := schemas.ParseSimUser(b)
 			if err != nil {

@@ -21,6 +21,7 @@ import (
 	"harness/graders"
 	"harness/results"
 	"harness/schemas"
+	"harness/simuser"
 	"harness/suite"
 )
 
@@ -35,13 +36,15 @@ type Cases struct {
 	// AssertLines holds the line of the prompts file each assert of a
 	// prompts line is on, by case id.
 	AssertLines map[string]int
+	// Lines holds the line of each case of the prompts file, by case id.
+	Lines map[string]int
 }
 
 // ReadCases gathers the cases of s: the prompts file's (an "assert" key
 // of a line is taken out of the case into Asserts), then the inline ones.
 // A case id given twice, or no case at all, is an error naming the file.
 func ReadCases(s *suite.Suite) (*Cases, error) {
-	cs := &Cases{Asserts: maps.Clone(s.Asserts), AssertLines: map[string]int{}}
+	cs := &Cases{Asserts: maps.Clone(s.Asserts), AssertLines: map[string]int{}, Lines: map[string]int{}}
 	if cs.Asserts == nil {
 		cs.Asserts = map[string]any{}
 	}
@@ -84,9 +87,32 @@ func (cs *Cases) readPrompts(s *suite.Suite) error {
 			cs.AssertLines[c.ID] = line
 			delete(c.Extra, "assert")
 		}
+		cs.Lines[c.ID] = line
 		cs.List = append(cs.List, c)
 		return nil
 	})
+}
+
+// MissingUserKeys names each case of s whose model user has no API key
+// in the environment getenv reads (and no base URL): the prompts file's
+// line of the case, or the suite's of an inline one, and the user's
+// field.
+func (cs *Cases) MissingUserKeys(s *suite.Suite, getenv func(string) string) error {
+	var errs []error
+	for i := range cs.List {
+		c := &cs.List[i]
+		var mk *simuser.MissingKeyError
+		if !errors.As(simuser.CheckKey(c.User, getenv), &mk) {
+			continue
+		}
+		if line, ok := cs.Lines[c.ID]; ok {
+			errs = append(errs, &schemas.InputError{File: s.PromptsFile, Line: line, Field: "user." + mk.Field(), Msg: mk.Problem()})
+			continue
+		}
+		field := s.CaseFields[c.ID] + ".user." + mk.Field()
+		errs = append(errs, &schemas.InputError{File: s.File, Line: s.Line(field), Field: field, Msg: mk.Problem()})
+	}
+	return errors.Join(errs...)
 }
 
 // GraderConfig is the grader config of a suite: a per-case config (type

@@ -356,6 +356,9 @@ func (r *suiteRun) check() error {
 	if err := r.checkPrices(); err != nil {
 		return err
 	}
+	if err := r.cases.MissingUserKeys(r.s, r.e.Getenv); err != nil {
+		return cli.Input(err)
+	}
 	if build := suiterun.Graders(r.s, r.cases); build != nil {
 		if _, err := build(graders.Options{Getenv: r.e.Getenv, Dir: r.s.Dir}); err != nil {
 			return cli.Input(err)
