@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -81,15 +82,31 @@ func benchPullStore(dir string, reg *registrytest.Registry) *Store {
 	return &Store{Dir: dir, Podman: "/nonexistent/podman", Registry: &pull.Client{Transport: reg.Transport, Keychain: authn.NewMultiKeychain()}}
 }
 
+// pullBenchMB is the size of BenchmarkPull's image in MB: 200, or
+// HARNESS_BENCH_PULL_MB (a multiple of 4: the image has four layers).
+func pullBenchMB(b *testing.B) int {
+	v := os.Getenv("HARNESS_BENCH_PULL_MB")
+	if v == "" {
+		return 200
+	}
+	mb, err := strconv.Atoi(v)
+	if err != nil || mb < 4 || mb%4 != 0 {
+		b.Fatalf("HARNESS_BENCH_PULL_MB=%q: want a multiple of 4 MB", v)
+	}
+	return mb
+}
+
 // BenchmarkPull pulls and unpacks an image of 200 MB of random layers
-// (four of 50 MB: incompressible, so 200 MB on the wire) from a registry
-// on this machine: the first time (fetch and unpack), with the blobs
-// already stored (unpack only, nothing fetched) and with the image
-// already unpacked (nothing fetched or unpacked).
+// (four of 50 MB: incompressible, so 200 MB on the wire; another size
+// with HARNESS_BENCH_PULL_MB) from a registry on this machine: the first
+// time (fetch and unpack), with the blobs already stored (unpack only,
+// nothing fetched) and with the image already unpacked (nothing fetched
+// or unpacked).
 func BenchmarkPull(b *testing.B) {
+	mb := pullBenchMB(b)
 	reg := registrytest.Start(b, registrytest.Options{})
 	dir := b.TempDir()
-	ref, digest := reg.Push(b, "bench/big:v1", randomLayers(b, dir, 4, 50))
+	ref, digest := reg.Push(b, "bench/big:v1", randomLayers(b, dir, 4, mb/4))
 	b.Run("first", func(b *testing.B) {
 		for i := 0; b.Loop(); i++ {
 			s := benchPullStore(filepath.Join(dir, fmt.Sprintf("first%d", i)), reg)
@@ -102,7 +119,7 @@ func BenchmarkPull(b *testing.B) {
 			removeTree(s.Dir)
 			b.StartTimer()
 		}
-		b.SetBytes(200 << 20)
+		b.SetBytes(int64(mb) << 20)
 	})
 	stored := benchPullStore(filepath.Join(dir, "stored"), reg)
 	if _, err := stored.Resolve(context.Background(), ref); err != nil {
@@ -124,7 +141,7 @@ func BenchmarkPull(b *testing.B) {
 			}
 			stored.Release()
 		}
-		b.SetBytes(200 << 20)
+		b.SetBytes(int64(mb) << 20)
 	})
 	b.Run("unpacked", func(b *testing.B) {
 		for b.Loop() {
