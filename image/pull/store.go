@@ -81,13 +81,18 @@ func (s *Store) Has(digest string) bool {
 	return err == nil
 }
 
-// Manifest reads a stored image manifest.
-func (s *Store) Manifest(digest string) (*v1.Manifest, error) {
+// openBlob opens the stored blob of digest.
+func (s *Store) openBlob(digest string) (*os.File, error) {
 	p, err := s.BlobPath(digest)
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(p)
+	return os.Open(p)
+}
+
+// Manifest reads a stored image manifest.
+func (s *Store) Manifest(digest string) (*v1.Manifest, error) {
+	f, err := s.openBlob(digest)
 	if err != nil {
 		return nil, err
 	}
@@ -101,11 +106,7 @@ func (s *Store) Manifest(digest string) (*v1.Manifest, error) {
 
 // config reads the stored image configuration of digest.
 func (s *Store) config(digest string) (*v1.ConfigFile, error) {
-	p, err := s.BlobPath(digest)
-	if err != nil {
-		return nil, err
-	}
-	f, err := os.Open(p)
+	f, err := s.openBlob(digest)
 	if err != nil {
 		return nil, err
 	}
