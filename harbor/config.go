@@ -303,22 +303,9 @@ func (t *Task) parseConfig(file, src string, lookup func(string) (string, bool))
 	default:
 		r.fail("environment.network_mode", "must be public, no-network or allowlist, not %q", mode)
 	}
-	// The agent's own network_mode, over the environment's.
-	switch c.AgentNetworkMode = r.str(raw, "agent.network_mode"); c.AgentNetworkMode {
-	case "", "public", "no-network":
-	case "allowlist":
-		c.AgentAllowedHosts = r.allowedHosts(raw, "agent.allowed_hosts")
-	default:
-		r.fail("agent.network_mode", "must be public, no-network or allowlist, not %q", c.AgentNetworkMode)
-	}
-	// The verifier's own, over the environment's.
-	switch c.VerifierNetworkMode = r.str(raw, "verifier.network_mode"); c.VerifierNetworkMode {
-	case "", "public", "no-network":
-	case "allowlist":
-		c.VerifierAllowedHosts = r.allowedHosts(raw, "verifier.allowed_hosts")
-	default:
-		r.fail("verifier.network_mode", "must be public, no-network or allowlist, not %q", c.VerifierNetworkMode)
-	}
+	// The agent's and the verifier's own, each over the environment's.
+	c.AgentNetworkMode, c.AgentAllowedHosts = r.phaseNetwork(raw, "agent")
+	c.VerifierNetworkMode, c.VerifierAllowedHosts = r.phaseNetwork(raw, "verifier")
 	switch osName := r.str(raw, "environment.os"); strings.ToLower(osName) {
 	case "", "linux":
 	default:
@@ -681,6 +668,19 @@ func (r *reader) str(raw map[string]any, field string) string {
 		r.fail(field, "must be a string, not %v", v)
 	}
 	return s
+}
+
+// phaseNetwork reads a phase table's own network_mode ("" for the
+// environment's) and, for an allowlist, its allowed_hosts.
+func (r *reader) phaseNetwork(raw map[string]any, phase string) (mode string, hosts []egress.Rule) {
+	switch mode = r.str(raw, phase+".network_mode"); mode {
+	case "", "public", "no-network":
+	case "allowlist":
+		hosts = r.allowedHosts(raw, phase+".allowed_hosts")
+	default:
+		r.fail(phase+".network_mode", "must be public, no-network or allowlist, not %q", mode)
+	}
+	return mode, hosts
 }
 
 // user reads a user field: a name or uid[:group or gid] string, or a
