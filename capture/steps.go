@@ -59,7 +59,8 @@ func (st *taskSteps) begin(ctx context.Context, i int) (time.Duration, *schemas.
 	ts := schemas.TaskStep{Name: cfg.Name, Turn: i + 1, MinReward: cfg.MinReward, ContributesToReward: cfg.Contributes,
 		Timing: schemas.TaskStepTiming{Start: now.UnixMilli()}}
 	timeout := time.Duration(float64(cfg.AgentTimeout) * st.scale())
-	_, err := harbor.SetupStep(ctx, st.run.layer.layer, st.task, i, harbor.Step{Timeout: timeout})
+	setup := st.task.PhaseStep(harbor.Step{Timeout: timeout}, harbor.PhaseSetup, st.w.r.cfg.Image.Egress, st.run.setupConn)
+	_, err := harbor.SetupStep(ctx, st.run.layer.layer, st.task, i, setup)
 	ts.Timing.Setup = time.Since(now).Milliseconds()
 	st.steps = append(st.steps, ts)
 	st.turnStart = time.Now()

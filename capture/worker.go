@@ -1047,6 +1047,12 @@ func (run *caseRun) verifierConn(c egress.Connection) {
 	run.rec.PhaseNetwork(schemas.PhaseVerifier, []egress.Connection{c})
 }
 
+// setupConn puts a connection of a task step's setup on the unit's
+// record: a network step of phase task_setup.
+func (run *caseRun) setupConn(c egress.Connection) {
+	run.rec.PhaseNetwork(schemas.PhaseTaskSetup, []egress.Connection{c})
+}
+
 // collectArtifacts copies a Harbor task's artifacts out of the unit's
 // layer, after its verifier, into the run's artifacts directory.
 func (w *worker) collectArtifacts(run *caseRun) {
@@ -1092,11 +1098,12 @@ func (r *Runner) cleanup(run *caseRun) {
 }
 
 // countNetwork sums a trajectory's network steps of the agent (nil when
-// it has none): a verifier's are on the trajectory, not in the counts.
+// it has none): a verifier's and a step setup's are on the trajectory,
+// not in the counts.
 func countNetwork(steps []schemas.Step) *schemas.NetworkCounts {
 	var n *schemas.NetworkCounts
 	for _, st := range steps {
-		if st.Type != schemas.StepNetwork || st.Phase == schemas.PhaseVerifier {
+		if st.Type != schemas.StepNetwork || st.Phase == schemas.PhaseVerifier || st.Phase == schemas.PhaseTaskSetup {
 			continue
 		}
 		if n == nil {

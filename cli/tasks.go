@@ -470,8 +470,11 @@ func sayRefOutcome(w io.Writer, o taskset.Outcome) {
 
 // phaseName is the script a phase of a reference run runs.
 func phaseName(phase string) string {
-	if phase == harbor.PhaseSolution {
+	switch phase {
+	case harbor.PhaseSolution:
 		return "solve.sh"
+	case harbor.PhaseSetup:
+		return "a step's setup"
 	}
 	return "the verifier"
 }

@@ -583,11 +583,13 @@ func (c Config) AgentNetwork() (internet bool, hosts []egress.Rule) {
 }
 
 // Phases of a trial whose commands each have a network: the agent's,
-// solve.sh's (which stands for the agent) and the verifier's.
+// solve.sh's (which stands for the agent), the verifier's, and a step's
+// setup (its setup.sh and healthcheck: the environment's doing).
 const (
 	PhaseAgent    = "agent"
 	PhaseSolution = "solution"
 	PhaseVerifier = "verifier"
+	PhaseSetup    = "setup"
 )
 
 // Network is the network of a phase's commands: whether they have the
@@ -597,8 +599,11 @@ const (
 // allowed_hosts over [environment]'s; the verifier [verifier]'s over
 // [environment]'s. (Harbor has no [solution] network_mode.)
 func (c Config) Network(phase string) (internet bool, hosts []egress.Rule) {
-	if phase == PhaseVerifier {
+	switch phase {
+	case PhaseVerifier:
 		return c.phaseNetwork(c.VerifierNetworkMode, c.VerifierAllowedHosts)
+	case PhaseSetup:
+		return c.phaseNetwork("", nil)
 	}
 	return c.AgentNetwork()
 }

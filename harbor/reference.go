@@ -142,8 +142,7 @@ func runReferenceSteps(ctx context.Context, l *image.Layer, t *Task, agent strin
 		start := time.Now()
 		ts := schemas.TaskStep{Name: cfg.Name, Turn: i + 1, MinReward: cfg.MinReward, ContributesToReward: cfg.Contributes,
 			Timing: schemas.TaskStepTiming{Start: start.UnixMilli()}}
-		step := o.Step
-		_, err := SetupStep(ctx, l, t, i, step)
+		_, err := SetupStep(ctx, l, t, i, res.phaseStep(t, o, PhaseSetup))
 		ts.Timing.Setup = time.Since(start).Milliseconds()
 		if err != nil {
 			ts.Error = &schemas.ErrorInfo{Class: schemas.ErrWorkspaceSetup, Message: err.Error()}

@@ -36,6 +36,9 @@ const (
 	// PhaseVerifier marks the network steps of a task's verifier
 	// (tests/test.sh), which are not the agent's.
 	PhaseVerifier = "verifier"
+	// PhaseTaskSetup marks the network steps of a multi-step task's step
+	// setup (its setup.sh and healthcheck), which are not the agent's.
+	PhaseTaskSetup = "task_setup"
 )
 
 // Step is one entry of a trajectory. Type says which of the optional fields

@@ -58,7 +58,8 @@ type ValidationResult struct {
 // Connection is one connection a phase of a task's run made through the
 // egress allowlist proxy, allowed or refused.
 type Connection struct {
-	// Phase is "solution" (solve.sh) or "verifier" (tests/test.sh).
+	// Phase is "solution" (solve.sh), "verifier" (tests/test.sh) or
+	// "setup" (a multi-step task's step setup).
 	Phase string `json:"phase"`
 	Host  string `json:"host"`
 	Port  int    `json:"port"`
