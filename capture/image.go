@@ -153,16 +153,29 @@ func (w *worker) imageWorkspace(ctx context.Context, run *caseRun) (string, erro
 		return "", &setupError{msg: err.Error()}
 	}
 	l.Self = ic.Self
+	// A layer that fails before its trial lets go of its image too.
+	fail := func(err error) (string, error) {
+		l.Remove()
+		release()
+		return "", err
+	}
 	workdir := img.Workdir()
 	if task != nil {
 		workdir = task.Workdir(img)
+		if task.MultiStep() {
+			// A step's setup copies its workdir/ into the working
+			// directory while the agent runs: the directory is in the
+			// layer from the start, so the agent's view of it never
+			// goes stale (each command mounts the overlay on its own).
+			if err := l.MkdirAll(workdir); err != nil {
+				return fail(&setupError{msg: fmt.Sprintf("task %s: working directory %s: %v", task.Name, workdir, err)})
+			}
+		}
 		if err := w.checkHealth(l, task); err != nil {
-			l.Remove()
-			return "", err
+			return fail(err)
 		}
 		if err := harbor.InstallSkills(w.ctx(), l, task, ic.SkillsHome, harbor.Step{}); err != nil {
-			l.Remove()
-			return "", &setupError{msg: fmt.Sprintf("task %s: %v", task.Name, err), exitCode: -1}
+			return fail(&setupError{msg: fmt.Sprintf("task %s: %v", task.Name, err), exitCode: -1})
 		}
 	}
 	run.layer = &caseLayer{layer: l, task: task, workdir: workdir, release: release}
