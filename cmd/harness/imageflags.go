@@ -1,24 +1,17 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 
 	"github.com/spf13/pflag"
 
-	"harness/agentskills"
 	"harness/capture"
 	"harness/cli"
-	"harness/harbor"
 	"harness/image"
 	"harness/results"
 	"harness/sandbox/egress"
-	"harness/sandbox/limits"
 	"harness/schemas"
 	"harness/taskset"
 )
@@ -77,46 +70,7 @@ func (f *imageFlags) taskPrompts(e *cli.Env, args []string, quiet bool) (string,
 	if len(args) == 1 {
 		return "", nil
 	}
-	tmp, err := os.CreateTemp("", "harness-tasks-*.jsonl")
-	if err != nil {
-		return "", err
-	}
-	err = set.WriteCases(tmp, f.timeoutScale)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return "", scaleError(err)
-	}
-	return tmp.Name(), nil
-}
-
-// scaleError words taskset's error for a timeout scale that is not
-// positive as the flag's.
-func scaleError(err error) error {
-	if errors.Is(err, taskset.ErrTimeoutScale) {
-		return cli.Usagef("--task-timeout-scale must be positive")
-	}
-	return err
-}
-
-// taskSuite writes the suite that "harness run DIR" runs for a Harbor task
-// directory or dataset: its cases are the tasks (their agent timeouts
-// multiplied by scale), run with --tasks DIR. It goes into the image
-// cache (cacheDir, "" = the default), under task-suites/, named by the
-// directory, so --resume finds it.
-func taskSuite(e *cli.Env, dir string, scale float64, cacheDir string) (string, error) {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", err
-	}
-	set, err := taskset.Load(abs)
-	if err != nil {
-		return "", cli.Input(err)
-	}
-	p, err := set.WriteSuite(cacheDir, scale)
-	return p, scaleError(err)
+	return cli.TempTaskCases(set, f.timeoutScale)
 }
 
 // configure makes sure of the images before any agent starts (building
@@ -157,7 +111,7 @@ func (f *imageFlags) configure(ctx context.Context, e *cli.Env, rf *runFlags, s 
 	if err := imageSandbox(ic, rf, s); err != nil {
 		return err
 	}
-	if err := warnImageCaps(e, ic, rf.quiet); err != nil {
+	if err := cli.WarnImageCaps(e, ic, rf.quiet); err != nil {
 		return err
 	}
 	cli.WarnOverBudget(e, store, rf.quiet)
@@ -172,9 +126,9 @@ func (f *imageFlags) configure(ctx context.Context, e *cli.Env, rf *runFlags, s 
 			return err
 		}
 		ic.For = f.set.ImageFor(imgs)
-		ic.SkillsHome = taskSkills(e, f.set, s.cfg.Agent, rf.quiet)
+		ic.SkillsHome = cli.TaskSkillsHome(e, f.set, s.cfg.Agent, rf.quiet)
 		if len(missing) > 0 {
-			ic.For = lackingFor(ic.For, func(c *schemas.PromptCase) error { return missing[c.ID] })
+			ic.For = cli.LackingFor(ic.For, func(c *schemas.PromptCase) error { return missing[c.ID] })
 		}
 	} else {
 		// Who uses each image, for the message of one that cannot be had.
@@ -200,11 +154,11 @@ func (f *imageFlags) configure(ctx context.Context, e *cli.Env, rf *runFlags, s 
 		if f.prefetched {
 			onMissing = func(ref string, err error) { missing[ref] = lacking(err) }
 		}
-		if ic.For, err = f.caseImages(ctx, store, s.caseImages, user, onMissing); err != nil {
+		if ic.For, err = cli.CaseImages(ctx, store, f.ref, s.caseImages, user, onMissing); err != nil {
 			return err
 		}
 		if len(missing) > 0 {
-			ic.For = lackingFor(ic.For, func(c *schemas.PromptCase) error {
+			ic.For = cli.LackingFor(ic.For, func(c *schemas.PromptCase) error {
 				if c.Image != "" {
 					return missing[c.Image]
 				}
@@ -236,32 +190,6 @@ func (f *imageFlags) configure(ctx context.Context, e *cli.Env, rf *runFlags, s 
 	return nil
 }
 
-// taskSkills is where the agent reads its user-level skills, relative to
-// its HOME, when some task of set has a skills_dir; when the agent's
-// layout is not known, it says once that the skills are not copied.
-func taskSkills(e *cli.Env, set *taskset.Set, agent []string, quiet bool) string {
-	var tasks []string
-	for _, t := range set.Tasks {
-		if t.Config.SkillsDir != "" {
-			tasks = append(tasks, t.Name)
-		}
-	}
-	if len(tasks) == 0 {
-		return ""
-	}
-	if l, ok := agentskills.For(agent); ok {
-		return l.Dir
-	}
-	if !quiet && len(agent) > 0 {
-		which := fmt.Sprintf("%d tasks", len(tasks))
-		if len(tasks) == 1 {
-			which = "task " + tasks[0]
-		}
-		e.SayOnce(fmt.Sprintf("warning: the skills of %s (skills_dir) are not copied: where %s reads its skills is not known here (it is for Claude Code, Gemini CLI and Codex)\n", which, filepath.Base(agent[0])))
-	}
-	return ""
-}
-
 // check refuses the run flags and cases that do not apply to cases in
 // images.
 func (f *imageFlags) check(rf *runFlags, s *runSetup) error {
@@ -291,57 +219,6 @@ func (f *imageFlags) check(rf *runFlags, s *runSetup) error {
 	return nil
 }
 
-// lackingFor is find with the cases whose image lacking says is missing
-// failing with that error.
-func lackingFor(find func(*schemas.PromptCase) (*image.Image, *harbor.Task, error), lacking func(*schemas.PromptCase) error) func(*schemas.PromptCase) (*image.Image, *harbor.Task, error) {
-	return func(c *schemas.PromptCase) (*image.Image, *harbor.Task, error) {
-		if err := lacking(c); err != nil {
-			return nil, nil, err
-		}
-		return find(c)
-	}
-}
-
-// caseImages prepares --image and the images cases name, each once (to
-// unpack as their trials start), notes that user (the prompts file) runs
-// in them, and returns what finds a case's: the one it names, else
-// --image. An image that cannot be had fails the run, or, when missing
-// is set, is told to it and left out.
-func (f *imageFlags) caseImages(ctx context.Context, store *image.Store, refs []string, user string, missing func(ref string, err error)) (func(*schemas.PromptCase) (*image.Image, *harbor.Task, error), error) {
-	imgs := map[string]*image.Image{}
-	for _, ref := range append([]string{f.ref}, refs...) {
-		if ref == "" {
-			continue
-		}
-		bctx, cancel := context.WithTimeout(ctx, harbor.DefaultBuildTimeout)
-		img, err := store.Prepare(bctx, ref)
-		cancel()
-		if err != nil && missing != nil && ctx.Err() == nil {
-			missing(ref, err)
-			continue
-		}
-		if err != nil {
-			return nil, cli.Input(err)
-		}
-		store.UsedBy(img, user)
-		imgs[ref] = img
-	}
-	def := f.ref
-	return func(c *schemas.PromptCase) (*image.Image, *harbor.Task, error) {
-		ref := c.Image
-		if ref == "" {
-			ref = def
-		}
-		if ref == "" {
-			return nil, nil, fmt.Errorf("case %s names no image, and there is no --image", c.ID)
-		}
-		if imgs[ref] == nil {
-			return nil, nil, fmt.Errorf("case %s: image %s was not resolved", c.ID, ref)
-		}
-		return imgs[ref], nil, nil
-	}, nil
-}
-
 // imageSandbox gives the agents in images what --sandbox gives the others:
 // the --sandbox-memory, -pids, -cpus and -disk caps (their defaults
 // unless given) and the --sandbox-network egress rules. An agent whose
@@ -369,34 +246,5 @@ func imageSandbox(ic *capture.ImageConfig, rf *runFlags, s *runSetup) error {
 		}
 	}
 	ic.Egress = egress.NewProxy(rules, "")
-	return nil
-}
-
-// writeCases writes the cases of the tasks of --tasks, by name, to file.
-func (f *imageFlags) writeCases(file string) error {
-	var b bytes.Buffer
-	if err := f.set.WriteCases(&b, f.timeoutScale); err != nil {
-		return scaleError(err)
-	}
-	return results.ReplaceFile(file, 0o644, func(w io.Writer) error { _, err := w.Write(b.Bytes()); return err })
-}
-
-// warnImageCaps says once, before any agent starts, which of the run's caps
-// cannot be enforced here as asked (as --sandbox bwrap does): a first group
-// is made the way every agent's will be, and removed.
-func warnImageCaps(e *cli.Env, ic *capture.ImageConfig, quiet bool) error {
-	if ic.Caps == nil {
-		return nil
-	}
-	g, warnings, err := limits.New(*ic.Caps, limits.Options{CgroupParent: ic.CgroupParent, DiskDirs: []string{os.TempDir()}})
-	if err != nil {
-		return cli.Usagef("image caps: %v", err)
-	}
-	g.Close()
-	if !quiet {
-		for _, w := range warnings {
-			fmt.Fprintf(e.Stderr, "warning: %s\n", w)
-		}
-	}
 	return nil
 }

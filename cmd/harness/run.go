@@ -295,7 +295,7 @@ func (r *suiteRun) locate(args []string) error {
 		if err != nil {
 			return err
 		}
-		p, err := taskSuite(r.e, abs, f.image.timeoutScale, f.image.cacheDir)
+		p, err := cli.TaskSuite(abs, f.image.timeoutScale, f.image.cacheDir)
 		if err != nil {
 			return err
 		}
@@ -337,7 +337,7 @@ func (r *suiteRun) locateResumed(args []string) error {
 	if r.tasksDir != "" {
 		// The suite of a task directory is made again, as at the start
 		// (the cache it went to may have been cleared since).
-		if r.suiteFile, err = taskSuite(r.e, r.tasksDir, r.f.image.timeoutScale, r.f.image.cacheDir); err != nil {
+		if r.suiteFile, err = cli.TaskSuite(r.tasksDir, r.f.image.timeoutScale, r.f.image.cacheDir); err != nil {
 			return err
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -255,7 +254,7 @@ func (f *runFlags) validate() (*validFlags, error) {
 	case f.noModelGateway && (f.modelRecord != "" || f.modelReplay != ""):
 		return nil, cli.Usagef("--model-record and --model-replay need the model gateway: drop --no-model-gateway")
 	}
-	if err := checkClasses("--stop-on", f.stopOn); err != nil {
+	if err := cli.CheckClasses("--stop-on", f.stopOn); err != nil {
 		return nil, err
 	}
 	if v.policy, err = acp.ParsePermissionPolicy(f.permission); err != nil {
@@ -613,42 +612,12 @@ func (s *runSetup) scan(fn func(lineNo int, c *schemas.PromptCase) error) error 
 	return s.prompts().Scan(fn)
 }
 
-// errorClasses are the error classes a record can have.
-func errorClasses() []string {
-	return []string{schemas.ErrAgentStart, schemas.ErrWorkspaceSetup, schemas.ErrAgentCrash, schemas.ErrTimeout,
-		schemas.ErrProtocol, schemas.ErrAuthRequired, schemas.ErrAgentError, schemas.ErrGraderError, schemas.ErrGraderTimeout,
-		schemas.ErrGraderInvalid, schemas.ErrResourceLimit, schemas.ErrReplayMiss, schemas.ErrProviderError}
-}
-
-// checkClasses refuses an error class that does not exist.
-func checkClasses(flag string, classes []string) error {
-	errorClasses := errorClasses()
-	for _, c := range classes {
-		if !slices.Contains(errorClasses, strings.TrimSpace(c)) {
-			return cli.Usagef("%s %q: unknown error class (known: %s)", flag, c, strings.Join(errorClasses, ", "))
-		}
-	}
-	return nil
-}
-
-// checkOwnersOrClasses refuses a name that is neither an owner of
-// failures (agent, infra, grader, config) nor an error class.
-func checkOwnersOrClasses(flag string, names []string) error {
-	known := append(slices.Clone(schemas.Owners), errorClasses()...)
-	for _, c := range names {
-		if !slices.Contains(known, strings.TrimSpace(c)) {
-			return cli.Usagef("%s %q: neither an owner nor an error class (known: %s)", flag, c, strings.Join(known, ", "))
-		}
-	}
-	return nil
-}
-
 // retryPolicy is the retry of --retries, --retry-on and --retry-backoff.
 func (f *runFlags) retryPolicy() (capture.Retry, error) {
 	if f.retries < 0 {
 		return capture.Retry{}, cli.Usagef("--retries must be 0 or more")
 	}
-	if err := checkOwnersOrClasses("--retry-on", f.retryOn); err != nil {
+	if err := cli.CheckOwnersOrClasses("--retry-on", f.retryOn); err != nil {
 		return capture.Retry{}, err
 	}
 	p := capture.Retry{Max: f.retries, Backoff: f.retryBackoff}

@@ -155,7 +155,7 @@ func (r *slurmRun) tasksCases(args []string, out string) (prompts []string, made
 	if !fileExistsAny(name) {
 		made = name
 	}
-	if err := r.f.image.writeCases(name); err != nil {
+	if err := cli.WriteTaskCases(r.f.image.set, name, r.f.image.timeoutScale); err != nil {
 		return nil, "", err
 	}
 	return []string{name}, made, nil

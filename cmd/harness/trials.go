@@ -144,10 +144,10 @@ func (t *trialsFlags) check() (*evaluation.TrialsOptions, func(schemas.TrialsSum
 	if t.k < 1 {
 		return nil, nil, cli.Usagef("-k must be at least 1")
 	}
-	if err := checkOwnersOrClasses("--fail-on", t.failOn); err != nil {
+	if err := cli.CheckOwnersOrClasses("--fail-on", t.failOn); err != nil {
 		return nil, nil, err
 	}
-	if err := checkOwnersOrClasses("--leave-out", t.leaveOut); err != nil {
+	if err := cli.CheckOwnersOrClasses("--leave-out", t.leaveOut); err != nil {
 		return nil, nil, err
 	}
 	gates, err := parseGates(t.minRate, t.minAt, t.minExp)
