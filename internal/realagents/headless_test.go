@@ -1,13 +1,11 @@
 package realagents
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"harness/capture"
@@ -25,32 +23,14 @@ func runHeadless(t *testing.T, cfg capture.Config, adapter string, cases ...sche
 		t.Fatal(err)
 	}
 	cfg.Adapter = a
-	var units []capture.Unit
+	return runPromptCases(t, cfg, casePointers(cases)...)
+}
+
+// casePointers points at each of cases.
+func casePointers(cases []schemas.PromptCase) []*schemas.PromptCase {
+	out := make([]*schemas.PromptCase, len(cases))
 	for i := range cases {
-		units = append(units, capture.Unit{Case: &cases[i], Trial: 1})
-	}
-	r := capture.NewRunner(cfg)
-	if _, err := r.Preflight(context.Background()); err != nil {
-		t.Fatalf("preflight: %v", err)
-	}
-	var mu sync.Mutex
-	byID := map[string]*schemas.CaptureRecord{}
-	if _, err := r.Run(context.Background(), slices.Values(units), func(rec *schemas.CaptureRecord) error {
-		mu.Lock()
-		defer mu.Unlock()
-		byID[rec.ID] = rec
-		return nil
-	}); err != nil {
-		t.Fatalf("run: %v", err)
-	}
-	out := make([]*schemas.CaptureRecord, len(cases))
-	for i, c := range cases {
-		if out[i] = byID[c.ID]; out[i] == nil {
-			t.Fatalf("no record for case %s", c.ID)
-		}
-		if os.Getenv("REALAGENTS_VERBOSE") != "" {
-			t.Logf("record %s:\n%s", c.ID, dump(out[i]))
-		}
+		out[i] = &cases[i]
 	}
 	return out
 }

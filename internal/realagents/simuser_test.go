@@ -1,16 +1,13 @@
 package realagents
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
-	"harness/capture"
 	"harness/results"
 	"harness/schemas"
 	"harness/testkit/fakemodel"
@@ -52,7 +49,7 @@ func TestClaudeCodeTalksWithSimulatedUsers(t *testing.T) {
 		{ID: "scripted", Input: schemas.SingleTurn("bash echo user-turn-1"), User: &schemas.SimUser{Command: []string{script}, MaxTurns: 10}},
 		{ID: "model", Input: schemas.SingleTurn("bash echo model-turn-1"), User: &schemas.SimUser{Model: "claude-user-fake", Goal: "four echoes", MaxTurns: 10}},
 	}
-	recs := runUserCases(t, cfg, cases)
+	recs := runPromptCases(t, cfg, casePointers(cases)...)
 
 	for i, who := range []string{"user", "model"} {
 		rec := recs[i]
@@ -102,7 +99,7 @@ func TestClaudeCodeTalksWithSimulatedUsers(t *testing.T) {
 		t.Errorf("the user's model served %d requests, want 4", n)
 	}
 	// One session a conversation: two session/new, eight prompts.
-	if n, p := wireCount(wire, true, `"method":"session/new"`), wireCount(wire, true, `"method":"session/prompt"`); n != 2 || p != 8 {
+	if n, p := wire.count(true, `"method":"session/new"`), wire.count(true, `"method":"session/prompt"`); n != 2 || p != 8 {
 		t.Errorf("%d session/new and %d session/prompt sent, want 2 and 8", n, p)
 	}
 
@@ -128,7 +125,7 @@ func TestClaudeCodeTalksWithSimulatedUsers(t *testing.T) {
 	rcfg.AgentEnv = append(append([]string(nil), sb.Env...), replaytest.Env+"="+file)
 	rcfg.Getenv = cfg.Getenv
 	cases[0].User = &schemas.SimUser{Command: []string{"/bin/false"}, MaxTurns: 10}
-	replayed := runUserCases(t, rcfg, cases)
+	replayed := runPromptCases(t, rcfg, casePointers(cases)...)
 	for i, want := range recs {
 		got := replayed[i]
 		checkReplayed(t, want, got)
@@ -139,52 +136,4 @@ func TestClaudeCodeTalksWithSimulatedUsers(t *testing.T) {
 	if n := len(user.Requests()); n != served {
 		t.Errorf("the replay called the user's model: %d requests, %d before", n, served)
 	}
-}
-
-// wireCount counts the lines in one direction that contain s.
-func wireCount(w *wireLog, out bool, s string) int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	dir := " a2c "
-	if out {
-		dir = " c2a "
-	}
-	n := 0
-	for _, l := range w.lines {
-		if strings.Contains(l, dir) && strings.Contains(l, s) {
-			n++
-		}
-	}
-	return n
-}
-
-// runUserCases runs cases on one agent process and returns the records in
-// case order.
-func runUserCases(t *testing.T, cfg capture.Config, cases []schemas.PromptCase) []*schemas.CaptureRecord {
-	t.Helper()
-	var units []capture.Unit
-	for i := range cases {
-		units = append(units, capture.Unit{Case: &cases[i], Trial: 1})
-	}
-	r := capture.NewRunner(cfg)
-	if _, err := r.Preflight(context.Background()); err != nil {
-		t.Fatalf("preflight: %v", err)
-	}
-	var mu sync.Mutex
-	byID := map[string]*schemas.CaptureRecord{}
-	if _, err := r.Run(context.Background(), slices.Values(units), func(rec *schemas.CaptureRecord) error {
-		mu.Lock()
-		defer mu.Unlock()
-		byID[rec.ID] = rec
-		return nil
-	}); err != nil {
-		t.Fatalf("run: %v", err)
-	}
-	out := make([]*schemas.CaptureRecord, len(cases))
-	for i, c := range cases {
-		if out[i] = byID[c.ID]; out[i] == nil {
-			t.Fatalf("no record for case %s", c.ID)
-		}
-	}
-	return out
 }
